@@ -1,0 +1,169 @@
+package config
+
+import "time"
+
+// Config is a parsed, validated method map. Build it with Parse or Load;
+// the zero value is not useful.
+type Config struct {
+	// Listen is the address the platform calls. $PORT wins when set.
+	// Default: ":8080".
+	Listen string
+
+	// Upstream says where the agent listens and how to probe it.
+	Upstream Upstream
+
+	// Timeouts are the defaults for every method.
+	Timeouts Timeouts
+
+	// Limits bound what one call may cost.
+	Limits Limits
+
+	// Methods in the order the file lists them. The method named "*", if
+	// any, is last and serves every name not listed.
+	Methods []*Method
+}
+
+// Upstream is the agent's address and readiness probe.
+type Upstream struct {
+	// URL is "http://127.0.0.1:N" (any http URL) or "unix:///path/to.sock".
+	URL string
+
+	// Network and Address are derived from URL: ("tcp", "127.0.0.1:N") or
+	// ("unix", "/path/to.sock").
+	Network string
+	Address string
+
+	// BaseURL is the http URL requests are built on: URL itself for TCP,
+	// "http://agent" for a Unix socket. It carries no trailing slash.
+	BaseURL string
+
+	// Ready is the readiness probe.
+	Ready Ready
+}
+
+// Ready configures how the agent's readiness is probed.
+type Ready struct {
+	// Path is an HTTP path probed with GET; any 2xx means ready. Empty
+	// means a plain connect to the agent's address. Default: "" (connect).
+	Path string
+
+	// Interval between probes once the agent is ready. Default: 1s.
+	Interval time.Duration
+
+	// Timeout for one probe. Default: 1s.
+	Timeout time.Duration
+}
+
+// Timeouts are the clocks of one call. Zero means no limit.
+type Timeouts struct {
+	// Connect bounds dialing the agent, retries included. Default: 5s.
+	Connect time.Duration
+	// FirstByte bounds the wait for the agent's response headers. Default: 5m.
+	FirstByte time.Duration
+	// Idle bounds the gap between two reads of a streamed reply. Default: 5m.
+	Idle time.Duration
+	// Total bounds the whole call. Default: 15m.
+	Total time.Duration
+}
+
+// Limits bound request and reply sizes.
+type Limits struct {
+	// RequestBytes caps an inbound request body. Default: 10 MiB.
+	RequestBytes int64
+	// RecordBytes caps one streamed record (one line out). Default: 8 MiB.
+	RecordBytes int
+	// ReplyBytes caps a unary reply from the agent. Default: 32 MiB.
+	ReplyBytes int64
+}
+
+// Mode is a method's api_mode; it decides the route the method is served on.
+type Mode string
+
+// The four api_mode values of the platform.
+const (
+	ModeSync        Mode = ""
+	ModeAsync       Mode = "async"
+	ModeStream      Mode = "stream"
+	ModeAsyncStream Mode = "async_stream"
+)
+
+// Streaming reports whether the mode is served on the streaming route.
+func (m Mode) Streaming() bool { return m == ModeStream || m == ModeAsyncStream }
+
+// BodyKind says what the agent receives as the request body.
+type BodyKind string
+
+// Body kinds.
+const (
+	BodyInput    BodyKind = "input"    // the envelope's input object (default)
+	BodyEnvelope BodyKind = "envelope" // {"class_method", "input"} unchanged
+	BodyNone     BodyKind = "none"     // no body
+	BodyTemplate BodyKind = "template" // a JSON template with "{input.x}" leaves
+)
+
+// Reply says how the agent's response is deframed.
+type Reply string
+
+// Reply formats.
+const (
+	ReplyAuto   Reply = "auto" // by the response's media type (default)
+	ReplyJSON   Reply = "json"
+	ReplySSE    Reply = "sse"
+	ReplyNDJSON Reply = "ndjson"
+	ReplyText   Reply = "text"
+)
+
+// Output says how a unary reply becomes the platform's {"output": …}.
+type Output string
+
+// Output policies.
+const (
+	OutputWrap Output = "wrap"  // the reply becomes {"output": reply} (default)
+	OutputAsIs Output = "as_is" // the agent already answers {"output": …}
+)
+
+// Method is one class_method and how it reaches the agent.
+type Method struct {
+	// Name is the class_method; "*" serves every name not listed.
+	Name string
+	// Mode is the api_mode.
+	Mode Mode
+	// AllRoutes is set for a "*" method declared without a mode: it then
+	// serves unlisted names on both routes.
+	AllRoutes bool
+	// Verb and Path come from "call: VERB /path/{field}". Default: "POST /<name>".
+	Verb string
+	Path string
+	// Segments is Path split at its {field} placeholders, built once.
+	// The placeholder {class_method} takes the called method's name.
+	Segments []PathSegment
+	// Body is what the agent receives; Template is set for BodyTemplate.
+	Body     BodyKind
+	Template any
+	// Reply is how the response is deframed.
+	Reply Reply
+	// Output applies to unary methods only.
+	Output Output
+	// Timeouts are the method's clocks, defaults filled in.
+	Timeouts Timeouts
+	// Line is where the method is declared in the file, for messages.
+	Line int
+}
+
+// PathSegment is a literal piece of a path or a {field} placeholder.
+type PathSegment struct {
+	Literal string // set when Field is empty
+	Field   string // input field whose value fills this segment
+}
+
+// Route names, for messages.
+const (
+	RouteUnary  = "/api/reasoning_engine"
+	RouteStream = "/api/stream_reasoning_engine"
+)
+
+// ClassMethod is one entry of the deploy request's spec.classMethods.
+type ClassMethod struct {
+	Name    string `json:"name"`
+	APIMode Mode   `json:"api_mode"`
+}
