@@ -21,6 +21,10 @@ type Config struct {
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.
 	Methods []*Method
+
+	// routes indexes Methods by inbound route, unary then streaming;
+	// Parse builds it once, for Lookup and RouteMethods.
+	routes [2]route
 }
 
 // Upstream is the agent's address and readiness probe.
@@ -126,7 +130,7 @@ const (
 type Method struct {
 	// Name is the class_method; "*" serves every name not listed.
 	Name string
-	// Mode is the api_mode.
+	// Mode is the api_mode. Default: "" (unary).
 	Mode Mode
 	// AllRoutes is set for a "*" method declared without a mode: it then
 	// serves unlisted names on both routes.
@@ -138,11 +142,13 @@ type Method struct {
 	// The placeholder {class_method} takes the called method's name.
 	Segments []PathSegment
 	// Body is what the agent receives; Template is set for BodyTemplate.
+	// Default: BodyInput, or BodyNone when Verb is GET or DELETE.
 	Body     BodyKind
 	Template any
-	// Reply is how the response is deframed.
+	// Reply is how the response is deframed. Default: ReplyAuto.
 	Reply Reply
-	// Output applies to unary methods only.
+	// Output applies to unary methods only. Default: OutputWrap (set on
+	// every method).
 	Output Output
 	// Timeouts are the method's clocks, defaults filled in.
 	Timeouts Timeouts

@@ -1,0 +1,258 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// methodDraft is a decoded method whose timeouts still wait for the
+// top-level ones, which the file may list after the methods.
+type methodDraft struct {
+	m        *Method
+	timeouts timeoutSet
+}
+
+var (
+	modes   = []string{string(ModeSync), string(ModeAsync), string(ModeStream), string(ModeAsyncStream)}
+	replies = []string{string(ReplyAuto), string(ReplyJSON), string(ReplySSE), string(ReplyNDJSON), string(ReplyText)}
+	outputs = []string{string(OutputWrap), string(OutputAsIs)}
+	verbs   = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+)
+
+// methods decodes the methods mapping, in file order.
+func (p *parser) methods(e entry) []methodDraft {
+	const want = "a mapping of class_method names to methods"
+	if !p.mapping(e.val, e.name, want) {
+		if isNull(e.val) {
+			p.addf(e.key.Line, e.name, "no methods (want %s, at least one)", want)
+		}
+		return nil
+	}
+	if len(e.val.Content) == 0 {
+		p.addf(e.val.Line, e.name, "no methods (want %s, at least one)", want)
+	}
+	entries := p.entries(e.val, e.name)
+	var out []methodDraft
+	for _, f := range entries {
+		path := join(e.name, f.name)
+		if f.name != "*" && !isIdent(f.name) {
+			p.addf(f.key.Line, path, `invalid class_method name (want letters, digits and "_", not starting with a digit; or "*" for every other name)`)
+		}
+		out = append(out, p.method(f, path))
+	}
+	return out
+}
+
+// method decodes one method; a null or empty value takes every default.
+func (p *parser) method(e entry, path string) methodDraft {
+	m := &Method{
+		Name:   e.name,
+		Body:   BodyInput,
+		Reply:  ReplyAuto,
+		Output: OutputWrap,
+		Line:   e.key.Line,
+	}
+	d := methodDraft{m: m}
+	var modeSet, callSet, bodySet bool
+	var outputLine int
+	if p.mapping(e.val, path, "a mapping of mode, call, body, reply, output and timeouts (or nothing, for all defaults)") {
+		for _, f := range p.entries(e.val, path) {
+			key := join(path, f.name)
+			switch f.name {
+			case "mode":
+				if s, ok := p.scalar(f, key); ok {
+					modeSet = true
+					if !slices.Contains(modes, s) {
+						p.addf(f.val.Line, key, "unknown mode %q (want %s)", s, oneOf(modes, true))
+					}
+					m.Mode = Mode(s)
+				}
+			case "call":
+				if s, ok := p.scalar(f, key); ok {
+					callSet = true
+					if err := m.setCall(s); err != nil {
+						p.addf(f.val.Line, key, "%v", err)
+					}
+				}
+			case "body":
+				bodySet = p.body(f.val, key, m)
+			case "reply":
+				if s, ok := p.scalar(f, key); ok {
+					if !slices.Contains(replies, s) {
+						p.addf(f.val.Line, key, "unknown reply %q (want %s)", s, oneOf(replies, true))
+					}
+					m.Reply = Reply(s)
+				}
+			case "output":
+				if s, ok := p.scalar(f, key); ok {
+					outputLine = f.key.Line
+					if !slices.Contains(outputs, s) {
+						p.addf(f.val.Line, key, "unknown output %q (want %s)", s, oneOf(outputs, true))
+					}
+					m.Output = Output(s)
+				}
+			case "timeouts":
+				d.timeouts = p.timeouts(f.val, key)
+			default:
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts")
+			}
+		}
+	}
+
+	m.AllRoutes = m.Name == "*" && !modeSet
+	if outputLine > 0 && !m.AllRoutes && m.Mode.Streaming() {
+		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on %s)", m.Mode, RouteStream)
+	}
+	if !callSet {
+		if m.Name == "*" {
+			_ = m.setCall("POST /{class_method}")
+		} else {
+			m.Verb, m.Path, m.Segments = "POST", "/"+m.Name, []PathSegment{{Literal: "/" + m.Name}}
+		}
+	}
+	// A GET or DELETE body has no defined meaning (RFC 9110, sections
+	// 9.3.1 and 9.3.5) and some servers refuse one: send none unless the
+	// method asks for it.
+	if !bodySet && (m.Verb == "GET" || m.Verb == "DELETE") {
+		m.Body = BodyNone
+	}
+	return d
+}
+
+// setCall parses "VERB /path/{field}" into Verb, Path and Segments.
+func (m *Method) setCall(s string) error {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return fmt.Errorf("%q is not \"VERB /path\" (e.g. \"POST /query/{user_id}\")", s)
+	}
+	verb := strings.ToUpper(f[0])
+	if !slices.Contains(verbs, verb) {
+		return fmt.Errorf("unknown verb %q (want %s)", f[0], oneOf(verbs, false))
+	}
+	segs, err := parsePath(f[1])
+	if err != nil {
+		return err
+	}
+	m.Verb, m.Path, m.Segments = verb, f[1], segs
+	return nil
+}
+
+// parsePath splits a path at its {field} placeholders. A literal may hold
+// only what a path may carry unescaped (RFC 3986 pchar, "%" excepted), so
+// it means the same decoded and on the wire.
+func parsePath(path string) ([]PathSegment, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("path %q must start with \"/\"", path)
+	}
+	var segs []PathSegment
+	start := 0 // of the current literal
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '{':
+			end := strings.IndexAny(path[i+1:], "{}")
+			if end < 0 || path[i+1+end] == '{' {
+				return nil, fmt.Errorf("path %q: unbalanced \"{\" (want {field})", path)
+			}
+			field := path[i+1 : i+1+end]
+			if field == "" {
+				return nil, fmt.Errorf("path %q: empty {} (want {field})", path)
+			}
+			if !isField(field) {
+				return nil, fmt.Errorf("path %q: invalid field {%s} (want {name} or {a.b}: names of letters, digits and \"_\")", path, field)
+			}
+			if start < i {
+				segs = append(segs, PathSegment{Literal: path[start:i]})
+			}
+			segs = append(segs, PathSegment{Field: field})
+			i += end + 1
+			start = i + 1
+		case c == '}':
+			return nil, fmt.Errorf("path %q: unbalanced \"}\" (want {field})", path)
+		case c == '?' || c == '#':
+			return nil, fmt.Errorf("path %q: %q is not allowed (no query string or fragment; send data in the body)", path, c)
+		case !isPathChar(c):
+			r, _ := utf8.DecodeRuneInString(path[i:])
+			return nil, fmt.Errorf("path %q: %q is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)", path, r)
+		}
+	}
+	if start < len(path) {
+		segs = append(segs, PathSegment{Literal: path[start:]})
+	}
+	return segs, nil
+}
+
+// isPathChar reports whether c may stand unescaped in a path literal.
+func isPathChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
+}
+
+// isIdent reports whether s is [A-Za-z_][A-Za-z0-9_]*.
+func isIdent(s string) bool {
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// isField reports whether s is an input field path: identifiers joined by
+// dots, "a" or "a.b".
+func isField(s string) bool {
+	for part := range strings.SplitSeq(s, ".") {
+		if !isIdent(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// body decodes what the agent receives and reports whether the file set
+// it. A mapping or a list is a template; so is a string that starts with
+// "{" or "[", read as JSON.
+func (p *parser) body(n *yaml.Node, path string, m *Method) bool {
+	const want = `want "input", "envelope", "none", or a template: a mapping, a list, or a JSON string`
+	switch {
+	case isNull(n):
+		return false
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
+		m.Body, m.Template = BodyTemplate, p.template(n, path, 0, map[*yaml.Node]bool{})
+		return true
+	case n.Kind != yaml.ScalarNode:
+		p.addf(n.Line, path, "%s, not a %s", want, kindName(n))
+		return true
+	}
+	switch s := n.Value; {
+	case s == string(BodyInput), s == string(BodyEnvelope), s == string(BodyNone):
+		m.Body = BodyKind(s)
+	case strings.HasPrefix(s, "{") || strings.HasPrefix(s, "["):
+		if _, ok := inputRef(s); ok {
+			p.addf(n.Line, path, "%q is not JSON (want body: input for the whole input, or the leaf inside a template: {x: %q})", s, s)
+			return true
+		}
+		t, err := jsonTemplate(s)
+		if err == nil {
+			err = checkRefs(t, "")
+		}
+		if err != nil {
+			p.addf(n.Line, path, "%v", err)
+			return true
+		}
+		m.Body, m.Template = BodyTemplate, t
+	default:
+		p.addf(n.Line, path, "unknown body %q (%s)", s, want)
+	}
+	return true
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+)
+
+// route is what one inbound route serves.
+type route struct {
+	byName   map[string]*Method
+	names    []string // in file order, "*" left out
+	wildcard *Method  // serves names not listed, or nil
+}
+
+// routeOf indexes Config.routes.
+func routeOf(stream bool) int {
+	if stream {
+		return 1
+	}
+	return 0
+}
+
+// serves reports whether m is served on the streaming (stream) or the
+// unary route.
+func (m *Method) serves(stream bool) bool {
+	return m.AllRoutes || m.Mode.Streaming() == stream
+}
+
+// index builds the per-route lookup tables from Methods.
+func (c *Config) index() {
+	for _, stream := range []bool{false, true} {
+		r := route{byName: make(map[string]*Method)}
+		for _, m := range c.Methods {
+			switch {
+			case !m.serves(stream):
+			case m.Name == "*":
+				r.wildcard = m
+			default:
+				r.byName[m.Name] = m
+				r.names = append(r.names, m.Name)
+			}
+		}
+		c.routes[routeOf(stream)] = r
+	}
+}
+
+// Lookup returns the method serving class_method name on the streaming
+// route (stream) or the unary one: the method of that name when it serves
+// that route, else "*" when it serves that route, else nil.
+func (c *Config) Lookup(name string, stream bool) *Method {
+	r := &c.routes[routeOf(stream)]
+	if m, ok := r.byName[name]; ok {
+		return m
+	}
+	return r.wildcard
+}
+
+// RouteMethods returns the names served on the streaming route (stream) or
+// the unary one, in file order, without "*". It is meant for "not found"
+// messages; the slice is the caller's.
+func (c *Config) RouteMethods(stream bool) []string {
+	return slices.Clone(c.routes[routeOf(stream)].names)
+}
+
+// Summary is the line `sidecar validate` prints for a valid file, e.g.
+// "sidecar.yaml: ok: 3 methods (2 unary, 1 streaming), upstream unix:///run/agent.sock".
+// A "*" method is not counted among the methods but named with its routes.
+func (c *Config) Summary(name string) string {
+	var unary, streaming int
+	var wildcard *Method
+	for _, m := range c.Methods {
+		switch {
+		case m.Name == "*":
+			wildcard = m
+		case m.Mode.Streaming():
+			streaming++
+		default:
+			unary++
+		}
+	}
+	noun := "methods"
+	if unary+streaming == 1 {
+		noun = "method"
+	}
+	s := fmt.Sprintf("%s: ok: %d %s (%d unary, %d streaming)", name, unary+streaming, noun, unary, streaming)
+	switch {
+	case wildcard == nil:
+	case wildcard.AllRoutes:
+		s += `, "*" on both routes`
+	case wildcard.Mode.Streaming():
+		s += `, "*" on the streaming route`
+	default:
+		s += `, "*" on the unary route`
+	}
+	return s + ", upstream " + c.Upstream.URL
+}
