@@ -1,0 +1,342 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// Client sends class_method calls to the agent. It is safe for concurrent
+// use; build it once with New.
+type Client struct {
+	up        config.Upstream
+	base      *url.URL
+	transport *http.Transport
+	retrying  *retryablehttp.Client
+	logger    *zap.Logger
+}
+
+// forwardHeaders is the allow-list of inbound headers the agent receives:
+// trace context and request ids, never credentials or cookies.
+var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
+
+// idleConnTimeout keeps pooled connections to the agent shorter-lived than
+// the common agent keep-alives (Node and many Python servers: 5 s), so the
+// sidecar drops an idle connection before the agent closes it under a new
+// request (DESIGN.md lesson 10).
+const idleConnTimeout = 4 * time.Second
+
+// New builds the client for cfg's upstream.
+func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
+	base, err := url.Parse(cfg.Upstream.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing upstream url: %w", err)
+	}
+	network, address := cfg.Upstream.Network, cfg.Upstream.Address
+	dialer := &net.Dialer{Timeout: cfg.Timeouts.Connect, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		// Every request goes to the one agent, whatever the URL's host says.
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, address)
+		},
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     idleConnTimeout,
+		// Compression would make the agent's stream arrive in gzip blocks.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+		WriteBufferSize:    16 << 10,
+		ReadBufferSize:     32 << 10,
+	}
+	c := &Client{up: cfg.Upstream, base: base, transport: t, logger: logger}
+	c.retrying = &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport: t,
+			// Redirects are the agent's answer, not something to follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		Logger:       zapLeveled{logger},
+		RetryWaitMin: 20 * time.Millisecond,
+		RetryWaitMax: 500 * time.Millisecond,
+		// Retries are bounded by the connect clock, not by a count.
+		RetryMax:     1 << 20,
+		CheckRetry:   checkRetry,
+		Backoff:      retryablehttp.DefaultBackoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
+			if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
+				n.Store(int32(attempt))
+			}
+		},
+	}
+	return c, nil
+}
+
+// Close drops the idle connections to the agent.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }
+
+type attemptsKey struct{}
+
+// checkRetry retries only what never reached the agent: a failed dial, or a
+// pooled connection the agent closed before reading the request. An agent's
+// 5xx, a reset after the request was sent, and anything once the response
+// has begun are never retried: the agent may already be acting on it.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, context.Cause(ctx)
+	}
+	return resp == nil && err != nil && neverSent(err), nil
+}
+
+func neverSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// Call sends one call to the agent and waits for its response headers. A
+// non-2xx reply is a *StatusError carrying the agent's message. On success
+// the Response owns the call's clocks and body; the caller must Close it.
+func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Input, inbound http.Header) (*Response, error) {
+	path, rawPath, err := buildPath(m, name, in)
+	if err != nil {
+		return nil, err
+	}
+	body, err := buildBody(m, name, in)
+	if err != nil {
+		return nil, err
+	}
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawPath = c.base.EscapedPath() + rawPath
+
+	clk := newClocks(ctx, m.Timeouts)
+	attempts := new(atomic.Int32)
+	reqCtx := context.WithValue(clk.ctx, attemptsKey{}, attempts)
+	reqCtx = httptrace.WithClientTrace(reqCtx, clk.trace())
+
+	var rb any
+	if body != nil {
+		rb = body
+	}
+	req, err := retryablehttp.NewRequestWithContext(reqCtx, m.Verb, u.String(), rb)
+	if err != nil {
+		clk.stop()
+		return nil, fmt.Errorf("building agent request: %w", err)
+	}
+	req.URL = &u
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("X-Sidecar-Class-Method", name)
+	for _, h := range forwardHeaders {
+		if v := inbound.Values(h); len(v) > 0 {
+			req.Header[h] = v
+		}
+	}
+
+	resp, err := c.retrying.Do(req)
+	retries := max(int(attempts.Load()), 0)
+	if err != nil {
+		clk.stop()
+		return nil, clk.explain(err, c.up.URL)
+	}
+	clk.headersArrived()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer clk.stop()
+		defer resp.Body.Close()
+		detail, rerr := readDetail(resp)
+		if rerr != nil {
+			return nil, clk.explain(rerr, c.up.URL)
+		}
+		return nil, &StatusError{Status: resp.StatusCode, Detail: detail}
+	}
+	return &Response{
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Retries: retries,
+		body:    &idleReader{r: resp.Body, clk: clk},
+		raw:     resp.Body,
+		clk:     clk,
+	}, nil
+}
+
+// Response is the agent's 2xx reply to one call.
+type Response struct {
+	Status  int
+	Header  http.Header
+	Retries int
+
+	body io.Reader // resets the idle clock on every read
+	raw  io.ReadCloser
+	clk  *clocks
+}
+
+// Close releases the body and the call's clocks. Closing before the body
+// is done cancels the agent's request.
+func (r *Response) Close() {
+	r.clk.cancel(context.Canceled)
+	r.raw.Close()
+	r.clk.stop()
+}
+
+// Explain turns an error met while reading the reply into the clock that
+// caused it (a *TimeoutError) when one did.
+func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
+
+// Stream deframes a streamed reply.
+func (r *Response) Stream(reply config.Reply, maxRecord int) (Stream, Format) {
+	f := FormatFor(reply, r.Header.Get("Content-Type"))
+	if r.Status == http.StatusNoContent {
+		return NewStream(FormatJSON, strings.NewReader(""), maxRecord), f
+	}
+	return NewStream(f, r.body, maxRecord), f
+}
+
+// clocks are the connect, first-byte, idle and total limits of one call.
+// Each cancels the call's context with a *TimeoutError as the cause.
+type clocks struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	t      config.Timeouts
+
+	total, connect, firstByte, idle *time.Timer
+	connected                       atomic.Bool
+	lastDial                        atomic.Pointer[error]
+}
+
+func newClocks(parent context.Context, t config.Timeouts) *clocks {
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &clocks{ctx: ctx, cancel: cancel, t: t}
+	c.total = c.after(t.Total, "total")
+	c.connect = c.after(t.Connect, "connect")
+	return c
+}
+
+func (c *clocks) after(d time.Duration, phase string) *time.Timer {
+	if d <= 0 {
+		return nil
+	}
+	return time.AfterFunc(d, func() {
+		c.cancel(&TimeoutError{Phase: phase, After: d.String()})
+	})
+}
+
+func (c *clocks) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		ConnectDone: func(_, _ string, err error) {
+			if err != nil {
+				c.lastDial.Store(&err)
+			}
+		},
+		GotConn: func(httptrace.GotConnInfo) {
+			if c.connected.Swap(true) {
+				return
+			}
+			stopTimer(c.connect)
+			c.firstByte = c.after(c.t.FirstByte, "first_byte")
+		},
+	}
+}
+
+func (c *clocks) headersArrived() {
+	stopTimer(c.connect)
+	stopTimer(c.firstByte)
+	c.idle = c.after(c.t.Idle, "idle")
+}
+
+func (c *clocks) stop() {
+	for _, t := range []*time.Timer{c.total, c.connect, c.firstByte, c.idle} {
+		stopTimer(t)
+	}
+	c.cancel(context.Canceled)
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// explain labels err with its cause: a clock that ran out, or a dial that
+// never succeeded. The caller's own cancellation stays context.Canceled.
+func (c *clocks) explain(err error, address string) error {
+	cause := context.Cause(c.ctx)
+	var te *TimeoutError
+	if errors.As(cause, &te) {
+		if te.Phase == "connect" {
+			last := error(te)
+			if p := c.lastDial.Load(); p != nil {
+				last = *p
+			}
+			return &DialError{Address: address, Err: fmt.Errorf("%w (retried for %s)", last, te.After)}
+		}
+		return te
+	}
+	if c.ctx.Err() != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if !c.connected.Load() && neverSent(err) {
+		return &DialError{Address: address, Err: unwrapURL(err)}
+	}
+	return err
+}
+
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// idleReader resets the idle clock on every read that returns data.
+type idleReader struct {
+	r   io.Reader
+	clk *clocks
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 && r.clk.idle != nil {
+		r.clk.idle.Reset(r.clk.t.Idle)
+	}
+	return n, err
+}
+
+// zapLeveled adapts zap to retryablehttp's LeveledLogger. Its messages go
+// out at debug level: the sidecar logs one line per call itself.
+type zapLeveled struct{ l *zap.Logger }
+
+func (z zapLeveled) log(msg string, kv []any) {
+	ce := z.l.Check(zap.DebugLevel, msg)
+	if ce == nil {
+		return
+	}
+	fields := make([]zap.Field, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, _ := kv[i].(string)
+		fields = append(fields, zap.Any(k, kv[i+1]))
+	}
+	ce.Write(fields...)
+}
+
+func (z zapLeveled) Error(msg string, kv ...any) { z.log(msg, kv) }
+func (z zapLeveled) Info(msg string, kv ...any)  { z.log(msg, kv) }
+func (z zapLeveled) Debug(msg string, kv ...any) { z.log(msg, kv) }
+func (z zapLeveled) Warn(msg string, kv ...any)  { z.log(msg, kv) }

@@ -1,0 +1,140 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// startInterval is how often the agent is probed until it first answers:
+// fast, so a call waiting for a booting agent goes as soon as it can.
+const startInterval = 25 * time.Millisecond
+
+// Prober watches the agent's readiness: with an HTTP GET on ready.path
+// (any 2xx), or a plain connect when no path is set. Ready and Wait are
+// safe for concurrent use while Run is running.
+type Prober struct {
+	ready   config.Ready
+	network string
+	address string
+	url     string
+	client  *http.Client
+
+	mu      sync.Mutex
+	ok      bool
+	detail  string
+	changed chan struct{} // closed and replaced on every change
+}
+
+// NewProber builds a prober for cfg's upstream; Run starts it.
+func NewProber(cfg *config.Config, c *Client) *Prober {
+	p := &Prober{
+		ready:   cfg.Upstream.Ready,
+		network: cfg.Upstream.Network,
+		address: cfg.Upstream.Address,
+		detail:  "agent not probed yet",
+		changed: make(chan struct{}),
+	}
+	if p.ready.Path != "" {
+		p.url = cfg.Upstream.BaseURL + p.ready.Path
+		p.client = &http.Client{Transport: c.transport, Timeout: p.ready.Timeout}
+	}
+	return p
+}
+
+// Run probes until ctx ends: every startInterval while the agent is not
+// ready, every ready.interval once it is.
+func (p *Prober) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := p.probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		p.set(err)
+		if err != nil {
+			t.Reset(startInterval)
+		} else {
+			t.Reset(p.ready.Interval)
+		}
+	}
+}
+
+func (p *Prober) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.ready.Timeout)
+	defer cancel()
+	if p.client == nil {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, p.network, p.address)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("GET %s answered %d", p.ready.Path, resp.StatusCode)
+	}
+	return nil
+}
+
+func (p *Prober) set(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok, detail := err == nil, "agent ready"
+	if err != nil {
+		detail = "agent not ready: " + unwrapURL(err).Error()
+	}
+	if ok == p.ok && detail == p.detail {
+		return
+	}
+	p.ok, p.detail = ok, detail
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// Status reports whether the agent answered its last probe, and why not.
+func (p *Prober) Status() (bool, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ok, p.detail
+}
+
+// Wait blocks until the agent is ready or ctx ends; it returns ctx's error
+// in the second case.
+func (p *Prober) Wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		ok, ch := p.ok, p.changed
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

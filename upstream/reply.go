@@ -1,0 +1,173 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// maxDetail bounds how much of an agent's error body is read and shown.
+const maxDetail = 64 << 10
+
+// readDetail reads the agent's message out of an error reply: the
+// "detail", "error" or "message" of a JSON body, the text of an HTML page,
+// or the body itself.
+func readDetail(resp *http.Response) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDetail))
+	if err != nil {
+		return "", fmt.Errorf("reading agent error reply: %w", err)
+	}
+	return detailOf(b, resp.Header.Get("Content-Type"), resp.StatusCode), nil
+}
+
+var (
+	htmlTags   = regexp.MustCompile(`(?s)<(script|style)[^>]*>.*?</(script|style)>|<[^>]*>`)
+	whitespace = regexp.MustCompile(`\s+`)
+)
+
+func detailOf(b []byte, contentType string, status int) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return http.StatusText(status)
+	}
+	if json.Valid(b) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(b, &obj) == nil {
+			for _, k := range []string{"detail", "error", "message"} {
+				if v, ok := obj[k]; ok {
+					return messageOf(v)
+				}
+			}
+		}
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			return s
+		}
+		return compact(b)
+	}
+	text := string(b)
+	if strings.Contains(strings.ToLower(contentType), "html") || strings.HasPrefix(text, "<") {
+		text = html.UnescapeString(htmlTags.ReplaceAllString(text, " "))
+	}
+	text = strings.TrimSpace(whitespace.ReplaceAllString(text, " "))
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	if len(text) > 2000 {
+		text = text[:2000] + "…"
+	}
+	return text
+}
+
+// messageOf is the text of an error value: a string as is, an object's
+// "message" (or "detail"), anything else as compact JSON.
+func messageOf(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(v, &obj) == nil {
+		for _, k := range []string{"message", "detail"} {
+			if m, ok := obj[k]; ok && json.Unmarshal(m, &s) == nil {
+				return s
+			}
+		}
+	}
+	return compact(v)
+}
+
+func compact(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// Output reads a unary reply into the value of the platform's
+// {"output": …}: a JSON reply as is (or its "output" for a method whose
+// agent already answers in the envelope), a text reply as a string, an
+// empty or 204 reply as null, and a streamed reply (SSE, ndjson) as the
+// array of its records.
+func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json.RawMessage, error) {
+	b, err := io.ReadAll(io.LimitReader(r.body, maxReply+1))
+	if err != nil {
+		return nil, r.Explain(fmt.Errorf("reading agent reply: %w", err))
+	}
+	if int64(len(b)) > maxReply {
+		return nil, ErrReplyTooLarge
+	}
+	if r.Status == http.StatusNoContent || len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	var out json.RawMessage
+	switch f := FormatFor(m.Reply, r.Header.Get("Content-Type")); f {
+	case FormatSSE, FormatLines:
+		out, err = collect(NewStream(f, bytes.NewReader(b), maxRecord))
+	case FormatText:
+		out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
+	case FormatJSON:
+		if !json.Valid(b) {
+			return nil, &ReplyError{Msg: "agent replied invalid JSON with Content-Type " + r.Header.Get("Content-Type")}
+		}
+		out = json.RawMessage(compact(b))
+	default: // sniff: JSON when it parses, text otherwise
+		if json.Valid(b) {
+			out = json.RawMessage(compact(b))
+		} else {
+			out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Output == config.OutputAsIs {
+		return unwrapOutput(out)
+	}
+	return out, nil
+}
+
+func unwrapOutput(v json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(v, &obj) != nil || obj == nil {
+		return nil, &ReplyError{Msg: `agent reply is not an object {"output": …} (the method's output is as_is)`}
+	}
+	out, ok := obj["output"]
+	if !ok {
+		return nil, &ReplyError{Msg: `agent reply has no "output" key (the method's output is as_is)`}
+	}
+	return out, nil
+}
+
+// collect gathers a stream's records into one JSON array.
+func collect(s Stream) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	n := 0
+	for s.Next() {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(s.Record())
+		n++
+	}
+	if err := s.Err(); err != nil {
+		var ae *AgentError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
+		return nil, err
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}

@@ -1,0 +1,222 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// InputError is a call whose input cannot fill the method's request: a
+// path field that is missing or not a scalar. It is the caller's fault.
+type InputError struct {
+	Field string
+	Msg   string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("input.%s: %s", e.Field, e.Msg) }
+
+// Input is a call's input object with each field's JSON kept byte-exact, so
+// large integers and the agent's own key order survive.
+type Input struct {
+	Raw    json.RawMessage            // the whole object, compact
+	Fields map[string]json.RawMessage // its top-level fields
+}
+
+// ParseInput checks that raw is a JSON object and indexes its fields.
+func ParseInput(raw json.RawMessage) (Input, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return Input{}, fmt.Errorf("input must be a JSON object")
+	}
+	return Input{Raw: raw, Fields: fields}, nil
+}
+
+// lookup finds a dotted field path ("a.b") in the input.
+func (in Input) lookup(path string) (json.RawMessage, bool) {
+	name, rest, nested := strings.Cut(path, ".")
+	v, ok := in.Fields[name]
+	for ok && nested {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil || obj == nil {
+			return nil, false
+		}
+		name, rest, nested = strings.Cut(rest, ".")
+		v, ok = obj[name]
+	}
+	if ok && string(v) == "null" {
+		return nil, false
+	}
+	return v, ok
+}
+
+// buildPath fills the method's path template. Each value is escaped so it
+// stays inside its one segment: "/", "?", "#", "%" and control characters
+// are percent-encoded, and a value that is "." or ".." has its dots encoded
+// too so no path normaliser can climb out of the segment. It returns the
+// decoded path and its escaped form for url.URL's Path and RawPath.
+func buildPath(m *config.Method, name string, in Input) (path, raw string, err error) {
+	var p, r strings.Builder
+	for _, seg := range m.Segments {
+		if seg.Field == "" {
+			p.WriteString(seg.Literal)
+			r.WriteString(seg.Literal)
+			continue
+		}
+		var v string
+		if seg.Field == "class_method" {
+			v = name
+		} else {
+			v, err = segmentValue(in, seg.Field)
+			if err != nil {
+				return "", "", err
+			}
+		}
+		p.WriteString(v)
+		r.WriteString(escapeSegment(v))
+	}
+	return p.String(), r.String(), nil
+}
+
+func segmentValue(in Input, field string) (string, error) {
+	v, ok := in.lookup(field)
+	if !ok {
+		return "", &InputError{Field: field, Msg: "is required by this method's path"}
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", &InputError{Field: field, Msg: "is not a valid string"}
+		}
+		if s == "" {
+			return "", &InputError{Field: field, Msg: "must not be empty: it fills a path segment"}
+		}
+		return s, nil
+	case '{', '[':
+		return "", &InputError{Field: field, Msg: "must be a string, number or boolean: it fills a path segment"}
+	default: // number or boolean: its JSON text, byte-exact
+		return string(v), nil
+	}
+}
+
+func escapeSegment(v string) string {
+	if v == "." || v == ".." {
+		return strings.Repeat("%2E", len(v))
+	}
+	return url.PathEscape(v)
+}
+
+// buildBody is the request body for one call, or nil for none.
+func buildBody(m *config.Method, name string, in Input) ([]byte, error) {
+	switch m.Body {
+	case config.BodyNone:
+		return nil, nil
+	case config.BodyEnvelope:
+		var b bytes.Buffer
+		b.WriteString(`{"class_method":`)
+		n, _ := json.Marshal(name)
+		b.Write(n)
+		b.WriteString(`,"input":`)
+		b.Write(in.Raw)
+		b.WriteByte('}')
+		return b.Bytes(), nil
+	case config.BodyTemplate:
+		var b bytes.Buffer
+		if _, err := fillTemplate(&b, m.Template, in); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	default:
+		return in.Raw, nil
+	}
+}
+
+// fillTemplate writes the template as JSON with every "{input…}" leaf
+// replaced by that input value, its JSON type kept. A leaf whose field is
+// missing (or null) is left out of its object, and is null inside an
+// array. It reports whether it wrote anything.
+func fillTemplate(b *bytes.Buffer, t any, in Input) (bool, error) {
+	switch t := t.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		first := true
+		for _, k := range keys {
+			mark := b.Len()
+			if !first {
+				b.WriteByte(',')
+			}
+			kb, _ := json.Marshal(k)
+			b.Write(kb)
+			b.WriteByte(':')
+			wrote, err := fillTemplate(b, t[k], in)
+			if err != nil {
+				return false, err
+			}
+			if !wrote {
+				b.Truncate(mark)
+				continue
+			}
+			first = false
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			wrote, err := fillTemplate(b, e, in)
+			if err != nil {
+				return false, err
+			}
+			if !wrote {
+				b.WriteString("null")
+			}
+		}
+		b.WriteByte(']')
+	case string:
+		if field, ok := templateField(t); ok {
+			if field == "" {
+				b.Write(in.Raw)
+				return true, nil
+			}
+			v, ok := in.lookup(field)
+			if !ok {
+				return false, nil
+			}
+			b.Write(v)
+			return true, nil
+		}
+		sb, _ := json.Marshal(t)
+		b.Write(sb)
+	default:
+		vb, err := json.Marshal(t)
+		if err != nil {
+			return false, fmt.Errorf("encoding body template: %w", err)
+		}
+		b.Write(vb)
+	}
+	return true, nil
+}
+
+// templateField reports whether s is a substitution leaf: "{input}" (field
+// "") or "{input.a.b}" (field "a.b").
+func templateField(s string) (string, bool) {
+	if s == "{input}" {
+		return "", true
+	}
+	if strings.HasPrefix(s, "{input.") && strings.HasSuffix(s, "}") {
+		return s[len("{input.") : len(s)-1], true
+	}
+	return "", false
+}
