@@ -1,0 +1,46 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// FuzzDecodeEnvelope: any body either decodes to a method name and a
+// compact JSON object, or is rejected with a RequestError; never a panic.
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"class_method":"query","input":{"message":"hi"}}`,
+		`"{\"class_method\":\"get_session\",\"input\":{\"user_id\":\"u\"}}"`,
+		`{"classMethod":"list_sessions"}`,
+		`{"input":null}`,
+		`{"input":"x"}`,
+		`{"input":{"n":12345678901234567890123}}`,
+		`[1,2]`, `""`, ``, `{`, `"\"{}\""`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
+		env, err := decodeEnvelope(body, stream)
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("decodeEnvelope(%q) error %T %v, want *RequestError", body, err, err)
+			}
+			return
+		}
+		if env.method == "" {
+			t.Fatalf("decodeEnvelope(%q) gave an empty method", body)
+		}
+		if !json.Valid(env.input) || env.input[0] != '{' {
+			t.Fatalf("decodeEnvelope(%q) input %q is not a JSON object", body, env.input)
+		}
+		var c bytes.Buffer
+		json.Compact(&c, env.input)
+		if !bytes.Equal(c.Bytes(), env.input) {
+			t.Fatalf("decodeEnvelope(%q) input %q is not compact", body, env.input)
+		}
+	})
+}

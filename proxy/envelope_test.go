@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDecodeEnvelope(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		stream     bool
+		wantMethod string
+		wantInput  string
+		wantErr    string // substring of the RequestError; "" means success
+	}{
+		{name: "plain", body: `{"class_method":"query","input":{"message":"hi"}}`, wantMethod: "query", wantInput: `{"message":"hi"}`},
+		{name: "double encoded", body: `"{\"class_method\":\"get_session\",\"input\":{\"user_id\":\"u\"}}"`, wantMethod: "get_session", wantInput: `{"user_id":"u"}`},
+		{name: "double encoded with spaces", body: " \"{ \\\"input\\\" : { } }\" ", wantMethod: "query", wantInput: `{}`},
+		{name: "nested string not decoded", body: `{"class_method":"streaming_agent_run_with_events","input":{"request_json":"{\"message\":\"x\"}"}}`, stream: true,
+			wantMethod: "streaming_agent_run_with_events", wantInput: `{"request_json":"{\"message\":\"x\"}"}`},
+		{name: "camelCase alias", body: `{"classMethod":"list_sessions","input":{}}`, wantMethod: "list_sessions", wantInput: `{}`},
+		{name: "snake wins over camel", body: `{"class_method":"a","classMethod":"b"}`, wantMethod: "a", wantInput: `{}`},
+		{name: "null snake falls back to camel", body: `{"class_method":null,"classMethod":"b"}`, wantMethod: "b", wantInput: `{}`},
+		{name: "extra keys ignored", body: `{"class_method":"query","input":{},"spec":{"x":1},"trace":true}`, wantMethod: "query", wantInput: `{}`},
+		{name: "missing method unary default", body: `{"input":{"message":"x"}}`, wantMethod: "query", wantInput: `{"message":"x"}`},
+		{name: "missing method stream default", body: `{"input":{}}`, stream: true, wantMethod: "stream_query", wantInput: `{}`},
+		{name: "empty method is default", body: `{"class_method":"","input":{}}`, stream: true, wantMethod: "stream_query", wantInput: `{}`},
+		{name: "missing input", body: `{"class_method":"query"}`, wantMethod: "query", wantInput: `{}`},
+		{name: "null input", body: `{"class_method":"query","input":null}`, wantMethod: "query", wantInput: `{}`},
+		{name: "input compacted", body: "{\"input\": {\"a\" : [1, 2],\n \"b\": {}}}", wantMethod: "query", wantInput: `{"a":[1,2],"b":{}}`},
+		{name: "large integers survive", body: `{"input":{"n":12345678901234567890123,"f":1.0e400}}`, wantMethod: "query", wantInput: `{"n":12345678901234567890123,"f":1.0e400}`},
+		{name: "empty body", body: ``, wantErr: "request body is empty"},
+		{name: "whitespace body", body: " \n\t", wantErr: "request body is empty"},
+		{name: "empty string body", body: `""`, wantErr: "empty string"},
+		{name: "truncated", body: `{"class_method":"query","input":{`, wantErr: "not valid JSON"},
+		{name: "not json", body: `class_method=query`, wantErr: "not valid JSON"},
+		{name: "bad double encoding", body: `"{\"class_method\"`, wantErr: "not valid JSON"},
+		{name: "double encoded non-json", body: `"hello"`, wantErr: "not valid JSON"},
+		{name: "triple encoded is not decoded twice", body: `"\"{}\""`, wantErr: "must be a JSON object"},
+		{name: "array body", body: `[{"class_method":"query"}]`, wantErr: "got an array"},
+		{name: "number body", body: `42`, wantErr: "got a number"},
+		{name: "null body", body: `null`, wantErr: "got null"},
+		{name: "method not string", body: `{"class_method":7}`, wantErr: "class_method must be a string, got a number"},
+		{name: "input string", body: `{"class_method":"query","input":"hi"}`, wantErr: "input must be a JSON object, got a string"},
+		{name: "input array", body: `{"input":[1]}`, wantErr: "input must be a JSON object, got an array"},
+		{name: "input number", body: `{"input":3}`, wantErr: "got a number"},
+		{name: "input bool", body: `{"input":false}`, wantErr: "got a boolean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := decodeEnvelope([]byte(tt.body), tt.stream)
+			if tt.wantErr != "" {
+				var re *RequestError
+				if !errors.As(err, &re) || !strings.Contains(re.Msg, tt.wantErr) {
+					t.Fatalf("decodeEnvelope(%q) error = %v, want a RequestError containing %q", tt.body, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decodeEnvelope(%q) error = %v", tt.body, err)
+			}
+			if env.method != tt.wantMethod || string(env.input) != tt.wantInput {
+				t.Errorf("decodeEnvelope(%q) = (%q, %s), want (%q, %s)", tt.body, env.method, env.input, tt.wantMethod, tt.wantInput)
+			}
+		})
+	}
+}

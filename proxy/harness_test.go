@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// harness is a sidecar (an httptest server around Server.Handler) in front
+// of an agent.
+type harness struct {
+	t       *testing.T
+	url     string
+	server  *Server
+	logs    *observer.ObservedLogs
+	prober  context.CancelFunc
+	proberW sync.WaitGroup
+}
+
+type harnessOption func(*harnessConfig)
+
+type harnessConfig struct {
+	writeTimeout time.Duration
+	probe        bool
+	readyWait    time.Duration
+}
+
+func withWriteTimeout(d time.Duration) harnessOption {
+	return func(c *harnessConfig) { c.writeTimeout = d }
+}
+
+func withProber(wait time.Duration) harnessOption {
+	return func(c *harnessConfig) { c.probe, c.readyWait = true, wait }
+}
+
+// newHarness parses yaml, with every "AGENT" replaced by agentURL, and
+// serves a sidecar for it.
+func newHarness(t *testing.T, agentURL, yaml string, opts ...harnessOption) *harness {
+	t.Helper()
+	var hc harnessConfig
+	for _, o := range opts {
+		o(&hc)
+	}
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(yaml, "AGENT", agentURL)))
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	logger := zap.New(core)
+	client, err := upstream.New(cfg, logger)
+	if err != nil {
+		t.Fatalf("upstream.New: %v", err)
+	}
+	h := &harness{t: t, logs: logs}
+	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait}
+	if hc.probe {
+		h.server.Prober = upstream.NewProber(cfg, client)
+		ctx, cancel := context.WithCancel(context.Background())
+		h.prober = cancel
+		h.proberW.Go(func() { h.server.Prober.Run(ctx) })
+	}
+	srv := httptest.NewUnstartedServer(h.server.Handler())
+	srv.Config.WriteTimeout = hc.writeTimeout
+	srv.Config.ReadTimeout = hc.writeTimeout
+	srv.Start()
+	h.url = srv.URL
+	t.Cleanup(func() {
+		srv.Close()
+		if h.prober != nil {
+			h.prober()
+			h.proberW.Wait()
+		}
+		client.Close()
+	})
+	return h
+}
+
+// reply is a finished call to the sidecar.
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (h *harness) post(route, body string) reply {
+	h.t.Helper()
+	resp, err := http.Post(h.url+route, "application/json", strings.NewReader(body))
+	if err != nil {
+		h.t.Fatalf("POST %s: %v", route, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("reading %s reply: %v", route, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+func (h *harness) unary(method, input string) reply {
+	h.t.Helper()
+	return h.post(config.RouteUnary, `{"class_method":"`+method+`","input":`+input+`}`)
+}
+
+func (h *harness) stream(method, input string) reply {
+	h.t.Helper()
+	return h.post(config.RouteStream, `{"class_method":"`+method+`","input":`+input+`}`)
+}
+
+// lines splits an ndjson body, checking each line is one compact JSON value.
+func lines(t *testing.T, body string) []string {
+	t.Helper()
+	if body == "" {
+		return nil
+	}
+	if !strings.HasSuffix(body, "\n") {
+		t.Fatalf("stream body %q does not end with a newline (torn last line)", body)
+	}
+	out := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	for _, l := range out {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("stream line %q is not valid JSON", l)
+		}
+	}
+	return out
+}
+
+// detail reads the {"detail": …} of an error reply.
+func detail(t *testing.T, r reply) string {
+	t.Helper()
+	var d struct {
+		Detail *string `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &d); err != nil || d.Detail == nil {
+		t.Fatalf("error body %q is not {\"detail\": …}", r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+	return *d.Detail
+}
+
+// lineReader reads a live stream line by line.
+type lineReader struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func (h *harness) open(ctx context.Context, route, body string) *lineReader {
+	h.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+route, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("POST %s: %v", route, err)
+	}
+	h.t.Cleanup(func() { resp.Body.Close() })
+	return &lineReader{resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+func (l *lineReader) next(t *testing.T) string {
+	t.Helper()
+	s, err := l.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading stream line: %v (got %q)", err, s)
+	}
+	return strings.TrimSuffix(s, "\n")
+}

@@ -1,0 +1,328 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/mux"
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// Server serves the platform contract in front of one agent. Fill its
+// fields, then serve Handler.
+type Server struct {
+	// Config is the method map.
+	Config *config.Config
+	// Client reaches the agent.
+	Client *upstream.Client
+	// Prober reports the agent's readiness. If nil, the agent is taken to
+	// be ready and /healthz reports only the sidecar.
+	Prober *upstream.Prober
+	// ReadyWait is how long a call waits for an agent that is not ready
+	// before it is answered 503. Zero means it does not wait.
+	ReadyWait time.Duration
+	// Logger gets one line per call. If nil, nothing is logged.
+	Logger *zap.Logger
+
+	draining atomic.Bool
+}
+
+// Drain makes /healthz answer 503 from now on, so the platform stops
+// routing new calls here while calls in flight finish.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Handler is the sidecar's public HTTP surface: the two contract routes
+// and /healthz, nothing else.
+func (s *Server) Handler() http.Handler {
+	if s.Logger == nil {
+		s.Logger = zap.NewNop()
+	}
+	r := mux.NewRouter()
+	r.HandleFunc(config.RouteUnary, s.serveUnary).Methods(http.MethodPost)
+	r.HandleFunc(config.RouteStream, s.serveStream).Methods(http.MethodPost)
+	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet, http.MethodHead)
+	r.NotFoundHandler = http.HandlerFunc(notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
+	return r
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, failure{status: http.StatusNotFound, message: fmt.Sprintf(
+		"no route %s; the sidecar serves POST %s, POST %s and GET /healthz",
+		r.URL.Path, config.RouteUnary, config.RouteStream)})
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := http.MethodPost
+	if r.URL.Path == "/healthz" {
+		allow = "GET, HEAD"
+	}
+	w.Header().Set("Allow", allow)
+	writeError(w, failure{status: http.StatusMethodNotAllowed, message: fmt.Sprintf(
+		"method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)})
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	type health struct {
+		Status string `json:"status"`
+		Agent  string `json:"agent,omitempty"`
+		Detail string `json:"detail,omitempty"`
+	}
+	h, code := health{Status: "ok"}, http.StatusOK
+	if s.Prober != nil {
+		ok, detail := s.Prober.Status()
+		h.Agent = "ready"
+		if !ok {
+			h, code = health{Status: "unavailable", Agent: "not_ready", Detail: detail}, http.StatusServiceUnavailable
+		}
+	}
+	if s.draining.Load() {
+		h, code = health{Status: "draining", Detail: "sidecar is shutting down"}, http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(h)
+}
+
+// call is one class_method call, from request to log line.
+type call struct {
+	start   time.Time
+	route   string
+	method  string
+	status  int
+	format  upstream.Format
+	records int
+	bytes   int64
+	retries int
+	outcome string
+	err     error
+}
+
+// begin reads and normalizes the request, finds its method and waits for
+// the agent to be ready. It returns what the agent call needs.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.Config.Limits.RequestBytes))
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, upstream.Input{}, err
+		}
+		return nil, upstream.Input{}, badRequest("reading request body: %v", err)
+	}
+	env, err := decodeEnvelope(body, stream)
+	if err != nil {
+		return nil, upstream.Input{}, err
+	}
+	c.method = env.method
+	m := s.Config.Lookup(env.method, stream)
+	if m == nil {
+		return nil, upstream.Input{}, s.methodNotFound(env.method, stream)
+	}
+	in, err := upstream.ParseInput(env.input)
+	if err != nil {
+		return nil, upstream.Input{}, badRequest("%v", err)
+	}
+	// Agents think for minutes: the server's read and write deadlines
+	// protect reading the request, not the call (DESIGN.md lesson 3).
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Time{})
+	if err := s.waitReady(r.Context()); err != nil {
+		return nil, upstream.Input{}, err
+	}
+	return m, in, nil
+}
+
+// methodNotFound words the error as the managed server does, listing only
+// the methods of the route that was called.
+func (s *Server) methodNotFound(name string, stream bool) error {
+	names := s.Config.RouteMethods(stream)
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "'" + n + "'"
+	}
+	msg := fmt.Sprintf("User-specified method `%s` not found. Available methods are: [%s]", name, strings.Join(quoted, ", "))
+	if other := s.Config.Lookup(name, !stream); other != nil && other.Name != "*" {
+		if stream {
+			msg += fmt.Sprintf(". `%s` is a unary method: call it with :query (%s)", name, config.RouteUnary)
+		} else {
+			msg += fmt.Sprintf(". `%s` is a streaming method: call it with :streamQuery (%s)", name, config.RouteStream)
+		}
+	}
+	return &RequestError{Status: http.StatusBadRequest, Msg: msg}
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	if s.Prober == nil {
+		return nil
+	}
+	if ok, _ := s.Prober.Status(); ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.ReadyWait)
+	defer cancel()
+	if err := s.Prober.Wait(ctx); err != nil {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return errClientGone
+		}
+		_, detail := s.Prober.Status()
+		return fmt.Errorf("%w (%s, waited %s)", errNotReady, detail, s.ReadyWait)
+	}
+	return nil
+}
+
+// serveUnary answers POST /api/reasoning_engine with {"output": …}.
+func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
+	c := &call{start: time.Now(), route: config.RouteUnary}
+	defer s.log(r, c)
+	m, in, err := s.begin(w, r, c, false)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	resp, err := s.Client.Call(r.Context(), m, c.method, in, r.Header)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	defer resp.Close()
+	c.retries = resp.Retries
+	c.format = upstream.FormatFor(m.Reply, resp.Header.Get("Content-Type"))
+	out, err := resp.Output(m, s.Config.Limits.ReplyBytes, s.Config.Limits.RecordBytes)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	body := make([]byte, 0, len(out)+12)
+	body = append(body, `{"output":`...)
+	body = append(body, out...)
+	body = append(body, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	c.status, c.records, c.outcome = http.StatusOK, 1, "ok"
+	n, err := w.Write(body)
+	c.bytes = int64(n)
+	if err != nil {
+		c.outcome, c.err = "client_gone", err
+	}
+}
+
+// serveStream answers POST /api/stream_reasoning_engine with one compact
+// JSON record per line, each flushed as soon as the agent produced it.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	c := &call{start: time.Now(), route: config.RouteStream}
+	defer s.log(r, c)
+	m, in, err := s.begin(w, r, c, true)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	resp, err := s.Client.Call(r.Context(), m, c.method, in, r.Header)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	defer resp.Close()
+	c.retries = resp.Retries
+	records, format := resp.Stream(m.Reply, s.Config.Limits.RecordBytes)
+	c.format = format
+
+	// The agent has answered 2xx: the 200 goes out now, before the first
+	// record, so the caller knows the call was accepted.
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	c.status = http.StatusOK
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		c.outcome, c.err = "client_gone", err
+		return
+	}
+
+	line := make([]byte, 0, 4096)
+	for records.Next() {
+		line = append(append(line[:0], records.Record()...), '\n')
+		n, err := w.Write(line)
+		c.bytes += int64(n)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			c.outcome, c.err = "client_gone", err
+			return
+		}
+		c.records++
+	}
+	if err := records.Err(); err != nil {
+		if r.Context().Err() != nil {
+			c.outcome, c.err = "client_gone", errClientGone
+			return
+		}
+		err = resp.Explain(err)
+		f := failureOf(err)
+		n, _ := w.Write(errorLine(f))
+		c.bytes += int64(n)
+		rc.Flush()
+		c.outcome, c.err = f.code, err
+		return
+	}
+	c.outcome = "ok"
+}
+
+// fail answers a call that failed before its first byte.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	if r.Context().Err() != nil {
+		err = errClientGone
+	}
+	f := failureOf(err)
+	c.status, c.outcome, c.err = f.status, f.code, err
+	if f.status == statusClientGone {
+		return // nobody is listening
+	}
+	writeError(w, f)
+}
+
+// log writes the call's one log line. Bodies are never logged.
+func (s *Server) log(r *http.Request, c *call) {
+	level := zap.InfoLevel
+	if c.status >= 500 || (c.outcome != "ok" && c.status == http.StatusOK) {
+		level = zap.WarnLevel
+	}
+	ce := s.Logger.Check(level, "call")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("class_method", c.method),
+		zap.String("route", c.route),
+		zap.Int("status", c.status),
+		zap.String("reply", string(c.format)),
+		zap.Int("records", c.records),
+		zap.Int64("bytes", c.bytes),
+		zap.Duration("duration", time.Since(c.start)),
+		zap.String("outcome", c.outcome),
+	}
+	if c.retries > 0 {
+		fields = append(fields, zap.Int("retries", c.retries))
+	}
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		fields = append(fields, zap.String("request_id", id))
+	}
+	if c.err != nil {
+		fields = append(fields, zap.String("error", c.err.Error()))
+	}
+	ce.Write(fields...)
+}
