@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// agent is a real agent process from testdata/agents.
+type agent struct {
+	url   string      // upstream.url for the sidecar
+	lines chan string // the agent's stdout protocol lines after READY
+}
+
+// startAgent runs testdata/agents/agent.{py,js} over TCP or a Unix socket
+// and waits for its READY line.
+func startAgent(t *testing.T, lang string, unix bool) *agent {
+	t.Helper()
+	var cmd *exec.Cmd
+	switch lang {
+	case "python":
+		cmd = exec.Command("python3", "../../testdata/agents/agent.py")
+	case "node":
+		cmd = exec.Command("node", "../../testdata/agents/agent.js")
+	}
+	a := &agent{lines: make(chan string, 64)}
+	cmd.Env = os.Environ()
+	if unix {
+		dir, err := os.MkdirTemp("", "agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sock := filepath.Join(dir, "a.sock")
+		cmd.Env = append(cmd.Env, "AGENT_SOCKET="+sock)
+		a.url = "unix://" + sock
+	} else {
+		port := freePort(t)
+		cmd.Env = append(cmd.Env, fmt.Sprintf("PORT=%d", port))
+		a.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s agent: %v", lang, err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "READY" {
+				close(ready)
+				continue
+			}
+			a.lines <- sc.Text()
+		}
+		close(a.lines)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	select {
+	case <-ready:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s agent did not print READY; stderr: %s", lang, stderr.String())
+	}
+	return a
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// sidecar runs `sidecar --config F --listen 127.0.0.1:0` in-process through
+// run and returns its base URL.
+func startSidecar(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sidecar.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &logWatch{listening: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--config", path, "--listen", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	select {
+	case addr := <-logs.listening:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("run returned before listening: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("sidecar did not log listening")
+	}
+	return ""
+}
+
+// logWatch is the sidecar's stderr: it finds the "listening" line.
+type logWatch struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	listening chan string
+}
+
+func (l *logWatch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for {
+		line, err := l.buf.ReadBytes('\n')
+		if err != nil {
+			l.buf.Write(line)
+			return len(p), nil
+		}
+		var e struct{ Msg, Addr string }
+		if json.Unmarshal(line, &e) == nil && e.Msg == "listening" {
+			l.listening <- e.Addr
+		}
+	}
+}
+
+const agentMethods = `
+methods:
+  echo: {call: "POST /echo/{user_id}/{session_id}"}
+  delete_session: {call: "DELETE /echo/{user_id}", body: none}
+  bigint: {call: POST /bigint}
+  json_array: {call: POST /json-array}
+  empty: {call: POST /empty}
+  not_found: {call: POST /status/404}
+  html_error: {call: POST /status-text/500}
+  sse: {mode: stream, call: POST /sse}
+  ndjson: {mode: async_stream, call: POST /ndjson}
+  text: {mode: stream, call: POST /text}
+  array_stream: {mode: stream, call: POST /json-array}
+  bigint_stream: {mode: stream, call: POST /bigint}
+  crash: {mode: stream, call: POST /crash}
+  sse_error: {mode: stream, call: POST /sse-error}
+  sse_interpolated: {mode: stream, call: POST /sse-interpolated-error}
+  hang: {mode: stream, call: POST /hang}
+  hang_headers: {mode: stream, call: POST /hang-headers}
+`
+
+func TestRealAgents(t *testing.T) {
+	for _, lang := range []string{"python", "node"} {
+		for _, unix := range []bool{false, true} {
+			name := lang + "/tcp"
+			if unix {
+				name = lang + "/unix"
+			}
+			t.Run(name, func(t *testing.T) {
+				a := startAgent(t, lang, unix)
+				base := startSidecar(t, "upstream: {url: "+a.url+", ready: {path: /health}}\n"+agentMethods)
+				testAgentCalls(t, a, base)
+			})
+		}
+	}
+}
+
+type result struct {
+	status int
+	body   string
+}
+
+func post(t *testing.T, url, body string) result {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s: %v", url, err)
+	}
+	return result{resp.StatusCode, string(b)}
+}
+
+func testAgentCalls(t *testing.T, a *agent, base string) {
+	unary := func(method, input string) result {
+		return post(t, base+"/api/reasoning_engine", `{"class_method":"`+method+`","input":`+input+`}`)
+	}
+	stream := func(method string) result {
+		return post(t, base+"/api/stream_reasoning_engine", `{"class_method":"`+method+`","input":{}}`)
+	}
+
+	t.Run("health", func(t *testing.T) {
+		// The first probe may still be on its way: poll briefly.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			resp, err := http.Get(base + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/healthz = %d, want 200 once the agent answers its probe", resp.StatusCode)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	t.Run("unary echo with path fields", func(t *testing.T) {
+		r := unary("echo", `{"user_id":"u/1","session_id":"..","n":12345678901234567890123}`)
+		var got struct {
+			Output struct {
+				Method, Path string
+				Body         json.RawMessage
+			}
+		}
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil || r.status != 200 {
+			t.Fatalf("reply %d %s", r.status, r.body)
+		}
+		if got.Output.Method != "POST" || got.Output.Path != "/echo/u%2F1/%2E%2E" {
+			t.Errorf("agent saw %s %s, want POST /echo/u%%2F1/%%2E%%2E", got.Output.Method, got.Output.Path)
+		}
+		if !strings.Contains(string(got.Output.Body), "12345678901234567890123") {
+			t.Errorf("agent body %s lost the large integer", got.Output.Body)
+		}
+	})
+	t.Run("delete without body", func(t *testing.T) {
+		r := unary("delete_session", `{"user_id":"u"}`)
+		if r.status != 200 || !strings.Contains(r.body, `"method":"DELETE"`) || !strings.Contains(r.body, `"body":null`) {
+			t.Errorf("reply %d %s", r.status, r.body)
+		}
+	})
+	unaryCases := []struct{ method, want string }{
+		{"bigint", `{"output":{"n":12345678901234567890123,"f":1.5e300}}`},
+		{"json_array", `{"output":[{"i":0},{"i":1},{"i":2}]}`},
+		{"empty", `{"output":null}`},
+	}
+	for _, c := range unaryCases {
+		t.Run("unary "+c.method, func(t *testing.T) {
+			if r := unary(c.method, `{}`); r.status != 200 || strings.TrimSpace(r.body) != c.want {
+				t.Errorf("reply %d %s, want 200 %s", r.status, r.body, c.want)
+			}
+		})
+	}
+	t.Run("agent errors keep status and message", func(t *testing.T) {
+		if r := unary("not_found", `{}`); r.status != 404 || !strings.Contains(r.body, `"detail":"agent says 404"`) {
+			t.Errorf("reply %d %s", r.status, r.body)
+		}
+		if r := unary("html_error", `{}`); r.status != 500 || !strings.Contains(r.body, `"detail":"agent broke"`) {
+			t.Errorf("reply %d %s", r.status, r.body)
+		}
+	})
+	streamCases := []struct {
+		method string
+		want   []string
+	}{
+		{"sse", []string{`{"i":0,"text":"tok0"}`, `{"i":1,"text":"tok1"}`, `{"i":2,"text":"tok2"}`}},
+		{"ndjson", []string{`{"i":0}`, `{"i":1}`, `{"i":2}`}},
+		{"array_stream", []string{`{"i":0}`, `{"i":1}`, `{"i":2}`}},
+		{"bigint_stream", []string{`{"n":12345678901234567890123,"f":1.5e300}`}},
+		{"sse_error", []string{`{"i":0}`, `{"error":{"code":"agent_error","message":"model overloaded"}}`}},
+	}
+	for _, c := range streamCases {
+		t.Run("stream "+c.method, func(t *testing.T) {
+			r := stream(c.method)
+			if r.status != 200 || r.body != strings.Join(c.want, "\n")+"\n" {
+				t.Errorf("reply %d %q, want %q", r.status, r.body, c.want)
+			}
+		})
+	}
+	t.Run("stream text", func(t *testing.T) {
+		r := stream("text")
+		var text strings.Builder
+		for _, l := range strings.Split(strings.TrimSuffix(r.body, "\n"), "\n") {
+			var rec struct{ Output string }
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			text.WriteString(rec.Output)
+		}
+		if want := "héllo 0\nhéllo 1\nhéllo 2\n"; text.String() != want {
+			t.Errorf("text = %q, want %q", text.String(), want)
+		}
+	})
+	t.Run("interpolated error event", func(t *testing.T) {
+		r := stream("sse_interpolated")
+		ls := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
+		if len(ls) != 2 || ls[0] != `{"i":0}` || !strings.HasPrefix(ls[1], `{"error":{"code":"agent_error","message":`) || !json.Valid([]byte(ls[1])) {
+			t.Errorf("lines = %q", ls)
+		}
+	})
+	t.Run("agent crash mid-stream", func(t *testing.T) {
+		r := stream("crash")
+		if !strings.HasSuffix(r.body, "\n") {
+			t.Fatalf("torn last line: %q", r.body)
+		}
+		ls := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
+		last := ls[len(ls)-1]
+		if !strings.HasPrefix(last, `{"error":{"code":"agent_disconnected"`) {
+			t.Errorf("lines = %q, want a final agent_disconnected error line", ls)
+		}
+		for _, l := range ls {
+			if !json.Valid([]byte(l)) {
+				t.Errorf("invalid line %q", l)
+			}
+		}
+	})
+	for _, method := range []string{"hang", "hang_headers"} {
+		t.Run("caller leaves during "+method, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/stream_reasoning_engine",
+				strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					bufio.NewReader(resp.Body).ReadString('\n')
+					resp.Body.Close()
+				}
+				errc <- err
+			}()
+			time.Sleep(300 * time.Millisecond) // the agent holds the request
+			left := time.Now()
+			cancel()
+			select {
+			case line := <-a.lines:
+				if !strings.HasPrefix(line, "CANCELLED") {
+					t.Errorf("agent printed %q, want CANCELLED", line)
+				}
+				t.Logf("agent saw the cancel %v after the caller left", time.Since(left))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the agent never saw the caller leave")
+			}
+			<-errc
+		})
+	}
+}

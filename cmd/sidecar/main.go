@@ -1,0 +1,33 @@
+// Command sidecar serves Google's Agent Platform container contract in
+// front of an agent written in any language. See the README.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err and turns it into the process's exit status.
+func exitCode(err error, stderr *os.File) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(*exitError); ok {
+		if e.msg != "" {
+			fmt.Fprintln(stderr, e.msg)
+		}
+		return e.code
+	}
+	fmt.Fprintln(stderr, "sidecar:", err)
+	return 1
+}
