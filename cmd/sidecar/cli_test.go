@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sidecar.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCLI(args []string, env map[string]string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+	code = 0
+	if err != nil {
+		code = 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+			errOut.WriteString(ee.msg)
+		} else {
+			errOut.WriteString(err.Error())
+		}
+	}
+	return out.String(), errOut.String(), code
+}
+
+const validConfig = `upstream: {url: "unix:///run/agent.sock"}
+methods:
+  query: {}
+  get_session: {mode: async, call: "GET /sessions/{session_id}"}
+  stream_query: {mode: stream}
+  "*": {}
+`
+
+func TestValidate(t *testing.T) {
+	good := writeConfig(t, validConfig)
+	bad := writeConfig(t, `upstream: {url: "ftp://x"}
+methods:
+  query: {mode: sync, colour: red}
+  stream_query: {mode: stream, output: as_is}
+`)
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantCode int
+		wantOut  []string
+	}{
+		{"valid", []string{"validate", "--config", good}, nil, 0, []string{"ok", "3 methods", "unix:///run/agent.sock"}},
+		{"valid via env", []string{"validate"}, map[string]string{"SIDECAR_CONFIG": good}, 0, []string{"ok"}},
+		{"every problem with its line", []string{"validate", "--config", bad}, nil, 1,
+			[]string{":1:", "upstream.url", ":3:", "mode", "colour", ":4:", "output"}},
+		{"missing file", []string{"validate", "--config", filepath.Join(t.TempDir(), "nope.yaml")}, nil, 1, []string{"nope.yaml"}},
+		{"unknown flag", []string{"validate", "--nope"}, nil, 2, []string{"flag provided but not defined", "Usage"}},
+		{"unknown command", []string{"frobnicate"}, nil, 2, []string{`unknown command "frobnicate"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(tt.args, tt.env)
+			if code != tt.wantCode {
+				t.Fatalf("sidecar %v exit = %d, want %d\nstdout: %s\nstderr: %s", tt.args, code, tt.wantCode, out, errOut)
+			}
+			all := out + errOut
+			for _, w := range tt.wantOut {
+				if !strings.Contains(all, w) {
+					t.Errorf("sidecar %v output %q lacks %q", tt.args, all, w)
+				}
+			}
+		})
+	}
+}
+
+func TestClassMethods(t *testing.T) {
+	out, errOut, code := runCLI([]string{"class-methods", "--config", writeConfig(t, validConfig)}, nil)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got []map[string]string
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("class-methods output %q is not a JSON array: %v", out, err)
+	}
+	want := []map[string]string{
+		{"name": "query", "api_mode": ""},
+		{"name": "get_session", "api_mode": "async"},
+		{"name": "stream_query", "api_mode": "stream"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("class-methods = %v, want %v", got, want)
+	}
+	for i := range want {
+		if len(got[i]) != 2 || got[i]["name"] != want[i]["name"] || got[i]["api_mode"] != want[i]["api_mode"] {
+			t.Errorf("entry %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"validate", "--help"}} {
+		out, _, code := runCLI(args, nil)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "class-methods") {
+			t.Errorf("sidecar %v = %d %q, want usage on stdout", args, code, out)
+		}
+	}
+	out, _, code := runCLI([]string{"version"}, nil)
+	if code != 0 || !strings.HasPrefix(out, "sidecar ") {
+		t.Errorf("sidecar version = %d %q", code, out)
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	tests := []struct{ flag, port, configured, want string }{
+		{"", "", "", ":8080"},
+		{"", "", "127.0.0.1:9000", "127.0.0.1:9000"},
+		{"", "7000", "127.0.0.1:9000", "0.0.0.0:7000"},
+		{"127.0.0.1:1", "7000", ":9000", "127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		if got := listenAddr(tt.flag, tt.port, tt.configured); got != tt.want {
+			t.Errorf("listenAddr(%q, %q, %q) = %q, want %q", tt.flag, tt.port, tt.configured, got, tt.want)
+		}
+	}
+}
+
+func TestServeBadConfig(t *testing.T) {
+	_, errOut, code := runCLI([]string{"--config", writeConfig(t, "methods: {}\n")}, nil)
+	if code != 1 || !strings.Contains(errOut, "upstream") {
+		t.Errorf("serve with a bad config = %d %q, want exit 1 naming the problem", code, errOut)
+	}
+}
