@@ -782,3 +782,23 @@ func TestCallLog(t *testing.T) {
 		t.Errorf("the log line carries a body: %s", line)
 	}
 }
+
+func TestRequestTooLarge(t *testing.T) {
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, "limits: {request_bytes: 1KiB}\n"+oneMethodConfig)
+	big := `{"class_method":"query","input":{"x":"` + strings.Repeat("a", 2048) + `"}}`
+	for _, route := range []string{config.RouteUnary, config.RouteStream} {
+		r := h.post(route, big)
+		if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(detail(t, r), "1024 bytes") {
+			t.Errorf("%s with a 2 KiB body = %d %s, want 413 naming the limit", route, r.status, r.body)
+		}
+	}
+	if r := h.unary("query", `{"x":"small"}`); r.status != 200 {
+		t.Errorf("a small body after the large ones = %d %s", r.status, r.body)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("agent called %d times, want 1 (only the small body)", calls.Load())
+	}
+}
