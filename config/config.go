@@ -18,6 +18,9 @@ type Config struct {
 	// Limits bound what one call may cost.
 	Limits Limits
 
+	// Shutdown is the drain after SIGTERM.
+	Shutdown Shutdown
+
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.
 	Methods []*Method
@@ -43,6 +46,40 @@ type Upstream struct {
 
 	// Ready is the readiness probe.
 	Ready Ready
+
+	// Command, when set, is the agent's command line: the sidecar starts
+	// and supervises it. `sidecar -- CMD ARGS…` sets it too, and wins.
+	// Default: none (the agent is started by someone else).
+	Command []string
+
+	// Restart is what happens when a started agent exits.
+	Restart Restart
+}
+
+// Restart is the restart policy of a started agent.
+type Restart struct {
+	// Policy is "never" (the sidecar drains and exits with the agent's
+	// exit code) or "on-failure" (a non-zero exit restarts it).
+	// Default: "never".
+	Policy string
+	// Max is how many restarts are allowed before giving up; 0 means no
+	// limit. Default: 5.
+	Max int
+	// Backoff is the first restart delay, doubling up to 30s.
+	// Default: 1s.
+	Backoff time.Duration
+}
+
+// Shutdown is the drain that follows SIGTERM or SIGINT.
+type Shutdown struct {
+	// Drain is how long calls in flight may go on: unary calls finish
+	// within it, streams still open at its end get a final
+	// "shutting_down" error line. Default: 6s.
+	Drain time.Duration
+	// AgentGrace is how long a started agent has to exit after its
+	// SIGTERM (sent once the calls have drained) before SIGKILL.
+	// Default: 3s. Drain plus AgentGrace fits Cloud Run's 10s kill grace.
+	AgentGrace time.Duration
 }
 
 // Ready configures how the agent's readiness is probed.
@@ -56,6 +93,10 @@ type Ready struct {
 
 	// Timeout for one probe. Default: 1s.
 	Timeout time.Duration
+
+	// Wait is how long a call waits for an agent that is not ready before
+	// it is answered 503 with Retry-After. Default: 30s; 0 means no wait.
+	Wait time.Duration
 }
 
 // Timeouts are the clocks of one call. Zero means no limit.

@@ -69,7 +69,9 @@ func (p *parser) file(data []byte) *Config {
 		Timeouts: defaultTimeouts,
 		Limits:   defaultLimits,
 	}
-	c.Upstream.Ready = Ready{Interval: time.Second, Timeout: time.Second}
+	c.Upstream.Ready = Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second}
+	c.Upstream.Restart = Restart{Policy: RestartNever, Max: 5, Backoff: time.Second}
+	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
 
 	root, ok := p.document(data)
 	if !ok {
@@ -101,11 +103,13 @@ func (p *parser) file(data []byte) *Config {
 			c.Timeouts = p.timeouts(e.val, e.name).over(c.Timeouts)
 		case "limits":
 			p.limits(e.val, e.name, &c.Limits)
+		case "shutdown":
+			p.shutdown(e.val, e.name, &c.Shutdown)
 		case "methods":
 			haveMethods = true
 			methods = p.methods(e)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "methods")
 		}
 	}
 	if !haveUpstream {
@@ -245,8 +249,12 @@ func (p *parser) upstream(e entry, u *Upstream) {
 			}
 		case "ready":
 			p.ready(f.val, join(path, f.name), &u.Ready)
+		case "command":
+			p.command(f, join(path, f.name), u)
+		case "restart":
+			p.restart(f.val, join(path, f.name), &u.Restart)
 		default:
-			p.unknown(f, path, "url", "ready")
+			p.unknown(f, path, "url", "ready", "command", "restart")
 		}
 	}
 	if !haveURL {
@@ -306,7 +314,7 @@ func (u *Upstream) setURL(raw string) error {
 
 // ready decodes the readiness probe over its defaults.
 func (p *parser) ready(n *yaml.Node, path string, r *Ready) {
-	if !p.mapping(n, path, "a mapping with path, interval and timeout") {
+	if !p.mapping(n, path, "a mapping with path, interval, timeout and wait") {
 		return
 	}
 	for _, e := range p.entries(n, path) {
@@ -335,8 +343,12 @@ func (p *parser) ready(n *yaml.Node, path string, r *Ready) {
 			} else {
 				r.Timeout = d
 			}
+		case "wait":
+			if d, ok := p.nonNegative(e, key); ok {
+				r.Wait = d
+			}
 		default:
-			p.unknown(e, path, "path", "interval", "timeout")
+			p.unknown(e, path, "path", "interval", "timeout", "wait")
 		}
 	}
 }

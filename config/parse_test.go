@@ -61,9 +61,10 @@ func TestParseFull(t *testing.T) {
 		Network: "tcp",
 		Address: "127.0.0.1:8000",
 		BaseURL: "http://127.0.0.1:8000/api",
-		Ready:   Ready{Path: "/health", Interval: 2 * time.Second, Timeout: 500 * time.Millisecond},
+		Ready:   Ready{Path: "/health", Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, Wait: 30 * time.Second},
+		Restart: Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
 	}
-	if c.Upstream != wantUp {
+	if !reflect.DeepEqual(c.Upstream, wantUp) {
 		t.Errorf("Upstream = %+v, want %+v", c.Upstream, wantUp)
 	}
 	top := Timeouts{Connect: time.Second, FirstByte: 2 * time.Minute, Idle: 30 * time.Second, Total: 0}
@@ -129,10 +130,14 @@ func TestParseDefaults(t *testing.T) {
 	}
 	wantUp := Upstream{
 		URL: "unix:///run/agent.sock", Network: "unix", Address: "/run/agent.sock", BaseURL: "http://agent",
-		Ready: Ready{Interval: time.Second, Timeout: time.Second},
+		Ready:   Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second},
+		Restart: Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
 	}
-	if c.Upstream != wantUp {
+	if !reflect.DeepEqual(c.Upstream, wantUp) {
 		t.Errorf("Upstream = %+v, want %+v", c.Upstream, wantUp)
+	}
+	if want := (Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}); c.Shutdown != want {
+		t.Errorf("Shutdown = %+v, want %+v", c.Shutdown, want)
 	}
 	def := Timeouts{Connect: 5 * time.Second, FirstByte: 5 * time.Minute, Idle: 5 * time.Minute, Total: 15 * time.Minute}
 	if c.Timeouts != def {
@@ -299,13 +304,26 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "preset: adk\n",
-		"sidecar.yaml:3: preset: unknown key (want listen, upstream, timeouts, limits or methods)"},
+		"sidecar.yaml:3: preset: unknown key (want listen, upstream, timeouts, limits, shutdown or methods)"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits or methods)`},
-	{"unknown upstream key", "upstream:\n  url: http://h:1\n  command: [python3, agent.py]\nmethods: {q: }\n",
-		"sidecar.yaml:3: upstream.command: unknown key (want url or ready)"},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown or methods)`},
+	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
+		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command or restart)"},
+	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
+		"sidecar.yaml:3: upstream.command: want a list such as [python3, agent.py], not a string"},
+	{"empty command", "upstream:\n  url: http://h:1\n  command: []\nmethods: {q: }\n",
+		"sidecar.yaml:3: upstream.command: empty command (want a list such as [python3, agent.py])"},
+	{"bad restart", "upstream:\n  url: http://h:1\n  restart: {policy: always, max: -1, backoff: 0s, jitter: 1}\nmethods: {q: }\n",
+		"sidecar.yaml:3: upstream.restart.policy: unknown policy \"always\" (want \"never\" or \"on-failure\")\n" +
+			"sidecar.yaml:3: upstream.restart.max: \"-1\" is not a whole number ≥ 0 (0 means no limit)\n" +
+			"sidecar.yaml:3: upstream.restart.backoff: must be positive\n" +
+			"sidecar.yaml:3: upstream.restart.jitter: unknown key (want policy, max or backoff)"},
+	{"bad shutdown", minimal + "shutdown: {drain: -1s, agent_grace: soon, linger: 1s}\n",
+		"sidecar.yaml:3: shutdown.drain: \"-1s\" is negative\n" +
+			"sidecar.yaml:3: shutdown.agent_grace: invalid duration \"soon\" (want a duration such as \"30s\" or \"1m30s\")\n" +
+			"sidecar.yaml:3: shutdown.linger: unknown key (want drain or agent_grace)"},
 	{"unknown ready key", "upstream:\n  url: http://h:1\n  ready: {path: /h, retries: 3}\nmethods: {q: }\n",
-		"sidecar.yaml:3: upstream.ready.retries: unknown key (want path, interval or timeout)"},
+		"sidecar.yaml:3: upstream.ready.retries: unknown key (want path, interval, timeout or wait)"},
 	{"unknown timeouts key", minimal + "timeouts:\n  read: 1s\n",
 		"sidecar.yaml:4: timeouts.read: unknown key (want connect, first_byte, idle or total)"},
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
