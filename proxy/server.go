@@ -35,11 +35,24 @@ type Server struct {
 	Logger *zap.Logger
 
 	draining atomic.Bool
+	// calls is the parent of every call's context; cancelling it with
+	// ErrShuttingDown ends the calls still in flight.
+	calls    context.Context
+	endCalls context.CancelCauseFunc
 }
+
+// ErrShuttingDown ends the calls still in flight when the drain budget
+// after SIGTERM runs out.
+var ErrShuttingDown = errors.New("the sidecar is shutting down")
 
 // Drain makes /healthz answer 503 from now on, so the platform stops
 // routing new calls here while calls in flight finish.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// EndCalls ends every call still in flight: a stream gets a final
+// "shutting_down" error line, a call not yet answered a 503. The agent's
+// requests are cancelled.
+func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
 
 // Handler is the sidecar's public HTTP surface: the two contract routes
 // and /healthz, nothing else.
@@ -47,6 +60,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
+	s.calls, s.endCalls = context.WithCancelCause(context.Background())
 	r := mux.NewRouter()
 	r.HandleFunc(config.RouteUnary, s.serveUnary).Methods(http.MethodPost)
 	r.HandleFunc(config.RouteStream, s.serveStream).Methods(http.MethodPost)
@@ -95,6 +109,14 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	json.NewEncoder(w).Encode(h)
 }
 
+// callContext is the context of one call: it ends when the caller leaves
+// or when EndCalls ends every call.
+func (s *Server) callContext(r *http.Request) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(s.calls, func() { cancel(context.Cause(s.calls)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
 // call is one class_method call, from request to log line.
 type call struct {
 	start   time.Time
@@ -111,7 +133,7 @@ type call struct {
 
 // begin reads and normalizes the request, finds its method and waits for
 // the agent to be ready. It returns what the agent call needs.
-func (s *Server) begin(w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.Config.Limits.RequestBytes))
 	if err != nil {
 		var maxErr *http.MaxBytesError
@@ -138,7 +160,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, c *call, stream b
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
-	if err := s.waitReady(r.Context()); err != nil {
+	if err := s.waitReady(ctx); err != nil {
 		return nil, upstream.Input{}, err
 	}
 	return m, in, nil
@@ -173,8 +195,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.ReadyWait)
 	defer cancel()
 	if err := s.Prober.Wait(ctx); err != nil {
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-			return errClientGone
+		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+			return cause
 		}
 		_, detail := s.Prober.Status()
 		return fmt.Errorf("%w (%s, waited %s)", errNotReady, detail, s.ReadyWait)
@@ -186,12 +208,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteUnary}
 	defer s.log(r, c)
-	m, in, err := s.begin(w, r, c, false)
+	ctx, done := s.callContext(r)
+	defer done()
+	m, in, err := s.begin(ctx, w, r, c, false)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
 	}
-	resp, err := s.Client.Call(r.Context(), m, c.method, in, r.Header)
+	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
@@ -223,12 +247,14 @@ func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteStream}
 	defer s.log(r, c)
-	m, in, err := s.begin(w, r, c, true)
+	ctx, done := s.callContext(r)
+	defer done()
+	m, in, err := s.begin(ctx, w, r, c, true)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
 	}
-	resp, err := s.Client.Call(r.Context(), m, c.method, in, r.Header)
+	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return

@@ -802,3 +802,63 @@ func TestRequestTooLarge(t *testing.T) {
 		t.Errorf("agent called %d times, want 1 (only the small body)", calls.Load())
 	}
 }
+
+// TestEndCalls: when the drain budget runs out, a stream in flight ends
+// with one shutting_down line, a call still waiting for the agent gets a
+// 503, and the agent's requests are cancelled.
+func TestEndCalls(t *testing.T) {
+	cancelled := make(chan string, 2)
+	unaryArrived := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if r.URL.Path == "/q" {
+			close(unaryArrived)
+		}
+		if r.URL.Path == "/s" {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			io.WriteString(w, "{\"i\":0}\n")
+			http.NewResponseController(w).Flush()
+		}
+		<-r.Context().Done()
+		cancelled <- r.URL.Path
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lr := h.open(ctx, config.RouteStream, `{"class_method":"stream_query"}`)
+	if got := lr.next(t); got != `{"i":0}` {
+		t.Fatalf("first line = %q", got)
+	}
+	unary := make(chan reply, 1)
+	go func() {
+		resp, err := http.Post(h.url+config.RouteUnary, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			unary <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		unary <- reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	}()
+	<-unaryArrived
+	h.server.EndCalls()
+	last := lr.next(t)
+	if !strings.HasPrefix(last, `{"error":{"code":"shutting_down"`) {
+		t.Errorf("last stream line = %q, want a shutting_down error", last)
+	}
+	if _, err := lr.r.ReadString('\n'); err != io.EOF {
+		t.Errorf("stream went on after the error line: %v", err)
+	}
+	u := <-unary
+	if u.status != http.StatusServiceUnavailable || u.header.Get("Retry-After") == "" || !strings.Contains(detail(t, u), "shutting down") {
+		t.Errorf("unary in flight = %d %s, want 503 with Retry-After", u.status, u.body)
+	}
+	for range 2 {
+		select {
+		case <-cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the agent's requests were not cancelled")
+		}
+	}
+}

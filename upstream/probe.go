@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -138,3 +139,7 @@ func (p *Prober) Wait(ctx context.Context) error {
 		}
 	}
 }
+
+// MarkDown records that the agent is down now (its process exited),
+// without waiting for the next probe to find out.
+func (p *Prober) MarkDown(reason string) { p.set(errors.New(reason)) }
