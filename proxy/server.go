@@ -35,6 +35,7 @@ type Server struct {
 	Logger *zap.Logger
 
 	draining atomic.Bool
+	inFlight atomic.Int64
 	// calls is the parent of every call's context; cancelling it with
 	// ErrShuttingDown ends the calls still in flight.
 	calls    context.Context
@@ -45,9 +46,13 @@ type Server struct {
 // after SIGTERM runs out.
 var ErrShuttingDown = errors.New("the sidecar is shutting down")
 
-// Drain makes /healthz answer 503 from now on, so the platform stops
-// routing new calls here while calls in flight finish.
+// Drain makes /healthz answer 503 and new calls get 503 with Retry-After
+// from now on, so the platform stops routing calls here while the calls in
+// flight finish.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// InFlight is the number of calls being served.
+func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
@@ -134,6 +139,9 @@ type call struct {
 // begin reads and normalizes the request, finds its method and waits for
 // the agent to be ready. It returns what the agent call needs.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+	if s.draining.Load() {
+		return nil, upstream.Input{}, ErrShuttingDown
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.Config.Limits.RequestBytes))
 	if err != nil {
 		var maxErr *http.MaxBytesError
@@ -208,6 +216,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteUnary}
 	defer s.log(r, c)
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	ctx, done := s.callContext(r)
 	defer done()
 	m, in, err := s.begin(ctx, w, r, c, false)
@@ -247,6 +257,8 @@ func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteStream}
 	defer s.log(r, c)
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	ctx, done := s.callContext(r)
 	defer done()
 	m, in, err := s.begin(ctx, w, r, c, true)

@@ -742,6 +742,9 @@ methods: {query: {}}
 	if body := waitFor(503); !strings.Contains(body, "draining") {
 		t.Errorf("/healthz while draining = %s", body)
 	}
+	if r := h.unary("query", `{}`); r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(detail(t, r), "shutting down") {
+		t.Errorf("a new call while draining = %d %s, want 503 shutting down with Retry-After", r.status, r.body)
+	}
 }
 
 func TestCallLog(t *testing.T) {
