@@ -1,0 +1,85 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+)
+
+// linesStream reads one record per line: ndjson, JSON Lines, and JSON text
+// sequences (RFC 7464), whose records start with an RS byte. A line that
+// is not JSON becomes {"output": line}; blank lines are skipped; a last
+// line without its "\n" still counts when the reply ends cleanly.
+type linesStream struct {
+	frame
+	started bool
+	eof     bool
+	line    []byte // a line longer than the read buffer, gathered here
+}
+
+// recordSeparator starts each record of application/json-seq.
+const recordSeparator = "\x1e"
+
+func (s *linesStream) Next() bool {
+	if s.done {
+		return false
+	}
+	if !s.started {
+		s.started = true
+		skipBOM(s.br)
+	}
+	for !s.eof {
+		line, err := s.readLine()
+		if err != nil {
+			return s.stop(err)
+		}
+		line = bytes.TrimLeft(line, recordSeparator)
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !s.setJSON(line) {
+			s.setOutput(line)
+		}
+		return s.yield()
+	}
+	return s.stop(nil)
+}
+
+// readLine returns the next line without its "\n" or "\r\n". A line is
+// gathered only up to the size cap: past it the stream fails rather than
+// holding the rest. A line cut short by a read error is dropped.
+func (s *linesStream) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		frag, err := s.br.ReadSlice('\n')
+		switch err {
+		case nil:
+			line := frag
+			if len(s.line) > 0 {
+				s.line = appendGrow(s.line, s.max+readBufferSize, frag...)
+				line = s.line
+			}
+			return s.checkLine(line[:len(line)-1])
+		case bufio.ErrBufferFull:
+			s.line = appendGrow(s.line, s.max+readBufferSize, frag...)
+			// One byte over the cap may still be the "\r" of a "\r\n".
+			if len(s.line)-1 > s.max {
+				return nil, ErrRecordTooLarge
+			}
+		case io.EOF:
+			s.eof = true
+			s.line = appendGrow(s.line, s.max+readBufferSize, frag...)
+			return s.checkLine(s.line)
+		default:
+			return nil, readFailure(err)
+		}
+	}
+}
+
+func (s *linesStream) checkLine(line []byte) ([]byte, error) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) > s.max {
+		return nil, ErrRecordTooLarge
+	}
+	return line, nil
+}

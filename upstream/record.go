@@ -1,0 +1,323 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+const (
+	// readBufferSize is the bufio.Reader under every deframer: big enough
+	// that a typical event is parsed in place, small enough per stream.
+	readBufferSize = 64 << 10
+
+	// defaultMaxRecord caps a record when NewStream is given no limit.
+	defaultMaxRecord = 8 << 20
+)
+
+// utf8BOM is dropped when a reply starts with it: it marks the encoding,
+// it is not content (the WHATWG event-stream decoder strips it too).
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// frame is what every deframer shares: the buffered reply, the current
+// record (one buffer, reused), the size cap, and how the stream ended.
+type frame struct {
+	br   *bufio.Reader
+	max  int
+	rec  bytes.Buffer
+	tmp  []byte // scratch for repairing UTF-8
+	err  error
+	done bool
+}
+
+func (f *frame) Record() []byte { return f.rec.Bytes() }
+
+func (f *frame) Err() error { return f.err }
+
+// stop ends the stream with err, nil for a clean end. It returns false so
+// that Next can end with "return s.stop(err)".
+func (f *frame) stop(err error) bool {
+	f.done = true
+	f.err = err
+	f.rec.Reset()
+	return false
+}
+
+// setJSON makes src the current record, compacted, if src is one valid
+// JSON value, and reports whether it was. Numbers are copied as written,
+// never through float64. Invalid UTF-8 inside strings, which json.Valid
+// lets through, becomes U+FFFD so that every record is valid UTF-8.
+func (f *frame) setJSON(src []byte) bool {
+	f.rec.Reset()
+	if json.Compact(&f.rec, src) != nil {
+		return false
+	}
+	if b := f.rec.Bytes(); !utf8.Valid(b) {
+		f.tmp = appendValidUTF8(f.tmp[:0], b)
+		f.rec.Reset()
+		f.rec.Write(f.tmp)
+	}
+	return true
+}
+
+// setOutput makes {"output":"<text>"} the current record.
+func (f *frame) setOutput(text []byte) {
+	f.rec.Reset()
+	f.rec.Grow(len(`{"output":""}`) + len(text) + len(text)/8)
+	b := f.rec.AvailableBuffer()
+	b = append(b, `{"output":`...)
+	b = appendJSONString(b, text)
+	b = append(b, '}')
+	f.rec.Write(b)
+}
+
+// yield checks the current record before Next returns it: a record over
+// the cap ends the stream with ErrRecordTooLarge, and a record that is
+// exactly {"error": …} ends it with the agent's error instead of being
+// passed on.
+func (f *frame) yield() bool {
+	b := f.rec.Bytes()
+	if v, ok := errorValue(b); ok {
+		return f.stop(agentErrorOf(v))
+	}
+	if len(b) > f.max {
+		return f.stop(ErrRecordTooLarge)
+	}
+	return true
+}
+
+// appendGrow appends src to dst, doubling dst's capacity when it must
+// grow, but not past limit unless src needs it: a buffer that creeps up to
+// the record cap costs about twice the cap in allocations, not the five
+// times of append's gentler growth.
+func appendGrow(dst []byte, limit int, src ...byte) []byte {
+	if n := len(dst) + len(src); n > cap(dst) {
+		grown := make([]byte, len(dst), max(n, min(2*cap(dst), limit), 512))
+		copy(grown, dst)
+		dst = grown
+	}
+	return append(dst, src...)
+}
+
+// readFailure labels a read error that cut the reply short.
+func readFailure(err error) error {
+	return fmt.Errorf("reading agent reply: %w", err)
+}
+
+// stickyReader returns its reader's first error again on every later Read.
+// bufio.Reader hands a read error out only once, and Peek may be the call
+// that receives it and drops it; a deframer that peeks must not lose it.
+type stickyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *stickyReader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(p)
+	s.err = err
+	return n, err
+}
+
+// skipBOM drops a leading UTF-8 byte order mark. It reads past the first
+// byte only when that byte could start one, so it never delays a reply.
+func skipBOM(br *bufio.Reader) {
+	if b, _ := br.Peek(1); len(b) == 1 && b[0] == utf8BOM[0] {
+		if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+			br.Discard(len(utf8BOM))
+		}
+	}
+}
+
+// errorValue reports whether the compact JSON record rec is an object with
+// exactly one key, "error", and returns that key's value. It looks at the
+// first key only, without decoding the record, since it runs on every one.
+func errorValue(rec []byte) ([]byte, bool) {
+	if len(rec) < len(`{"error":0}`) || rec[0] != '{' || rec[1] != '"' || rec[len(rec)-1] != '}' {
+		return nil, false
+	}
+	end := stringEnd(rec, 1)
+	if end >= len(rec) || rec[end] != ':' || !isErrorKey(rec[1:end]) {
+		return nil, false
+	}
+	start := end + 1
+	if valueEnd(rec, start) != len(rec)-1 {
+		return nil, false // more keys follow
+	}
+	return rec[start : len(rec)-1], true
+}
+
+// isErrorKey reports whether the JSON string literal key says "error",
+// escapes included.
+func isErrorKey(key []byte) bool {
+	if string(key) == `"error"` {
+		return true
+	}
+	if bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	var s string
+	return json.Unmarshal(key, &s) == nil && s == "error"
+}
+
+// stringEnd returns the index just past the string literal starting at
+// b[i] == '"'. b is valid compact JSON.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the value starting at b[i]. b is
+// valid compact JSON.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}
+
+// agentErrorOf builds the error an agent reported as the compact JSON value
+// v: a string is the message; an object gives its "message" and "code"
+// (a string, or a number kept as written); anything else, or an object
+// without a message, is shown as its compact JSON text.
+func agentErrorOf(v []byte) *AgentError {
+	e := &AgentError{Message: string(v)}
+	switch v[0] {
+	case '"':
+		json.Unmarshal(v, &e.Message)
+	case '{':
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			break
+		}
+		var msg string
+		if json.Unmarshal(obj["message"], &msg) == nil && msg != "" {
+			e.Message = msg
+		}
+		if c := obj["code"]; len(c) > 0 {
+			switch {
+			case c[0] == '"':
+				json.Unmarshal(c, &e.Code)
+			case c[0] == '-' || '0' <= c[0] && c[0] <= '9':
+				e.Code = string(c)
+			}
+		}
+	}
+	return e
+}
+
+// textError is an agent error whose text is not JSON: the text is the
+// message, with invalid UTF-8 replaced.
+func textError(text []byte) *AgentError {
+	return &AgentError{Message: string(appendValidUTF8(nil, text))}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends text as a JSON string literal. Invalid UTF-8
+// becomes U+FFFD, one per bad byte as encoding/json does; U+2028 and
+// U+2029 are escaped as encoding/json does; <, > and & are left alone, the
+// stream is not HTML.
+func appendJSONString(dst, text []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, text[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, text[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, text[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, text[start:]...)
+	return append(dst, '"')
+}
+
+// appendValidUTF8 appends b with each invalid byte replaced by U+FFFD.
+func appendValidUTF8(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			start = i + 1
+		}
+		i += size
+	}
+	return append(dst, b[start:]...)
+}
