@@ -4,7 +4,6 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
-AGENT_PORT ?= 8000
 
 .PHONY: all build run test test-short bench fuzz lint clean
 
@@ -13,13 +12,11 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sidecar
 
-# Start the bundled example agent (Python, standard library) and the sidecar
-# in front of it on :8080 (or $$PORT). Ctrl-C stops both.
+# The sidecar on :8080 (or $$PORT) in entrypoint mode: it starts the bundled
+# example agent (Python, standard library) on 127.0.0.1:8000 and supervises
+# it. Ctrl-C drains and stops both.
 run: build
-	@echo "example agent on 127.0.0.1:$(AGENT_PORT), sidecar on :$${PORT:-8080}"
-	@PORT=$(AGENT_PORT) python3 examples/python/agent.py & agent=$$!; \
-	trap 'kill $$agent 2>/dev/null' EXIT INT TERM; \
-	$(BIN) --config examples/python/sidecar.yaml
+	cd examples/python && exec ../../$(BIN) --config sidecar.yaml -- python3 agent.py
 
 # The whole suite, under the race detector.
 test:

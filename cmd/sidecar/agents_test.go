@@ -240,7 +240,7 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 		}
 	})
 	t.Run("unary echo with path fields", func(t *testing.T) {
-		r := unary("echo", `{"user_id":"u/1","session_id":"..","n":12345678901234567890123}`)
+		r := unary("echo", `{"user_id":"u/1","session_id":"..","big":12345678901234567890123}`)
 		var got struct {
 			Output struct {
 				Method, Path string

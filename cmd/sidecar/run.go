@@ -8,18 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
-	"github.com/sidecar-dev/sidecar/proxy"
-	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -36,7 +32,9 @@ func (e *exitError) Error() string { return e.msg }
 const usage = `sidecar serves Google's Agent Platform container contract in front of an agent.
 
 Usage:
-  sidecar [serve] [flags]              serve the platform's calls (the default)
+  sidecar [serve] [flags] [-- CMD ARGS...]
+                                       serve the platform's calls (the default);
+                                       with a command, start and supervise the agent
   sidecar validate [flags]             check a config file, report every problem
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
   sidecar version                      print the version
@@ -69,7 +67,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: %v\n\n%s", err, usage)}
 	}
-	if fs.NArg() > 0 {
+	// Only serve takes arguments: the agent's command, after "--".
+	command := fs.Args()
+	if len(command) > 0 && cmd != "serve" {
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unexpected argument %q\n\n%s", fs.Arg(0), usage)}
 	}
 	if *configPath == "" {
@@ -116,7 +116,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("listening on %s: %w", addr, err)
 		}
-		return serve(ctx, cfg, ln, logger)
+		if len(command) > 0 {
+			cfg.Upstream.Command = command
+		}
+		return serve(ctx, cfg, ln, logger, agentIO{env: os.Environ(), stdout: stdout, stderr: stderr})
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
 	}
@@ -146,62 +149,4 @@ func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 	enc.EncodeDuration = zapcore.MillisDurationEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)
 	return zap.New(core), nil
-}
-
-// drainBudget is how long calls in flight may finish after SIGTERM; it
-// fits inside Cloud Run's 10-second kill grace.
-const drainBudget = 8 * time.Second
-
-// readyWait bounds how long a call waits for an agent that is not ready.
-const readyWait = 30 * time.Second
-
-// serve runs the sidecar on ln until ctx ends, then drains.
-func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger) error {
-	client, err := upstream.New(cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	prober := upstream.NewProber(cfg, client)
-	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: readyWait, Logger: logger}
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Reading the request body and writing a reply have deadlines that
-		// each call clears once its request is read: streams run for
-		// minutes.
-		ReadTimeout:    60 * time.Second,
-		WriteTimeout:   60 * time.Second,
-		IdleTimeout:    620 * time.Second,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       zap.NewStdLog(logger.Named("http")),
-	}
-
-	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { prober.Run(probeCtx) })
-	defer func() { stopProbe(); wg.Wait() }()
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("listening", zap.String("addr", ln.Addr().String()),
-		zap.String("upstream", cfg.Upstream.URL), zap.Int("methods", len(cfg.Methods)), zap.String("version", version))
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
-	}
-	logger.Info("draining", zap.Duration("budget", drainBudget))
-	s.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), drainBudget)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		<-errc
-		return fmt.Errorf("draining: %w", err)
-	}
-	<-errc
-	logger.Info("stopped")
-	return nil
 }

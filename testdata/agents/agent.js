@@ -117,6 +117,15 @@ function route(req, res, raw) {
   const qi = req.url.indexOf('?');
   const path = qi < 0 ? req.url : req.url.slice(0, qi);
   const q = new URLSearchParams(qi < 0 ? '' : req.url.slice(qi + 1));
+  // Parameters may also come in a JSON object body (a method map cannot
+  // put a query string in its path); the query string wins.
+  let body = null;
+  try { body = raw.length ? JSON.parse(raw.toString('utf8')) : null; } catch { body = null; }
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    for (const k of ['n', 'gap_ms', 'ms', 'id']) {
+      if (k in body && !q.has(k)) q.set(k, String(body[k]));
+    }
+  }
   const n = intParam(q, 'n', 3);
   const gap = intParam(q, 'gap_ms', 0);
   const verb = req.method;

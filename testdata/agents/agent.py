@@ -154,6 +154,16 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         path = url.path
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        # Parameters may also come in a JSON object body (a method map
+        # cannot put a query string in its path); the query string wins.
+        try:
+            body = json.loads(raw_body) if raw_body else None
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            for k in ("n", "gap_ms", "ms", "id"):
+                if k in body and k not in q:
+                    q[k] = str(body[k])
         verb = self.command
         try:
             n = int(q.get("n", 3))

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/supervise"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// agentIO is what a started agent inherits from the sidecar.
+type agentIO struct {
+	env            []string // the sidecar's environment
+	stdout, stderr io.Writer
+}
+
+// serve runs the sidecar on ln until ctx ends or a started agent exits
+// for good, then drains: /healthz turns 503, the listener closes, calls
+// in flight get cfg.Shutdown.Drain to finish, what is left is ended with
+// a shutting_down error, and only then is the agent stopped.
+func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger, aio agentIO) error {
+	client, err := upstream.New(cfg, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer client.Close()
+	prober := upstream.NewProber(cfg, client)
+	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Reading the request body and writing a reply have deadlines that
+		// each call clears once its request is read: streams run for
+		// minutes.
+		ReadTimeout:    60 * time.Second,
+		WriteTimeout:   60 * time.Second,
+		IdleTimeout:    620 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       zap.NewStdLog(logger.Named("http")),
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProbe()
+	wg.Go(func() { prober.Run(probeCtx) })
+
+	var agent *supervise.Supervisor
+	var agentDone <-chan struct{} // nil without a command: never ready
+	if len(cfg.Upstream.Command) > 0 {
+		agent, err = supervise.Start(supervise.Options{
+			Command:     cfg.Upstream.Command,
+			Env:         agentEnv(aio.env, cfg.Upstream),
+			Stdout:      aio.stdout,
+			Stderr:      aio.stderr,
+			Restart:     supervise.Policy(cfg.Upstream.Restart.Policy),
+			MaxRestarts: cfg.Upstream.Restart.Max,
+			Backoff:     cfg.Upstream.Restart.Backoff,
+			ReapOrphans: true,
+			Logger:      logger,
+		})
+		if err != nil {
+			ln.Close()
+			// 127, as a shell answers a command it cannot run.
+			return &exitError{code: 127, msg: "sidecar: starting the agent: " + err.Error()}
+		}
+		agentDone = agent.Done()
+		wg.Go(func() { watchAgent(probeCtx, agent, prober, logger) })
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("listening", zap.String("addr", ln.Addr().String()),
+		zap.String("upstream", cfg.Upstream.URL), zap.Int("methods", len(cfg.Methods)), zap.String("version", version))
+
+	agentExited := false
+	select {
+	case err := <-errc:
+		if agent != nil {
+			agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
+		}
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+		logger.Info("draining", zap.String("reason", "signal"), zap.Duration("budget", cfg.Shutdown.Drain))
+	case <-agentDone:
+		agentExited = true
+		logger.Info("draining", zap.String("reason", "agent exited"), zap.Int("exit_code", agent.ExitCode()))
+	}
+
+	drained := drain(srv, s, errc, cfg.Shutdown.Drain)
+	if agent != nil {
+		agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
+	}
+	logger.Info("stopped", zap.Bool("drained", drained))
+	switch {
+	case agentExited && agent.ExitCode() != 0:
+		return &exitError{code: agent.ExitCode()}
+	case !drained:
+		return &exitError{code: 1, msg: "sidecar: the drain budget ran out; calls still in flight were ended"}
+	}
+	return nil
+}
+
+// drain stops the server: it reports whether every call finished within
+// budget. The listener stays open meanwhile, so /healthz can answer 503
+// and new calls a 503 with Retry-After; calls still running when the
+// budget runs out are ended with a shutting_down error.
+func drain(srv *http.Server, s *proxy.Server, served <-chan error, budget time.Duration) bool {
+	s.Drain()
+	drained := waitIdle(s, budget)
+	if !drained {
+		s.EndCalls()
+		waitIdle(s, time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if srv.Shutdown(ctx) != nil {
+		srv.Close()
+	}
+	<-served
+	return drained
+}
+
+// waitIdle waits up to d for the calls in flight to end.
+func waitIdle(s *proxy.Server, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for s.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// watchAgent logs the agent's lifecycle and marks it down the moment its
+// process exits, so calls get 503 without waiting for the next probe.
+func watchAgent(ctx context.Context, agent *supervise.Supervisor, prober *upstream.Prober, logger *zap.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-agent.Events():
+			if !ok {
+				return
+			}
+			fields := []zap.Field{zap.String("event", string(ev.Kind)), zap.Int("pid", ev.PID), zap.Int("restarts", ev.Restarts)}
+			switch ev.Kind {
+			case supervise.Exited:
+				prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
+				fields = append(fields, zap.Int("exit_code", ev.ExitCode))
+				if ev.Signal != 0 {
+					fields = append(fields, zap.String("signal", ev.Signal.String()))
+				}
+			}
+			logger.Info("agent", fields...)
+		}
+	}
+}
+
+// agentEnv is a started agent's environment: the sidecar's own, with
+// $PORT (which belongs to the sidecar: the platform's port) replaced by
+// the agent's port for a TCP upstream, or removed and AGENT_SOCKET set for
+// a Unix socket. SIDECAR_UPSTREAM_URL is the upstream URL either way.
+func agentEnv(base []string, up config.Upstream) []string {
+	env := make([]string, 0, len(base)+2)
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "PORT", "AGENT_SOCKET", "SIDECAR_UPSTREAM_URL":
+			continue
+		}
+		env = append(env, kv)
+	}
+	if up.Network == "unix" {
+		env = append(env, "AGENT_SOCKET="+up.Address)
+	} else if _, port, err := net.SplitHostPort(up.Address); err == nil {
+		env = append(env, "PORT="+port)
+	}
+	return append(env, "SIDECAR_UPSTREAM_URL="+up.URL)
+}
