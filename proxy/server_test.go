@@ -865,3 +865,42 @@ func TestEndCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestPassthrough: "*" serves every name the map does not list, on both
+// routes when it has no mode, at POST /{class_method} by default.
+func TestPassthrough(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprintf(w, "{\"path\":%q,\"body\":%s}\n", r.URL.Path, body)
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, `
+upstream: {url: AGENT}
+methods:
+  query: {call: POST /listed}
+  "*": {}
+`)
+	if r := h.unary("my_tool", `{"a":1}`); r.status != 200 || strings.TrimSpace(r.body) != `{"output":[{"path":"/my_tool","body":{"a":1}}]}` {
+		t.Errorf("unary passthrough = %d %s", r.status, r.body)
+	}
+	if r := h.stream("my_stream", `{"b":2}`); r.status != 200 || r.body != "{\"path\":\"/my_stream\",\"body\":{\"b\":2}}\n" {
+		t.Errorf("stream passthrough = %d %q", r.status, r.body)
+	}
+	if r := h.unary("query", `{}`); !strings.Contains(r.body, `"path":"/listed"`) {
+		t.Errorf("a listed method went through \"*\": %s", r.body)
+	}
+
+	streamOnly := newHarness(t, agent.URL, `
+upstream: {url: AGENT}
+methods:
+  query: {}
+  "*": {mode: async_stream}
+`)
+	if r := streamOnly.unary("my_tool", `{}`); r.status != 400 || !strings.Contains(detail(t, r), "Available methods are: ['query']") {
+		t.Errorf("unary call of a stream-only \"*\" = %d %s, want 400", r.status, r.body)
+	}
+	if r := streamOnly.stream("my_tool", `{}`); r.status != 200 {
+		t.Errorf("stream call through a stream-only \"*\" = %d %s", r.status, r.body)
+	}
+}
