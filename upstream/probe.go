@@ -31,6 +31,7 @@ type Prober struct {
 	ok      bool
 	detail  string
 	changed chan struct{} // closed and replaced on every change
+	kick    chan struct{} // MarkDown asks Run to probe fast again
 }
 
 // NewProber builds a prober for cfg's upstream; Run starts it.
@@ -41,6 +42,7 @@ func NewProber(cfg *config.Config, c *Client) *Prober {
 		address: cfg.Upstream.Address,
 		detail:  "agent not probed yet",
 		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 	}
 	if p.ready.Path != "" {
 		p.url = cfg.Upstream.BaseURL + p.ready.Path
@@ -59,6 +61,8 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-p.kick:
+			t.Stop()
 		}
 		err := p.probe(ctx)
 		if ctx.Err() != nil {
@@ -142,4 +146,11 @@ func (p *Prober) Wait(ctx context.Context) error {
 
 // MarkDown records that the agent is down now (its process exited),
 // without waiting for the next probe to find out.
-func (p *Prober) MarkDown(reason string) { p.set(errors.New(reason)) }
+// Probing goes back to its fast start interval until the agent answers.
+func (p *Prober) MarkDown(reason string) {
+	p.set(errors.New(reason))
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}

@@ -76,7 +76,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 			return &exitError{code: 127, msg: "sidecar: starting the agent: " + err.Error()}
 		}
 		agentDone = agent.Done()
-		wg.Go(func() { watchAgent(probeCtx, agent, prober, logger) })
+		wg.Go(func() { watchAgent(agent, prober) })
 	}
 
 	errc := make(chan error, 1)
@@ -144,27 +144,13 @@ func waitIdle(s *proxy.Server, d time.Duration) bool {
 	return true
 }
 
-// watchAgent logs the agent's lifecycle and marks it down the moment its
-// process exits, so calls get 503 without waiting for the next probe.
-func watchAgent(ctx context.Context, agent *supervise.Supervisor, prober *upstream.Prober, logger *zap.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-agent.Events():
-			if !ok {
-				return
-			}
-			fields := []zap.Field{zap.String("event", string(ev.Kind)), zap.Int("pid", ev.PID), zap.Int("restarts", ev.Restarts)}
-			switch ev.Kind {
-			case supervise.Exited:
-				prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
-				fields = append(fields, zap.Int("exit_code", ev.ExitCode))
-				if ev.Signal != 0 {
-					fields = append(fields, zap.String("signal", ev.Signal.String()))
-				}
-			}
-			logger.Info("agent", fields...)
+// watchAgent marks the agent down the moment its process exits, so calls
+// get 503 without waiting for the next probe. (The supervisor logs the
+// agent's lifecycle itself.)
+func watchAgent(agent *supervise.Supervisor, prober *upstream.Prober) {
+	for ev := range agent.Events() {
+		if ev.Kind == supervise.Exited {
+			prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
 		}
 	}
 }
