@@ -1,0 +1,26 @@
+package deploy
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+func TestClassMethods(t *testing.T) {
+	cfg, err := config.Parse("t.yaml", []byte(`
+upstream: {url: "http://127.0.0.1:1"}
+methods:
+  "*": {mode: stream}
+  stream_query: {mode: async_stream}
+  query: {}
+  create_session: {mode: async}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.ClassMethod{{Name: "stream_query", APIMode: "async_stream"}, {Name: "query", APIMode: ""}, {Name: "create_session", APIMode: "async"}}
+	if got := ClassMethods(cfg); !reflect.DeepEqual(got, want) {
+		t.Errorf("ClassMethods = %v, want %v (file order, no \"*\")", got, want)
+	}
+}
