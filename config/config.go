@@ -25,9 +25,23 @@ type Config struct {
 	// any, is last and serves every name not listed.
 	Methods []*Method
 
+	// Preset is "adk" or "". The ADK preset adds the 13 AdkApp methods the
+	// file does not declare itself, each served by an "adk.*" handler.
+	Preset string
+
+	// ADK configures the "adk.*" handlers.
+	ADK ADK
+
 	// routes indexes Methods by inbound route, unary then streaming;
 	// Parse builds it once, for Lookup and RouteMethods.
 	routes [2]route
+}
+
+// ADK configures how the sidecar talks to an ADK api server.
+type ADK struct {
+	// App is the ADK app name (the agent's folder name for the api
+	// server). Required with preset adk or any adk handler.
+	App string
 }
 
 // Upstream is the agent's address and readiness probe.
@@ -193,7 +207,12 @@ type Method struct {
 	Output Output
 	// Timeouts are the method's clocks, defaults filled in.
 	Timeouts Timeouts
-	// Line is where the method is declared in the file, for messages.
+	// Handler, when set, names built-in code that serves the method with
+	// requests of its own (the ADK preset's "adk.*" handlers); Verb, Path,
+	// Body, Reply and Output do not apply then.
+	Handler string
+	// Line is where the method is declared in the file, for messages; 0
+	// for a method a preset added.
 	Line int
 }
 

@@ -58,7 +58,8 @@ func (p *parser) method(e entry, path string) methodDraft {
 	}
 	d := methodDraft{m: m}
 	var modeSet, callSet, bodySet bool
-	var outputLine int
+	var outputLine, handlerLine int
+	var shapeKeys []string // keys a handler replaces
 	if p.mapping(e.val, path, "a mapping of mode, call, body, reply, output and timeouts (or nothing, for all defaults)") {
 		for _, f := range p.entries(e.val, path) {
 			key := join(path, f.name)
@@ -71,7 +72,16 @@ func (p *parser) method(e entry, path string) methodDraft {
 					}
 					m.Mode = Mode(s)
 				}
+			case "handler":
+				if s, ok := p.scalar(f, key); ok {
+					handlerLine = f.key.Line
+					if _, known := handlerModes[s]; !known {
+						p.addf(f.val.Line, key, "unknown handler %q (want %s)", s, oneOf(handlerNames(), true))
+					}
+					m.Handler = s
+				}
 			case "call":
+				shapeKeys = append(shapeKeys, f.name)
 				if s, ok := p.scalar(f, key); ok {
 					callSet = true
 					if err := m.setCall(s); err != nil {
@@ -79,8 +89,10 @@ func (p *parser) method(e entry, path string) methodDraft {
 					}
 				}
 			case "body":
+				shapeKeys = append(shapeKeys, f.name)
 				bodySet = p.body(f.val, key, m)
 			case "reply":
+				shapeKeys = append(shapeKeys, f.name)
 				if s, ok := p.scalar(f, key); ok {
 					if !slices.Contains(replies, s) {
 						p.addf(f.val.Line, key, "unknown reply %q (want %s)", s, oneOf(replies, true))
@@ -88,6 +100,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 					m.Reply = Reply(s)
 				}
 			case "output":
+				shapeKeys = append(shapeKeys, f.name)
 				if s, ok := p.scalar(f, key); ok {
 					outputLine = f.key.Line
 					if !slices.Contains(outputs, s) {
@@ -98,16 +111,29 @@ func (p *parser) method(e entry, path string) methodDraft {
 			case "timeouts":
 				d.timeouts = p.timeouts(f.val, key)
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler")
 			}
 		}
 	}
 
+	if m.Handler != "" {
+		if m.Name == "*" {
+			p.addf(handlerLine, join(path, "handler"), `a "*" method cannot have a handler`)
+		}
+		for _, k := range shapeKeys {
+			p.addf(handlerLine, join(path, k), "does not apply to a method with a handler (%s builds its own requests)", m.Handler)
+		}
+		if want, ok := handlerModes[m.Handler]; ok && !modeSet {
+			m.Mode = want // the handler's natural mode, unless the file says otherwise
+		}
+	}
 	m.AllRoutes = m.Name == "*" && !modeSet
 	if outputLine > 0 && !m.AllRoutes && m.Mode.Streaming() {
 		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on %s)", m.Mode, RouteStream)
 	}
-	if !callSet {
+	if m.Handler != "" {
+		m.Body = BodyNone // the handler builds its own requests
+	} else if !callSet {
 		if m.Name == "*" {
 			_ = m.setCall("POST /{class_method}")
 		} else {

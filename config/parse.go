@@ -57,6 +57,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	if len(p.problems) > 0 {
 		return nil, &Errors{File: name, Problems: p.sorted()}
 	}
+	c.expandPreset()
 	c.index()
 	return c, nil
 }
@@ -85,6 +86,7 @@ func (p *parser) file(data []byte) *Config {
 	}
 
 	var haveUpstream, haveMethods bool
+	var presetLine int
 	var methods []methodDraft
 	for _, e := range p.entries(root, "") {
 		switch e.name {
@@ -108,15 +110,36 @@ func (p *parser) file(data []byte) *Config {
 		case "methods":
 			haveMethods = true
 			methods = p.methods(e)
+		case "preset":
+			if s, ok := p.scalar(e, e.name); ok {
+				if s != PresetADK {
+					p.addf(e.val.Line, e.name, "unknown preset %q (want %q)", s, PresetADK)
+				}
+				c.Preset, presetLine = s, e.key.Line
+			}
+		case "adk":
+			p.adk(e.val, e.name, &c.ADK)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "preset", "adk", "methods")
 		}
 	}
 	if !haveUpstream {
 		p.addf(root.Line, "upstream", "missing (want upstream.url: http://host:port or unix:///path/to.sock)")
 	}
-	if !haveMethods {
+	if !haveMethods && c.Preset == "" {
 		p.addf(root.Line, "methods", "missing (want at least one method, e.g. methods: {query: {}})")
+	}
+
+	if c.ADK.App == "" {
+		line := presetLine
+		for _, d := range methods {
+			if d.m.Handler != "" && line == 0 {
+				line = d.m.Line
+			}
+		}
+		if line > 0 {
+			p.addf(line, "adk.app", "missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})")
+		}
 	}
 
 	// The "*" method goes last; the others keep file order.

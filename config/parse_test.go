@@ -303,10 +303,20 @@ var problemTests = []struct {
 	{"control characters stay on one line", "!%0A", `sidecar.yaml:1: want a mapping with upstream and methods, not a value tagged !\n`},
 
 	// Unknown keys at every level.
-	{"unknown top key", minimal + "preset: adk\n",
-		"sidecar.yaml:3: preset: unknown key (want listen, upstream, timeouts, limits, shutdown or methods)"},
+	{"unknown top key", minimal + "presets: adk\n",
+		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, preset, adk or methods)"},
+	{"preset without app", minimal + "preset: adk\n",
+		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
+	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: snake}\n",
+		"sidecar.yaml:3: preset: unknown preset \"langchain\" (want \"adk\")\n" +
+			"sidecar.yaml:4: adk.keys: unknown key (want app)"},
+	{"handler problems", "upstream: {url: 'http://127.0.0.1:8000'}\nmethods:\n  q: {handler: adk.nope, call: POST /x}\n  \"*\": {handler: adk.get_session}\n",
+		"sidecar.yaml:3: methods.q.handler: unknown handler \"adk.nope\" (want \"adk.add_session_to_memory\", \"adk.async_stream_query\", \"adk.create_session\", \"adk.delete_session\", \"adk.get_session\", \"adk.list_sessions\", \"adk.search_memory\", \"adk.stream_query\" or \"adk.streaming_agent_run_with_events\")\n" +
+			"sidecar.yaml:3: methods.q.call: does not apply to a method with a handler (adk.nope builds its own requests)\n" +
+			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
+			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, preset, adk or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command or restart)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
@@ -329,7 +339,7 @@ var problemTests = []struct {
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
 		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes or reply_bytes)"},
 	{"unknown method key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    mode: stream\n    timeout: 1s\n",
-		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output or timeouts)"},
+		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output, timeouts or handler)"},
 	{"unknown method timeouts key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    timeouts:\n      firstbyte: 1s\n",
 		"sidecar.yaml:5: methods.q.timeouts.firstbyte: unknown key (want connect, first_byte, idle or total)"},
 
@@ -527,7 +537,7 @@ listen: nope
 		`sidecar.yaml:3: methods.a.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")
 sidecar.yaml:4: methods.a.call: path "x" must start with "/"
 sidecar.yaml:6: methods.b.reply: unknown reply "xml" (want "auto", "json", "sse", "ndjson" or "text")
-sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output or timeouts)
+sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts or handler)
 sidecar.yaml:8: limits.request_bytes: 0 must be positive
 sidecar.yaml:10: upstream.url: scheme "https" is not supported (want http://host:port[/base] or unix:///path/to.sock)
 sidecar.yaml:11: listen: "nope" is not host:port (want e.g. ":8080" or "127.0.0.1:8080")`},

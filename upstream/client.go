@@ -109,9 +109,10 @@ func neverSent(err error) bool {
 	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
-// Call sends one call to the agent and waits for its response headers. A
-// non-2xx reply is a *StatusError carrying the agent's message. On success
-// the Response owns the call's clocks and body; the caller must Close it.
+// Call sends one call to the agent as the method map says and waits for
+// its response headers. A non-2xx reply is a *StatusError carrying the
+// agent's message. On success the Response owns the call's clocks and
+// body; the caller must Close it.
 func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Input, inbound http.Header) (*Response, error) {
 	path, rawPath, err := buildPath(m, name, in)
 	if err != nil {
@@ -121,31 +122,72 @@ func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Inp
 	if err != nil {
 		return nil, err
 	}
-	u := *c.base
-	u.Path = c.base.Path + path
-	u.RawPath = c.base.EscapedPath() + rawPath
+	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, Body: body, Timeouts: m.Timeouts, Header: inbound})
+}
 
-	clk := newClocks(ctx, m.Timeouts)
+// Request is one HTTP call to the agent, for callers that build their own
+// (the ADK preset makes several per class_method).
+type Request struct {
+	// Method is the class_method being served, sent to the agent as
+	// X-Sidecar-Class-Method.
+	Method string
+	Verb   string
+	// Path is the decoded path under the upstream's base, RawPath its
+	// escaped form (see SegmentPath).
+	Path, RawPath string
+	// Body is sent as application/json; nil sends none.
+	Body     []byte
+	Timeouts config.Timeouts
+	// Header is the caller's request header: only the allow-listed trace
+	// and request-id headers reach the agent.
+	Header http.Header
+}
+
+// SegmentPath joins parts into a path, each part escaped as exactly one
+// segment, as path templates are.
+func SegmentPath(parts ...string) (path, raw string) {
+	var p, r strings.Builder
+	for _, part := range parts {
+		p.WriteByte('/')
+		p.WriteString(part)
+		r.WriteByte('/')
+		r.WriteString(escapeSegment(part))
+	}
+	return p.String(), r.String()
+}
+
+// Send sends one request to the agent and waits for its response headers,
+// with the request's clocks and the client's retry policy. A non-2xx reply
+// is a *StatusError carrying the agent's message. On success the Response
+// owns the call's clocks and body; the caller must Close it.
+func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
+	u := *c.base
+	u.Path = c.base.Path + r.Path
+	u.RawPath = c.base.EscapedPath() + r.RawPath
+
+	clk := newClocks(ctx, r.Timeouts)
 	attempts := new(atomic.Int32)
 	reqCtx := context.WithValue(clk.ctx, attemptsKey{}, attempts)
 	reqCtx = httptrace.WithClientTrace(reqCtx, clk.trace())
 
 	var rb any
-	if body != nil {
-		rb = body
+	if r.Body != nil {
+		rb = r.Body
 	}
-	req, err := retryablehttp.NewRequestWithContext(reqCtx, m.Verb, u.String(), rb)
+	req, err := retryablehttp.NewRequestWithContext(reqCtx, r.Verb, u.String(), rb)
 	if err != nil {
 		clk.stop()
 		return nil, fmt.Errorf("building agent request: %w", err)
 	}
 	req.URL = &u
-	if body != nil {
+	if r.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("X-Sidecar-Class-Method", name)
+	if r.Method != "" {
+		req.Header.Set("X-Sidecar-Class-Method", r.Method)
+	}
 	for _, h := range forwardHeaders {
-		if v := inbound.Values(h); len(v) > 0 {
+		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}
 	}

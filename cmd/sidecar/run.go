@@ -35,7 +35,8 @@ Usage:
   sidecar [serve] [flags] [-- CMD ARGS...]
                                        serve the platform's calls (the default);
                                        with a command, start and supervise the agent
-  sidecar validate [flags]             check a config file, report every problem
+  sidecar validate [flags] [--print]   check a config file, report every problem;
+                                       --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
   sidecar version                      print the version
   sidecar help                         print this help
@@ -60,6 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	configPath := fs.String("config", "", "")
 	listen := fs.String("listen", "", "")
 	logLevel := fs.String("log-level", "info", "")
+	print := fs.Bool("print", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -90,6 +92,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
+		}
+		if *print {
+			stdout.Write(cfg.Expanded())
+			return nil
 		}
 		fmt.Fprintln(stdout, cfg.Summary(*configPath))
 		return nil

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPresetADK(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(`
+upstream: {url: "http://127.0.0.1:8000"}
+preset: adk
+adk: {app: weather}
+methods:
+  get_session: {call: "GET /custom/{session_id}"}
+  my_tool: {call: POST /tool}
+  "*": {}
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	var names []string
+	for _, m := range c.Methods {
+		names = append(names, m.Name)
+	}
+	want := "get_session my_tool create_session async_create_session async_get_session list_sessions async_list_sessions delete_session async_delete_session async_add_session_to_memory async_search_memory stream_query async_stream_query streaming_agent_run_with_events *"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("methods = %s\nwant      %s", got, want)
+	}
+	if m := c.Lookup("get_session", false); m.Handler != "" || m.Path != "/custom/{session_id}" {
+		t.Errorf("a declared method was replaced by the preset: %+v", m)
+	}
+	if m := c.Lookup("streaming_agent_run_with_events", true); m == nil || m.Handler != "adk.streaming_agent_run_with_events" || m.Mode != ModeAsyncStream {
+		t.Errorf("streaming_agent_run_with_events = %+v", m)
+	}
+	if m := c.Lookup("async_search_memory", false); m == nil || m.Handler != "adk.search_memory" || m.Mode != ModeAsync {
+		t.Errorf("async_search_memory = %+v", m)
+	}
+	if c.ADK.App != "weather" {
+		t.Errorf("ADK.App = %q", c.ADK.App)
+	}
+
+	// The expanded map is itself a valid config that parses to the same methods.
+	again, err := Parse("expanded.yaml", c.Expanded())
+	if err != nil {
+		t.Fatalf("Parse(Expanded()) error: %v\n%s", err, c.Expanded())
+	}
+	if len(again.Methods) != len(c.Methods) {
+		t.Fatalf("expanded map has %d methods, want %d", len(again.Methods), len(c.Methods))
+	}
+	for i, m := range again.Methods {
+		o := c.Methods[i]
+		if m.Name != o.Name || m.Mode != o.Mode || m.Handler != o.Handler || m.Path != o.Path || m.AllRoutes != o.AllRoutes {
+			t.Errorf("expanded method %d = %+v, want %+v", i, m, o)
+		}
+	}
+}
+
+func TestPresetADKOnly(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\npreset: adk\nadk: {app: weather}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(c.Methods) != 13 {
+		t.Errorf("preset alone gives %d methods, want 13", len(c.Methods))
+	}
+}

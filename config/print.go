@@ -1,0 +1,119 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Expanded is the method map as the sidecar runs it, in YAML: every
+// default filled in and every preset method written out, so that it could
+// be used as a config file itself. `sidecar validate --print` prints it.
+func (c *Config) Expanded() []byte {
+	root := mapping(
+		"listen", scalar(c.Listen),
+		"upstream", c.upstreamNode(),
+		"timeouts", timeoutsNode(c.Timeouts),
+		"limits", mapping(
+			"request_bytes", value(c.Limits.RequestBytes),
+			"record_bytes", value(c.Limits.RecordBytes),
+			"reply_bytes", value(c.Limits.ReplyBytes)),
+		"shutdown", mapping(
+			"drain", scalar(c.Shutdown.Drain.String()),
+			"agent_grace", scalar(c.Shutdown.AgentGrace.String())),
+	)
+	if c.ADK.App != "" {
+		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App)))
+	}
+	methods := mapping()
+	for _, m := range c.Methods {
+		methods.Content = append(methods.Content, scalar(m.Name), methodNode(m))
+	}
+	root.Content = append(root.Content, scalar("methods"), methods)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	enc.Encode(root) // a tree of strings, numbers and booleans always encodes
+	enc.Close()
+	return b.Bytes()
+}
+
+func (c *Config) upstreamNode() *yaml.Node {
+	u := c.Upstream
+	n := mapping(
+		"url", scalar(u.URL),
+		"ready", mapping(
+			"path", scalar(u.Ready.Path),
+			"interval", scalar(u.Ready.Interval.String()),
+			"timeout", scalar(u.Ready.Timeout.String()),
+			"wait", scalar(u.Ready.Wait.String())),
+	)
+	if len(u.Command) > 0 {
+		cmd := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, w := range u.Command {
+			cmd.Content = append(cmd.Content, scalar(w))
+		}
+		n.Content = append(n.Content, scalar("command"), cmd)
+	}
+	n.Content = append(n.Content, scalar("restart"), mapping(
+		"policy", scalar(u.Restart.Policy),
+		"max", value(u.Restart.Max),
+		"backoff", scalar(u.Restart.Backoff.String())))
+	return n
+}
+
+func timeoutsNode(t Timeouts) *yaml.Node {
+	n := mapping(
+		"connect", scalar(t.Connect.String()),
+		"first_byte", scalar(t.FirstByte.String()),
+		"idle", scalar(t.Idle.String()),
+		"total", scalar(t.Total.String()))
+	n.Style = yaml.FlowStyle
+	return n
+}
+
+func methodNode(m *Method) *yaml.Node {
+	n := mapping()
+	if !m.AllRoutes {
+		n.Content = append(n.Content, scalar("mode"), quoted(string(m.Mode)))
+	}
+	if m.Handler != "" {
+		n.Content = append(n.Content, scalar("handler"), scalar(m.Handler))
+	} else {
+		n.Content = append(n.Content, scalar("call"), quoted(m.Verb+" "+m.Path))
+		switch m.Body {
+		case BodyTemplate:
+			b, _ := json.Marshal(m.Template)
+			n.Content = append(n.Content, scalar("body"), quoted(string(b)))
+		default:
+			n.Content = append(n.Content, scalar("body"), scalar(string(m.Body)))
+		}
+		n.Content = append(n.Content, scalar("reply"), scalar(string(m.Reply)))
+		if !m.Mode.Streaming() {
+			n.Content = append(n.Content, scalar("output"), scalar(string(m.Output)))
+		}
+	}
+	n.Content = append(n.Content, scalar("timeouts"), timeoutsNode(m.Timeouts))
+	return n
+}
+
+func mapping(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Content = append(n.Content, scalar(kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+func quoted(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Value: s, Style: yaml.DoubleQuotedStyle}
+}
+
+func value(v any) *yaml.Node {
+	var n yaml.Node
+	n.Encode(v)
+	return &n
+}
