@@ -33,6 +33,9 @@ type Server struct {
 	ReadyWait time.Duration
 	// Logger gets one line per call. If nil, nothing is logged.
 	Logger *zap.Logger
+	// Builtin serves the methods whose map entry names a handler (the
+	// ADK preset's "adk.*"). If nil, such methods answer 501.
+	Builtin Builtin
 
 	draining atomic.Bool
 	inFlight atomic.Int64
@@ -41,6 +44,19 @@ type Server struct {
 	calls    context.Context
 	endCalls context.CancelCauseFunc
 }
+
+// Builtin serves methods that take more than one request to the agent:
+// built-in code named by a method's handler key.
+type Builtin interface {
+	// Unary answers a unary call with the value of its {"output": …}.
+	Unary(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (json.RawMessage, error)
+	// Stream answers a streaming call with its records; the stream's Err
+	// is already explained, and close must be called once it is done.
+	Stream(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (records upstream.Stream, close func(), err error)
+}
+
+// errNoHandler is a handler method on a server built without a Builtin.
+var errNoHandler = &RequestError{Status: http.StatusNotImplemented, Msg: "this method needs a built-in handler the sidecar was not given"}
 
 // ErrShuttingDown ends the calls still in flight when the drain budget
 // after SIGTERM runs out.
@@ -225,15 +241,7 @@ func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, c, err)
 		return
 	}
-	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
-	if err != nil {
-		s.fail(w, r, c, err)
-		return
-	}
-	defer resp.Close()
-	c.retries = resp.Retries
-	c.format = upstream.FormatFor(m.Reply, resp.Header.Get("Content-Type"))
-	out, err := resp.Output(m, s.Config.Limits.ReplyBytes, s.Config.Limits.RecordBytes)
+	out, err := s.output(ctx, r, m, c, in)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
@@ -252,6 +260,26 @@ func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// output calls the agent for a unary method and returns the value of
+// its {"output": …}.
+func (s *Server) output(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (json.RawMessage, error) {
+	if m.Handler != "" {
+		if s.Builtin == nil {
+			return nil, errNoHandler
+		}
+		c.format = "handler"
+		return s.Builtin.Unary(ctx, m, c.method, in, r.Header)
+	}
+	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	c.retries = resp.Retries
+	c.format = upstream.FormatFor(m.Reply, resp.Header.Get("Content-Type"))
+	return resp.Output(m, s.Config.Limits.ReplyBytes, s.Config.Limits.RecordBytes)
+}
+
 // serveStream answers POST /api/stream_reasoning_engine with one compact
 // JSON record per line, each flushed as soon as the agent produced it.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
@@ -266,15 +294,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, c, err)
 		return
 	}
-	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
+	records, done, err := s.records(ctx, r, m, c, in)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
 	}
-	defer resp.Close()
-	c.retries = resp.Retries
-	records, format := resp.Stream(m.Reply, s.Config.Limits.RecordBytes)
-	c.format = format
+	defer done()
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
@@ -309,7 +334,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			c.outcome, c.err = "client_gone", errClientGone
 			return
 		}
-		err = resp.Explain(err)
 		f := failureOf(err)
 		n, _ := w.Write(errorLine(f))
 		c.bytes += int64(n)
@@ -318,6 +342,40 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.outcome = "ok"
+}
+
+// records calls the agent for a streaming method and returns its records,
+// their errors explained, and the function that releases them.
+func (s *Server) records(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (upstream.Stream, func(), error) {
+	if m.Handler != "" {
+		if s.Builtin == nil {
+			return nil, nil, errNoHandler
+		}
+		c.format = "handler"
+		return s.Builtin.Stream(ctx, m, c.method, in, r.Header)
+	}
+	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.retries = resp.Retries
+	records, format := resp.Stream(m.Reply, s.Config.Limits.RecordBytes)
+	c.format = format
+	return explained{records, resp}, resp.Close, nil
+}
+
+// explained is a reply's records whose errors name the clock that ended
+// them.
+type explained struct {
+	upstream.Stream
+	resp *upstream.Response
+}
+
+func (e explained) Err() error {
+	if err := e.Stream.Err(); err != nil {
+		return e.resp.Explain(err)
+	}
+	return nil
 }
 
 // fail answers a call that failed before its first byte.

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sidecar-dev/sidecar/adk"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/supervise"
@@ -37,6 +38,9 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	defer client.Close()
 	prober := upstream.NewProber(cfg, client)
 	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger}
+	if cfg.ADK.App != "" {
+		s.Builtin = &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits}
+	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -176,3 +180,5 @@ func agentEnv(base []string, up config.Upstream) []string {
 	}
 	return append(env, "SIDECAR_UPSTREAM_URL="+up.URL)
 }
+
+var _ proxy.Builtin = (*adk.App)(nil)

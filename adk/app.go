@@ -1,0 +1,298 @@
+package adk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// App serves the "adk.*" handlers for one ADK app.
+type App struct {
+	// Client reaches the ADK api server.
+	Client *upstream.Client
+	// Name is the ADK app name (config adk.app).
+	Name string
+	// Limits bound replies and records.
+	Limits config.Limits
+}
+
+// errSessionNotFound is AdkApp's own wording for a missing session.
+const errSessionNotFound = "Session not found. Please create it using .create_session()"
+
+// defaultUserID is what AdkApp uses when streaming_agent_run_with_events
+// names no user.
+const defaultUserID = "default-user-id"
+
+// cleanupTimeout bounds deleting a temporary session after its run.
+const cleanupTimeout = 5 * time.Second
+
+// call is one class_method call being served.
+type call struct {
+	ctx    context.Context
+	m      *config.Method
+	name   string
+	in     upstream.Input
+	header http.Header
+}
+
+// Unary serves a unary handler method and returns the value of its
+// {"output": …}.
+func (a *App) Unary(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (json.RawMessage, error) {
+	c := call{ctx: ctx, m: m, name: name, in: in, header: h}
+	switch m.Handler {
+	case "adk.create_session":
+		return a.createSession(c)
+	case "adk.get_session":
+		return a.getSession(c)
+	case "adk.list_sessions":
+		return a.listSessions(c)
+	case "adk.delete_session":
+		return a.deleteSession(c)
+	case "adk.add_session_to_memory":
+		return a.addSessionToMemory(c)
+	case "adk.search_memory":
+		return a.searchMemory(c)
+	}
+	return nil, fmt.Errorf("handler %s is not served on the unary route", m.Handler)
+}
+
+// Stream serves a streaming handler method. The stream's errors are
+// already explained (timeouts named); close releases it, and deletes a
+// session made only for this run.
+func (a *App) Stream(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (upstream.Stream, func(), error) {
+	c := call{ctx: ctx, m: m, name: name, in: in, header: h}
+	switch m.Handler {
+	case "adk.stream_query":
+		return a.streamQuery(c, false)
+	case "adk.async_stream_query":
+		return a.streamQuery(c, true)
+	case "adk.streaming_agent_run_with_events":
+		return a.runWithEvents(c)
+	}
+	return nil, nil, fmt.Errorf("handler %s is not served on the streaming route", m.Handler)
+}
+
+// send makes one request to the ADK api server at the path of parts, each
+// part one segment.
+func (a *App) send(c call, verb string, body any, parts ...string) (*upstream.Response, error) {
+	path, raw := upstream.SegmentPath(parts...)
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encoding %s request: %w", c.name, err)
+		}
+	}
+	return a.Client.Send(c.ctx, upstream.Request{
+		Method: c.name, Verb: verb, Path: path, RawPath: raw, Body: b, Timeouts: c.m.Timeouts, Header: c.header,
+	})
+}
+
+// plain reads replies as they come: JSON as JSON, empty as null.
+var plain = &config.Method{Reply: config.ReplyAuto, Output: config.OutputWrap}
+
+// json makes a request and reads its whole reply as one JSON value.
+func (a *App) json(c call, verb string, body any, parts ...string) (json.RawMessage, error) {
+	resp, err := a.send(c, verb, body, parts...)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	return resp.Output(plain, a.Limits.ReplyBytes, a.Limits.RecordBytes)
+}
+
+func (a *App) sessions(user string) []string {
+	return []string{"apps", a.Name, "users", user, "sessions"}
+}
+
+// createSession: create_session(user_id, session_id=None, state=None).
+func (a *App) createSession(c call) (json.RawMessage, error) {
+	user, err := requiredString(c.in, "user_id")
+	if err != nil {
+		return nil, err
+	}
+	sid, err := optionalString(c.in, "session_id")
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]json.RawMessage{}
+	if state, ok := c.in.Fields["state"]; ok && string(state) != "null" {
+		if state[0] != '{' {
+			return nil, &upstream.InputError{Field: "state", Msg: "must be an object"}
+		}
+		body["state"] = state
+	}
+	parts := a.sessions(user)
+	if sid != "" {
+		parts = append(parts, sid)
+	}
+	return a.json(c, http.MethodPost, body, parts...)
+}
+
+// getSession: get_session(user_id, session_id).
+func (a *App) getSession(c call) (json.RawMessage, error) {
+	user, sid, err := userAndSession(c.in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.json(c, http.MethodGet, nil, append(a.sessions(user), sid)...)
+	return out, sessionError(err)
+}
+
+// listSessions: list_sessions(user_id) → {"sessions": [...]}, from a bare
+// array (Python) or a paged object (TypeScript).
+func (a *App) listSessions(c call) (json.RawMessage, error) {
+	user, err := requiredString(c.in, "user_id")
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.json(c, http.MethodGet, nil, a.sessions(user)...)
+	if err != nil {
+		return nil, err
+	}
+	list := out
+	if len(out) > 0 && out[0] == '{' {
+		var paged struct {
+			Sessions json.RawMessage `json:"sessions"`
+		}
+		if json.Unmarshal(out, &paged) != nil || paged.Sessions == nil {
+			return nil, &upstream.ReplyError{Msg: "ADK api server's session list has no \"sessions\" key"}
+		}
+		list = paged.Sessions
+	}
+	if string(list) == "null" {
+		list = json.RawMessage("[]")
+	}
+	if len(list) == 0 || list[0] != '[' {
+		return nil, &upstream.ReplyError{Msg: "ADK api server's session list is not an array"}
+	}
+	return wrapKey("sessions", list), nil
+}
+
+// deleteSession: delete_session(user_id, session_id) → null, whether the
+// server answers 200 null or 204.
+func (a *App) deleteSession(c call) (json.RawMessage, error) {
+	user, sid, err := userAndSession(c.in)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.json(c, http.MethodDelete, nil, append(a.sessions(user), sid)...); err != nil {
+		return nil, sessionError(err)
+	}
+	return json.RawMessage("null"), nil
+}
+
+// addSessionToMemory: async_add_session_to_memory(session) → null.
+func (a *App) addSessionToMemory(c call) (json.RawMessage, error) {
+	raw, ok := c.in.Fields["session"]
+	var session map[string]json.RawMessage
+	if !ok || json.Unmarshal(raw, &session) != nil || session == nil {
+		return nil, &upstream.InputError{Field: "session", Msg: "is required: a session object as get_session returns it"}
+	}
+	sid := firstString(session, "id")
+	user := firstString(session, "user_id", "userId")
+	if sid == "" || user == "" {
+		return nil, &upstream.InputError{Field: "session", Msg: "must carry its id and user_id (or userId)"}
+	}
+	parts := []string{"apps", a.Name, "users", user, "memory"}
+	_, err := a.json(c, http.MethodPatch, map[string]string{"session_id": sid}, parts...)
+	if err != nil {
+		return nil, missingRoute(err, c.name, "PATCH /apps/{app}/users/{user}/memory", "a memory service")
+	}
+	return json.RawMessage("null"), nil
+}
+
+// searchMemory: async_search_memory(user_id, query). No ADK api server has
+// a memory search route, so the sidecar answers without calling it.
+func (a *App) searchMemory(c call) (json.RawMessage, error) {
+	return nil, &upstream.StatusError{Status: http.StatusBadRequest, Detail: c.name +
+		": ADK api servers have no memory search route, so the sidecar cannot serve it; " +
+		"serve it from the agent and map it with a method entry of your own"}
+}
+
+// sessionError words a missing session as AdkApp does.
+func sessionError(err error) error {
+	var se *upstream.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return &upstream.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
+	}
+	return err
+}
+
+// missingRoute turns a server's "no such route" answer into a 4xx that
+// names what is missing, instead of the server's 404 page.
+func missingRoute(err error, method, route, what string) error {
+	var se *upstream.StatusError
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.Status == http.StatusNotFound && strings.Contains(strings.ToLower(se.Detail), "session"):
+		return &upstream.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
+	case se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed:
+		return &upstream.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
+			"%s: the ADK api server does not serve %s (it answered %d: %s)", method, route, se.Status, se.Detail)}
+	case se.Status == http.StatusBadRequest:
+		return &upstream.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
+			"%s needs %s on the ADK api server: %s", method, what, se.Detail)}
+	}
+	return err
+}
+
+func wrapKey(key string, v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"`)
+	b.WriteString(key)
+	b.WriteString(`":`)
+	b.Write(v)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func userAndSession(in upstream.Input) (string, string, error) {
+	user, err := requiredString(in, "user_id")
+	if err != nil {
+		return "", "", err
+	}
+	sid, err := requiredString(in, "session_id")
+	return user, sid, err
+}
+
+func requiredString(in upstream.Input, field string) (string, error) {
+	s, err := optionalString(in, field)
+	if err == nil && s == "" {
+		err = &upstream.InputError{Field: field, Msg: "is required"}
+	}
+	return s, err
+}
+
+func optionalString(in upstream.Input, field string) (string, error) {
+	v, ok := in.Fields[field]
+	if !ok || string(v) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", &upstream.InputError{Field: field, Msg: "must be a string"}
+	}
+	return s, nil
+}
+
+// firstString is the first of keys that holds a non-empty string.
+func firstString(obj map[string]json.RawMessage, keys ...string) string {
+	for _, k := range keys {
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,8 @@
+// Package adk serves the 13 methods of AdkApp (the Agent Platform's ADK
+// template) in front of any ADK api server — Python, TypeScript, Java or
+// Go — by translating each class_method into the server's REST routes:
+// sessions, /run_sse, memory. It absorbs the servers' differences (a bare
+// session array or a paged object, 200 null or 204 on delete, {"detail"}
+// or {"error"} or HTML error bodies) and gives callers AdkApp's input
+// names, output shapes and error messages.
+package adk

@@ -1,0 +1,237 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// runRequest is the body of POST /run_sse, in the camelCase every ADK api
+// server accepts.
+type runRequest struct {
+	AppName    string          `json:"appName"`
+	UserID     string          `json:"userId"`
+	SessionID  string          `json:"sessionId"`
+	NewMessage json.RawMessage `json:"newMessage"`
+	Streaming  bool            `json:"streaming"`
+}
+
+// streamQuery: stream_query(message, user_id, session_id=None,
+// run_config=None) and async_stream_query, which also takes
+// session_events to seed a new session. One ADK event per line.
+func (a *App) streamQuery(c call, async bool) (upstream.Stream, func(), error) {
+	user, err := requiredString(c.in, "user_id")
+	if err != nil {
+		return nil, nil, err
+	}
+	msg, err := content(c.in.Fields["message"], "message")
+	if err != nil {
+		return nil, nil, err
+	}
+	sid, err := optionalString(c.in, "session_id")
+	if err != nil {
+		return nil, nil, err
+	}
+	events := c.in.Fields["session_events"]
+	if string(events) == "null" {
+		events = nil
+	}
+	switch {
+	case events != nil && !async:
+		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "is taken by async_stream_query only"}
+	case events != nil && sid != "":
+		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "cannot be used together with session_id"}
+	case events != nil && events[0] != '[':
+		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "must be a list of events"}
+	}
+	if sid == "" {
+		if sid, err = a.newSession(c, user, events); err != nil {
+			return nil, nil, err
+		}
+	}
+	return a.run(c, runRequest{
+		AppName: a.Name, UserID: user, SessionID: sid, NewMessage: msg, Streaming: streamingMode(c.in.Fields["run_config"]),
+	}, nil, nil)
+}
+
+// runWithEvents: streaming_agent_run_with_events(request_json). Each line
+// is {"events": [event], "session_id": …}; a session created for this run
+// alone is deleted when the run ends, however it ends.
+func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
+	raw, ok := c.in.Fields["request_json"]
+	if !ok || string(raw) == "null" {
+		return nil, nil, &upstream.InputError{Field: "request_json", Msg: "is required: a JSON string {message, user_id, session_id?, events?}"}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(s)
+	}
+	var req map[string]json.RawMessage
+	if json.Unmarshal(raw, &req) != nil || req == nil {
+		return nil, nil, &upstream.InputError{Field: "request_json", Msg: "is not a JSON object {message, user_id, session_id?, events?}"}
+	}
+	in := upstream.Input{Raw: raw, Fields: req}
+	msg, err := content(req["message"], "request_json.message")
+	if err != nil {
+		return nil, nil, err
+	}
+	user, err := optionalString(in, "user_id")
+	if err != nil {
+		return nil, nil, &upstream.InputError{Field: "request_json.user_id", Msg: "must be a string"}
+	}
+	if user == "" {
+		user = defaultUserID
+	}
+	sid, err := optionalString(in, "session_id")
+	if err != nil {
+		return nil, nil, &upstream.InputError{Field: "request_json.session_id", Msg: "must be a string"}
+	}
+	events := req["events"]
+	if string(events) == "null" {
+		events = nil
+	}
+	if events != nil && events[0] != '[' {
+		return nil, nil, &upstream.InputError{Field: "request_json.events", Msg: "must be a list of events"}
+	}
+	if events != nil && sid != "" {
+		return nil, nil, &upstream.InputError{Field: "request_json.events", Msg: "seed a new session: they cannot be used together with session_id"}
+	}
+
+	var cleanup func()
+	if sid == "" {
+		if sid, err = a.newSession(c, user, events); err != nil {
+			return nil, nil, err
+		}
+		cleanup = a.deleteLater(c, user, sid)
+	}
+	prefix, _ := json.Marshal(sid)
+	wrap := func(dst, rec []byte) []byte {
+		dst = append(dst, `{"events":[`...)
+		dst = append(dst, rec...)
+		dst = append(dst, `],"session_id":`...)
+		dst = append(dst, prefix...)
+		return append(dst, '}')
+	}
+	st, closeRun, err := a.run(c, runRequest{AppName: a.Name, UserID: user, SessionID: sid, NewMessage: msg}, wrap, cleanup)
+	if err != nil && cleanup != nil {
+		cleanup()
+	}
+	return st, closeRun, err
+}
+
+// deleteLater deletes a temporary session, on a context of its own: the
+// caller may already be gone.
+func (a *App) deleteLater(c call, user, sid string) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), cleanupTimeout)
+		defer cancel()
+		dc := c
+		dc.ctx = ctx
+		a.json(dc, http.MethodDelete, nil, append(a.sessions(user), sid)...)
+	}
+}
+
+// newSession creates a session, seeded with events when there are any,
+// and returns its id.
+func (a *App) newSession(c call, user string, events json.RawMessage) (string, error) {
+	body := map[string]json.RawMessage{}
+	if events != nil {
+		body["events"] = events
+	}
+	out, err := a.json(c, http.MethodPost, body, a.sessions(user)...)
+	if err != nil {
+		return "", err
+	}
+	var s struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(out, &s) != nil || s.ID == "" {
+		return "", &upstream.ReplyError{Msg: "ADK api server created a session without an id"}
+	}
+	return s.ID, nil
+}
+
+// run starts POST /run_sse and deframes its events. wrap, when set,
+// rewrites each record; cleanup runs when the stream is closed.
+func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cleanup func()) (upstream.Stream, func(), error) {
+	resp, err := a.send(c, http.MethodPost, req, "run_sse")
+	if err != nil {
+		return nil, nil, sessionError(err)
+	}
+	records, _ := resp.Stream(config.ReplyAuto, a.Limits.RecordBytes)
+	s := &events{Stream: records, resp: resp, wrap: wrap}
+	return s, func() {
+		resp.Close()
+		if cleanup != nil {
+			cleanup()
+		}
+	}, nil
+}
+
+// events is the run's stream of ADK events, each record rewritten by wrap
+// when it is set, its errors explained by the response's clocks.
+type events struct {
+	upstream.Stream
+	resp *upstream.Response
+	wrap func(dst, rec []byte) []byte
+	buf  []byte
+}
+
+func (e *events) Record() []byte {
+	if e.wrap == nil {
+		return e.Stream.Record()
+	}
+	e.buf = e.wrap(e.buf[:0], e.Stream.Record())
+	return e.buf
+}
+
+func (e *events) Err() error {
+	if err := e.Stream.Err(); err != nil {
+		return e.resp.Explain(err)
+	}
+	return nil
+}
+
+// content is a message as the server takes it: a string becomes a user
+// Content with one text part; an object must be a Content with parts.
+func content(v json.RawMessage, field string) (json.RawMessage, error) {
+	if len(v) == 0 || string(v) == "null" {
+		return nil, &upstream.InputError{Field: field, Msg: "is required: a string or a Content {role, parts}"}
+	}
+	var text string
+	if json.Unmarshal(v, &text) == nil {
+		return json.Marshal(map[string]any{"role": "user", "parts": []map[string]string{{"text": text}}})
+	}
+	var c map[string]json.RawMessage
+	if json.Unmarshal(v, &c) != nil || c == nil {
+		return nil, &upstream.InputError{Field: field, Msg: "must be a string or a Content {role, parts}"}
+	}
+	if parts, ok := c["parts"]; !ok || len(parts) == 0 || parts[0] != '[' {
+		return nil, &upstream.InputError{Field: field, Msg: "is a Content without a parts list"}
+	}
+	if _, ok := c["role"]; !ok {
+		c["role"] = json.RawMessage(`"user"`)
+	}
+	return json.Marshal(c)
+}
+
+// streamingMode reports whether run_config asks for SSE streaming (token
+// by token, with partial events): streaming_mode "SSE" in either case
+// style, as a name or RunConfig's enum value.
+func streamingMode(runConfig json.RawMessage) bool {
+	var rc map[string]json.RawMessage
+	if json.Unmarshal(runConfig, &rc) != nil {
+		return false
+	}
+	for _, k := range []string{"streaming_mode", "streamingMode"} {
+		var mode string
+		if json.Unmarshal(rc[k], &mode) == nil && strings.EqualFold(strings.TrimPrefix(strings.ToUpper(mode), "STREAMINGMODE."), "sse") {
+			return true
+		}
+	}
+	return false
+}
