@@ -29,15 +29,10 @@ type agent struct {
 // and waits for its READY line.
 func startAgent(t *testing.T, lang string, unix bool) *agent {
 	t.Helper()
-	var cmd *exec.Cmd
-	switch lang {
-	case "python":
-		cmd = exec.Command("python3", "../../testdata/agents/agent.py")
-	case "node":
-		cmd = exec.Command("node", "../../testdata/agents/agent.js")
+	argv := []string{"python3", "../../testdata/agents/agent.py"}
+	if lang == "node" {
+		argv = []string{"node", "../../testdata/agents/agent.js"}
 	}
-	a := &agent{lines: make(chan string, 64)}
-	cmd.Env = os.Environ()
 	if unix {
 		dir, err := os.MkdirTemp("", "agent")
 		if err != nil {
@@ -45,21 +40,27 @@ func startAgent(t *testing.T, lang string, unix bool) *agent {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		sock := filepath.Join(dir, "a.sock")
-		cmd.Env = append(cmd.Env, "AGENT_SOCKET="+sock)
-		a.url = "unix://" + sock
-	} else {
-		port := freePort(t)
-		cmd.Env = append(cmd.Env, fmt.Sprintf("PORT=%d", port))
-		a.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+		return startServer(t, "unix://"+sock, []string{"AGENT_SOCKET=" + sock}, argv...)
 	}
-	var stderr bytes.Buffer
+	port := freePort(t)
+	return startServer(t, fmt.Sprintf("http://127.0.0.1:%d", port), []string{fmt.Sprintf("PORT=%d", port)}, argv...)
+}
+
+// startServer runs argv with env added, waits for its READY line on
+// stdout, and stops it (SIGTERM, then SIGKILL) when the test ends.
+func startServer(t *testing.T, url string, env []string, argv ...string) *agent {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	a := &agent{url: url, lines: make(chan string, 64)}
+	cmd.Env = append(os.Environ(), env...)
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s agent: %v", lang, err)
+		t.Fatalf("starting %v: %v", argv, err)
 	}
 	ready := make(chan struct{})
 	go func() {
@@ -83,13 +84,34 @@ func startAgent(t *testing.T, lang string, unix bool) *agent {
 			cmd.Process.Kill()
 			<-done
 		}
+		if t.Failed() {
+			t.Logf("%v stderr:\n%s", argv, stderr.String())
+		}
 	})
 	select {
 	case <-ready:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s agent did not print READY; stderr: %s", lang, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%v did not print READY; stderr: %s", argv, stderr.String())
 	}
 	return a
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func freePort(t *testing.T) int {

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// adkSidecar starts a sidecar with the ADK preset in front of url.
+func adkSidecar(t *testing.T, url string) string {
+	t.Helper()
+	return startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
+}
+
+// TestADKPython runs every AdkApp method through the sidecar against the
+// stand-in for the Python ADK api server (bare-array sessions, 200 null on
+// delete, float-second timestamps, {"detail"} errors, the string-
+// interpolated /run_sse error event).
+func TestADKPython(t *testing.T) {
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_SSE_DELAY_MS=20"}, "python3", "../../testdata/adkpy/server.py")
+	base := adkSidecar(t, url)
+	testADK(t, base, adkServer{memory: false})
+
+	t.Run("interpolated error event", func(t *testing.T) {
+		lines := streamCall(t, base, "stream_query", `{"user_id":"u9","message":"explode"}`)
+		last := lines[len(lines)-1]
+		if len(lines) < 2 || !strings.HasPrefix(last, `{"error":{"code":"agent_error","message":`) || !strings.Contains(last, `Model said`) {
+			t.Errorf("lines = %q, want events then one agent_error line", lines)
+		}
+	})
+	t.Run("memory without a memory service", func(t *testing.T) {
+		s := unaryCall(t, base, "create_session", `{"user_id":"m1"}`)
+		var sess map[string]any
+		json.Unmarshal(s.output, &sess)
+		in, _ := json.Marshal(map[string]any{"session": sess})
+		r := unaryCall(t, base, "async_add_session_to_memory", string(in))
+		if r.status != 400 || !strings.Contains(r.detail, "memory service") {
+			t.Errorf("add_session_to_memory = %d %q, want 400 naming the memory service", r.status, r.detail)
+		}
+	})
+}
+
+// TestADKPythonMemory: with a memory service, a session goes to memory.
+func TestADKPythonMemory(t *testing.T) {
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_MEMORY=1"}, "python3", "../../testdata/adkpy/server.py")
+	base := adkSidecar(t, url)
+	s := unaryCall(t, base, "async_create_session", `{"user_id":"m1"}`)
+	var sess map[string]any
+	json.Unmarshal(s.output, &sess)
+	in, _ := json.Marshal(map[string]any{"session": sess})
+	if r := unaryCall(t, base, "async_add_session_to_memory", string(in)); r.status != 200 || string(r.output) != "null" {
+		t.Errorf("add_session_to_memory = %d %s %q, want 200 null", r.status, r.output, r.detail)
+	}
+}
+
+// adkServer says what an ADK api server can do.
+type adkServer struct {
+	memory bool // PATCH …/memory works
+}
+
+type unaryResult struct {
+	status int
+	output json.RawMessage
+	detail string
+}
+
+func unaryCall(t *testing.T, base, method, input string) unaryResult {
+	t.Helper()
+	r := post(t, base+"/api/reasoning_engine", `{"class_method":"`+method+`","input":`+input+`}`)
+	var body struct {
+		Output json.RawMessage `json:"output"`
+		Detail string          `json:"detail"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &body); err != nil {
+		t.Fatalf("%s reply %q: %v", method, r.body, err)
+	}
+	return unaryResult{r.status, body.Output, body.Detail}
+}
+
+func streamCall(t *testing.T, base, method, input string) []string {
+	t.Helper()
+	r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"`+method+`","input":`+input+`}`)
+	if r.status != 200 {
+		t.Fatalf("%s = %d %s", method, r.status, r.body)
+	}
+	if !strings.HasSuffix(r.body, "\n") {
+		t.Fatalf("%s: torn last line in %q", method, r.body)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("%s: invalid line %q", method, l)
+		}
+	}
+	return lines
+}
+
+type event struct {
+	ID      string `json:"id"`
+	Author  string `json:"author"`
+	Partial bool   `json:"partial"`
+	Content struct {
+		Parts []map[string]json.RawMessage `json:"parts"`
+	} `json:"content"`
+}
+
+// kinds lists what each event carries: call, response, text, partial.
+func kinds(t *testing.T, lines []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		var e event
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.ID == "" {
+			t.Fatalf("line %q is not an ADK event", l)
+		}
+		k := "?"
+		for _, p := range e.Content.Parts {
+			switch {
+			case p["functionCall"] != nil || p["function_call"] != nil:
+				k = "call"
+			case p["functionResponse"] != nil || p["function_response"] != nil:
+				k = "response"
+			case p["text"] != nil:
+				k = "text"
+			}
+		}
+		if e.Partial {
+			k = "partial"
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func sessionIDs(t *testing.T, base, user string) []string {
+	t.Helper()
+	r := unaryCall(t, base, "list_sessions", `{"user_id":"`+user+`"}`)
+	var out struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	if r.status != 200 || json.Unmarshal(r.output, &out) != nil || out.Sessions == nil {
+		t.Fatalf("list_sessions = %d %s %q, want {\"sessions\": [...]}", r.status, r.output, r.detail)
+	}
+	var ids []string
+	for _, s := range out.Sessions {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// testADK exercises the 13 methods against whatever ADK api server is
+// behind base.
+func testADK(t *testing.T, base string, srv adkServer) {
+	t.Run("sessions", func(t *testing.T) {
+		for _, prefix := range []string{"", "async_"} {
+			user := "u-" + prefix + "sessions"
+			r := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","state":{"n":12345678901234567890123}}`)
+			var s struct {
+				ID    string         `json:"id"`
+				State map[string]any `json:"state"`
+			}
+			if r.status != 200 || json.Unmarshal(r.output, &s) != nil || s.ID == "" {
+				t.Fatalf("%screate_session = %d %s %q", prefix, r.status, r.output, r.detail)
+			}
+			if s.State == nil || !strings.Contains(string(r.output), `12345678901234567890123`) {
+				t.Errorf("%screate_session state lost: %s", prefix, r.output)
+			}
+			chosen := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","session_id":"chosen-1"}`)
+			if !strings.Contains(string(chosen.output), `"chosen-1"`) {
+				t.Errorf("%screate_session with session_id = %d %s %q", prefix, chosen.status, chosen.output, chosen.detail)
+			}
+			if dup := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","session_id":"chosen-1"}`); dup.status < 400 || dup.status > 499 {
+				t.Errorf("duplicate session id = %d %q, want a 4xx", dup.status, dup.detail)
+			}
+			got := unaryCall(t, base, prefix+"get_session", `{"user_id":"`+user+`","session_id":"`+s.ID+`"}`)
+			if got.status != 200 || !strings.Contains(string(got.output), s.ID) {
+				t.Errorf("%sget_session = %d %s", prefix, got.status, got.output)
+			}
+			missing := unaryCall(t, base, prefix+"get_session", `{"user_id":"`+user+`","session_id":"nope"}`)
+			if missing.status != 404 || missing.detail != "Session not found. Please create it using .create_session()" {
+				t.Errorf("%sget_session of a missing session = %d %q", prefix, missing.status, missing.detail)
+			}
+			if ids := sessionIDs(t, base, user); len(ids) != 2 {
+				t.Errorf("list_sessions = %v, want 2 sessions", ids)
+			}
+			if r := unaryCall(t, base, prefix+"list_sessions", `{"user_id":"nobody-`+prefix+`"}`); string(r.output) != `{"sessions":[]}` {
+				t.Errorf("%slist_sessions of a new user = %s, want {\"sessions\":[]}", prefix, r.output)
+			}
+			del := unaryCall(t, base, prefix+"delete_session", `{"user_id":"`+user+`","session_id":"chosen-1"}`)
+			if del.status != 200 || string(del.output) != "null" {
+				t.Errorf("%sdelete_session = %d %s %q, want 200 null", prefix, del.status, del.output, del.detail)
+			}
+			if ids := sessionIDs(t, base, user); len(ids) != 1 {
+				t.Errorf("list_sessions after delete = %v, want 1 session", ids)
+			}
+			if r := unaryCall(t, base, prefix+"get_session", `{"user_id":"`+user+`"}`); r.status != 400 || !strings.Contains(r.detail, "session_id") {
+				t.Errorf("get_session without session_id = %d %q, want 400 naming it", r.status, r.detail)
+			}
+		}
+	})
+	t.Run("stream_query", func(t *testing.T) {
+		user := "u-stream"
+		before := len(sessionIDs(t, base, user))
+		lines := streamCall(t, base, "stream_query", `{"user_id":"`+user+`","message":"Paris"}`)
+		if got := strings.Join(kinds(t, lines), " "); got != "call response text" {
+			t.Errorf("stream_query events = %s, want call response text", got)
+		}
+		if !strings.Contains(lines[len(lines)-1], "The weather in Paris is sunny.") {
+			t.Errorf("last event = %s", lines[len(lines)-1])
+		}
+		if after := len(sessionIDs(t, base, user)); after != before+1 {
+			t.Errorf("stream_query without session_id made %d sessions, want 1", after-before)
+		}
+		s := unaryCall(t, base, "create_session", `{"user_id":"`+user+`","session_id":"s-content"}`)
+		if s.status != 200 {
+			t.Fatalf("create_session = %d %q", s.status, s.detail)
+		}
+		content := `{"user_id":"` + user + `","session_id":"s-content","message":{"role":"user","parts":[{"text":"Oslo"}]},"run_config":{"streaming_mode":"SSE"}}`
+		lines = streamCall(t, base, "async_stream_query", content)
+		got := strings.Join(kinds(t, lines), " ")
+		if !strings.HasPrefix(got, "call response partial") || !strings.HasSuffix(got, "partial text") {
+			t.Errorf("streaming async_stream_query events = %s, want partial events before the final text", got)
+		}
+		sess := unaryCall(t, base, "get_session", `{"user_id":"`+user+`","session_id":"s-content"}`)
+		if !strings.Contains(string(sess.output), "Oslo") {
+			t.Errorf("the run did not land in the named session: %s", sess.output)
+		}
+		if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"stream_query","input":{"user_id":"`+user+`","session_id":"nope","message":"x"}}`); r.status != 404 || !strings.Contains(r.body, "Session not found") {
+			t.Errorf("stream_query with a missing session = %d %s, want 404 before the stream", r.status, r.body)
+		}
+		if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"stream_query","input":{"user_id":"`+user+`"}}`); r.status != 400 || !strings.Contains(r.body, "input.message") {
+			t.Errorf("stream_query without message = %d %s, want 400", r.status, r.body)
+		}
+	})
+	t.Run("session_events", func(t *testing.T) {
+		user := "u-seed"
+		seed := `[{"id":"seed-1","invocationId":"e-seed","author":"user","content":{"role":"user","parts":[{"text":"remember me"}]},"actions":{},"timestamp":1}]`
+		lines := streamCall(t, base, "async_stream_query", `{"user_id":"`+user+`","message":"Rome","session_events":`+seed+`}`)
+		if len(lines) < 3 {
+			t.Fatalf("lines = %q", lines)
+		}
+		ids := sessionIDs(t, base, user)
+		if len(ids) != 1 {
+			t.Fatalf("sessions = %v, want the one seeded", ids)
+		}
+		sess := unaryCall(t, base, "get_session", `{"user_id":"`+user+`","session_id":"`+ids[0]+`"}`)
+		if !strings.Contains(string(sess.output), "remember me") {
+			t.Errorf("the seeded session lacks the seed event: %s", sess.output)
+		}
+		r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"async_stream_query","input":{"user_id":"`+user+`","session_id":"x","message":"m","session_events":`+seed+`}}`)
+		if r.status != 400 || !strings.Contains(r.body, "session_events") {
+			t.Errorf("session_events with session_id = %d %s, want 400", r.status, r.body)
+		}
+	})
+	t.Run("streaming_agent_run_with_events", func(t *testing.T) {
+		user := "u-events"
+		req, _ := json.Marshal(map[string]any{"message": map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Lima"}}}, "user_id": user})
+		in, _ := json.Marshal(map[string]any{"request_json": string(req)})
+		lines := streamCall(t, base, "streaming_agent_run_with_events", string(in))
+		var sid string
+		var evs []string
+		for _, l := range lines {
+			var rec struct {
+				Events    []json.RawMessage `json:"events"`
+				SessionID string            `json:"session_id"`
+			}
+			if json.Unmarshal([]byte(l), &rec) != nil || len(rec.Events) != 1 || rec.SessionID == "" {
+				t.Fatalf("line %q is not {\"events\": [event], \"session_id\": …}", l)
+			}
+			sid = rec.SessionID
+			evs = append(evs, string(rec.Events[0]))
+		}
+		if got := strings.Join(kinds(t, evs), " "); got != "call response text" {
+			t.Errorf("events = %s", got)
+		}
+		if ids := sessionIDs(t, base, user); len(ids) != 0 {
+			t.Errorf("the temporary session %s outlived its run: %v", sid, ids)
+		}
+		// A named session is used and kept.
+		unaryCall(t, base, "create_session", `{"user_id":"`+user+`","session_id":"kept"}`)
+		req, _ = json.Marshal(map[string]any{"message": map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Kyiv"}}}, "user_id": user, "session_id": "kept"})
+		in, _ = json.Marshal(map[string]any{"request_json": string(req)})
+		lines = streamCall(t, base, "streaming_agent_run_with_events", string(in))
+		if !strings.Contains(lines[0], `"session_id":"kept"`) {
+			t.Errorf("line = %s, want session_id kept", lines[0])
+		}
+		if ids := sessionIDs(t, base, user); len(ids) != 1 {
+			t.Errorf("sessions = %v, want the named one only", ids)
+		}
+		if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"streaming_agent_run_with_events","input":{"request_json":"not json"}}`); r.status != 400 {
+			t.Errorf("bad request_json = %d %s, want 400", r.status, r.body)
+		}
+	})
+	t.Run("disconnect deletes the temporary session", func(t *testing.T) {
+		user := "u-leave"
+		req, _ := json.Marshal(map[string]any{"message": map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Quito"}}}, "user_id": user})
+		in, _ := json.Marshal(map[string]any{"request_json": string(req)})
+		ctx, cancel := context.WithCancel(context.Background())
+		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/stream_reasoning_engine",
+			strings.NewReader(`{"class_method":"streaming_agent_run_with_events","input":`+string(in)+`}`))
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || !strings.Contains(first, `"session_id"`) {
+			t.Fatalf("first line %q, %v", first, err)
+		}
+		cancel()
+		resp.Body.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for len(sessionIDs(t, base, user)) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the temporary session outlived the caller who left")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	t.Run("memory search", func(t *testing.T) {
+		r := unaryCall(t, base, "async_search_memory", `{"user_id":"u","query":"weather"}`)
+		if r.status != 400 || !strings.Contains(r.detail, "memory search") {
+			t.Errorf("async_search_memory = %d %q, want 400 naming what is missing", r.status, r.detail)
+		}
+	})
+}
