@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -22,6 +23,10 @@ type App struct {
 	Name string
 	// Limits bound replies and records.
 	Limits config.Limits
+
+	// idInPath is learned from the server: it ignores a session id in the
+	// create body, so a chosen id goes in the path.
+	idInPath atomic.Bool
 }
 
 // errSessionNotFound is AdkApp's own wording for a missing session.
@@ -123,18 +128,56 @@ func (a *App) createSession(c call) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	state, ok := c.in.Fields["state"]
+	if ok && string(state) != "null" && state[0] != '{' {
+		return nil, &upstream.InputError{Field: "state", Msg: "must be an object"}
+	}
+	if string(state) == "null" {
+		state = nil
+	}
+	return a.create(c, user, sid, state, nil)
+}
+
+// create makes a session. The servers differ: Python's POST …/sessions
+// takes {sessionId, state, events}, TypeScript's reads only state (a
+// chosen id goes in the path, POST …/sessions/{id}, whose body Python
+// reads as the state itself). So the body form is tried first, and a
+// server that ignores the chosen id gets the path form from then on.
+func (a *App) create(c call, user, sid string, state, events json.RawMessage) (json.RawMessage, error) {
 	body := map[string]json.RawMessage{}
-	if state, ok := c.in.Fields["state"]; ok && string(state) != "null" {
-		if state[0] != '{' {
-			return nil, &upstream.InputError{Field: "state", Msg: "must be an object"}
-		}
+	if state != nil {
 		body["state"] = state
 	}
-	parts := a.sessions(user)
-	if sid != "" {
-		parts = append(parts, sid)
+	if events != nil {
+		body["events"] = events
 	}
-	return a.json(c, http.MethodPost, body, parts...)
+	if sid != "" && a.idInPath.Load() {
+		return a.json(c, http.MethodPost, body, append(a.sessions(user), sid)...)
+	}
+	if sid != "" {
+		id, _ := json.Marshal(sid)
+		body["sessionId"] = id
+		body["session_id"] = id
+	}
+	out, err := a.json(c, http.MethodPost, body, a.sessions(user)...)
+	if err != nil || sid == "" || sessionID(out) == sid {
+		return out, err
+	}
+	// The server chose its own id: remove that session, use the path form.
+	a.idInPath.Store(true)
+	a.json(c, http.MethodDelete, nil, append(a.sessions(user), sessionID(out))...)
+	delete(body, "sessionId")
+	delete(body, "session_id")
+	return a.json(c, http.MethodPost, body, append(a.sessions(user), sid)...)
+}
+
+// sessionID is the id of a session object, or "".
+func sessionID(session json.RawMessage) string {
+	var s struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(session, &s)
+	return s.ID
 }
 
 // getSession: get_session(user_id, session_id).

@@ -59,6 +59,11 @@ func (c *Config) expandPreset() {
 	if c.Preset != PresetADK {
 		return
 	}
+	// Every ADK api server lists its apps once it has loaded them (the
+	// TypeScript one answers /health before): that is readiness.
+	if c.Upstream.Ready.Path == "" {
+		c.Upstream.Ready.Path = "/list-apps"
+	}
 	var declared []string
 	for _, m := range c.Methods {
 		declared = append(declared, m.Name)

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,7 +29,7 @@ func TestADKPython(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_SSE_DELAY_MS=20"}, "python3", "../../testdata/adkpy/server.py")
 	base := adkSidecar(t, url)
-	testADK(t, base, adkServer{memory: false})
+	testADK(t, base, adkServer{seedEvents: true})
 
 	t.Run("interpolated error event", func(t *testing.T) {
 		lines := streamCall(t, base, "stream_query", `{"user_id":"u9","message":"explode"}`)
@@ -43,6 +46,71 @@ func TestADKPython(t *testing.T) {
 		r := unaryCall(t, base, "async_add_session_to_memory", string(in))
 		if r.status != 400 || !strings.Contains(r.detail, "memory service") {
 			t.Errorf("add_session_to_memory = %d %q, want 400 naming the memory service", r.status, r.detail)
+		}
+	})
+}
+
+// TestADKTypeScript runs every AdkApp method through the sidecar against
+// the real TypeScript ADK api server (@google/adk-devtools 2.0.0) and an
+// offline model whose agent calls a tool. testdata/adk/start.sh installs
+// the npm packages into .cache/adk on first use (about a minute).
+func TestADKTypeScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the TypeScript ADK api server")
+	}
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := exec.Command("bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT) // it cleans its temp dirs on SIGINT
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("ADK api server output:\n%s", out.String())
+		}
+	})
+	deadline := time.Now().Add(5 * time.Minute) // a cold npm install included
+	for {
+		resp, err := http.Get(url + "/list-apps")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"weather"`) {
+				break
+			}
+		}
+		select {
+		case <-done:
+			t.Fatalf("the ADK api server exited: %s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ADK api server did not list the weather app: %s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	base := adkSidecar(t, url)
+	testADK(t, base, adkServer{seedEvents: false})
+
+	t.Run("memory on a server without memory routes", func(t *testing.T) {
+		s := unaryCall(t, base, "create_session", `{"user_id":"m1"}`)
+		var sess map[string]any
+		json.Unmarshal(s.output, &sess)
+		in, _ := json.Marshal(map[string]any{"session": sess})
+		r := unaryCall(t, base, "async_add_session_to_memory", string(in))
+		if r.status != 400 || !strings.Contains(r.detail, "does not serve PATCH /apps/{app}/users/{user}/memory") || strings.Contains(r.detail, "<") {
+			t.Errorf("add_session_to_memory = %d %q, want 400 naming the missing route, no HTML", r.status, r.detail)
 		}
 	})
 }
@@ -64,7 +132,7 @@ func TestADKPythonMemory(t *testing.T) {
 
 // adkServer says what an ADK api server can do.
 type adkServer struct {
-	memory bool // PATCH …/memory works
+	seedEvents bool // POST …/sessions takes events
 }
 
 type unaryResult struct {
@@ -165,7 +233,7 @@ func testADK(t *testing.T, base string, srv adkServer) {
 	t.Run("sessions", func(t *testing.T) {
 		for _, prefix := range []string{"", "async_"} {
 			user := "u-" + prefix + "sessions"
-			r := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","state":{"n":12345678901234567890123}}`)
+			r := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","state":{"city":"Paris","n":42}}`)
 			var s struct {
 				ID    string         `json:"id"`
 				State map[string]any `json:"state"`
@@ -173,7 +241,7 @@ func testADK(t *testing.T, base string, srv adkServer) {
 			if r.status != 200 || json.Unmarshal(r.output, &s) != nil || s.ID == "" {
 				t.Fatalf("%screate_session = %d %s %q", prefix, r.status, r.output, r.detail)
 			}
-			if s.State == nil || !strings.Contains(string(r.output), `12345678901234567890123`) {
+			if s.State["city"] != "Paris" || s.State["n"] != float64(42) {
 				t.Errorf("%screate_session state lost: %s", prefix, r.output)
 			}
 			chosen := unaryCall(t, base, prefix+"create_session", `{"user_id":"`+user+`","session_id":"chosen-1"}`)
@@ -246,6 +314,16 @@ func testADK(t *testing.T, base string, srv adkServer) {
 	t.Run("session_events", func(t *testing.T) {
 		user := "u-seed"
 		seed := `[{"id":"seed-1","invocationId":"e-seed","author":"user","content":{"role":"user","parts":[{"text":"remember me"}]},"actions":{},"timestamp":1}]`
+		if !srv.seedEvents {
+			r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"async_stream_query","input":{"user_id":"`+user+`","message":"Rome","session_events":`+seed+`}}`)
+			if r.status != 400 || !strings.Contains(r.body, "session_events cannot seed") {
+				t.Errorf("session_events on a server that drops them = %d %s, want 400 naming it", r.status, r.body)
+			}
+			if ids := sessionIDs(t, base, user); len(ids) != 0 {
+				t.Errorf("the unseeded session was left behind: %v", ids)
+			}
+			return
+		}
 		lines := streamCall(t, base, "async_stream_query", `{"user_id":"`+user+`","message":"Rome","session_events":`+seed+`}`)
 		if len(lines) < 3 {
 			t.Fatalf("lines = %q", lines)
