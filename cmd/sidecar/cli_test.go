@@ -140,3 +140,37 @@ func TestServeBadConfig(t *testing.T) {
 		t.Errorf("serve with a bad config = %d %q, want exit 1 naming the problem", code, errOut)
 	}
 }
+
+// TestExampleConfigs: the configs the README points users to are valid.
+func TestExampleConfigs(t *testing.T) {
+	for _, f := range []string{"python", "node", "adk"} {
+		path := "../../examples/" + f + "/sidecar.yaml"
+		out, errOut, code := runCLI([]string{"validate", "--config", path}, nil)
+		if code != 0 || !strings.Contains(out, "ok") {
+			t.Errorf("validate %s = %d %s %s", path, code, out, errOut)
+		}
+	}
+	out, _, _ := runCLI([]string{"class-methods", "--config", "../../examples/adk/sidecar.yaml"}, nil)
+	var got []map[string]string
+	json.Unmarshal([]byte(out), &got)
+	if len(got) != 13 {
+		t.Fatalf("class-methods for the ADK preset = %d entries, want 13: %s", len(got), out)
+	}
+	modes := map[string]string{}
+	for _, m := range got {
+		modes[m["name"]] = m["api_mode"]
+	}
+	want := map[string]string{"create_session": "", "async_create_session": "async", "get_session": "", "async_get_session": "async",
+		"list_sessions": "", "async_list_sessions": "async", "delete_session": "", "async_delete_session": "async",
+		"async_add_session_to_memory": "async", "async_search_memory": "async", "stream_query": "stream",
+		"async_stream_query": "async_stream", "streaming_agent_run_with_events": "async_stream"}
+	for name, mode := range want {
+		if m, ok := modes[name]; !ok || m != mode {
+			t.Errorf("%s api_mode = %q (listed %v), want %q", name, m, ok, mode)
+		}
+	}
+	printed, _, code := runCLI([]string{"validate", "--print", "--config", "../../examples/adk/sidecar.yaml"}, nil)
+	if code != 0 || !strings.Contains(printed, "handler: adk.streaming_agent_run_with_events") || !strings.Contains(printed, "path: /list-apps") {
+		t.Errorf("validate --print = %d\n%s", code, printed)
+	}
+}
