@@ -21,6 +21,9 @@ type Config struct {
 	// Shutdown is the drain after SIGTERM.
 	Shutdown Shutdown
 
+	// Headers are what the agent's requests carry besides the body.
+	Headers Headers
+
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.
 	Methods []*Method
@@ -133,6 +136,36 @@ type Limits struct {
 	RecordBytes int
 	// ReplyBytes caps a unary reply from the agent. Default: 32 MiB.
 	ReplyBytes int64
+	// HeaderBytes caps an inbound request's headers. Default: 64 KiB.
+	HeaderBytes int
+	// HeaderTimeout bounds reading an inbound request's headers, so a
+	// slow client cannot hold a connection. Default: 10s.
+	HeaderTimeout time.Duration
+	// Concurrency caps the calls served at once; 0 means no cap.
+	// Default: 0.
+	Concurrency int
+	// Queue is how many calls may wait for a free slot when Concurrency
+	// is reached; more get 503 at once. Default: 100.
+	Queue int
+	// QueueTimeout is how long a call waits in the queue before it gets
+	// 503 with Retry-After. Default: 10s.
+	QueueTimeout time.Duration
+}
+
+// Headers are what the agent's requests carry besides the body.
+type Headers struct {
+	// Forward lists inbound request headers passed on to the agent, on top
+	// of the built-in allow-list (traceparent, tracestate,
+	// X-Cloud-Trace-Context, X-Request-Id). Authorization and cookies
+	// reach the agent only when listed here. Default: none.
+	Forward []string
+	// Set are headers added to every request to the agent. A value may
+	// reference the environment as ${NAME}, resolved when the file is
+	// loaded (for secrets: they are never printed or logged).
+	Set map[string]string
+	// SetTemplates are the values of Set as written, before ${NAME}
+	// expansion.
+	SetTemplates map[string]string
 }
 
 // Mode is a method's api_mode; it decides the route the method is served on.
@@ -207,6 +240,9 @@ type Method struct {
 	Output Output
 	// Timeouts are the method's clocks, defaults filled in.
 	Timeouts Timeouts
+	// Idempotent allows retrying a 429 or 503 that carries Retry-After:
+	// the agent did not act on the request. Default: false.
+	Idempotent bool
 	// Handler, when set, names built-in code that serves the method with
 	// requests of its own (the ADK preset's "adk.*" handlers); Verb, Path,
 	// Body, Reply and Output do not apply then.

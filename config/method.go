@@ -110,8 +110,18 @@ func (p *parser) method(e entry, path string) methodDraft {
 				}
 			case "timeouts":
 				d.timeouts = p.timeouts(f.val, key)
+			case "idempotent":
+				if s, ok := p.scalar(f, key); ok {
+					switch s {
+					case "true":
+						m.Idempotent = true
+					case "false":
+					default:
+						p.addf(f.val.Line, key, "%q is not true or false", s)
+					}
+				}
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent")
 			}
 		}
 	}

@@ -30,9 +30,13 @@ var defaultTimeouts = Timeouts{
 
 // defaultLimits bound a call when the file sets none.
 var defaultLimits = Limits{
-	RequestBytes: 10 << 20,
-	RecordBytes:  8 << 20,
-	ReplyBytes:   32 << 20,
+	RequestBytes:  10 << 20,
+	RecordBytes:   8 << 20,
+	ReplyBytes:    32 << 20,
+	HeaderBytes:   64 << 10,
+	HeaderTimeout: 10 * time.Second,
+	Queue:         100,
+	QueueTimeout:  10 * time.Second,
 }
 
 // maxSocketPath is the longest Unix socket path Linux takes: sun_path holds
@@ -107,6 +111,8 @@ func (p *parser) file(data []byte) *Config {
 			p.limits(e.val, e.name, &c.Limits)
 		case "shutdown":
 			p.shutdown(e.val, e.name, &c.Shutdown)
+		case "headers":
+			p.headers(e.val, e.name, &c.Headers)
 		case "methods":
 			haveMethods = true
 			methods = p.methods(e)
@@ -120,7 +126,7 @@ func (p *parser) file(data []byte) *Config {
 		case "adk":
 			p.adk(e.val, e.name, &c.ADK)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "preset", "adk", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "preset", "adk", "methods")
 		}
 	}
 	if !haveUpstream {
@@ -451,37 +457,66 @@ func duration(n *yaml.Node) (time.Duration, error) {
 	return d, nil
 }
 
-// limits decodes the size limits over their defaults.
+// limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	if !p.mapping(n, path, "a mapping with request_bytes, record_bytes and reply_bytes") {
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout"}
+	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
 	for _, e := range p.entries(n, path) {
+		key := join(path, e.name)
 		switch e.name {
-		case "request_bytes", "record_bytes", "reply_bytes":
-		default:
-			p.unknown(e, path, "request_bytes", "record_bytes", "reply_bytes")
-			continue
-		}
-		if isNull(e.val) {
-			continue
-		}
-		v, err := size(e.val)
-		if err != nil {
-			p.addf(e.val.Line, join(path, e.name), "%v", err)
-			continue
-		}
-		switch e.name {
-		case "request_bytes":
-			l.RequestBytes = v
-		case "record_bytes":
-			if v > math.MaxInt {
-				p.addf(e.val.Line, join(path, e.name), "%d bytes is too large", v)
+		case "request_bytes", "record_bytes", "reply_bytes", "header_bytes":
+			if isNull(e.val) {
 				continue
 			}
-			l.RecordBytes = int(v)
-		case "reply_bytes":
-			l.ReplyBytes = v
+			v, err := size(e.val)
+			if err != nil {
+				p.addf(e.val.Line, key, "%v", err)
+				continue
+			}
+			if e.name != "request_bytes" && e.name != "reply_bytes" && v > math.MaxInt32 {
+				p.addf(e.val.Line, key, "%d bytes is too large", v)
+				continue
+			}
+			switch e.name {
+			case "request_bytes":
+				l.RequestBytes = v
+			case "record_bytes":
+				l.RecordBytes = int(v)
+			case "reply_bytes":
+				l.ReplyBytes = v
+			case "header_bytes":
+				l.HeaderBytes = int(v)
+			}
+		case "header_timeout", "queue_timeout":
+			d, ok := p.nonNegative(e, key)
+			if ok && d == 0 {
+				p.addf(e.val.Line, key, "must be positive")
+				continue
+			}
+			if ok && e.name == "header_timeout" {
+				l.HeaderTimeout = d
+			} else if ok {
+				l.QueueTimeout = d
+			}
+		case "concurrency", "queue":
+			s, ok := p.scalar(e, key)
+			if !ok {
+				continue
+			}
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 0 {
+				p.addf(e.val.Line, key, "%q is not a whole number ≥ 0", s)
+				continue
+			}
+			if e.name == "concurrency" {
+				l.Concurrency = v
+			} else {
+				l.Queue = v
+			}
+		default:
+			p.unknown(e, path, keys...)
 		}
 	}
 }

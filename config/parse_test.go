@@ -71,7 +71,7 @@ func TestParseFull(t *testing.T) {
 	if c.Timeouts != top {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, top)
 	}
-	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6}
+	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second}
 	if c.Limits != wantLimits {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, wantLimits)
 	}
@@ -143,7 +143,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Timeouts != def {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, def)
 	}
-	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20}); c.Limits != want {
+	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second}); c.Limits != want {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, want)
 	}
 	want := []*Method{
@@ -195,7 +195,7 @@ var validTests = []struct {
 		}},
 	{"sizes", "limits: {request_bytes: 1KB, record_bytes: 2 KiB, reply_bytes: 3GiB}\n" + minimal,
 		func(c *Config) (any, any) {
-			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 3 << 30}
+			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 3 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second}
 		}},
 	{"size in bytes", "limits: {request_bytes: 10B, reply_bytes: '7'}\n" + minimal,
 		func(c *Config) (any, any) {
@@ -304,7 +304,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, preset, adk or methods)"},
+		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, preset, adk or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: snake}\n",
@@ -316,7 +316,7 @@ var problemTests = []struct {
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, preset, adk or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, preset, adk or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command or restart)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
@@ -337,9 +337,9 @@ var problemTests = []struct {
 	{"unknown timeouts key", minimal + "timeouts:\n  read: 1s\n",
 		"sidecar.yaml:4: timeouts.read: unknown key (want connect, first_byte, idle or total)"},
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
-		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes or reply_bytes)"},
+		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue or queue_timeout)"},
 	{"unknown method key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    mode: stream\n    timeout: 1s\n",
-		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output, timeouts or handler)"},
+		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output, timeouts, handler or idempotent)"},
 	{"unknown method timeouts key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    timeouts:\n      firstbyte: 1s\n",
 		"sidecar.yaml:5: methods.q.timeouts.firstbyte: unknown key (want connect, first_byte, idle or total)"},
 
@@ -537,7 +537,7 @@ listen: nope
 		`sidecar.yaml:3: methods.a.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")
 sidecar.yaml:4: methods.a.call: path "x" must start with "/"
 sidecar.yaml:6: methods.b.reply: unknown reply "xml" (want "auto", "json", "sse", "ndjson" or "text")
-sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts or handler)
+sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts, handler or idempotent)
 sidecar.yaml:8: limits.request_bytes: 0 must be positive
 sidecar.yaml:10: upstream.url: scheme "https" is not supported (want http://host:port[/base] or unix:///path/to.sock)
 sidecar.yaml:11: listen: "nope" is not host:port (want e.g. ":8080" or "127.0.0.1:8080")`},

@@ -3,6 +3,8 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -18,11 +20,35 @@ func (c *Config) Expanded() []byte {
 		"limits", mapping(
 			"request_bytes", value(c.Limits.RequestBytes),
 			"record_bytes", value(c.Limits.RecordBytes),
-			"reply_bytes", value(c.Limits.ReplyBytes)),
+			"reply_bytes", value(c.Limits.ReplyBytes),
+			"header_bytes", value(c.Limits.HeaderBytes),
+			"header_timeout", scalar(c.Limits.HeaderTimeout.String()),
+			"concurrency", value(c.Limits.Concurrency),
+			"queue", value(c.Limits.Queue),
+			"queue_timeout", scalar(c.Limits.QueueTimeout.String())),
 		"shutdown", mapping(
 			"drain", scalar(c.Shutdown.Drain.String()),
 			"agent_grace", scalar(c.Shutdown.AgentGrace.String())),
 	)
+	if len(c.Headers.Forward) > 0 || len(c.Headers.SetTemplates) > 0 {
+		h := mapping()
+		if len(c.Headers.Forward) > 0 {
+			fwd := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, name := range c.Headers.Forward {
+				fwd.Content = append(fwd.Content, scalar(name))
+			}
+			h.Content = append(h.Content, scalar("forward"), fwd)
+		}
+		if len(c.Headers.SetTemplates) > 0 {
+			set := mapping()
+			for _, name := range slices.Sorted(maps.Keys(c.Headers.SetTemplates)) {
+				// The value as written: a ${NAME} secret stays a reference.
+				set.Content = append(set.Content, scalar(name), quoted(c.Headers.SetTemplates[name]))
+			}
+			h.Content = append(h.Content, scalar("set"), set)
+		}
+		root.Content = append(root.Content, scalar("headers"), h)
+	}
 	if c.ADK.App != "" {
 		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App)))
 	}
@@ -93,6 +119,9 @@ func methodNode(m *Method) *yaml.Node {
 		if !m.Mode.Streaming() {
 			n.Content = append(n.Content, scalar("output"), scalar(string(m.Output)))
 		}
+	}
+	if m.Idempotent {
+		n.Content = append(n.Content, scalar("idempotent"), scalar("true"))
 	}
 	n.Content = append(n.Content, scalar("timeouts"), timeoutsNode(m.Timeouts))
 	return n

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// envRef is a ${NAME} reference to the environment in a header value.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// hopHeaders are connection-level headers that cannot be forwarded or set.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Content-Type"}
+
+// headers decodes the headers mapping: forward (a list of names) and set
+// (a mapping of names to values, ${NAME} taken from the environment).
+func (p *parser) headers(n *yaml.Node, path string, h *Headers) {
+	if !p.mapping(n, path, "a mapping with forward and set") {
+		return
+	}
+	for _, e := range p.entries(n, path) {
+		key := join(path, e.name)
+		switch e.name {
+		case "forward":
+			if isNull(e.val) {
+				continue
+			}
+			if e.val.Kind != yaml.SequenceNode {
+				p.addf(e.val.Line, key, "want a list of header names, not a %s", kindName(e.val))
+				continue
+			}
+			for _, v := range e.val.Content {
+				v = resolve(v)
+				if v.Kind != yaml.ScalarNode || !p.headerName(v.Value, v.Line, key) {
+					continue
+				}
+				h.Forward = append(h.Forward, http.CanonicalHeaderKey(v.Value))
+			}
+		case "set":
+			if !p.mapping(e.val, key, "a mapping of header names to values") {
+				continue
+			}
+			for _, f := range p.entries(e.val, key) {
+				fkey := join(key, f.name)
+				value, ok := p.scalar(f, fkey)
+				if !ok || !p.headerName(f.name, f.key.Line, fkey) {
+					continue
+				}
+				var missing []string
+				expanded := envRef.ReplaceAllStringFunc(value, func(ref string) string {
+					name := envRef.FindStringSubmatch(ref)[1]
+					v, ok := os.LookupEnv(name)
+					if !ok {
+						missing = append(missing, name)
+					}
+					return v
+				})
+				if len(missing) > 0 {
+					p.addf(f.val.Line, fkey, "environment variable %s is not set", strings.Join(missing, ", "))
+					continue
+				}
+				if !validHeaderValue(expanded) {
+					p.addf(f.val.Line, fkey, "the value is not a valid header value (control characters?)")
+					continue
+				}
+				if h.Set == nil {
+					h.Set, h.SetTemplates = map[string]string{}, map[string]string{}
+				}
+				name := http.CanonicalHeaderKey(f.name)
+				h.Set[name], h.SetTemplates[name] = expanded, value
+			}
+		default:
+			p.unknown(e, path, "forward", "set")
+		}
+	}
+}
+
+func (p *parser) headerName(name string, line int, key string) bool {
+	if !validHeaderName(name) {
+		p.addf(line, key, "%q is not a valid header name", name)
+		return false
+	}
+	for _, h := range hopHeaders {
+		if strings.EqualFold(h, name) {
+			p.addf(line, key, "%s is managed by the sidecar and cannot be forwarded or set", h)
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v has no control characters but tabs.
+func validHeaderValue(v string) bool {
+	for _, c := range []byte(v) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
