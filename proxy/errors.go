@@ -80,6 +80,8 @@ func failureOf(err error) failure {
 		return failure{status: http.StatusBadGateway, code: "bad_reply", message: replyErr.Msg}
 	case errors.Is(err, ErrShuttingDown):
 		return failure{status: http.StatusServiceUnavailable, code: "shutting_down", message: err.Error(), retryAfter: 1}
+	case errors.Is(err, errBusy):
+		return failure{status: http.StatusServiceUnavailable, code: "busy", message: err.Error(), retryAfter: 1}
 	case errors.Is(err, errNotReady):
 		return failure{status: http.StatusServiceUnavailable, code: "not_ready", message: err.Error(), retryAfter: 1}
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):

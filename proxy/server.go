@@ -39,6 +39,10 @@ type Server struct {
 
 	draining atomic.Bool
 	inFlight atomic.Int64
+	// slots holds one token per call being served when
+	// Config.Limits.Concurrency is set; queued counts the calls waiting.
+	slots  chan struct{}
+	queued atomic.Int64
 	// calls is the parent of every call's context; cancelling it with
 	// ErrShuttingDown ends the calls still in flight.
 	calls    context.Context
@@ -82,6 +86,9 @@ func (s *Server) Handler() http.Handler {
 		s.Logger = zap.NewNop()
 	}
 	s.calls, s.endCalls = context.WithCancelCause(context.Background())
+	if n := s.Config.Limits.Concurrency; n > 0 {
+		s.slots = make(chan struct{}, n)
+	}
 	r := mux.NewRouter()
 	r.HandleFunc(config.RouteUnary, s.serveUnary).Methods(http.MethodPost)
 	r.HandleFunc(config.RouteStream, s.serveStream).Methods(http.MethodPost)
@@ -150,6 +157,47 @@ type call struct {
 	retries int
 	outcome string
 	err     error
+	release func() // frees the call's concurrency slot, if it took one
+}
+
+func (c *call) done() {
+	if c.release != nil {
+		c.release()
+	}
+}
+
+// errBusy is a call that found every concurrency slot taken and the queue
+// full, or waited its queue timeout.
+var errBusy = errors.New("the sidecar is at its concurrency limit")
+
+// acquire takes a concurrency slot, waiting in the bounded queue for one
+// when they are all taken.
+func (s *Server) acquire(ctx context.Context) (func(), error) {
+	if s.slots == nil {
+		return nil, nil
+	}
+	release := func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	lim := s.Config.Limits
+	if s.queued.Add(1) > int64(lim.Queue) {
+		s.queued.Add(-1)
+		return nil, fmt.Errorf("%w: %d calls in flight and %d waiting", errBusy, lim.Concurrency, lim.Queue)
+	}
+	defer s.queued.Add(-1)
+	t := time.NewTimer(lim.QueueTimeout)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-t.C:
+		return nil, fmt.Errorf("%w: no slot freed within %s", errBusy, lim.QueueTimeout)
+	}
 }
 
 // begin reads and normalizes the request, finds its method and waits for
@@ -179,6 +227,11 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return nil, upstream.Input{}, badRequest("%v", err)
 	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, upstream.Input{}, err
+	}
+	c.release = release
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
 	rc := http.NewResponseController(w)
@@ -232,6 +285,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteUnary}
 	defer s.log(r, c)
+	defer c.done()
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	ctx, done := s.callContext(r)
@@ -285,6 +339,7 @@ func (s *Server) output(ctx context.Context, r *http.Request, m *config.Method, 
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	c := &call{start: time.Now(), route: config.RouteStream}
 	defer s.log(r, c)
+	defer c.done()
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	ctx, done := s.callContext(r)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,8 @@ import (
 // use; build it once with New.
 type Client struct {
 	up        config.Upstream
+	forward   []string          // inbound headers passed on
+	set       map[string]string // headers added to every request
 	base      *url.URL
 	transport *http.Transport
 	retrying  *retryablehttp.Client
@@ -61,7 +65,11 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		WriteBufferSize:    16 << 10,
 		ReadBufferSize:     32 << 10,
 	}
-	c := &Client{up: cfg.Upstream, base: base, transport: t, logger: logger}
+	c := &Client{
+		up: cfg.Upstream, base: base, transport: t, logger: logger,
+		forward: append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		set:     cfg.Headers.Set,
+	}
 	c.retrying = &retryablehttp.Client{
 		HTTPClient: &http.Client{
 			Transport: t,
@@ -77,8 +85,8 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		Backoff:      retryablehttp.DefaultBackoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
-			if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-				n.Store(int32(attempt))
+			if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok {
+				ci.attempts.Store(int32(attempt))
 			}
 		},
 	}
@@ -88,17 +96,57 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 // Close drops the idle connections to the agent.
 func (c *Client) Close() { c.transport.CloseIdleConnections() }
 
-type attemptsKey struct{}
+// callKey carries a request's retry facts to checkRetry and the log hook.
+type callKey struct{}
+
+type callInfo struct {
+	attempts      atomic.Int32
+	idempotent    bool
+	deadline      time.Time // zero: none
+	statusRetries int       // 429/503 retries so far (one goroutine: retryablehttp's)
+}
+
+// maxStatusRetries bounds retries of an agent's 429 or 503, however long
+// the call's deadline.
+const maxStatusRetries = 3
 
 // checkRetry retries only what never reached the agent: a failed dial, or a
 // pooled connection the agent closed before reading the request. An agent's
 // 5xx, a reset after the request was sent, and anything once the response
-// has begun are never retried: the agent may already be acting on it.
+// has begun are never retried: the agent may already be acting on it. The
+// one exception is a method marked idempotent that got 429 or 503 with a
+// Retry-After the call's deadline can wait for.
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, context.Cause(ctx)
 	}
-	return resp == nil && err != nil && neverSent(err), nil
+	if resp != nil {
+		ci, _ := ctx.Value(callKey{}).(*callInfo)
+		if ci == nil || !ci.idempotent || ci.statusRetries >= maxStatusRetries || !retryAfterFits(resp, ci.deadline) {
+			return false, nil
+		}
+		ci.statusRetries++
+		return true, nil
+	}
+	return err != nil && neverSent(err), nil
+}
+
+// retryAfterFits reports whether resp is a 429 or 503 whose Retry-After
+// (seconds or an HTTP date) ends before the deadline.
+func retryAfterFits(resp *http.Response, deadline time.Time) bool {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return false
+	}
+	v := resp.Header.Get("Retry-After")
+	var wait time.Duration
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		wait = time.Duration(secs) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		wait = time.Until(at)
+	} else {
+		return false
+	}
+	return deadline.IsZero() || time.Now().Add(wait).Before(deadline)
 }
 
 func neverSent(err error) bool {
@@ -122,7 +170,8 @@ func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Inp
 	if err != nil {
 		return nil, err
 	}
-	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, Body: body, Timeouts: m.Timeouts, Header: inbound})
+	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, Body: body,
+		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: inbound})
 }
 
 // Request is one HTTP call to the agent, for callers that build their own
@@ -138,6 +187,8 @@ type Request struct {
 	// Body is sent as application/json; nil sends none.
 	Body     []byte
 	Timeouts config.Timeouts
+	// Idempotent allows retrying a 429 or 503 with Retry-After.
+	Idempotent bool
 	// Header is the caller's request header: only the allow-listed trace
 	// and request-id headers reach the agent.
 	Header http.Header
@@ -166,8 +217,11 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	u.RawPath = c.base.EscapedPath() + r.RawPath
 
 	clk := newClocks(ctx, r.Timeouts)
-	attempts := new(atomic.Int32)
-	reqCtx := context.WithValue(clk.ctx, attemptsKey{}, attempts)
+	ci := &callInfo{idempotent: r.Idempotent}
+	if r.Timeouts.Total > 0 {
+		ci.deadline = time.Now().Add(r.Timeouts.Total)
+	}
+	reqCtx := context.WithValue(clk.ctx, callKey{}, ci)
 	reqCtx = httptrace.WithClientTrace(reqCtx, clk.trace())
 
 	var rb any
@@ -186,14 +240,17 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
-	for _, h := range forwardHeaders {
+	for _, h := range c.forward {
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}
 	}
+	for name, v := range c.set {
+		req.Header.Set(name, v)
+	}
 
 	resp, err := c.retrying.Do(req)
-	retries := max(int(attempts.Load()), 0)
+	retries := max(int(ci.attempts.Load()), 0)
 	if err != nil {
 		clk.stop()
 		return nil, clk.explain(err, c.up.URL)

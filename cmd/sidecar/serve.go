@@ -43,14 +43,14 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
 		// Reading the request body and writing a reply have deadlines that
 		// each call clears once its request is read: streams run for
 		// minutes.
 		ReadTimeout:    60 * time.Second,
 		WriteTimeout:   60 * time.Second,
 		IdleTimeout:    620 * time.Second,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: cfg.Limits.HeaderBytes,
 		ErrorLog:       zap.NewStdLog(logger.Named("http")),
 	}
 
