@@ -33,6 +33,7 @@ type harness struct {
 type harnessOption func(*harnessConfig)
 
 type harnessConfig struct {
+	serverLimits bool
 	writeTimeout time.Duration
 	probe        bool
 	readyWait    time.Duration
@@ -40,6 +41,12 @@ type harnessConfig struct {
 
 func withWriteTimeout(d time.Duration) harnessOption {
 	return func(c *harnessConfig) { c.writeTimeout = d }
+}
+
+// withServerLimits applies the config's header limits to the server, as
+// the sidecar's own http.Server does.
+func withServerLimits() harnessOption {
+	return func(c *harnessConfig) { c.serverLimits = true }
 }
 
 func withProber(wait time.Duration) harnessOption {
@@ -75,6 +82,10 @@ func newHarness(t *testing.T, agentURL, yaml string, opts ...harnessOption) *har
 	srv := httptest.NewUnstartedServer(h.server.Handler())
 	srv.Config.WriteTimeout = hc.writeTimeout
 	srv.Config.ReadTimeout = hc.writeTimeout
+	if hc.serverLimits {
+		srv.Config.ReadHeaderTimeout = cfg.Limits.HeaderTimeout
+		srv.Config.MaxHeaderBytes = cfg.Limits.HeaderBytes
+	}
 	srv.Start()
 	h.url = srv.URL
 	t.Cleanup(func() {
