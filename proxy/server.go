@@ -33,6 +33,9 @@ type Server struct {
 	ReadyWait time.Duration
 	// Logger gets one line per call. If nil, nothing is logged.
 	Logger *zap.Logger
+	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
+	// trace field of log lines. Empty: the bare trace id is logged.
+	Project string
 	// Builtin serves the methods whose map entry names a handler (the
 	// ADK preset's "adk.*"). If nil, such methods answer 501.
 	Builtin Builtin
@@ -472,6 +475,7 @@ func (s *Server) log(r *http.Request, c *call) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", id))
 	}
+	fields = append(fields, traceFields(r.Header, s.Project)...)
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}

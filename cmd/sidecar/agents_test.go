@@ -172,8 +172,8 @@ func (l *logWatch) Write(p []byte) (int, error) {
 			l.buf.Write(line)
 			return len(p), nil
 		}
-		var e struct{ Msg, Addr string }
-		if json.Unmarshal(line, &e) == nil && e.Msg == "listening" {
+		var e struct{ Message, Addr string }
+		if json.Unmarshal(line, &e) == nil && e.Message == "listening" {
 			l.listening <- e.Addr
 		}
 	}

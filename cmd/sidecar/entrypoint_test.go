@@ -64,7 +64,7 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 			if json.Unmarshal(line, &e) != nil {
 				continue
 			}
-			switch msg, _ := e["msg"].(string); {
+			switch msg, _ := e["message"].(string); {
 			case msg == "listening":
 				listening <- e["addr"].(string)
 			case strings.HasPrefix(msg, "agent "):

@@ -149,10 +149,31 @@ func newLogger(level string, w io.Writer) (*zap.Logger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
+	// The JSON shape Cloud Logging reads from a container's output:
+	// severity, message, time (and, per call, the trace fields).
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "time"
+	enc.MessageKey = "message"
+	enc.LevelKey = "severity"
+	enc.EncodeLevel = severity
 	enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	enc.EncodeDuration = zapcore.MillisDurationEncoder
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)
 	return zap.New(core), nil
+}
+
+// severity writes zap's levels as Cloud Logging's LogSeverity names.
+func severity(l zapcore.Level, enc zapcore.PrimitiveArrayEncoder) {
+	switch l {
+	case zapcore.DebugLevel:
+		enc.AppendString("DEBUG")
+	case zapcore.InfoLevel:
+		enc.AppendString("INFO")
+	case zapcore.WarnLevel:
+		enc.AppendString("WARNING")
+	case zapcore.ErrorLevel:
+		enc.AppendString("ERROR")
+	default:
+		enc.AppendString("CRITICAL")
+	}
 }

@@ -37,7 +37,8 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 	defer client.Close()
 	prober := upstream.NewProber(cfg, client)
-	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger}
+	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+		Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	if cfg.ADK.App != "" {
 		s.Builtin = &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits}
 	}
@@ -182,3 +183,13 @@ func agentEnv(base []string, up config.Upstream) []string {
 }
 
 var _ proxy.Builtin = (*adk.App)(nil)
+
+// envValue is NAME's value in env ("NAME=value" entries), or "".
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
