@@ -24,6 +24,9 @@ type Config struct {
 	// Headers are what the agent's requests carry besides the body.
 	Headers Headers
 
+	// Admin is the private listener for /metrics.
+	Admin Admin
+
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.
 	Methods []*Method
@@ -150,6 +153,13 @@ type Limits struct {
 	// QueueTimeout is how long a call waits in the queue before it gets
 	// 503 with Retry-After. Default: 10s.
 	QueueTimeout time.Duration
+}
+
+// Admin is the private listener: /metrics and /healthz, never on the
+// public port.
+type Admin struct {
+	// Listen is its address, e.g. "127.0.0.1:9090". Default: "" (off).
+	Listen string
 }
 
 // Headers are what the agent's requests carry besides the body.

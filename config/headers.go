@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -113,4 +114,33 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// admin decodes the admin listener.
+func (p *parser) admin(n *yaml.Node, path string, a *Admin) {
+	if !p.mapping(n, path, "a mapping with listen") {
+		return
+	}
+	for _, e := range p.entries(n, path) {
+		key := join(path, e.name)
+		switch e.name {
+		case "listen":
+			if s, ok := p.scalar(e, key); ok {
+				if err := checkListen(s); err != nil {
+					p.addf(e.val.Line, key, "%v", err)
+					continue
+				}
+				a.Listen = s
+			}
+		default:
+			p.unknown(e, path, "listen")
+		}
+	}
+}
+
+// samePort reports whether two listen addresses share their port.
+func samePort(a, b string) bool {
+	_, pa, errA := net.SplitHostPort(a)
+	_, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && pa == pb && pa != "0"
 }

@@ -12,6 +12,7 @@ func TestParseFaultKeys(t *testing.T) {
 	c, err := Parse("sidecar.yaml", []byte(`
 upstream: {url: "http://127.0.0.1:8000"}
 limits: {concurrency: 9, queue: 20, queue_timeout: 2s, header_bytes: 8KiB, header_timeout: 3s}
+admin: {listen: "127.0.0.1:9090"}
 headers:
   forward: [authorization, X-Tenant]
   set: {X-Api-Key: "Bearer ${SIDECAR_TEST_TOKEN}", X-Static: plain}
@@ -25,6 +26,9 @@ methods:
 	l := c.Limits
 	if l.Concurrency != 9 || l.Queue != 20 || l.QueueTimeout != 2*time.Second || l.HeaderBytes != 8<<10 || l.HeaderTimeout != 3*time.Second {
 		t.Errorf("Limits = %+v", l)
+	}
+	if c.Admin.Listen != "127.0.0.1:9090" {
+		t.Errorf("Admin.Listen = %q", c.Admin.Listen)
 	}
 	if want := []string{"Authorization", "X-Tenant"}; !reflect.DeepEqual(c.Headers.Forward, want) {
 		t.Errorf("Forward = %v, want %v", c.Headers.Forward, want)
@@ -44,6 +48,7 @@ methods:
 func TestParseFaultKeyProblems(t *testing.T) {
 	_, err := Parse("sidecar.yaml", []byte(`upstream: {url: "http://127.0.0.1:8000"}
 limits: {concurrency: -1, queue_timeout: 0s}
+admin: {listen: ":8080"}
 headers:
   forward: [Host, "bad name"]
   set: {X-Key: "${SIDECAR_SURELY_UNSET_VAR}", Connection: close}
@@ -53,11 +58,12 @@ methods:
 	want := []string{
 		`sidecar.yaml:2: limits.concurrency: "-1" is not a whole number ≥ 0`,
 		`sidecar.yaml:2: limits.queue_timeout: must be positive`,
-		`sidecar.yaml:4: headers.forward: Host is managed by the sidecar and cannot be forwarded or set`,
-		`sidecar.yaml:4: headers.forward: "bad name" is not a valid header name`,
-		`sidecar.yaml:5: headers.set.X-Key: environment variable SIDECAR_SURELY_UNSET_VAR is not set`,
-		`sidecar.yaml:5: headers.set.Connection: Connection is managed by the sidecar and cannot be forwarded or set`,
-		`sidecar.yaml:7: methods.query.idempotent: "maybe" is not true or false`,
+		`sidecar.yaml:3: admin.listen: ":8080" is the public port: metrics must be served elsewhere`,
+		`sidecar.yaml:5: headers.forward: Host is managed by the sidecar and cannot be forwarded or set`,
+		`sidecar.yaml:5: headers.forward: "bad name" is not a valid header name`,
+		`sidecar.yaml:6: headers.set.X-Key: environment variable SIDECAR_SURELY_UNSET_VAR is not set`,
+		`sidecar.yaml:6: headers.set.Connection: Connection is managed by the sidecar and cannot be forwarded or set`,
+		`sidecar.yaml:8: methods.query.idempotent: "maybe" is not true or false`,
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("Parse error =\n%v\nwant\n%s", err, strings.Join(want, "\n"))

@@ -90,7 +90,7 @@ func (p *parser) file(data []byte) *Config {
 	}
 
 	var haveUpstream, haveMethods bool
-	var presetLine int
+	var presetLine, adminLine int
 	var methods []methodDraft
 	for _, e := range p.entries(root, "") {
 		switch e.name {
@@ -113,6 +113,9 @@ func (p *parser) file(data []byte) *Config {
 			p.shutdown(e.val, e.name, &c.Shutdown)
 		case "headers":
 			p.headers(e.val, e.name, &c.Headers)
+		case "admin":
+			adminLine = e.key.Line
+			p.admin(e.val, e.name, &c.Admin)
 		case "methods":
 			haveMethods = true
 			methods = p.methods(e)
@@ -126,8 +129,11 @@ func (p *parser) file(data []byte) *Config {
 		case "adk":
 			p.adk(e.val, e.name, &c.ADK)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "preset", "adk", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "methods")
 		}
+	}
+	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {
+		p.addf(adminLine, "admin.listen", "%q is the public port: metrics must be served elsewhere", c.Admin.Listen)
 	}
 	if !haveUpstream {
 		p.addf(root.Line, "upstream", "missing (want upstream.url: http://host:port or unix:///path/to.sock)")

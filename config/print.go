@@ -49,6 +49,9 @@ func (c *Config) Expanded() []byte {
 		}
 		root.Content = append(root.Content, scalar("headers"), h)
 	}
+	if c.Admin.Listen != "" {
+		root.Content = append(root.Content, scalar("admin"), mapping("listen", scalar(c.Admin.Listen)))
+	}
 	if c.ADK.App != "" {
 		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App)))
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -588,6 +589,9 @@ func chaosCall(client *http.Client, url string, p chaosPlan) (res chaosResult) {
 // chaosCheck returns what is wrong with a completed call: first what must
 // hold for every reply, then what this call's script says it must be.
 func chaosCheck(r chaosResult) []string {
+	if r.err != nil && errors.Is(r.err, context.DeadlineExceeded) {
+		return []string{fmt.Sprintf("the reply did not end within %v (a hang): %v (body so far %q)", chaosCallLimit, r.err, chaosShort(r.body))}
+	}
 	if r.err != nil {
 		return []string{fmt.Sprintf("call failed after %v: %v (body so far %q)", r.took.Round(time.Millisecond), r.err, chaosShort(r.body))}
 	}

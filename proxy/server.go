@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -33,6 +34,8 @@ type Server struct {
 	ReadyWait time.Duration
 	// Logger gets one line per call. If nil, nothing is logged.
 	Logger *zap.Logger
+	// Metrics records every call. If nil, nothing is recorded.
+	Metrics *metrics.Metrics
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
@@ -83,19 +86,28 @@ func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
 
 // Handler is the sidecar's public HTTP surface: the two contract routes
-// and /healthz, nothing else.
+// and /healthz, nothing else. Call it once: it also sets the server up.
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
 	s.calls, s.endCalls = context.WithCancelCause(context.Background())
+	s.Metrics.Gauge("sidecar_calls_in_flight", "Calls being served.", func() float64 { return float64(s.inFlight.Load()) })
+	if s.Prober != nil {
+		s.Metrics.Gauge("sidecar_agent_ready", "1 while the agent answers its readiness probe, else 0.", func() float64 {
+			if ok, _ := s.Prober.Status(); ok {
+				return 1
+			}
+			return 0
+		})
+	}
 	if n := s.Config.Limits.Concurrency; n > 0 {
 		s.slots = make(chan struct{}, n)
 	}
 	r := mux.NewRouter()
 	r.HandleFunc(config.RouteUnary, s.serveUnary).Methods(http.MethodPost)
 	r.HandleFunc(config.RouteStream, s.serveStream).Methods(http.MethodPost)
-	r.HandleFunc("/healthz", s.serveHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/healthz", s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
 	return r
@@ -117,7 +129,9 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		"method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)})
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+// ServeHealth answers /healthz: 200 while the agent is ready, 503 while it is
+// not or the sidecar drains.
+func (s *Server) ServeHealth(w http.ResponseWriter, _ *http.Request) {
 	type health struct {
 		Status string `json:"status"`
 		Agent  string `json:"agent,omitempty"`
@@ -160,7 +174,9 @@ type call struct {
 	retries int
 	outcome string
 	err     error
-	release func() // frees the call's concurrency slot, if it took one
+	release func()        // frees the call's concurrency slot, if it took one
+	entry   string        // the method map entry that served it
+	first   time.Duration // to the first line of a stream
 }
 
 func (c *call) done() {
@@ -226,6 +242,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if m == nil {
 		return nil, upstream.Input{}, s.methodNotFound(env.method, stream)
 	}
+	c.entry = m.Name
 	in, err := upstream.ParseInput(env.input)
 	if err != nil {
 		return nil, upstream.Input{}, badRequest("%v", err)
@@ -385,6 +402,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 			c.outcome, c.err = "client_gone", err
 			return
 		}
+		if c.records == 0 {
+			c.first = time.Since(c.start)
+		}
 		c.records++
 	}
 	if err := records.Err(); err != nil {
@@ -449,8 +469,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	writeError(w, f)
 }
 
-// log writes the call's one log line. Bodies are never logged.
+// log writes the call's one log line and records its metrics. Bodies are
+// never logged.
 func (s *Server) log(r *http.Request, c *call) {
+	s.Metrics.Call(metrics.Call{
+		Method: c.entry, Route: c.route, Outcome: c.outcome, Duration: time.Since(c.start), FirstLine: c.first,
+		Records: c.records, Bytes: c.bytes, Retries: c.retries, Stream: c.route == config.RouteStream,
+	})
 	level := zap.InfoLevel
 	if c.status >= 500 || (c.outcome != "ok" && c.status == http.StatusOK) {
 		level = zap.WarnLevel

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk"
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -37,8 +38,12 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 	defer client.Close()
 	prober := upstream.NewProber(cfg, client)
+	var m *metrics.Metrics
+	if cfg.Admin.Listen != "" {
+		m = metrics.New()
+	}
 	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
-		Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
+		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	if cfg.ADK.App != "" {
 		s.Builtin = &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits}
 	}
@@ -81,7 +86,19 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 			return &exitError{code: 127, msg: "sidecar: starting the agent: " + err.Error()}
 		}
 		agentDone = agent.Done()
-		wg.Go(func() { watchAgent(agent, prober) })
+		wg.Go(func() { watchAgent(agent, prober, m) })
+	}
+
+	if cfg.Admin.Listen != "" {
+		stopAdmin, err := serveAdmin(cfg.Admin.Listen, ln.Addr(), m, s, logger)
+		if err != nil {
+			ln.Close()
+			if agent != nil {
+				agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
+			}
+			return err
+		}
+		defer stopAdmin()
 	}
 
 	errc := make(chan error, 1)
@@ -152,10 +169,13 @@ func waitIdle(s *proxy.Server, d time.Duration) bool {
 // watchAgent marks the agent down the moment its process exits, so calls
 // get 503 without waiting for the next probe. (The supervisor logs the
 // agent's lifecycle itself.)
-func watchAgent(agent *supervise.Supervisor, prober *upstream.Prober) {
+func watchAgent(agent *supervise.Supervisor, prober *upstream.Prober, m *metrics.Metrics) {
 	for ev := range agent.Events() {
-		if ev.Kind == supervise.Exited {
+		switch ev.Kind {
+		case supervise.Exited:
 			prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
+		case supervise.Restarting:
+			m.AgentRestarted()
 		}
 	}
 }
@@ -192,4 +212,27 @@ func envValue(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// serveAdmin serves /metrics and /healthz on the admin address, which must
+// not be the public one. It returns the function that stops it.
+func serveAdmin(addr string, public net.Addr, m *metrics.Metrics, s *proxy.Server, logger *zap.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener on %s: %w", addr, err)
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		if p, ok := public.(*net.TCPAddr); ok && a.Port == p.Port {
+			ln.Close()
+			return nil, fmt.Errorf("admin.listen %s is the public port", addr)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /healthz", s.ServeHealth)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { srv.Serve(ln); close(done) }()
+	logger.Info("admin listening", zap.String("addr", ln.Addr().String()))
+	return func() { srv.Close(); <-done }, nil
 }

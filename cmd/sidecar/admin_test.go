@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAdminMetrics: /metrics is served on admin.listen only, never on the
+// public port, and counts calls, records and stream ends.
+func TestAdminMetrics(t *testing.T) {
+	a := startAgent(t, "python", false)
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	base := startSidecar(t, "upstream: {url: "+a.url+", ready: {path: /health}}\nadmin: {listen: \""+admin+"\"}\n"+agentMethods)
+	if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"sse","input":{}}`); r.status != 200 {
+		t.Fatalf("stream = %d %s", r.status, r.body)
+	}
+	if r := post(t, base+"/api/reasoning_engine", `{"class_method":"nope"}`); r.status != 400 {
+		t.Fatalf("unknown method = %d", r.status)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("/metrics on the public port = %d, want 404", resp.StatusCode)
+	}
+	var body string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, `sidecar_agent_ready 1`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`sidecar_calls_total{class_method="sse",outcome="ok",route="/api/stream_reasoning_engine"} 1`,
+		`sidecar_calls_total{class_method="",outcome="bad_request",route="/api/reasoning_engine"} 1`,
+		`sidecar_records_total{class_method="sse"} 3`,
+		`sidecar_stream_ends_total{reason="ok"} 1`,
+		`sidecar_time_to_first_line_seconds_count{class_method="sse"} 1`,
+		`sidecar_calls_in_flight 0`,
+		`sidecar_agent_ready 1`,
+		`sidecar_agent_restarts_total 0`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	resp, err = http.Get("http://" + admin + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("admin /healthz = %d", resp.StatusCode)
+	}
+}
