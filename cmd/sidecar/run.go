@@ -38,6 +38,8 @@ Usage:
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
+  sidecar call [--stream] METHOD k=v…  call a running sidecar as the platform does
+                                       (sidecar call --help for its flags)
   sidecar version                      print the version
   sidecar help                         print this help
 
@@ -55,6 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
+	}
+	if cmd == "call" {
+		return runCall(ctx, args, getenv, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("sidecar "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

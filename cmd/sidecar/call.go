@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+const callUsage = `Usage: sidecar call [flags] METHOD [key=value ...]
+
+Calls a running sidecar the way the platform does and prints what comes
+back; streamed lines are printed as they arrive.
+
+  key=value          an input field; the value is taken as JSON when it parses
+                     (n=3, ok=true, tags='["a"]'), else as a string
+Flags:
+  --url URL          the sidecar (default http://127.0.0.1:$PORT, else :8080)
+  --stream           call the streaming route (:streamQuery)
+  --input JSON       the input object; key=value fields are added to it
+  --double-encoded   send the body as a JSON string holding the envelope,
+                     as some platform clients do
+  --sse              print stream lines with SSE framing, as ?alt=sse shows them
+`
+
+// runCall is `sidecar call`.
+func runCall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sidecar call", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	url := fs.String("url", "", "")
+	stream := fs.Bool("stream", false, "")
+	input := fs.String("input", "", "")
+	double := fs.Bool("double-encoded", false, "")
+	sse := fs.Bool("sse", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, callUsage)
+			return nil
+		}
+		return &exitError{code: 2, msg: fmt.Sprintf("sidecar call: %v\n\n%s", err, callUsage)}
+	}
+	if fs.NArg() < 1 {
+		return &exitError{code: 2, msg: "sidecar call: no METHOD\n\n" + callUsage}
+	}
+	body, err := callBody(fs.Arg(0), *input, fs.Args()[1:], *double)
+	if err != nil {
+		return &exitError{code: 2, msg: "sidecar call: " + err.Error()}
+	}
+	if *url == "" {
+		port := getenv("PORT")
+		if port == "" {
+			port = "8080"
+		}
+		*url = "http://127.0.0.1:" + port
+	}
+	route := "/api/reasoning_engine"
+	if *stream {
+		route = "/api/stream_reasoning_engine"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+route, bytes.NewReader(body))
+	if err != nil {
+		return &exitError{code: 2, msg: "sidecar call: " + err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling %s: %w", req.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return &exitError{code: 1, msg: fmt.Sprintf("sidecar call: %s answered %d: %s", route, resp.StatusCode, bytes.TrimSpace(b))}
+	}
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if *sse && *stream {
+				fmt.Fprintf(stdout, "data: %s\n\n", line)
+			} else {
+				fmt.Fprintf(stdout, "%s\n", line)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the reply: %w", err)
+		}
+	}
+}
+
+// callBody builds the platform envelope for METHOD.
+func callBody(method, input string, fields []string, double bool) ([]byte, error) {
+	in := map[string]json.RawMessage{}
+	if input != "" {
+		if err := json.Unmarshal([]byte(input), &in); err != nil || in == nil {
+			return nil, fmt.Errorf("--input is not a JSON object: %s", input)
+		}
+	}
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", f)
+		}
+		if json.Valid([]byte(v)) {
+			in[k] = json.RawMessage(v)
+		} else {
+			in[k], _ = json.Marshal(v)
+		}
+	}
+	body, err := json.Marshal(map[string]any{"class_method": method, "input": in})
+	if err != nil {
+		return nil, err
+	}
+	if double {
+		return json.Marshal(string(body))
+	}
+	return body, nil
+}

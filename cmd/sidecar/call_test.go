@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestCall: `sidecar call` reaches a running sidecar the way the platform
+// does, plain and double-encoded, unary and streaming, with SSE framing
+// on request.
+func TestCall(t *testing.T) {
+	a := startAgent(t, "python", false)
+	base := startSidecar(t, "upstream: {url: "+a.url+", ready: {path: /health}}\n"+agentMethods)
+	call := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"call", "--url", base}, args...), func(string) string { return "" }, &out, &errOut)
+		return out.String(), err
+	}
+	out, err := call("echo", "user_id=u1", "session_id=s1", "n=3", `tags=["a"]`, "note=hello world")
+	if err != nil || !strings.Contains(out, `"n":3`) || !strings.Contains(out, `"tags":["a"]`) || !strings.Contains(out, `"note":"hello world"`) || !strings.Contains(out, `/echo/u1/s1`) {
+		t.Errorf("call echo = %q, %v", out, err)
+	}
+	out, err = call("--double-encoded", "--input", `{"user_id":"u2","session_id":"s2"}`, "echo")
+	if err != nil || !strings.Contains(out, `/echo/u2/s2`) {
+		t.Errorf("double-encoded call = %q, %v", out, err)
+	}
+	out, err = call("--stream", "sse")
+	if err != nil || strings.Count(out, "\n") != 3 || !strings.HasPrefix(out, `{"i":0,"text":"tok0"}`) {
+		t.Errorf("stream call = %q, %v", out, err)
+	}
+	out, err = call("--stream", "--sse", "sse")
+	if err != nil || !strings.HasPrefix(out, "data: {\"i\":0,\"text\":\"tok0\"}\n\n") || strings.Count(out, "data: ") != 3 {
+		t.Errorf("--sse call = %q, %v", out, err)
+	}
+	_, err = call("nope")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "400") || !strings.Contains(ee.msg, "not found") {
+		t.Errorf("call of an unknown method = %v, want exit 1 with the 400 detail", err)
+	}
+	if _, err = call("echo", "novalue"); !errors.As(err, &ee) || ee.code != 2 {
+		t.Errorf("call with a bad field = %v, want exit 2", err)
+	}
+}
