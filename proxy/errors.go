@@ -84,7 +84,7 @@ func failureOf(err error) failure {
 		return failure{status: http.StatusServiceUnavailable, code: "busy", message: err.Error(), retryAfter: 1}
 	case errors.Is(err, errNotReady):
 		return failure{status: http.StatusServiceUnavailable, code: "not_ready", message: err.Error(), retryAfter: 1}
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return failure{status: http.StatusBadGateway, code: "agent_disconnected",
 			message: "agent closed the connection before its reply was complete: " + err.Error()}
 	case errors.Is(err, errClientGone), errors.Is(err, context.Canceled):

@@ -378,3 +378,23 @@ func TestKeepAliveRace(t *testing.T) {
 	}
 	t.Logf("%d calls, all ok", ok.Load())
 }
+
+// TestAgentClosesBeforeAnswering: an agent that drops the connection
+// before any status line is a 502 agent_disconnected, and the agent's
+// internal address is not in the detail.
+func TestAgentClosesBeforeAnswering(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		conn, _, _ := http.NewResponseController(w).Hijack()
+		conn.Close()
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	for _, route := range []string{config.RouteUnary, config.RouteStream} {
+		r := h.post(route, `{}`)
+		d := detail(t, r)
+		if r.status != 502 || !strings.Contains(d, "agent closed the connection") || strings.Contains(d, "127.0.0.1") {
+			t.Errorf("%s = %d %q, want 502 agent closed the connection, no address", route, r.status, d)
+		}
+	}
+}

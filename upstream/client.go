@@ -393,7 +393,8 @@ func (c *clocks) explain(err error, address string) error {
 	if !c.connected.Load() && neverSent(err) {
 		return &DialError{Address: address, Err: unwrapURL(err)}
 	}
-	return err
+	// The agent's internal URL stays out of what callers see.
+	return unwrapURL(err)
 }
 
 func unwrapURL(err error) error {
