@@ -290,9 +290,11 @@ func TestCancellationPhases(t *testing.T) {
 			cancel()
 			select {
 			case at := <-cancelled:
-				if d := at.Sub(left); d > 100*time.Millisecond {
+				d := at.Sub(left)
+				if d > 100*time.Millisecond {
 					t.Errorf("the agent saw the cancel %v after the caller left, want < 100ms", d)
 				}
+				t.Logf("agent saw the cancel %v after the caller left", d)
 			case <-time.After(5 * time.Second):
 				t.Fatal("the agent's request was not cancelled")
 			}

@@ -105,8 +105,8 @@ func (s *Server) Handler() http.Handler {
 		s.slots = make(chan struct{}, n)
 	}
 	r := mux.NewRouter()
-	r.HandleFunc(config.RouteUnary, s.serveUnary).Methods(http.MethodPost)
-	r.HandleFunc(config.RouteStream, s.serveStream).Methods(http.MethodPost)
+	r.HandleFunc(config.RouteUnary, s.handle(config.RouteUnary, false, s.serveUnary)).Methods(http.MethodPost)
+	r.HandleFunc(config.RouteStream, s.handle(config.RouteStream, true, s.serveStream)).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
@@ -301,20 +301,29 @@ func (s *Server) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// serveUnary answers POST /api/reasoning_engine with {"output": …}.
-func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request) {
-	c := &call{start: time.Now(), route: config.RouteUnary}
-	defer s.log(r, c)
-	defer c.done()
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-	ctx, done := s.callContext(r)
-	defer done()
-	m, in, err := s.begin(ctx, w, r, c, false)
-	if err != nil {
-		s.fail(w, r, c, err)
-		return
+// handle wraps a route's serve function in what every call shares: it is
+// counted in flight, gets its context, has its request read and checked,
+// and ends with one log line.
+func (s *Server) handle(route string, stream bool, serve func(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := &call{start: time.Now(), route: route}
+		defer s.log(r, c)
+		defer c.done()
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		ctx, done := s.callContext(r)
+		defer done()
+		m, in, err := s.begin(ctx, w, r, c, stream)
+		if err != nil {
+			s.fail(w, r, c, err)
+			return
+		}
+		serve(ctx, w, r, c, m, in)
 	}
+}
+
+// serveUnary answers POST /api/reasoning_engine with {"output": …}.
+func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input) {
 	out, err := s.output(ctx, r, m, c, in)
 	if err != nil {
 		s.fail(w, r, c, err)
@@ -356,19 +365,7 @@ func (s *Server) output(ctx context.Context, r *http.Request, m *config.Method, 
 
 // serveStream answers POST /api/stream_reasoning_engine with one compact
 // JSON record per line, each flushed as soon as the agent produced it.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	c := &call{start: time.Now(), route: config.RouteStream}
-	defer s.log(r, c)
-	defer c.done()
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-	ctx, done := s.callContext(r)
-	defer done()
-	m, in, err := s.begin(ctx, w, r, c, true)
-	if err != nil {
-		s.fail(w, r, c, err)
-		return
-	}
+func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input) {
 	records, done, err := s.records(ctx, r, m, c, in)
 	if err != nil {
 		s.fail(w, r, c, err)
