@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test test-short bench fuzz lint clean
+.PHONY: all build run test test-short bench fuzz lint clean image image-check
 
 all: build
 
@@ -41,6 +41,16 @@ fuzz:
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The sidecar image (needs a Docker engine).
+image:
+	docker build --build-arg VERSION=$(VERSION) -t sidecar:$(VERSION) -t sidecar:latest .
+
+# What can be proved of the image without a Docker engine: the Dockerfile's
+# build stage run locally, a static stripped binary that runs, a non-root
+# final stage, the example images' ENTRYPOINT+CMD run against real agents.
+image-check:
+	VERSION=$(VERSION) deploy/image-check.sh
 
 clean:
 	rm -rf bin

@@ -1,5 +1,6 @@
 // Package deploy derives what deploying needs from a method map: the
-// spec.classMethods list of the Agent Platform create request. It is a pure
-// function of the config; the scripts and manifests beside it use it
-// through `sidecar class-methods`.
+// spec.classMethods list and the whole Agent Platform create request that
+// `sidecar deploy-request` prints, as pure functions of the config. The
+// scripts (deploy/agent-platform), manifests (deploy/cloud-run,
+// deploy/kubernetes) and the image check beside it use them.
 package deploy

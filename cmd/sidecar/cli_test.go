@@ -174,3 +174,31 @@ func TestExampleConfigs(t *testing.T) {
 		t.Errorf("validate --print = %d\n%s", code, printed)
 	}
 }
+
+// TestDeployRequest: `sidecar deploy-request` prints the create request for
+// the method map, and a request it cannot build is exit 1.
+func TestDeployRequest(t *testing.T) {
+	out, errOut, code := runCLI([]string{"deploy-request", "--config", "../../examples/adk/sidecar.yaml",
+		"--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent", "--env", "A=b"}, nil)
+	if code != 0 {
+		t.Fatalf("deploy-request exit %d: %s", code, errOut)
+	}
+	var body struct {
+		Spec struct {
+			ContainerSpec struct {
+				ImageURI string `json:"imageUri"`
+			} `json:"containerSpec"`
+			ClassMethods   []map[string]string `json:"classMethods"`
+			AgentFramework string              `json:"agentFramework"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &body); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if body.Spec.ContainerSpec.ImageURI != "us-docker.pkg.dev/p/r/agent:v1" || len(body.Spec.ClassMethods) != 13 || body.Spec.AgentFramework != "google-adk" {
+		t.Errorf("request = %+v", body.Spec)
+	}
+	if _, _, code := runCLI([]string{"deploy-request", "--config", "../../examples/adk/sidecar.yaml"}, nil); code != 1 {
+		t.Errorf("deploy-request without --image = exit %d, want 1", code)
+	}
+}

@@ -38,6 +38,8 @@ Usage:
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
+  sidecar deploy-request [flags]       print the Agent Platform create request
+                                       (deploy/agent-platform/deploy.sh sends it)
   sidecar call [--stream] METHOD k=v…  call a running sidecar as the platform does
                                        (sidecar call --help for its flags)
   sidecar version                      print the version
@@ -50,7 +52,9 @@ Flags:
 
 The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
 the config's listen, else :8080.
-`
+
+deploy-request flags (besides --config):
+` + deploy.RequestUsage
 
 // run is the whole program: main only wires signals and the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -67,6 +71,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	listen := fs.String("listen", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	print := fs.Bool("print", false, "")
+	var request deploy.RequestFlags
+	if cmd == "deploy-request" {
+		request.Register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -111,6 +119,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		b, _ := json.MarshalIndent(deploy.ClassMethods(cfg), "", "  ")
 		fmt.Fprintln(stdout, string(b))
+		return nil
+	case "deploy-request":
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		if err := request.Write(cfg, stdout, stderr); err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
 		return nil
 	case "serve":
 		cfg, err := config.Load(*configPath)

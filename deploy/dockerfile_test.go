@@ -1,0 +1,525 @@
+package deploy
+
+import (
+	"bufio"
+	"debug/buildinfo"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// A Dockerfile read just enough to check it: instructions with their
+// continuation lines joined and comments dropped, grouped in stages.
+type dockerfile struct {
+	args   map[string]string // ARGs before the first FROM, with defaults
+	stages []*stage
+}
+
+type stage struct {
+	base, name string // base with the global ARGs expanded
+	args       map[string]string
+	instrs     []instr
+}
+
+type instr struct {
+	cmd  string // upper case: RUN, COPY, …
+	args string
+	line int
+}
+
+func readDockerfile(t *testing.T, path string) *dockerfile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := &dockerfile{args: map[string]string{}}
+	var cur strings.Builder
+	start, n := 0, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") || (line == "" && cur.Len() == 0) {
+			continue
+		}
+		if cur.Len() == 0 {
+			start = n
+		}
+		if strings.HasSuffix(line, `\`) {
+			cur.WriteString(strings.TrimSuffix(line, `\`) + " ")
+			continue
+		}
+		cur.WriteString(line)
+		text := strings.TrimSpace(cur.String())
+		cur.Reset()
+		if text == "" {
+			continue
+		}
+		cmd, rest, _ := strings.Cut(text, " ")
+		in := instr{cmd: strings.ToUpper(cmd), args: strings.TrimSpace(rest), line: start}
+		switch {
+		case in.cmd == "FROM":
+			fields := strings.Fields(in.args)
+			var base, name string
+			for i := 0; i < len(fields); i++ {
+				switch {
+				case strings.HasPrefix(fields[i], "--"):
+				case strings.EqualFold(fields[i], "AS") && i+1 < len(fields):
+					name = fields[i+1]
+					i++
+				default:
+					base = fields[i]
+				}
+			}
+			d.stages = append(d.stages, &stage{base: expand(base, d.args), name: name, args: map[string]string{}})
+		case in.cmd == "ARG" && len(d.stages) == 0:
+			k, v, _ := strings.Cut(in.args, "=")
+			d.args[k] = v
+		case len(d.stages) == 0:
+			t.Fatalf("%s:%d: %s before the first FROM", path, in.line, in.cmd)
+		default:
+			s := d.stages[len(d.stages)-1]
+			if in.cmd == "ARG" {
+				for _, a := range strings.Fields(in.args) {
+					k, v, _ := strings.Cut(a, "=")
+					s.args[k] = v
+				}
+			}
+			s.instrs = append(s.instrs, in)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+func expand(s string, vars map[string]string) string {
+	return varRE.ReplaceAllStringFunc(s, func(m string) string {
+		name := strings.Trim(m, "${}")
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+func (s *stage) all(cmd string) []instr {
+	var out []instr
+	for _, in := range s.instrs {
+		if in.cmd == cmd {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// one is the stage's last cmd instruction (the one that counts for
+// ENTRYPOINT, CMD and USER).
+func (s *stage) one(t *testing.T, cmd string) instr {
+	t.Helper()
+	all := s.all(cmd)
+	if len(all) == 0 {
+		t.Fatalf("stage %q (FROM %s) has no %s", s.name, s.base, cmd)
+	}
+	return all[len(all)-1]
+}
+
+func jsonForm(t *testing.T, in instr) []string {
+	t.Helper()
+	var v []string
+	if err := json.Unmarshal([]byte(in.args), &v); err != nil {
+		t.Fatalf("line %d: %s %s: want the JSON (exec) form: %v", in.line, in.cmd, in.args, err)
+	}
+	return v
+}
+
+// checkNonRootUser holds USER to a numeric, non-zero uid (and gid): a
+// name cannot be checked by Kubernetes' runAsNonRoot.
+func checkNonRootUser(t *testing.T, s *stage) {
+	t.Helper()
+	u := s.one(t, "USER")
+	uid, gid, hasGID := strings.Cut(u.args, ":")
+	ids := []string{uid}
+	if hasGID {
+		ids = append(ids, gid)
+	}
+	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err != nil || n == 0 {
+			t.Errorf("line %d: USER %s: want a numeric, non-zero uid:gid", u.line, u.args)
+		}
+	}
+}
+
+// copies are the COPY instructions of a stage as (from, sources, dest).
+type copyInstr struct {
+	from string
+	srcs []string
+	dest string
+	line int
+}
+
+func copies(s *stage) []copyInstr {
+	var out []copyInstr
+	for _, in := range s.all("COPY") {
+		var c copyInstr
+		var rest []string
+		for _, f := range strings.Fields(in.args) {
+			if v, ok := strings.CutPrefix(f, "--from="); ok {
+				c.from = v
+			} else if !strings.HasPrefix(f, "--") {
+				rest = append(rest, f)
+			}
+		}
+		if len(rest) >= 2 {
+			c.srcs, c.dest = rest[:len(rest)-1], rest[len(rest)-1]
+		}
+		c.line = in.line
+		out = append(out, c)
+	}
+	return out
+}
+
+func defaultListenPort(t *testing.T) string {
+	t.Helper()
+	cfg := parse(t, "upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {q: {}}\n")
+	_, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func goModVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)(\.\d+)?$`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	return m[1]
+}
+
+// TestDockerfile holds the image's Dockerfile to what the README and the
+// platform need: a Go builder of go.mod's version building ./cmd/sidecar
+// with the Makefile's flags and no cgo; a final stage with only the
+// binary, a numeric non-root user, ENTRYPOINT ["/sidecar"] and the
+// sidecar's port exposed.
+func TestDockerfile(t *testing.T) {
+	d := readDockerfile(t, "../Dockerfile")
+	if len(d.stages) < 2 {
+		t.Fatalf("%d stages, want a build stage and a final one", len(d.stages))
+	}
+	build, final := d.stages[0], d.stages[len(d.stages)-1]
+	if build.name != "build" {
+		t.Errorf("first stage is named %q, want build", build.name)
+	}
+	if want := "golang:" + goModVersion(t); build.base != want {
+		t.Errorf("builder FROM %s, want %s (go.mod's go line)", build.base, want)
+	}
+	if _, ok := build.args["VERSION"]; !ok {
+		t.Error("build stage declares no ARG VERSION")
+	}
+	env := ""
+	for _, in := range build.all("ENV") {
+		env += " " + in.args
+	}
+	if !regexp.MustCompile(`(^|\s)CGO_ENABLED=0(\s|$)`).MatchString(env) {
+		t.Errorf("build stage ENV %q: want CGO_ENABLED=0", env)
+	}
+	var goBuild string
+	for _, in := range build.all("RUN") {
+		if strings.Contains(in.args, "go build") {
+			goBuild = in.args
+		}
+	}
+	if goBuild == "" {
+		t.Fatal("build stage has no RUN … go build")
+	}
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^LDFLAGS\s*:=\s*(.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile has no LDFLAGS := line")
+	}
+	ldflags := strings.ReplaceAll(strings.TrimSpace(string(m[1])), "$(VERSION)", "$VERSION")
+	for _, want := range []string{"-trimpath", `-ldflags "` + ldflags + `"`, "-o /out/sidecar", "./cmd/sidecar"} {
+		if !strings.Contains(goBuild, want) {
+			t.Errorf("go build %q lacks %q (the Makefile's build)", goBuild, want)
+		}
+	}
+
+	if final.base != "gcr.io/distroless/static-debian12:nonroot" && final.base != "scratch" {
+		t.Errorf("final FROM %s: want distroless static nonroot or scratch", final.base)
+	}
+	cs := copies(final)
+	if len(cs) != 1 || cs[0].from != "build" || !reflect.DeepEqual(cs[0].srcs, []string{"/out/sidecar"}) || cs[0].dest != "/sidecar" {
+		t.Errorf("final stage copies %+v, want only COPY --from=build /out/sidecar /sidecar", cs)
+	}
+	if len(final.all("RUN")) > 0 {
+		t.Error("final stage has RUN: the base has no shell")
+	}
+	checkNonRootUser(t, final)
+	if ep := jsonForm(t, final.one(t, "ENTRYPOINT")); !reflect.DeepEqual(ep, []string{"/sidecar"}) {
+		t.Errorf("ENTRYPOINT %q, want [\"/sidecar\"]", ep)
+	}
+	if port := defaultListenPort(t); final.one(t, "EXPOSE").args != port {
+		t.Errorf("EXPOSE %s, want the sidecar's port %s", final.one(t, "EXPOSE").args, port)
+	}
+	for _, s := range d.stages {
+		if strings.Contains(s.base, "$") {
+			t.Errorf("FROM %s: an ARG without a default", s.base)
+		}
+	}
+}
+
+// TestExampleDockerfiles holds deploy/examples to the pattern the README
+// documents for an existing agent image: the sidecar copied in, the
+// sidecar as ENTRYPOINT with the config and "--", the agent as CMD, a
+// numeric non-root user; and the files they copy exist in the example.
+func TestExampleDockerfiles(t *testing.T) {
+	for lang, agent := range map[string]string{"python": "agent.py", "node": "agent.js"} {
+		t.Run(lang, func(t *testing.T) {
+			ctx := filepath.Join("..", "examples", lang)
+			d := readDockerfile(t, filepath.Join("examples", "Dockerfile."+lang))
+			if len(d.stages) != 2 || d.stages[0].name != "sidecar" {
+				t.Fatalf("want two stages, the first `FROM ${SIDECAR_IMAGE} AS sidecar`")
+			}
+			if d.args["SIDECAR_IMAGE"] == "" {
+				t.Error("ARG SIDECAR_IMAGE has no default")
+			}
+			final := d.stages[1]
+			var sidecar, conf bool
+			for _, c := range copies(final) {
+				switch {
+				case c.from == "sidecar":
+					sidecar = reflect.DeepEqual(c.srcs, []string{"/sidecar"}) && c.dest == "/sidecar"
+				case c.from != "":
+					t.Errorf("line %d: COPY --from=%s", c.line, c.from)
+				default:
+					for _, src := range c.srcs {
+						if _, err := os.Stat(filepath.Join(ctx, src)); err != nil {
+							t.Errorf("line %d: COPY %s: not in the build context %s", c.line, src, ctx)
+						}
+						if src == "sidecar.yaml" && c.dest == "/etc/sidecar.yaml" {
+							conf = true
+						}
+					}
+				}
+			}
+			if !sidecar || !conf {
+				t.Errorf("want COPY --from=sidecar /sidecar /sidecar and COPY sidecar.yaml /etc/sidecar.yaml")
+			}
+			if _, err := config.Load(filepath.Join(ctx, "sidecar.yaml")); err != nil {
+				t.Errorf("the copied config: %v", err)
+			}
+			want := []string{"/sidecar", "--config", "/etc/sidecar.yaml", "--"}
+			if ep := jsonForm(t, final.one(t, "ENTRYPOINT")); !reflect.DeepEqual(ep, want) {
+				t.Errorf("ENTRYPOINT %q, want %q", ep, want)
+			}
+			if cmd := jsonForm(t, final.one(t, "CMD")); len(cmd) < 2 || cmd[len(cmd)-1] != agent {
+				t.Errorf("CMD %q, want the agent (… %s)", cmd, agent)
+			}
+			checkNonRootUser(t, final)
+			if port := defaultListenPort(t); final.one(t, "EXPOSE").args != port {
+				t.Errorf("EXPOSE %s, want %s", final.one(t, "EXPOSE").args, port)
+			}
+		})
+	}
+}
+
+// dockerignored reports whether .dockerignore's patterns leave path
+// (slash-separated, relative to the context) out of the build context: a
+// pattern matches the path or one of its parent directories, as Docker's
+// do ("**" any number of directories, "*" and "?" within one).
+func dockerignored(patterns []string, path string) bool {
+	for _, p := range patterns {
+		re := regexp.QuoteMeta(strings.TrimPrefix(p, "/"))
+		re = strings.ReplaceAll(re, `\*\*/`, `(.*/)?`)
+		re = strings.ReplaceAll(re, `\*\*`, `.*`)
+		re = strings.ReplaceAll(re, `\*`, `[^/]*`)
+		re = strings.ReplaceAll(re, `\?`, `[^/]`)
+		rx := regexp.MustCompile("^" + re + "$")
+		for prefix := path; ; {
+			if rx.MatchString(prefix) {
+				return true
+			}
+			i := strings.LastIndex(prefix, "/")
+			if i < 0 {
+				break
+			}
+			prefix = prefix[:i]
+		}
+	}
+	return false
+}
+
+// TestDockerignore: every file the image's build reads survives
+// .dockerignore, and the usual bulk does not.
+func TestDockerignore(t *testing.T) {
+	b, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			if strings.HasPrefix(l, "!") {
+				t.Fatalf(".dockerignore: exceptions (%s) are not supported by this check", l)
+			}
+			patterns = append(patterns, l)
+		}
+	}
+	needed := []string{"go.mod", "go.sum"}
+	out, err := exec.Command("go", "list", "-e", "-deps", "-f",
+		`{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}{{end}}`,
+		"../cmd/sidecar").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, _ := filepath.Abs("..")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		rel, _ := filepath.Rel(root, f[0])
+		for _, name := range f[1:] {
+			needed = append(needed, filepath.ToSlash(filepath.Join(rel, name)))
+		}
+	}
+	if len(needed) < 10 {
+		t.Fatalf("go list found only %v", needed)
+	}
+	for _, p := range needed {
+		if dockerignored(patterns, p) {
+			t.Errorf(".dockerignore leaves out %s, which the build needs", p)
+		}
+	}
+	for _, p := range []string{".git/config", ".cache/adk/x", "bin/sidecar", "testdata/agents/a.py",
+		"upstream/testdata/x", "examples/node/node_modules/x/index.js", "Dockerfile"} {
+		if !dockerignored(patterns, p) {
+			t.Errorf(".dockerignore lets %s into the context", p)
+		}
+	}
+}
+
+// TestImageBinary checks a binary built as the Dockerfile builds it:
+// deploy/image-check.sh sets SIDECAR_IMAGE_CHECK_BINARY and runs this
+// test; `go test` alone skips it.
+func TestImageBinary(t *testing.T) {
+	path := os.Getenv("SIDECAR_IMAGE_CHECK_BINARY")
+	if path == "" {
+		t.Skip("SIDECAR_IMAGE_CHECK_BINARY not set: run deploy/image-check.sh")
+	}
+	if err := checkStaticELF(path); err != nil {
+		t.Error(err)
+	}
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatalf("build info: %v", err)
+	}
+	if want := "github.com/sidecar-dev/sidecar/cmd/sidecar"; bi.Path != want {
+		t.Errorf("build info path %q, want %q", bi.Path, want)
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["CGO_ENABLED"] != "0" {
+		t.Errorf("built with CGO_ENABLED=%q, want 0", settings["CGO_ENABLED"])
+	}
+	if settings["-trimpath"] != "true" {
+		t.Errorf("built without -trimpath (settings %v)", settings)
+	}
+	if settings["GOOS"] != "linux" {
+		t.Errorf("built for GOOS=%q, want linux", settings["GOOS"])
+	}
+	// With -trimpath, Go leaves -ldflags out of the build info (they may
+	// hold paths), so the stamped version is checked by running
+	// `sidecar version`, and -s -w by checkStaticELF (no symbols, no DWARF).
+	if _, ok := settings["-ldflags"]; ok {
+		t.Errorf("build info records -ldflags %q: not a -trimpath build", settings["-ldflags"])
+	}
+}
+
+// checkStaticELF: no program interpreter, no dynamic section, no shared
+// libraries: the kernel can run it on a base without libc. Also stripped
+// (-s -w): no symbol table, no DWARF.
+func checkStaticELF(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: not an ELF executable: %w", path, err)
+	}
+	defer f.Close()
+	var problems []string
+	if f.Type != elf.ET_EXEC {
+		problems = append(problems, fmt.Sprintf("ELF type %v, want ET_EXEC (a position-independent executable needs a loader)", f.Type))
+	}
+	for _, p := range f.Progs {
+		switch p.Type {
+		case elf.PT_INTERP:
+			problems = append(problems, "has a PT_INTERP program header (a dynamic loader)")
+		case elf.PT_DYNAMIC:
+			problems = append(problems, "has a PT_DYNAMIC program header")
+		}
+	}
+	for _, name := range []string{".interp", ".dynamic", ".debug_info", ".zdebug_info"} {
+		if f.Section(name) != nil {
+			problems = append(problems, "has a "+name+" section")
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		problems = append(problems, fmt.Sprintf("needs shared libraries %v", libs))
+	}
+	if _, err := f.Symbols(); !errors.Is(err, elf.ErrNoSymbols) {
+		problems = append(problems, "has a symbol table (not built with -s)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// TestCheckStaticELF makes sure the check can fail: the test binary itself
+// (built with symbols) and a non-ELF file are refused.
+func TestCheckStaticELF(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := checkStaticELF(self); err == nil {
+		t.Error("the test binary (with symbols) passed the stripped static check")
+	}
+	if err := checkStaticELF("../go.mod"); err == nil {
+		t.Error("go.mod passed as an ELF executable")
+	}
+	if _, err := os.Stat("/bin/sh"); err == nil {
+		if real, err := filepath.EvalSymlinks("/bin/sh"); err == nil {
+			if err := checkStaticELF(real); err == nil {
+				t.Errorf("%s (dynamically linked) passed", real)
+			}
+		}
+	}
+}

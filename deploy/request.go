@@ -1,0 +1,467 @@
+package deploy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// The Agent Platform create request (POST …/reasoningEngines, a
+// ReasoningEngine resource) for a sidecar image. Field names and nesting
+// were checked against the published REST reference and client libraries
+// of google.cloud.aiplatform.v1 (ReasoningEngine, ReasoningEngineSpec,
+// ContainerSpec, DeploymentSpec, EnvVar, SecretEnvVar, SecretRef) and
+// against gcloud's own request builder; see the README's Deploy section for
+// what is verified and what is assumed.
+
+// Agent frameworks this package picks by itself. The platform knows more
+// ("langchain", "langgraph", "ag2", "llama-index"); any can be given.
+const (
+	// FrameworkADK turns on the console's playground for ADK agents.
+	FrameworkADK = "google-adk"
+	// FrameworkCustom is every other agent.
+	FrameworkCustom = "custom"
+)
+
+// DefaultSecretVersion is the Secret Manager version used when a secret
+// env var names none (what gcloud does too).
+const DefaultSecretVersion = "latest"
+
+// RequestOptions are the parts of the deploy request the method map does
+// not know. Zero values are left out of the request, so the platform's
+// defaults apply (1 min instance, 100 max, 4 CPU / 4Gi, concurrency 9).
+type RequestOptions struct {
+	// DisplayName is the engine's displayName. Required.
+	DisplayName string
+	// Description is the engine's description. Optional.
+	Description string
+	// Image is spec.containerSpec.imageUri: the image whose entrypoint is
+	// the sidecar (an Artifact Registry URI). Required.
+	Image string
+	// Framework is spec.agentFramework. Default: "google-adk" when the
+	// method map uses the ADK preset or an adk.* handler, else "custom".
+	Framework string
+	// ServiceAccount is spec.serviceAccount, the identity the container
+	// runs as. Default: the platform's service agent.
+	ServiceAccount string
+	// Methods are class methods declared besides the map's own: the names
+	// a "*" method serves, which the map cannot list. Optional.
+	Methods []config.ClassMethod
+	// Env is spec.deploymentSpec.env, in this order.
+	Env []EnvVar
+	// SecretEnv is spec.deploymentSpec.secretEnv, in this order.
+	SecretEnv []SecretEnvVar
+	// MinInstances and MaxInstances bound the instance count; nil leaves
+	// the platform default.
+	MinInstances *int
+	MaxInstances *int
+	// CPU and Memory are spec.deploymentSpec.resourceLimits ("4", "4Gi").
+	CPU    string
+	Memory string
+	// Concurrency is spec.deploymentSpec.containerConcurrency. Default:
+	// the map's limits.concurrency when it sets one, else the platform's.
+	Concurrency *int
+}
+
+// EnvVar is one entry of deploymentSpec.env.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// SecretEnvVar is one entry of deploymentSpec.secretEnv: an environment
+// variable whose value is a Secret Manager secret version.
+type SecretEnvVar struct {
+	Name      string    `json:"name"`
+	SecretRef SecretRef `json:"secretRef"`
+}
+
+// SecretRef names a secret of the engine's project and its version.
+type SecretRef struct {
+	Secret  string `json:"secret"`
+	Version string `json:"version"`
+}
+
+// The request body. Only fields this package sets; every one of them is a
+// ReasoningEngine field in v1.
+type reasoningEngine struct {
+	DisplayName string `json:"displayName"`
+	Description string `json:"description,omitempty"`
+	Spec        spec   `json:"spec"`
+}
+
+type spec struct {
+	ContainerSpec  containerSpec        `json:"containerSpec"`
+	ClassMethods   []config.ClassMethod `json:"classMethods"`
+	AgentFramework string               `json:"agentFramework"`
+	ServiceAccount string               `json:"serviceAccount,omitempty"`
+	DeploymentSpec *deploymentSpec      `json:"deploymentSpec,omitempty"`
+}
+
+type containerSpec struct {
+	ImageURI string `json:"imageUri"`
+}
+
+type deploymentSpec struct {
+	Env                  []EnvVar          `json:"env,omitempty"`
+	SecretEnv            []SecretEnvVar    `json:"secretEnv,omitempty"`
+	MinInstances         *int              `json:"minInstances,omitempty"`
+	MaxInstances         *int              `json:"maxInstances,omitempty"`
+	ResourceLimits       map[string]string `json:"resourceLimits,omitempty"`
+	ContainerConcurrency *int              `json:"containerConcurrency,omitempty"`
+}
+
+// ReservedEnv are names the request must not set, each with why: the
+// platform injects them, or the sidecar's own contract needs them.
+var ReservedEnv = map[string]string{
+	"PORT":                               "the platform sets it for the sidecar's listener",
+	"GOOGLE_CLOUD_PROJECT":               "reserved: the platform sets it",
+	"GOOGLE_CLOUD_AGENT_ENGINE_ID":       "the platform sets it to the engine's id",
+	"GOOGLE_CLOUD_AGENT_ENGINE_LOCATION": "the platform sets it to the engine's region",
+	"GOOGLE_APPLICATION_CREDENTIALS":     "reserved: the engine uses its own service identity",
+}
+
+var (
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	methodRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	frameworkRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	secretRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
+	versionRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
+)
+
+// CreateRequest is the JSON body of the reasoningEngines create request
+// (and of the patch request: the same resource) for an image that runs
+// the sidecar with cfg: displayName, spec.containerSpec.imageUri,
+// spec.classMethods (ClassMethods(cfg) plus opts.Methods, each with its
+// "api_mode"), spec.agentFramework and spec.deploymentSpec. Every problem
+// in opts is reported at once. The body is indented JSON ending in a
+// newline; it depends only on cfg and opts (no paths, no clock).
+func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if strings.TrimSpace(opts.DisplayName) == "" {
+		bad("display name: required")
+	} else if hasControl(opts.DisplayName) {
+		bad("display name %q: control characters are not allowed", opts.DisplayName)
+	}
+	if opts.Image == "" {
+		bad("image: required (the image URI whose entrypoint is the sidecar)")
+	} else if strings.ContainsAny(opts.Image, " \t\r\n") || !strings.Contains(opts.Image, "/") {
+		bad("image %q: not an image URI (want REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG)", opts.Image)
+	}
+
+	framework := opts.Framework
+	if framework == "" {
+		framework = DefaultFramework(cfg)
+	} else if !frameworkRE.MatchString(framework) {
+		bad("framework %q: want a name such as %q or %q", framework, FrameworkADK, FrameworkCustom)
+	}
+
+	methods := ClassMethods(cfg)
+	seen := map[string]bool{}
+	for _, m := range methods {
+		seen[m.Name] = true
+	}
+	for _, m := range opts.Methods {
+		switch {
+		case !methodRE.MatchString(m.Name):
+			bad("method %q: not a method name", m.Name)
+		case !validMode(m.APIMode):
+			bad("method %s: unknown api_mode %q (want \"\", \"async\", \"stream\" or \"async_stream\")", m.Name, m.APIMode)
+		case seen[m.Name]:
+			bad("method %s: declared twice", m.Name)
+		default:
+			seen[m.Name] = true
+			methods = append(methods, m)
+		}
+	}
+	if len(methods) == 0 {
+		bad("no class methods: the map lists none (a \"*\" method cannot be listed); declare the names it serves with --method NAME[:MODE]")
+	}
+
+	names := map[string]string{}
+	checkName := func(kind, name string) {
+		switch {
+		case !envNameRE.MatchString(name):
+			bad("%s %q: not an environment variable name", kind, name)
+		case ReservedEnv[name] != "":
+			bad("%s %s: %s", kind, name, ReservedEnv[name])
+		case names[name] != "":
+			bad("%s %s: already set as %s", kind, name, names[name])
+		default:
+			names[name] = kind
+		}
+	}
+	for _, e := range opts.Env {
+		checkName("env", e.Name)
+	}
+	secretEnv := make([]SecretEnvVar, 0, len(opts.SecretEnv))
+	for _, s := range opts.SecretEnv {
+		checkName("secret env", s.Name)
+		if !secretRE.MatchString(s.SecretRef.Secret) {
+			bad("secret env %s: secret %q is not a Secret Manager secret id", s.Name, s.SecretRef.Secret)
+		}
+		if s.SecretRef.Version == "" {
+			s.SecretRef.Version = DefaultSecretVersion
+		} else if !versionRE.MatchString(s.SecretRef.Version) {
+			bad("secret env %s: version %q is not a version number, alias or \"latest\"", s.Name, s.SecretRef.Version)
+		}
+		secretEnv = append(secretEnv, s)
+	}
+
+	if opts.MinInstances != nil && *opts.MinInstances < 0 {
+		bad("min instances %d: must be 0 or more", *opts.MinInstances)
+	}
+	if opts.MaxInstances != nil && *opts.MaxInstances < 1 {
+		bad("max instances %d: must be 1 or more", *opts.MaxInstances)
+	}
+	if opts.MinInstances != nil && opts.MaxInstances != nil && *opts.MinInstances > *opts.MaxInstances {
+		bad("min instances %d is above max instances %d", *opts.MinInstances, *opts.MaxInstances)
+	}
+	concurrency := opts.Concurrency
+	if concurrency == nil && cfg.Limits.Concurrency > 0 {
+		c := cfg.Limits.Concurrency
+		concurrency = &c
+	}
+	if concurrency != nil && *concurrency < 1 {
+		bad("concurrency %d: must be 1 or more", *concurrency)
+	}
+	limits := map[string]string{}
+	if opts.CPU != "" {
+		limits["cpu"] = opts.CPU
+	}
+	if opts.Memory != "" {
+		limits["memory"] = opts.Memory
+	}
+	for k, v := range limits {
+		if strings.ContainsAny(v, " \t\r\n") {
+			bad("%s %q: not a resource quantity", k, v)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	body := reasoningEngine{
+		DisplayName: opts.DisplayName,
+		Description: opts.Description,
+		Spec: spec{
+			ContainerSpec:  containerSpec{ImageURI: opts.Image},
+			ClassMethods:   methods,
+			AgentFramework: framework,
+			ServiceAccount: opts.ServiceAccount,
+		},
+	}
+	d := deploymentSpec{
+		Env:                  opts.Env,
+		SecretEnv:            secretEnv,
+		MinInstances:         opts.MinInstances,
+		MaxInstances:         opts.MaxInstances,
+		ContainerConcurrency: concurrency,
+	}
+	if len(limits) > 0 {
+		d.ResourceLimits = limits
+	}
+	if len(d.Env) > 0 || len(d.SecretEnv) > 0 || d.MinInstances != nil || d.MaxInstances != nil ||
+		d.ResourceLimits != nil || d.ContainerConcurrency != nil {
+		body.Spec.DeploymentSpec = &d
+	}
+	b, err := json.MarshalIndent(body, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// DefaultFramework is the agentFramework for cfg when none is given:
+// "google-adk" for the ADK preset or any adk.* handler, else "custom".
+func DefaultFramework(cfg *config.Config) string {
+	if cfg.Preset == config.PresetADK {
+		return FrameworkADK
+	}
+	for _, m := range cfg.Methods {
+		if strings.HasPrefix(m.Handler, "adk.") {
+			return FrameworkADK
+		}
+	}
+	return FrameworkCustom
+}
+
+// Platform values the request is checked against by Warnings. They are the
+// documented ones; the platform may accept more over time, so a value
+// outside them is a warning, not an error.
+var (
+	documentedCPU = []string{"1", "2", "4", "6", "8"}
+	memoryRE      = regexp.MustCompile(`^([1-9][0-9]?)Gi$`)
+)
+
+// platformConcurrency is containerConcurrency when the request sets none.
+const platformConcurrency = 9
+
+// killGraceSeconds is how long a container has between SIGTERM and SIGKILL
+// on Cloud Run, which the platform's runtime is assumed to match.
+const killGraceSeconds = 10
+
+// Warnings are advice about a request that CreateRequest accepts: values
+// outside the documented ones, and settings of cfg that do not fit the
+// platform. Each is one sentence.
+func Warnings(cfg *config.Config, opts RequestOptions) []string {
+	var w []string
+	if opts.Image != "" && !strings.Contains(strings.SplitN(opts.Image, "/", 2)[0], "-docker.pkg.dev") {
+		w = append(w, fmt.Sprintf("image %q is not in Artifact Registry (REGION-docker.pkg.dev/…), which is what the platform documents", opts.Image))
+	}
+	if opts.CPU != "" && !slices.Contains(documentedCPU, opts.CPU) {
+		w = append(w, fmt.Sprintf("cpu %q: the documented values are %s", opts.CPU, strings.Join(documentedCPU, ", ")))
+	}
+	if opts.Memory != "" {
+		if m := memoryRE.FindStringSubmatch(opts.Memory); m == nil || atoi(m[1]) > 32 {
+			w = append(w, fmt.Sprintf("memory %q: the documented values are 1Gi … 32Gi", opts.Memory))
+		}
+	}
+	for _, m := range cfg.Methods {
+		if m.Name == "*" && len(opts.Methods) == 0 {
+			w = append(w, "the map has a \"*\" method: the names it serves are not declared, so the platform's SDK will not offer them (add --method NAME[:MODE])")
+		}
+	}
+	conc := platformConcurrency
+	if opts.Concurrency != nil {
+		conc = *opts.Concurrency
+	}
+	if cfg.Limits.Concurrency > 0 && conc > cfg.Limits.Concurrency {
+		w = append(w, fmt.Sprintf("containerConcurrency %d is above limits.concurrency %d: the extra calls wait in the sidecar's queue", conc, cfg.Limits.Concurrency))
+	}
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil && (host == "127.0.0.1" || host == "localhost" || host == "::1") {
+		w = append(w, fmt.Sprintf("listen %q is loopback: the platform reaches the sidecar only through $PORT", cfg.Listen))
+	}
+	if total := cfg.Shutdown.Drain + cfg.Shutdown.AgentGrace; total.Seconds() >= killGraceSeconds {
+		w = append(w, fmt.Sprintf("shutdown.drain + shutdown.agent_grace = %s: a container gets %ds between SIGTERM and SIGKILL", total, killGraceSeconds))
+	}
+	return w
+}
+
+// UpdateMask is the updateMask query parameter of the patch request that
+// applies body (a CreateRequest result) to an existing engine: every field
+// the body sets, as snake_case FieldMask paths, sorted. The env and
+// secretEnv lists are always in it, so variables dropped from the request
+// are removed from the engine: the request is the whole deployment.
+func UpdateMask(body []byte) (string, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return "", fmt.Errorf("update mask: %w", err)
+	}
+	paths := map[string]bool{
+		"spec.deployment_spec.env":        true,
+		"spec.deployment_spec.secret_env": true,
+	}
+	for k, v := range top {
+		if k != "spec" {
+			paths[snake(k)] = true
+			continue
+		}
+		var sp map[string]json.RawMessage
+		if err := json.Unmarshal(v, &sp); err != nil {
+			return "", fmt.Errorf("update mask: spec: %w", err)
+		}
+		for sk, sv := range sp {
+			if sk != "deploymentSpec" {
+				paths["spec."+snake(sk)] = true
+				continue
+			}
+			var dp map[string]json.RawMessage
+			if err := json.Unmarshal(sv, &dp); err != nil {
+				return "", fmt.Errorf("update mask: spec.deploymentSpec: %w", err)
+			}
+			for dk := range dp {
+				paths["spec.deployment_spec."+snake(dk)] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(paths))
+	for p := range paths {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ","), nil
+}
+
+// ParseEnv reads "NAME=VALUE" (the value may be empty and may hold "=").
+func ParseEnv(s string) (EnvVar, error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return EnvVar{}, fmt.Errorf("%q: want NAME=VALUE", s)
+	}
+	return EnvVar{Name: name, Value: value}, nil
+}
+
+// ParseSecretEnv reads "NAME=SECRET[:VERSION]"; the version defaults to
+// "latest".
+func ParseSecretEnv(s string) (SecretEnvVar, error) {
+	name, ref, ok := strings.Cut(s, "=")
+	secret, version, _ := strings.Cut(ref, ":")
+	if !ok || name == "" || secret == "" {
+		return SecretEnvVar{}, fmt.Errorf("%q: want NAME=SECRET[:VERSION]", s)
+	}
+	if version == "" {
+		version = DefaultSecretVersion
+	}
+	return SecretEnvVar{Name: name, SecretRef: SecretRef{Secret: secret, Version: version}}, nil
+}
+
+// ParseMethod reads "NAME[:MODE]", MODE one of async, stream, async_stream
+// (none: unary).
+func ParseMethod(s string) (config.ClassMethod, error) {
+	name, mode, _ := strings.Cut(s, ":")
+	if !methodRE.MatchString(name) {
+		return config.ClassMethod{}, fmt.Errorf("%q: want NAME[:MODE]", s)
+	}
+	if !validMode(config.Mode(mode)) {
+		return config.ClassMethod{}, fmt.Errorf("%q: unknown mode %q (want async, stream or async_stream, or none)", s, mode)
+	}
+	return config.ClassMethod{Name: name, APIMode: config.Mode(mode)}, nil
+}
+
+func validMode(m config.Mode) bool {
+	switch m {
+	case config.ModeSync, config.ModeAsync, config.ModeStream, config.ModeAsyncStream:
+		return true
+	}
+	return false
+}
+
+// snake turns a lowerCamelCase JSON name into its proto field name.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
