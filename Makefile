@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test test-short bench fuzz lint clean image image-check
+.PHONY: all build run test test-short bench bench-go fuzz lint clean image image-check
 
 all: build
 
@@ -26,7 +26,13 @@ test:
 test-short:
 	$(GO) test -count=1 -short ./...
 
+# The side-by-side benchmark (direct, nginx, the Go net/http floor, the
+# sidecar) that BENCHMARKS.md reports. QUICK=1: a short run.
 bench:
+	GO=$(GO) QUICK=$(QUICK) bench/run.sh
+
+# The Go micro-benchmarks (deframers and friends).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Run every fuzz target for FUZZTIME each.

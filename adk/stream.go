@@ -198,6 +198,9 @@ func (e *events) Record() []byte {
 	return e.buf
 }
 
+// BeforeRead passes the proxy's flush hook to the run's reply.
+func (e *events) BeforeRead(f func()) { e.resp.BeforeRead(f) }
+
 func (e *events) Err() error {
 	if err := e.Stream.Err(); err != nil {
 		return e.resp.Explain(err)

@@ -387,13 +387,35 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 
+	// Records that arrived in one read from the agent go out in one write;
+	// what was written is flushed before the sidecar waits for more. So
+	// every record reaches the caller as soon as the agent produced it,
+	// without a syscall per record when the agent sends many at once.
+	var pending bool
+	var flushErr error
+	flush := func() {
+		if pending && flushErr == nil {
+			flushErr = rc.Flush()
+		}
+		pending = false
+	}
+	perRecord := true // without the hook, flush after every record
+	if br, ok := records.(interface{ BeforeRead(func()) }); ok {
+		br.BeforeRead(flush)
+		perRecord = false
+	}
+
 	line := make([]byte, 0, 4096)
 	for records.Next() {
 		line = append(append(line[:0], records.Record()...), '\n')
 		n, err := w.Write(line)
 		c.bytes += int64(n)
+		pending = true
+		if perRecord {
+			flush()
+		}
 		if err == nil {
-			err = rc.Flush()
+			err = flushErr
 		}
 		if err != nil {
 			c.outcome, c.err = "client_gone", err
@@ -404,6 +426,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		}
 		c.records++
 	}
+	flush()
 	if err := records.Err(); err != nil {
 		if r.Context().Err() != nil {
 			c.outcome, c.err = "client_gone", errClientGone
@@ -445,6 +468,9 @@ type explained struct {
 	upstream.Stream
 	resp *upstream.Response
 }
+
+// BeforeRead passes the flush hook to the reply.
+func (e explained) BeforeRead(f func()) { e.resp.BeforeRead(f) }
 
 func (e explained) Err() error {
 	if err := e.Stream.Err(); err != nil {

@@ -62,8 +62,6 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		// Compression would make the agent's stream arrive in gzip blocks.
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
-		WriteBufferSize:    16 << 10,
-		ReadBufferSize:     32 << 10,
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger,
@@ -294,6 +292,11 @@ func (r *Response) Close() {
 	r.clk.stop()
 }
 
+// BeforeRead sets f to run before every read of the reply from the
+// agent, that is whenever the records read so far are used up and the
+// next may have to be waited for: the moment to flush what was written.
+func (r *Response) BeforeRead(f func()) { r.body.(*idleReader).before = f }
+
 // Explain turns an error met while reading the reply into the clock that
 // caused it (a *TimeoutError) when one did.
 func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
@@ -407,11 +410,15 @@ func unwrapURL(err error) error {
 
 // idleReader resets the idle clock on every read that returns data.
 type idleReader struct {
-	r   io.Reader
-	clk *clocks
+	r      io.Reader
+	clk    *clocks
+	before func() // called before every read of the agent's reply
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	if r.before != nil {
+		r.before()
+	}
 	n, err := r.r.Read(p)
 	if n > 0 && r.clk.idle != nil {
 		r.clk.idle.Reset(r.clk.t.Idle)

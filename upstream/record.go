@@ -11,8 +11,9 @@ import (
 
 const (
 	// readBufferSize is the bufio.Reader under every deframer: big enough
-	// that a typical event is parsed in place, small enough per stream.
-	readBufferSize = 64 << 10
+	// that a typical event is parsed in place, small enough per open stream
+	// (thousands may sit idle). Larger records are assembled beside it.
+	readBufferSize = 8 << 10
 
 	// defaultMaxRecord caps a record when NewStream is given no limit.
 	defaultMaxRecord = 8 << 20

@@ -1,0 +1,144 @@
+// Command load is the side-by-side benchmark of the sidecar (issue 6):
+// it starts the stand-in agent, nginx as a plain reverse proxy to it, and
+// the sidecar in front of it, runs every row with the variants interleaved
+// round by round (direct, nginx, sidecar, in a rotating order), and prints
+// one Markdown table of medians with ratios.
+//
+//	load run -agent bin/agent -sidecar bin/sidecar [-quick]
+//
+// Two more subcommands put steady load on one address, for profiling:
+//
+//	load unary  -addr 127.0.0.1:8080 -contract -c 32 -d 20s
+//	load stream -addr 127.0.0.1:8080 -contract -streams 8 -n 20000 -d 20s
+//
+//	load idle   -addr 127.0.0.1:8080 -contract -n 1000 -d 20s
+//
+// and "load ports N" prints N free loopback addresses.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: load run|unary|stream|idle|ports [flags]")
+	}
+	switch args[0] {
+	case "run":
+		return runSuite(ctx, args[1:])
+	case "unary":
+		return runUnary(args[1:])
+	case "stream":
+		return runStream(args[1:])
+	case "idle":
+		return runIdle(args[1:])
+	case "ports":
+		// Free loopback addresses, for scripts: "load ports 3".
+		n := 1
+		if len(args) > 1 {
+			fmt.Sscan(args[1], &n)
+		}
+		for range n {
+			addr, err := freePort()
+			if err != nil {
+				return err
+			}
+			fmt.Println(addr)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, idle or ports)", args[0])
+}
+
+// runUnary puts closed-loop unary load on one address and prints what it
+// got.
+func runUnary(args []string) error {
+	fs := flag.NewFlagSet("load unary", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to load")
+	contract := fs.Bool("contract", false, "speak the platform contract (the sidecar); else call the agent's /query")
+	conc := fs.Int("c", 32, "concurrent connections")
+	dur := fs.Duration("d", 10*time.Second, "duration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	v := variant{name: "target", addr: *addr, contract: *contract}
+	r, err := unaryLoad(v.addr, v.unaryRequest(), *conc, 200*time.Millisecond, *dur, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("unary c=%d: %.0f req/s, p50 %.0f µs, p99 %.0f µs, %d errors\n", *conc, r.rps, r.p50, r.p99, r.errors)
+	return nil
+}
+
+// runStream reads full-speed streams, streams at a time, for a duration.
+func runStream(args []string) error {
+	fs := flag.NewFlagSet("load stream", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to load")
+	contract := fs.Bool("contract", false, "speak the platform contract (the sidecar); else call the agent's /stream")
+	streams := fs.Int("streams", 8, "concurrent streams")
+	n := fs.Int("n", 20000, "events per stream")
+	size := fs.Int("size", 100, "padding bytes per event")
+	gap := fs.String("gap", "", "gap between events (Go duration)")
+	format := fs.String("format", "sse", "agent reply format: sse, ndjson or text")
+	dur := fs.Duration("d", 10*time.Second, "duration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	v := variant{name: "target", addr: *addr, contract: *contract}
+	req := v.streamRequest(streamParams{N: *n, Size: *size, Gap: *gap, Format: *format})
+	end := time.Now().Add(*dur)
+	var records int64
+	var elapsed time.Duration
+	var lat []float64
+	for time.Now().Before(end) {
+		r, err := streamLoad(v.addr, req, *streams, true, *n)
+		if err != nil {
+			return err
+		}
+		records += r.records
+		elapsed += r.elapsed
+		lat = append(lat, r.lat...)
+	}
+	fmt.Printf("stream x%d: %.0f records/s, latency p50 %.0f µs, p99 %.0f µs\n",
+		*streams, float64(records)/elapsed.Seconds(), percentile(lat, 50), percentile(lat, 99))
+	return nil
+}
+
+// runIdle opens n idle streams (one record each, then held open), says
+// "open" on stdout, holds them for a duration and closes them.
+func runIdle(args []string) error {
+	fs := flag.NewFlagSet("load idle", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to open streams on")
+	contract := fs.Bool("contract", false, "speak the platform contract (the sidecar); else call the agent's /stream")
+	n := fs.Int("n", 1000, "idle streams")
+	dur := fs.Duration("d", 10*time.Second, "how long to hold them")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	v := variant{name: "target", addr: *addr, contract: *contract}
+	conns, err := openIdle(v.addr, v.streamRequest(streamParams{N: 1, Size: 16, Hold: true}), *n, 64)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("open %d\n", len(conns))
+	time.Sleep(*dur)
+	closeAll(conns)
+	return nil
+}

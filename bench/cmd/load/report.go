@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// results is everything one run measured: per variant, one figure per
+// round.
+type results struct {
+	agentAddr string
+	nginxPID  int
+
+	unary   []unaryRow
+	tput    series
+	tputCPU series // proxy CPU µs per record
+	lat     latencyRow
+	ttfl50  series
+	ttfl99  series
+	mem     memoryRows
+	start   series // ms to the first accepted connection
+	healthy series // ms to the first /healthz 200 (sidecar)
+}
+
+type unaryRow struct {
+	conc                      int
+	rps, p50, p99, added, cpu series
+}
+
+type latencyRow struct {
+	p50, p99, added50, added99 series
+}
+
+type memoryRows struct {
+	idle   series // KiB
+	levels []memLevel
+}
+
+type memLevel struct {
+	want, n   int
+	rss       series // KiB
+	perStream series // KiB per stream over idle
+	// sets > 1: the streams were opened that many times, the earlier sets
+	// closed; churned is the per-stream figure of the last set.
+	sets    int
+	churned series
+}
+
+// columns are the variants the table shows, in order.
+var columns = []string{vDirect, vNginx, vGo, vSidecar}
+
+// row is one line of the table.
+type row struct {
+	name   string
+	cells  map[string]string
+	ratio  string
+	target string
+	met    string
+}
+
+const na = "—"
+
+// figures makes a row's cells from a series' medians; only the listed
+// variants get a figure, the others a dash.
+func figures(sr series, format func(float64) string, only ...string) map[string]string {
+	cells := map[string]string{}
+	for _, v := range columns {
+		cells[v] = na
+	}
+	if len(only) == 0 {
+		only = columns
+	}
+	for _, v := range only {
+		cells[v] = format(sr.median(v))
+	}
+	return cells
+}
+
+// simple is a row of figures with the sidecar/nginx ratio and no target.
+func simple(name string, sr series, format func(float64) string, only ...string) row {
+	return row{name: name, cells: figures(sr, format, only...), ratio: ratio(sr.median(vSidecar), sr.median(vNginx))}
+}
+
+// targeted is a row with a target the sidecar's median meets or not.
+func targeted(name string, sr series, format func(float64) string, target string, ok func(sidecar, nginx float64) bool, only ...string) row {
+	r := simple(name, sr, format, only...)
+	r.target = target
+	r.met = metIf(ok(sr.median(vSidecar), sr.median(vNginx)))
+	return r
+}
+
+func (s *suite) report(took time.Duration, quick bool) string {
+	p, res := s.plan, s.res
+	var rows []row
+	us := func(x float64) string { return num(x, 0) }
+	us1 := func(x float64) string { return num(x, 1) }
+	mb := func(kb float64) string { return num(kb/1024, 1) }
+
+	for _, u := range res.unary {
+		c := u.conc
+		rows = append(rows,
+			targeted(fmt.Sprintf("unary c=%d: requests/s", c), u.rps, us, "≥ 0.90× nginx",
+				func(sc, ng float64) bool { return sc >= 0.9*ng }),
+			simple(fmt.Sprintf("unary c=%d: latency p50 (µs)", c), u.p50, us),
+			simple(fmt.Sprintf("unary c=%d: latency p99 (µs)", c), u.p99, us),
+			targeted(fmt.Sprintf("unary c=%d: added p50 over direct (µs)", c), u.added, us, "≤ nginx's",
+				func(sc, ng float64) bool { return sc <= ng }, proxies...),
+			simple(fmt.Sprintf("unary c=%d: proxy CPU per call (µs)", c), u.cpu, us1, proxies...),
+		)
+	}
+
+	rows = append(rows,
+		targeted(fmt.Sprintf("stream: records/s, %d streams × %s events of %d B, no gap (sidecar: SSE→ndjson; others: SSE as sent)",
+			p.tputStreams, num(float64(p.tputEvents), 0), p.eventSize), res.tput, us, "≥ nginx",
+			func(sc, ng float64) bool { return sc >= ng }),
+		simple("stream: proxy CPU per record (µs)", res.tputCPU, func(x float64) string { return num(x, 2) }, proxies...),
+	)
+
+	l := res.lat
+	what := fmt.Sprintf("%d streams × %s events, %s gap", p.latStreams, num(float64(p.latEvents), 0), p.latGap)
+	rows = append(rows,
+		simple("per-event latency p50, arrival − send stamp (µs), "+what, l.p50, us),
+		simple("per-event latency p99 (µs), "+what, l.p99, us),
+		targeted("added per-event latency p50 over direct (µs)", l.added50, us, "≤ nginx's",
+			func(sc, ng float64) bool { return sc <= ng }, proxies...),
+		targeted("added per-event latency p99 over direct (µs)", l.added99, us, "≤ nginx's",
+			func(sc, ng float64) bool { return sc <= ng }, proxies...),
+		simple(fmt.Sprintf("time to first line p50 (µs), %d sequential streams, keep-alive", p.ttflCount), res.ttfl50, us),
+		simple("time to first line p99 (µs)", res.ttfl99, us),
+	)
+
+	m := res.mem
+	rows = append(rows, targeted("RSS idle (MB; nginx: master + workers)", m.idle, mb, "≤ 20 MB",
+		func(sc, _ float64) bool { return sc <= 20*1024 }, proxies...))
+	for _, lv := range m.levels {
+		n := num(float64(lv.n), 0)
+		if lv.n < lv.want {
+			n += fmt.Sprintf(" (not %s: the file limit is %d, two per stream)", num(float64(lv.want), 0), s.nofile)
+		}
+		rows = append(rows,
+			simple(fmt.Sprintf("RSS with %s open idle streams (MB)", n), lv.rss, mb, proxies...),
+			targeted(fmt.Sprintf("RSS per idle open stream at %s (KB)", num(float64(lv.n), 0)), lv.perStream, us1, "≤ 48 KB",
+				func(sc, _ float64) bool { return sc <= 48 }, proxies...),
+		)
+		if lv.sets > 1 {
+			rows = append(rows, targeted(fmt.Sprintf("RSS per idle open stream at %s, set %d of %d opened in turn (KB): steady state", num(float64(lv.n), 0), lv.sets, lv.sets),
+				lv.churned, us1, "≤ 48 KB", func(sc, _ float64) bool { return sc <= 48 }, proxies...))
+		}
+	}
+	rows = append(rows,
+		targeted(fmt.Sprintf("start → accepting TCP (ms, median of %d)", p.startups), res.start, us1, "≤ 50 ms",
+			func(sc, _ float64) bool { return sc <= 50 }, proxies...),
+		simple(fmt.Sprintf("start → /healthz 200, agent up (ms, median of %d)", p.startups), res.healthy, us1, vSidecar),
+	)
+
+	var b strings.Builder
+	mode := "full"
+	if quick {
+		mode = "quick (QUICK=1)"
+	}
+	fmt.Fprintf(&b, "\n## Results (%s run, %s, took %s)\n\n", mode, time.Now().UTC().Format("2006-01-02 15:04 UTC"), took.Round(time.Second))
+	fmt.Fprintf(&b, "Machine: %s.  \n", machine())
+	fmt.Fprintf(&b, "Versions: %s; %s; %s.  \n", sidecarVersion(s.sidecar), nginxVersion(s.nginx), runtime.Version())
+	b.WriteString("Load generator: `bench/cmd/load`, a Go client speaking raw HTTP/1.1 (one keep-alive connection per worker or stream, no net/http client), " +
+		"on the same machine as the agent and the proxies. Agent: `bench/cmd/agent` (Go net/http). " +
+		"nginx: `worker_processes auto`, `proxy_buffering off`, `proxy_http_version 1.1`, upstream `keepalive 256`, access log on. " +
+		"go: `bench/cmd/goproxy`, the least a net/http server and http.Transport can do (one RoundTrip, copy with a flush per read, no logging): the net/http floor. " +
+		"sidecar: the real binary at its default log level (one log line per call).  \n")
+	fmt.Fprintf(&b, "Each figure is the median of %d rounds (memory: %d); in every round the variants run one after another in a rotating order. "+
+		"Latency is the client's clock minus the agent's send stamp: one machine, one clock. Proxy CPU is user + system time from /proc/PID/stat over the measured window "+
+		"(nginx: master + workers). Ratios are sidecar / nginx: above 1 is better for requests/s and records/s, below 1 is better for latency, CPU, memory and start time.\n\n",
+		p.rounds, p.memRounds)
+	b.WriteString("| row | direct | nginx | go | sidecar | sidecar / nginx | target | met |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name,
+			r.cells[vDirect], r.cells[vNginx], r.cells[vGo], r.cells[vSidecar], orNA(r.ratio), r.target, r.met)
+	}
+	return b.String()
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return na
+	}
+	return s
+}
+
+func metIf(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// ratio is a/b to two places; n/a when b is not positive.
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// num formats x with dec decimals and thousands separators.
+func num(x float64, dec int) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	s := fmt.Sprintf("%.*f", dec, x)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	if frac != "" {
+		out += "." + frac
+	}
+	if neg {
+		out = "−" + out
+	}
+	return out
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	kernel := "unknown kernel"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	memTotal := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				var kb float64
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+				memTotal = fmt.Sprintf(", %.0f GB RAM", kb/1024/1024)
+			}
+		}
+	}
+	return fmt.Sprintf("nproc %d, %s, %s%s", runtime.NumCPU(), model, kernel, memTotal)
+}
+
+func sidecarVersion(bin string) string {
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "sidecar (version unknown)"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func nginxVersion(bin string) string {
+	out, _ := exec.Command(bin, "-v").CombinedOutput()
+	v := strings.TrimSpace(string(bytes.TrimPrefix(out, []byte("nginx version: "))))
+	if v == "" {
+		return "nginx (version unknown)"
+	}
+	return v + " (Debian nginx-light)"
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The side-by-side benchmark of issue 6 (what `make bench` runs): the
+# stand-in agent, nginx as a plain reverse proxy to it, the least proxy Go's
+# net/http can make (the floor for any net/http proxy), and the sidecar in
+# front of it, measured interleaved in one run; prints one Markdown table.
+#
+#   bench/run.sh            full run, about 5 minutes (bounded at 12)
+#   QUICK=1 bench/run.sh    short run, under 2 minutes
+#
+# Builds what it needs into bench/bin/, installs Debian's nginx-light when
+# there is no nginx (NGINX=/path/to/nginx to use another), listens on
+# 127.0.0.1 only, and stops every process it started by its PID. The table
+# is also written to bench/out/last.md. KEEP=1 keeps the work directory
+# (configs and logs of the agent, nginx and the sidecar).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+bin=bench/bin
+mkdir -p "$bin" bench/out
+
+echo "bench: building the sidecar, the stand-in agent, the Go reference proxy and the load generator" >&2
+version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$version" -o "$bin/sidecar" ./cmd/sidecar
+"$GO" build -o "$bin/agent" ./bench/cmd/agent
+"$GO" build -o "$bin/goproxy" ./bench/cmd/goproxy
+"$GO" build -o "$bin/load" ./bench/cmd/load
+
+# nginx-light from Debian's packages, when no nginx is installed. A
+# policy-rc.d that forbids starting services (as Debian's Docker images
+# ship) keeps the package from starting a system nginx on port 80.
+install_nginx() {
+	local sudo="" policy=/usr/sbin/policy-rc.d made=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	echo "bench: installing nginx-light" >&2
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+		$sudo chmod +x "$policy"
+		made=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	if ! $sudo apt-get install -y -q nginx-light >/dev/null 2>&1; then
+		$sudo apt-get update -q >/dev/null
+		$sudo apt-get install -y -q nginx-light >/dev/null
+	fi
+	if [ -n "$made" ]; then $sudo rm -f "$policy"; fi
+}
+NGINX=${NGINX:-$(command -v nginx || true)}
+if [ -z "$NGINX" ] && [ -x /usr/sbin/nginx ]; then NGINX=/usr/sbin/nginx; fi
+if [ -z "$NGINX" ]; then
+	install_nginx
+	NGINX=/usr/sbin/nginx
+fi
+
+# 10,000 idle streams need two descriptors each in the proxy: raise the
+# soft limit as far as the hard one allows (the report says when it caps).
+hard=$(ulimit -Hn)
+if [ "$hard" = unlimited ] || [ "$hard" -gt 65536 ]; then hard=65536; fi
+ulimit -n "$hard"
+
+args=(run -agent "$bin/agent" -sidecar "$bin/sidecar" -goproxy "$bin/goproxy" -nginx "$NGINX" -out bench/out/last.md)
+budget=12m
+if [ "${QUICK:-0}" = 1 ]; then
+	args+=(-quick)
+	budget=3m
+fi
+if [ "${KEEP:-0}" = 1 ]; then args+=(-keep); fi
+# load stops its own processes on SIGTERM, and on its own deadline.
+exec timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"
