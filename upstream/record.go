@@ -53,10 +53,13 @@ func (f *frame) stop(err error) bool {
 // lets through, becomes U+FFFD so that every record is valid UTF-8.
 func (f *frame) setJSON(src []byte) bool {
 	f.rec.Reset()
-	if json.Compact(&f.rec, src) != nil {
+	f.rec.Grow(len(src)) // compacting never lengthens: no allocation below
+	b, ok := appendCompact(f.rec.AvailableBuffer(), src)
+	if !ok {
 		return false
 	}
-	if b := f.rec.Bytes(); !utf8.Valid(b) {
+	f.rec.Write(b) // b is rec's own free space: this only sets its length
+	if !utf8.Valid(b) {
 		f.tmp = appendValidUTF8(f.tmp[:0], b)
 		f.rec.Reset()
 		f.rec.Write(f.tmp)
