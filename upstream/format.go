@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"mime"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -51,10 +50,11 @@ func FormatFor(reply config.Reply, contentType string) Format {
 	case config.ReplyJSON:
 		return FormatJSON
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil && err != mime.ErrInvalidMediaParameter {
-		return FormatSniff
-	}
+	// The media type is what precedes the parameters, in any case. (Done
+	// by hand: mime.ParseMediaType allocates a map for the parameters,
+	// twice per call, to decide the same thing.)
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
 	switch {
 	case mt == "text/event-stream":
 		return FormatSSE
