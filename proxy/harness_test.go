@@ -22,7 +22,7 @@ import (
 // harness is a sidecar (an httptest server around Server.Handler) in front
 // of an agent.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	server  *Server
 	logs    *observer.ObservedLogs
@@ -55,7 +55,7 @@ func withProber(wait time.Duration) harnessOption {
 
 // newHarness parses yaml, with every "AGENT" replaced by agentURL, and
 // serves a sidecar for it.
-func newHarness(t *testing.T, agentURL, yaml string, opts ...harnessOption) *harness {
+func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *harness {
 	t.Helper()
 	var hc harnessConfig
 	for _, o := range opts {
