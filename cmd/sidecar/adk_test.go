@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,26 +59,8 @@ func TestADKTypeScript(t *testing.T) {
 	}
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	cmd := exec.Command("bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT) // it cleans its temp dirs on SIGINT
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("ADK api server output:\n%s", out.String())
-		}
-	})
+	// SIGINT: the server cleans its temp dirs on it.
+	p := startProcess(t, syscall.SIGINT, nil, nil, "bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
 	deadline := time.Now().Add(5 * time.Minute) // a cold npm install included
 	for {
 		resp, err := http.Get(url + "/list-apps")
@@ -91,12 +72,12 @@ func TestADKTypeScript(t *testing.T) {
 			}
 		}
 		select {
-		case <-done:
-			t.Fatalf("the ADK api server exited: %s", out.String())
+		case <-p.done:
+			t.Fatalf("the ADK api server exited: %s", p.output.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the ADK api server did not list the weather app: %s", out.String())
+			t.Fatalf("the ADK api server did not list the weather app: %s", p.output.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

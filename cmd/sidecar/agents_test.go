@@ -47,53 +47,79 @@ func startAgent(t *testing.T, lang string, unix bool) *agent {
 }
 
 // startServer runs argv with env added, waits for its READY line on
-// stdout, and stops it (SIGTERM, then SIGKILL) when the test ends.
+// stdout, and stops it when the test ends.
 func startServer(t *testing.T, url string, env []string, argv ...string) *agent {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
 	a := &agent{url: url, lines: make(chan string, 64)}
+	ready := make(chan struct{})
+	p := startProcess(t, syscall.SIGTERM, env, func(line string) {
+		if line == "READY" {
+			close(ready)
+			return
+		}
+		a.lines <- line
+	}, argv...)
+	select {
+	case <-ready:
+	case <-p.done:
+		t.Fatalf("%v exited before READY: %s", argv, p.output.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%v did not print READY: %s", argv, p.output.String())
+	}
+	return a
+}
+
+// process is a server a test started.
+type process struct {
+	done   chan struct{} // closed when it has exited
+	output lockedBuffer  // its stderr, and its stdout when no line handler reads it
+}
+
+// startProcess runs argv with env added and, when the test ends, stops it
+// with stop (then SIGKILL after 5 s), logging its output if the test
+// failed. Each stdout line goes to onLine when it is set.
+func startProcess(t *testing.T, stop syscall.Signal, env []string, onLine func(string), argv ...string) *process {
+	t.Helper()
+	p := &process{done: make(chan struct{})}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd.Stderr = &p.output
+	var lines io.Reader
+	if onLine == nil {
+		cmd.Stdout = &p.output
+	} else {
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = out
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %v: %v", argv, err)
 	}
-	ready := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "READY" {
-				close(ready)
-				continue
+		if lines != nil {
+			sc := bufio.NewScanner(lines)
+			for sc.Scan() {
+				onLine(sc.Text())
 			}
-			a.lines <- sc.Text()
 		}
-		close(a.lines)
+		cmd.Wait()
+		close(p.done)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		cmd.Process.Signal(stop)
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(5 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("%v stderr:\n%s", argv, stderr.String())
+			t.Logf("%v output:\n%s", argv, p.output.String())
 		}
 	})
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%v did not print READY; stderr: %s", argv, stderr.String())
-	}
-	return a
+	return p
 }
 
 // lockedBuffer is a bytes.Buffer safe for a writer and a reader.
