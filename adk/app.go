@@ -23,6 +23,9 @@ type App struct {
 	Name string
 	// Limits bound replies and records.
 	Limits config.Limits
+	// SnakeKeys renames the field names of sessions and events from the
+	// api servers' camelCase to AdkApp's snake_case (config adk.keys).
+	SnakeKeys bool
 
 	// idInPath is learned from the server: it ignores a session id in the
 	// create body, so a chosen id goes in the path.
@@ -51,8 +54,15 @@ type call struct {
 // Unary serves a unary handler method and returns the value of its
 // {"output": …}.
 func (a *App) Unary(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (json.RawMessage, error) {
-	c := call{ctx: ctx, m: m, name: name, in: in, header: h}
-	switch m.Handler {
+	out, err := a.unary(call{ctx: ctx, m: m, name: name, in: in, header: h})
+	if err != nil || !a.SnakeKeys {
+		return out, err
+	}
+	return snakeKeys(out)
+}
+
+func (a *App) unary(c call) (json.RawMessage, error) {
+	switch c.m.Handler {
 	case "adk.create_session":
 		return a.createSession(c)
 	case "adk.get_session":
@@ -66,7 +76,7 @@ func (a *App) Unary(ctx context.Context, m *config.Method, name string, in upstr
 	case "adk.search_memory":
 		return a.searchMemory(c)
 	}
-	return nil, fmt.Errorf("handler %s is not served on the unary route", m.Handler)
+	return nil, fmt.Errorf("handler %s is not served on the unary route", c.m.Handler)
 }
 
 // Stream serves a streaming handler method. The stream's errors are

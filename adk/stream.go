@@ -172,7 +172,7 @@ func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cle
 		return nil, nil, sessionError(err)
 	}
 	records, _ := resp.Stream(config.ReplyAuto, a.Limits.RecordBytes)
-	s := &events{Stream: records, resp: resp, wrap: wrap}
+	s := &events{Stream: records, resp: resp, wrap: wrap, snake: a.SnakeKeys}
 	return s, func() {
 		resp.Close()
 		if cleanup != nil {
@@ -185,16 +185,23 @@ func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cle
 // when it is set, its errors explained by the response's clocks.
 type events struct {
 	upstream.Stream
-	resp *upstream.Response
-	wrap func(dst, rec []byte) []byte
-	buf  []byte
+	resp  *upstream.Response
+	wrap  func(dst, rec []byte) []byte
+	snake bool // rename the event's keys to snake_case
+	buf   []byte
 }
 
 func (e *events) Record() []byte {
-	if e.wrap == nil {
-		return e.Stream.Record()
+	rec := e.Stream.Record()
+	if e.snake {
+		if renamed, err := snakeKeys(rec); err == nil { // records are valid JSON
+			rec = renamed
+		}
 	}
-	e.buf = e.wrap(e.buf[:0], e.Stream.Record())
+	if e.wrap == nil {
+		return rec
+	}
+	e.buf = e.wrap(e.buf[:0], rec)
 	return e.buf
 }
 

@@ -48,6 +48,11 @@ type ADK struct {
 	// App is the ADK app name (the agent's folder name for the api
 	// server). Required with preset adk or any adk handler.
 	App string
+	// Keys is "as_is" (sessions and events as the api server writes them,
+	// camelCase) or "snake" (AdkApp's snake_case field names; user data
+	// such as state keys and tool arguments is never renamed).
+	// Default: "as_is".
+	Keys string
 }
 
 // Upstream is the agent's address and readiness probe.

@@ -77,6 +77,7 @@ func (p *parser) file(data []byte) *Config {
 	c.Upstream.Ready = Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second}
 	c.Upstream.Restart = Restart{Policy: RestartNever, Max: 5, Backoff: time.Second}
 	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
+	c.ADK.Keys = "as_is"
 
 	root, ok := p.document(data)
 	if !ok {

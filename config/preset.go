@@ -88,7 +88,7 @@ func (c *Config) expandPreset() {
 
 // adk decodes the adk mapping.
 func (p *parser) adk(n *yaml.Node, path string, a *ADK) {
-	if !p.mapping(n, path, "a mapping with app") {
+	if !p.mapping(n, path, "a mapping with app and keys") {
 		return
 	}
 	for _, e := range p.entries(n, path) {
@@ -102,8 +102,16 @@ func (p *parser) adk(n *yaml.Node, path string, a *ADK) {
 				}
 				a.App = s
 			}
+		case "keys":
+			if s, ok := p.scalar(e, key); ok {
+				if s != "as_is" && s != "snake" {
+					p.addf(e.val.Line, key, "unknown key case %q (want \"as_is\" or \"snake\")", s)
+					continue
+				}
+				a.Keys = s
+			}
 		default:
-			p.unknown(e, path, "app")
+			p.unknown(e, path, "app", "keys")
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (c *Config) Expanded() []byte {
 		root.Content = append(root.Content, scalar("admin"), mapping("listen", scalar(c.Admin.Listen)))
 	}
 	if c.ADK.App != "" {
-		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App)))
+		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App), "keys", scalar(c.ADK.Keys)))
 	}
 	methods := mapping()
 	for _, m := range c.Methods {

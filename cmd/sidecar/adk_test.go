@@ -393,3 +393,27 @@ func testADK(t *testing.T, base string, srv adkServer) {
 		}
 	})
 }
+
+// TestADKSnakeKeys: with adk.keys: snake, sessions and events carry
+// AdkApp's snake_case field names while user data keeps its own keys.
+func TestADKSnakeKeys(t *testing.T) {
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port)}, "python3", "../../testdata/adkpy/server.py")
+	base := startSidecar(t, "upstream: {url: "+url+"}\npreset: adk\nadk: {app: weather, keys: snake}\n")
+	s := unaryCall(t, base, "create_session", `{"user_id":"u1","session_id":"s1","state":{"favoriteCity":"Oslo"}}`)
+	out := string(s.output)
+	if s.status != 200 || !strings.Contains(out, `"app_name":"weather"`) || !strings.Contains(out, `"user_id":"u1"`) ||
+		!strings.Contains(out, `"last_update_time"`) || !strings.Contains(out, `"favoriteCity":"Oslo"`) || strings.Contains(out, "appName") {
+		t.Errorf("create_session = %d %s, want snake_case fields and the state's own keys", s.status, out)
+	}
+	if r := unaryCall(t, base, "list_sessions", `{"user_id":"u1"}`); !strings.Contains(string(r.output), `"sessions":[{`) || strings.Contains(string(r.output), "userId") {
+		t.Errorf("list_sessions = %s", r.output)
+	}
+	lines := streamCall(t, base, "stream_query", `{"user_id":"u1","session_id":"s1","message":"Lima"}`)
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, `"invocation_id"`) || !strings.Contains(all, `"function_call"`) || !strings.Contains(all, `"function_response"`) ||
+		strings.Contains(all, "invocationId") || !strings.Contains(all, `"city":"Lima"`) {
+		t.Errorf("stream_query events = %s", all)
+	}
+}
