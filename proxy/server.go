@@ -243,9 +243,11 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return nil, upstream.Input{}, s.methodNotFound(env.method, stream)
 	}
 	c.entry = m.Name
-	in, err := upstream.ParseInput(env.input)
-	if err != nil {
-		return nil, upstream.Input{}, badRequest("%v", err)
+	in := upstream.Input{Raw: env.input}
+	if upstream.ReadsFields(m) {
+		if in, err = upstream.ParseInput(env.input); err != nil {
+			return nil, upstream.Input{}, badRequest("%v", err)
+		}
 	}
 	release, err := s.acquire(ctx)
 	if err != nil {

@@ -3,6 +3,10 @@ package upstream
 // maxDepth is how deeply values may nest, as in encoding/json.
 const maxDepth = 10000
 
+// AppendCompact is appendCompact for the inbound side: it compacts a
+// caller's input the way records are compacted.
+func AppendCompact(dst, src []byte) ([]byte, bool) { return appendCompact(dst, src) }
+
 // appendCompact appends src, one JSON value with optional whitespace
 // around and inside it, to dst without the insignificant whitespace, and
 // reports whether src was valid. It does what json.Compact does, in one

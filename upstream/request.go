@@ -36,6 +36,21 @@ func ParseInput(raw json.RawMessage) (Input, error) {
 	return Input{Raw: raw, Fields: fields}, nil
 }
 
+// ReadsFields reports whether serving m reads single fields of the input
+// (a path field, a body template, a built-in handler), so the input must
+// be indexed with ParseInput; otherwise Input{Raw: …} is all it needs.
+func ReadsFields(m *config.Method) bool {
+	if m.Handler != "" || m.Body == config.BodyTemplate {
+		return true
+	}
+	for _, seg := range m.Segments {
+		if seg.Field != "" && seg.Field != "class_method" {
+			return true
+		}
+	}
+	return false
+}
+
 // lookup finds a dotted field path ("a.b") in the input.
 func (in Input) lookup(path string) (json.RawMessage, bool) {
 	name, rest, nested := strings.Cut(path, ".")

@@ -231,6 +231,19 @@ func procStat(pid int) *stat {
 	return &stat{state: f[0], ppid: ppid, pgrp: pgrp}
 }
 
+// procStart is a process's start time (field 22 of /proc/PID/stat), or "".
+func procStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // fields after "(comm)" start at 3: state is f[0], starttime (22) is f[19]
+}
+
 // zombieChildren lists the zombie processes whose parent is pid.
 func zombieChildren(pid int) []int {
 	var z []int
@@ -361,15 +374,34 @@ func TestEntrypointSignalsReachWrappedAgent(t *testing.T) {
 	p := startProc(t, cfg, nil, "--", "sh", "-c", "python3 agent.py; echo wrapper-done >&2")
 	pgid := int(p.event("started")["pid"].(float64))
 	p.waitHealth(200)
-	if members := groupMembers(pgid); len(members) < 2 {
+	members := groupMembers(pgid)
+	if len(members) < 2 {
 		t.Fatalf("process group %d = %v, want the shell and python", pgid, members)
+	}
+	// Each member by pid and start time: a pid (and so a group id) can be
+	// reused by a new process once these are gone.
+	started := map[int]string{}
+	for _, pid := range members {
+		started[pid] = procStart(pid)
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
-	if members := groupMembers(pgid); len(members) > 0 {
-		t.Errorf("processes %v of the agent's group outlived the sidecar", members)
+	// A member may still be finishing its exit (state R, its memory
+	// already released) as the sidecar exits: give it a moment.
+	alive := func(pid int, start string) bool {
+		st := procStat(pid)
+		return st != nil && st.state != "Z" && procStart(pid) == start
+	}
+	for pid, start := range started {
+		for deadline := time.Now().Add(time.Second); alive(pid, start) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid, start) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Errorf("process %d (%q) of the agent's group outlived the sidecar", pid, cmdline)
+		}
 	}
 	if !strings.Contains(p.out(), "wrapper-done") {
 		t.Errorf("the wrapper did not see python exit on SIGTERM")
