@@ -407,7 +407,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		perRecord = false
 	}
 
-	line := make([]byte, 0, 4096)
+	line := make([]byte, 0, 512) // grows to the largest record
 	for records.Next() {
 		line = append(append(line[:0], records.Record()...), '\n')
 		n, err := w.Write(line)

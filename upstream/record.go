@@ -13,7 +13,7 @@ const (
 	// readBufferSize is the bufio.Reader under every deframer: big enough
 	// that a typical event is parsed in place, small enough per open stream
 	// (thousands may sit idle). Larger records are assembled beside it.
-	readBufferSize = 8 << 10
+	readBufferSize = 4 << 10
 
 	// defaultMaxRecord caps a record when NewStream is given no limit.
 	defaultMaxRecord = 8 << 20
