@@ -172,7 +172,7 @@ func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cle
 		return nil, nil, sessionError(err)
 	}
 	records, _ := resp.Stream(config.ReplyAuto, a.Limits.RecordBytes)
-	s := &events{Stream: records, resp: resp, wrap: wrap, snake: a.SnakeKeys}
+	s := &events{ReplyStream: records, wrap: wrap, snake: a.SnakeKeys}
 	return s, func() {
 		resp.Close()
 		if cleanup != nil {
@@ -184,15 +184,14 @@ func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cle
 // events is the run's stream of ADK events, each record rewritten by wrap
 // when it is set, its errors explained by the response's clocks.
 type events struct {
-	upstream.Stream
-	resp  *upstream.Response
+	*upstream.ReplyStream
 	wrap  func(dst, rec []byte) []byte
 	snake bool // rename the event's keys to snake_case
 	buf   []byte
 }
 
 func (e *events) Record() []byte {
-	rec := e.Stream.Record()
+	rec := e.ReplyStream.Record()
 	if e.snake {
 		if renamed, err := snakeKeys(rec); err == nil { // records are valid JSON
 			rec = renamed
@@ -203,16 +202,6 @@ func (e *events) Record() []byte {
 	}
 	e.buf = e.wrap(e.buf[:0], rec)
 	return e.buf
-}
-
-// BeforeRead passes the proxy's flush hook to the run's reply.
-func (e *events) BeforeRead(f func()) { e.resp.BeforeRead(f) }
-
-func (e *events) Err() error {
-	if err := e.Stream.Err(); err != nil {
-		return e.resp.Explain(err)
-	}
-	return nil
 }
 
 // content is a message as the server takes it: a string becomes a user

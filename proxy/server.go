@@ -444,8 +444,8 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	c.outcome = "ok"
 }
 
-// records calls the agent for a streaming method and returns its records,
-// their errors explained, and the function that releases them.
+// records calls the agent for a streaming method and returns its records
+// (their errors explained) and the function that releases them.
 func (s *Server) records(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (upstream.Stream, func(), error) {
 	if m.Handler != "" {
 		if s.Builtin == nil {
@@ -461,24 +461,7 @@ func (s *Server) records(ctx context.Context, r *http.Request, m *config.Method,
 	c.retries = resp.Retries
 	records, format := resp.Stream(m.Reply, s.Config.Limits.RecordBytes)
 	c.format = format
-	return explained{records, resp}, resp.Close, nil
-}
-
-// explained is a reply's records whose errors name the clock that ended
-// them.
-type explained struct {
-	upstream.Stream
-	resp *upstream.Response
-}
-
-// BeforeRead passes the flush hook to the reply.
-func (e explained) BeforeRead(f func()) { e.resp.BeforeRead(f) }
-
-func (e explained) Err() error {
-	if err := e.Stream.Err(); err != nil {
-		return e.resp.Explain(err)
-	}
-	return nil
+	return records, resp.Close, nil
 }
 
 // fail answers a call that failed before its first byte.

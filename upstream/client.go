@@ -279,7 +279,7 @@ type Response struct {
 	Header  http.Header
 	Retries int
 
-	body io.Reader // resets the idle clock on every read
+	body *idleReader // resets the idle clock on every read
 	raw  io.ReadCloser
 	clk  *clocks
 }
@@ -295,20 +295,38 @@ func (r *Response) Close() {
 // BeforeRead sets f to run before every read of the reply from the
 // agent, that is whenever the records read so far are used up and the
 // next may have to be waited for: the moment to flush what was written.
-func (r *Response) BeforeRead(f func()) { r.body.(*idleReader).before = f }
+func (r *Response) BeforeRead(f func()) { r.body.before = f }
 
 // Explain turns an error met while reading the reply into the clock that
 // caused it (a *TimeoutError) when one did.
 func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
 
-// Stream deframes a streamed reply.
-func (r *Response) Stream(reply config.Reply, maxRecord int) (Stream, Format) {
+// Stream deframes a streamed reply. Its errors name the clock that ended
+// them, and it has the reply's BeforeRead.
+func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Format) {
 	f := FormatFor(reply, r.Header.Get("Content-Type"))
 	if r.Status == http.StatusNoContent {
-		return NewStream(FormatJSON, strings.NewReader(""), maxRecord), f
+		return &ReplyStream{NewStream(FormatJSON, strings.NewReader(""), maxRecord), r}, f
 	}
-	return NewStream(f, r.body, maxRecord), f
+	return &ReplyStream{NewStream(f, r.body, maxRecord), r}, f
 }
+
+// ReplyStream is the records of a streamed reply.
+type ReplyStream struct {
+	Stream
+	resp *Response
+}
+
+// Err is the reason the stream ended, a *TimeoutError when a clock ran out.
+func (s *ReplyStream) Err() error {
+	if err := s.Stream.Err(); err != nil {
+		return s.resp.Explain(err)
+	}
+	return nil
+}
+
+// BeforeRead sets f to run before every read of the reply from the agent.
+func (s *ReplyStream) BeforeRead(f func()) { s.resp.BeforeRead(f) }
 
 // clocks are the connect, first-byte, idle and total limits of one call.
 // Each cancels the call's context with a *TimeoutError as the cause.
