@@ -6,6 +6,8 @@
 #
 #   bench/run.sh            full run, about 5 minutes (bounded at 12)
 #   QUICK=1 bench/run.sh    short run, under 2 minutes
+#   ONLY=unary,memory ...   only those rows (unary, throughput, latency,
+#                           firstline, memory, startup)
 #
 # Builds what it needs into bench/bin/, installs Debian's nginx-light when
 # there is no nginx (NGINX=/path/to/nginx to use another), listens on
@@ -65,5 +67,6 @@ if [ "${QUICK:-0}" = 1 ]; then
 	budget=3m
 fi
 if [ "${KEEP:-0}" = 1 ]; then args+=(-keep); fi
+if [ -n "${ONLY:-}" ]; then args+=(-only "$ONLY"); fi
 # load stops its own processes on SIGTERM, and on its own deadline.
 exec timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"

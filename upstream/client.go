@@ -28,7 +28,7 @@ type Client struct {
 	forward   []string          // inbound headers passed on
 	set       map[string]string // headers added to every request
 	base      *url.URL
-	transport *http.Transport
+	transport *transport
 	retrying  *retryablehttp.Client
 	logger    *zap.Logger
 }
@@ -51,17 +51,14 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	network, address := cfg.Upstream.Network, cfg.Upstream.Address
 	dialer := &net.Dialer{Timeout: cfg.Timeouts.Connect, KeepAlive: 30 * time.Second}
-	t := &http.Transport{
+	t := &transport{
 		// Every request goes to the one agent, whatever the URL's host says.
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dial: func(ctx context.Context) (net.Conn, error) {
 			return dialer.DialContext(ctx, network, address)
 		},
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     idleConnTimeout,
-		// Compression would make the agent's stream arrive in gzip blocks.
-		DisableCompression: true,
-		ForceAttemptHTTP2:  false,
+		host:        base.Host,
+		maxIdle:     256,
+		idleTimeout: idleConnTimeout,
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger,
@@ -92,7 +89,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 }
 
 // Close drops the idle connections to the agent.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+func (c *Client) Close() { c.transport.closeIdle() }
 
 // callKey carries a request's retry facts to checkRetry and the log hook.
 type callKey struct{}
@@ -250,6 +247,9 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	resp, err := c.retrying.Do(req)
 	retries := max(int(ci.attempts.Load()), 0)
 	if err != nil {
+		if resp != nil {
+			resp.Body.Close() // a reply that came as the call's context ended
+		}
 		clk.stop()
 		return nil, clk.explain(err, c.up.URL)
 	}

@@ -180,10 +180,23 @@ func (s *suite) report(took time.Duration, quick bool) string {
 	b.WriteString("| row | direct | nginx | go | sidecar | sidecar / nginx | target | met |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rows {
+		if r.empty() {
+			continue // a row -only left out
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name,
 			r.cells[vDirect], r.cells[vNginx], r.cells[vGo], r.cells[vSidecar], orNA(r.ratio), r.target, r.met)
 	}
 	return b.String()
+}
+
+// empty reports whether no variant has a figure in r.
+func (r row) empty() bool {
+	for _, c := range r.cells {
+		if c != na && c != "n/a" {
+			return false
+		}
+	}
+	return true
 }
 
 func orNA(s string) string {

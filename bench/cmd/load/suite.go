@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -114,6 +116,7 @@ func runSuite(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a short run (under two minutes)")
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
+	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -160,18 +163,33 @@ func runSuite(ctx context.Context, args []string) error {
 	if err := s.setUp(); err != nil {
 		return err
 	}
-	steps := []struct {
-		name string
-		f    func() error
-	}{
-		{"unary", s.unaryRows},
-		{"stream throughput", s.throughputRows},
-		{"per-event latency", s.latencyRows},
-		{"time to first line", s.firstLineRows},
-		{"memory", s.memoryRows},
-		{"startup", s.startupRows},
+	type step struct {
+		key, name string
+		f         func() error
+	}
+	steps := []step{
+		{"unary", "unary", s.unaryRows},
+		{"throughput", "stream throughput", s.throughputRows},
+		{"latency", "per-event latency", s.latencyRows},
+		{"firstline", "time to first line", s.firstLineRows},
+		{"memory", "memory", s.memoryRows},
+		{"startup", "startup", s.startupRows},
+	}
+	wanted := map[string]bool{}
+	for k := range strings.SplitSeq(*only, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			wanted[k] = true
+		}
+	}
+	for k := range wanted {
+		if !slices.ContainsFunc(steps, func(st step) bool { return st.key == k }) {
+			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory or startup)", k)
+		}
 	}
 	for _, st := range steps {
+		if len(wanted) > 0 && !wanted[st.key] {
+			continue
+		}
 		logf("== %s", st.name)
 		if err := st.f(); err != nil {
 			return fmt.Errorf("%s: %w", st.name, err)
