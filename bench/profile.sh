@@ -5,6 +5,8 @@
 # binaries they need are kept in bench/out/profile/.
 #
 #   bench/profile.sh          (SECONDS_PER_PROFILE=10 by default)
+#   PROFILES="idle unary" bench/profile.sh    only some of idle, unary,
+#                                             stream, deframe
 #
 # The sidecar is the unchanged cmd/sidecar with one file added at build
 # time (go build -overlay, bench/pprof/pprof.go.in) that serves
@@ -98,8 +100,11 @@ idle() {
 	rss1=$(awk '/VmRSS/{print $2}' "/proc/$pid/status")
 	curl -sf -o "$out/idle.heap.pprof" "http://$pprof_addr/debug/pprof/heap?gc=1"
 	curl -sf -o "$out/idle.goroutine.txt" "http://$pprof_addr/debug/pprof/goroutine?debug=1"
+	curl -sf -o "$out/idle.memstats.txt" "http://$pprof_addr/debug/pprof/heap?debug=1"
 	wait "$load"
 	echo "== idle: $n open idle streams: VmRSS $rss0 kB idle, $rss1 kB held: $(((rss1 - rss0) / n)) kB per stream"
+	echo "-- runtime.MemStats with them open (bytes):"
+	grep -E '^# (HeapInuse|StackInuse|MSpanInuse|HeapIdle|HeapReleased|Sys) ' "$out/idle.memstats.txt" | sed 's/^#/  /'
 	echo "-- goroutines: $(head -1 "$out/idle.goroutine.txt")"
 	grep -E '^[0-9]+ @' "$out/idle.goroutine.txt" | sort -rn | head -6 | while read -r count _; do echo "   $count goroutines"; done
 	echo "-- heap in use, top 15"
@@ -107,11 +112,14 @@ idle() {
 	echo
 }
 
+want=" ${PROFILES:-idle unary stream deframe} "
 {
-	idle 1000
-	profile unary unary -c 32
-	profile stream stream -streams 8 -n 50000 -size 100
-	echo "== upstream deframer benchmarks (go test -bench, -cpuprofile)"
-	"$GO" test -run '^$' -bench 'SSE|Lines' -benchmem -count 1 -cpuprofile "$out/deframe.cpu.pprof" -o "$out/upstream.test" ./upstream
-	"$GO" tool pprof -top -nodecount=25 "$out/upstream.test" "$out/deframe.cpu.pprof" 2>/dev/null
+	[[ $want != *" idle "* ]] || idle 1000
+	[[ $want != *" unary "* ]] || profile unary unary -c 32
+	[[ $want != *" stream "* ]] || profile stream stream -streams 8 -n 50000 -size 100
+	if [[ $want == *" deframe "* ]]; then
+		echo "== upstream deframer benchmarks (go test -bench, -cpuprofile)"
+		"$GO" test -run '^$' -bench 'SSE|Lines' -benchmem -count 1 -cpuprofile "$out/deframe.cpu.pprof" -o "$out/upstream.test" ./upstream
+		"$GO" tool pprof -top -nodecount=25 "$out/upstream.test" "$out/deframe.cpu.pprof" 2>/dev/null
+	fi
 } | tee "$out/profile.txt"
