@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // TestConcurrencyLimit: calls beyond limits.concurrency wait in a bounded
@@ -395,5 +397,46 @@ func TestAgentClosesBeforeAnswering(t *testing.T) {
 		if r.status != 502 || !strings.Contains(d, "agent closed the connection") || strings.Contains(d, "127.0.0.1") {
 			t.Errorf("%s = %d %q, want 502 agent closed the connection, no address", route, r.status, d)
 		}
+	}
+}
+
+// panicky is a built-in handler with a bug: it panics.
+type panicky struct{}
+
+func (panicky) Unary(context.Context, *config.Method, string, upstream.Input, http.Header) (json.RawMessage, error) {
+	panic("bug in a built-in handler")
+}
+
+func (panicky) Stream(context.Context, *config.Method, string, upstream.Input, http.Header) (upstream.Stream, func(), error) {
+	panic("bug in a built-in handler")
+}
+
+// TestBuiltinPanic: a panic while a stream is being opened (which runs on
+// a goroutine of its own) ends that one call, as net/http ends a handler
+// that panics, and the sidecar goes on serving.
+func TestBuiltinPanic(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, `
+upstream: {url: AGENT}
+adk: {app: my_agent}
+methods:
+  query: {call: POST /q}
+  broken: {mode: stream, handler: adk.stream_query}
+`, withBuiltin(panicky{}))
+	resp, err := http.Post(h.url+config.RouteStream, "application/json", strings.NewReader(`{"class_method":"broken","input":{}}`))
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("a panicking stream answered %d %s, want the connection dropped", resp.StatusCode, b)
+	}
+	if r := h.unary("query", `{}`); r.status != 200 {
+		t.Errorf("after the panic: %d %s, want 200", r.status, r.body)
+	}
+	if n := h.server.InFlight(); n != 0 {
+		t.Errorf("%d calls in flight after the panic, want 0: a drain would wait for it", n)
 	}
 }

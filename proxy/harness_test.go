@@ -37,6 +37,11 @@ type harnessConfig struct {
 	writeTimeout time.Duration
 	probe        bool
 	readyWait    time.Duration
+	builtin      Builtin
+}
+
+func withBuiltin(b Builtin) harnessOption {
+	return func(c *harnessConfig) { c.builtin = b }
 }
 
 func withWriteTimeout(d time.Duration) harnessOption {
@@ -72,7 +77,7 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 		t.Fatalf("upstream.New: %v", err)
 	}
 	h := &harness{t: t, logs: logs}
-	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait}
+	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait, Builtin: hc.builtin}
 	if hc.probe {
 		h.server.Prober = upstream.NewProber(cfg, client)
 		ctx, cancel := context.WithCancel(context.Background())
