@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
@@ -95,6 +94,7 @@ func (c *Client) Close() { c.transport.closeIdle() }
 type callKey struct{}
 
 type callInfo struct {
+	clk           *clocks // told when a dial ends and a connection is had
 	attempts      atomic.Int32
 	idempotent    bool
 	deadline      time.Time // zero: none
@@ -216,8 +216,8 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if r.Timeouts.Total > 0 {
 		ci.deadline = time.Now().Add(r.Timeouts.Total)
 	}
+	ci.clk = clk
 	reqCtx := context.WithValue(clk.ctx, callKey{}, ci)
-	reqCtx = httptrace.WithClientTrace(reqCtx, clk.trace())
 
 	var rb any
 	if r.Body != nil {
@@ -328,96 +328,6 @@ func (s *ReplyStream) Err() error {
 // BeforeRead sets f to run before every read of the reply from the agent.
 func (s *ReplyStream) BeforeRead(f func()) { s.resp.BeforeRead(f) }
 
-// clocks are the connect, first-byte, idle and total limits of one call.
-// Each cancels the call's context with a *TimeoutError as the cause.
-type clocks struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	t      config.Timeouts
-
-	total, connect, firstByte, idle *time.Timer
-	connected                       atomic.Bool
-	lastDial                        atomic.Pointer[error]
-}
-
-func newClocks(parent context.Context, t config.Timeouts) *clocks {
-	ctx, cancel := context.WithCancelCause(parent)
-	c := &clocks{ctx: ctx, cancel: cancel, t: t}
-	c.total = c.after(t.Total, "total")
-	c.connect = c.after(t.Connect, "connect")
-	return c
-}
-
-func (c *clocks) after(d time.Duration, phase string) *time.Timer {
-	if d <= 0 {
-		return nil
-	}
-	return time.AfterFunc(d, func() {
-		c.cancel(&TimeoutError{Phase: phase, After: d.String()})
-	})
-}
-
-func (c *clocks) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		ConnectDone: func(_, _ string, err error) {
-			if err != nil {
-				c.lastDial.Store(&err)
-			}
-		},
-		GotConn: func(httptrace.GotConnInfo) {
-			if c.connected.Swap(true) {
-				return
-			}
-			stopTimer(c.connect)
-			c.firstByte = c.after(c.t.FirstByte, "first_byte")
-		},
-	}
-}
-
-func (c *clocks) headersArrived() {
-	stopTimer(c.connect)
-	stopTimer(c.firstByte)
-	c.idle = c.after(c.t.Idle, "idle")
-}
-
-func (c *clocks) stop() {
-	for _, t := range []*time.Timer{c.total, c.connect, c.firstByte, c.idle} {
-		stopTimer(t)
-	}
-	c.cancel(context.Canceled)
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
-}
-
-// explain labels err with its cause: a clock that ran out, or a dial that
-// never succeeded. The caller's own cancellation stays context.Canceled.
-func (c *clocks) explain(err error, address string) error {
-	cause := context.Cause(c.ctx)
-	var te *TimeoutError
-	if errors.As(cause, &te) {
-		if te.Phase == "connect" {
-			last := error(te)
-			if p := c.lastDial.Load(); p != nil {
-				last = *p
-			}
-			return &DialError{Address: address, Err: fmt.Errorf("%w (retried for %s)", last, te.After)}
-		}
-		return te
-	}
-	if c.ctx.Err() != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	if !c.connected.Load() && neverSent(err) {
-		return &DialError{Address: address, Err: unwrapURL(err)}
-	}
-	// The agent's internal URL stays out of what callers see.
-	return unwrapURL(err)
-}
-
 func unwrapURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -438,8 +348,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 		r.before()
 	}
 	n, err := r.r.Read(p)
-	if n > 0 && r.clk.idle != nil {
-		r.clk.idle.Reset(r.clk.t.Idle)
+	if n > 0 {
+		r.clk.readArrived()
 	}
 	return n, err
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/http/httputil"
 	"strconv"
 	"sync"
@@ -112,7 +111,10 @@ func closeBody(req *http.Request) {
 // get takes the most recently used live connection from the pool, or
 // dials a new one.
 func (t *transport) get(ctx context.Context) (c *conn, reused bool, err error) {
-	trace := httptrace.ContextClientTrace(ctx)
+	var clk *clocks // nil for calls outside Send, such as the prober's
+	if ci, ok := ctx.Value(callKey{}).(*callInfo); ok {
+		clk = ci.clk
+	}
 	for {
 		t.mu.Lock()
 		n := len(t.idle)
@@ -126,23 +128,23 @@ func (t *transport) get(ctx context.Context) (c *conn, reused bool, err error) {
 		t.mu.Unlock()
 		c.timer.Stop()
 		if c.alive() {
-			if trace != nil && trace.GotConn != nil {
-				trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: true})
+			if clk != nil {
+				clk.gotConn()
 			}
 			return c, true, nil
 		}
 		c.nc.Close()
 	}
 	nc, err := t.dial(ctx)
-	if trace != nil && trace.ConnectDone != nil {
-		trace.ConnectDone("", "", err)
+	if clk != nil {
+		clk.dialed(err)
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	c = &conn{nc: nc, br: bufio.NewReaderSize(nc, readerSize), t: t}
-	if trace != nil && trace.GotConn != nil {
-		trace.GotConn(httptrace.GotConnInfo{Conn: nc})
+	if clk != nil {
+		clk.gotConn()
 	}
 	return c, false, nil
 }
@@ -326,15 +328,11 @@ func validHeaderValue(v string) bool {
 // error even when it was reused: the agent may have read the request
 // before it closed, so it is not retried (DESIGN.md lesson 11).
 func (t *transport) readHead(c *conn, req *http.Request) (*http.Response, error) {
-	trace := httptrace.ContextClientTrace(req.Context())
 	if _, err := c.br.Peek(1); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.ErrUnexpectedEOF
 		}
 		return nil, err
-	}
-	if trace != nil && trace.GotFirstResponseByte != nil {
-		trace.GotFirstResponseByte()
 	}
 	for {
 		resp, err := http.ReadResponse(c.br, req)

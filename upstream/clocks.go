@@ -1,0 +1,171 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// clocks are the connect, first-byte, idle and total limits of one call.
+// Whichever runs out first cancels the call's context with a
+// *TimeoutError as the cause.
+//
+// One timer serves them all: it is set for the sooner of the current
+// phase's limit and the total one, and moved on at each phase (connect,
+// then first byte once a connection is had, then idle once the reply head
+// is in). A read of the reply only notes the time; when the timer fires
+// early because reads came in meanwhile, it is set again for the rest.
+type clocks struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	t      config.Timeouts
+	start  time.Time // monotonic base of the call
+	end    time.Duration
+
+	mu       sync.Mutex // guards timer, phase, limit and since
+	timer    *time.Timer
+	phase    string
+	limit    time.Duration
+	since    time.Duration // when the phase began, from start
+	stopped  bool
+	lastRead atomic.Int64 // idle phase: the last read, from start
+
+	connected atomic.Bool
+	lastDial  atomic.Pointer[error]
+}
+
+func newClocks(parent context.Context, t config.Timeouts) *clocks {
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &clocks{ctx: ctx, cancel: cancel, t: t, start: time.Now(), end: t.Total}
+	c.enter("connect", t.Connect)
+	return c
+}
+
+// enter starts phase, limited to d (none if d <= 0).
+func (c *clocks) enter(phase string, d time.Duration) {
+	now := time.Since(c.start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.phase, c.limit, c.since = phase, d, now
+	c.lastRead.Store(int64(now))
+	c.arm(now)
+}
+
+// arm sets the timer for the sooner of the phase's end and the call's.
+// The caller holds mu.
+func (c *clocks) arm(now time.Duration) {
+	next := time.Duration(-1)
+	if c.limit > 0 {
+		next = c.phaseStart() + c.limit
+	}
+	if c.end > 0 && (next < 0 || c.end < next) {
+		next = c.end
+	}
+	switch {
+	case next < 0:
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	case c.timer == nil:
+		c.timer = time.AfterFunc(next-now, c.fire)
+	default:
+		c.timer.Reset(next - now)
+	}
+}
+
+// phaseStart is when the phase's limit began counting: its start, or in
+// the idle phase the last read. The caller holds mu.
+func (c *clocks) phaseStart() time.Duration {
+	if c.phase == "idle" {
+		return time.Duration(c.lastRead.Load())
+	}
+	return c.since
+}
+
+// fire runs when the timer does: it cancels the call with the clock that
+// ran out, or sets the timer again when reads moved the idle limit on.
+func (c *clocks) fire() {
+	now := time.Since(c.start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	var te *TimeoutError
+	switch {
+	case c.end > 0 && now >= c.end:
+		te = &TimeoutError{Phase: "total", After: c.t.Total.String()}
+	case c.limit > 0 && now >= c.phaseStart()+c.limit:
+		te = &TimeoutError{Phase: c.phase, After: c.limit.String()}
+	default:
+		c.arm(now)
+		return
+	}
+	c.stopped = true
+	c.cancel(te)
+}
+
+// dialed notes the end of one dial; a failed one explains a connect
+// timeout.
+func (c *clocks) dialed(err error) {
+	if err != nil {
+		c.lastDial.Store(&err)
+	}
+}
+
+// gotConn ends the connect phase, once: a retry's connection does not
+// restart the first-byte clock.
+func (c *clocks) gotConn() {
+	if !c.connected.Swap(true) {
+		c.enter("first_byte", c.t.FirstByte)
+	}
+}
+
+// headersArrived starts the idle phase.
+func (c *clocks) headersArrived() { c.enter("idle", c.t.Idle) }
+
+// readArrived restarts the idle limit: data came in.
+func (c *clocks) readArrived() { c.lastRead.Store(int64(time.Since(c.start))) }
+
+func (c *clocks) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	c.cancel(context.Canceled)
+}
+
+// explain labels err with its cause: a clock that ran out, or a dial that
+// never succeeded. The caller's own cancellation stays context.Canceled.
+func (c *clocks) explain(err error, address string) error {
+	cause := context.Cause(c.ctx)
+	var te *TimeoutError
+	if errors.As(cause, &te) {
+		if te.Phase == "connect" {
+			last := error(te)
+			if p := c.lastDial.Load(); p != nil {
+				last = *p
+			}
+			return &DialError{Address: address, Err: fmt.Errorf("%w (retried for %s)", last, te.After)}
+		}
+		return te
+	}
+	if c.ctx.Err() != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if !c.connected.Load() && neverSent(err) {
+		return &DialError{Address: address, Err: unwrapURL(err)}
+	}
+	// The agent's internal URL stays out of what callers see.
+	return unwrapURL(err)
+}

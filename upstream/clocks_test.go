@@ -1,0 +1,116 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// timedOut waits up to within for the clocks' context to end and returns
+// the phase that ended it ("" if none did, "cancelled" if not a clock).
+func timedOut(c *clocks, within time.Duration) string {
+	select {
+	case <-c.ctx.Done():
+	case <-time.After(within):
+		return ""
+	}
+	var te *TimeoutError
+	if errors.As(context.Cause(c.ctx), &te) {
+		return te.Phase
+	}
+	return "cancelled"
+}
+
+// TestClocksIdleRestartedByReads: reads closer together than the idle
+// limit keep a stream going past it; the limit runs from the last read.
+func TestClocksIdleRestartedByReads(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Idle: 150 * time.Millisecond})
+	defer c.stop()
+	c.gotConn()
+	c.headersArrived()
+	for range 8 { // 400 ms in all, more than twice the limit
+		time.Sleep(50 * time.Millisecond)
+		c.readArrived()
+	}
+	if p := timedOut(c, 0); p != "" {
+		t.Fatalf("ended by %q while reads kept coming", p)
+	}
+	last := time.Now()
+	if p := timedOut(c, 2*time.Second); p != "idle" {
+		t.Fatalf("ended by %q, want idle", p)
+	}
+	if d := time.Since(last); d < 150*time.Millisecond {
+		t.Errorf("idle ended %v after the last read, before its 150ms", d)
+	}
+}
+
+// TestClocksTotalBeatsPhases: the total limit ends a call that keeps
+// reading, and one still connecting.
+func TestClocksTotalBeatsPhases(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Total: 150 * time.Millisecond, Idle: time.Second})
+	defer c.stop()
+	c.gotConn()
+	c.headersArrived()
+	for i := 0; i < 50 && timedOut(c, 0) == ""; i++ {
+		time.Sleep(20 * time.Millisecond)
+		c.readArrived()
+	}
+	if p := timedOut(c, time.Second); p != "total" {
+		t.Errorf("a call reading for longer than its total: ended by %q, want total", p)
+	}
+
+	c2 := newClocks(context.Background(), config.Timeouts{Total: 100 * time.Millisecond, Connect: time.Second})
+	defer c2.stop()
+	if p := timedOut(c2, 2*time.Second); p != "total" {
+		t.Errorf("still connecting after the total: ended by %q, want total", p)
+	}
+}
+
+// TestClocksPhases: the connect limit stops counting once a connection is
+// had, and the first-byte limit starts then, once only.
+func TestClocksPhases(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Connect: 100 * time.Millisecond, FirstByte: 250 * time.Millisecond})
+	defer c.stop()
+	time.Sleep(50 * time.Millisecond)
+	c.gotConn()
+	start := time.Now()
+	if p := timedOut(c, 150*time.Millisecond); p != "" {
+		t.Fatalf("ended by %q after the connection was had, within the first-byte limit", p)
+	}
+	c.gotConn() // a retry's connection does not restart the clock
+	if p := timedOut(c, 2*time.Second); p != "first_byte" {
+		t.Fatalf("ended by %q, want first_byte", p)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || d > 1500*time.Millisecond {
+		t.Errorf("first_byte ended %v after the connection, want about 250ms", d)
+	}
+
+	c2 := newClocks(context.Background(), config.Timeouts{Connect: 50 * time.Millisecond, FirstByte: time.Second})
+	defer c2.stop()
+	dialErr := errors.New("connection refused")
+	c2.dialed(dialErr)
+	if p := timedOut(c2, 2*time.Second); p != "connect" {
+		t.Fatalf("never connected: ended by %q, want connect", p)
+	}
+	var de *DialError
+	if err := c2.explain(errors.New("x"), "http://agent"); !errors.As(err, &de) || !errors.Is(err, dialErr) {
+		t.Errorf("explain after a connect timeout = %v, want a DialError with the last dial's error", err)
+	}
+}
+
+// TestClocksStop: a call that ends in time is cancelled, not timed out,
+// and its timer no longer fires.
+func TestClocksStop(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Total: 50 * time.Millisecond, Connect: 50 * time.Millisecond})
+	c.gotConn()
+	c.headersArrived()
+	c.stop()
+	time.Sleep(100 * time.Millisecond)
+	if p := timedOut(c, 0); p != "cancelled" {
+		t.Errorf("after stop: %q, want cancelled", p)
+	}
+	c.headersArrived() // late phase changes after stop are ignored
+}
