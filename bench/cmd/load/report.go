@@ -54,7 +54,7 @@ type memLevel struct {
 }
 
 // columns are the variants the table shows, in order.
-var columns = []string{vDirect, vNginx, vGo, vSidecar}
+var columns = []string{vDirect, vNginx, vGo, vGoRaw, vSidecar}
 
 // row is one line of the table.
 type row struct {
@@ -172,19 +172,23 @@ func (s *suite) report(took time.Duration, quick bool) string {
 		"on the same machine as the agent and the proxies. Agent: `bench/cmd/agent` (Go net/http). " +
 		"nginx: `worker_processes auto`, `proxy_buffering off`, `proxy_http_version 1.1`, upstream `keepalive 256`, access log on. " +
 		"go: `bench/cmd/goproxy`, the least a net/http server and http.Transport can do (one RoundTrip, copy with a flush per read, no logging): the net/http floor. " +
+		"go-raw: the same server with a hand-written HTTP/1.1 client on the handler's goroutine (`-mode raw`), as the sidecar's own transport: the floor of a net/http server. " +
 		"sidecar: the real binary at its default log level (one log line per call).  \n")
 	fmt.Fprintf(&b, "Each figure is the median of %d rounds (memory: %d); in every round the variants run one after another in a rotating order. "+
 		"Latency is the client's clock minus the agent's send stamp: one machine, one clock. Proxy CPU is user + system time from /proc/PID/stat over the measured window "+
 		"(nginx: master + workers). Ratios are sidecar / nginx: above 1 is better for requests/s and records/s, below 1 is better for latency, CPU, memory and start time.\n\n",
 		p.rounds, p.memRounds)
-	b.WriteString("| row | direct | nginx | go | sidecar | sidecar / nginx | target | met |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| row | " + strings.Join(columns, " | ") + " | sidecar / nginx | target | met |\n")
+	b.WriteString("|---|" + strings.Repeat("---:|", len(columns)) + "---:|---|---|\n")
 	for _, r := range rows {
 		if r.empty() {
 			continue // a row -only left out
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name,
-			r.cells[vDirect], r.cells[vNginx], r.cells[vGo], r.cells[vSidecar], orNA(r.ratio), r.target, r.met)
+		fmt.Fprintf(&b, "| %s |", r.name)
+		for _, v := range columns {
+			fmt.Fprintf(&b, " %s |", r.cells[v])
+		}
+		fmt.Fprintf(&b, " %s | %s | %s |\n", orNA(r.ratio), r.target, r.met)
 	}
 	return b.String()
 }

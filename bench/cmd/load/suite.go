@@ -20,11 +20,12 @@ const (
 	vDirect  = "direct"
 	vNginx   = "nginx"
 	vGo      = "go"
+	vGoRaw   = "go-raw"
 	vSidecar = "sidecar"
 )
 
 // proxies are the variants that sit between the client and the agent.
-var proxies = []string{vNginx, vGo, vSidecar}
+var proxies = []string{vNginx, vGo, vGoRaw, vSidecar}
 
 // plan is how much of each row one run measures.
 type plan struct {
@@ -236,7 +237,11 @@ func (s *suite) setUp() error {
 	time.Sleep(100 * time.Millisecond) // the workers
 	nginxPIDs := family(ng.pid())
 
-	gp, goAddr, err := s.startGo("go")
+	gp, goAddr, err := s.startGo(vGo)
+	if err != nil {
+		return err
+	}
+	gr, goRawAddr, err := s.startGo(vGoRaw)
 	if err != nil {
 		return err
 	}
@@ -249,6 +254,7 @@ func (s *suite) setUp() error {
 		{name: vDirect, addr: agentAddr},
 		{name: vNginx, addr: nginxAddr, cpu: func() time.Duration { return cpuTime(nginxPIDs) }},
 		{name: vGo, addr: goAddr, cpu: func() time.Duration { return cpuTime([]int{gp.pid()}) }},
+		{name: vGoRaw, addr: goRawAddr, cpu: func() time.Duration { return cpuTime([]int{gr.pid()}) }},
 		{name: vSidecar, addr: sidecarAddr, contract: true, cpu: func() time.Duration { return cpuTime([]int{sc.pid()}) }},
 	}
 	for _, v := range s.variants {
@@ -286,13 +292,24 @@ func (s *suite) startSidecar(name string) (*proc, string, error) {
 	return p, addr, nil
 }
 
-// startGo runs the Go net/http reference proxy on a free port.
+// goArgs are the Go reference proxy's arguments: -mode raw for the
+// go-raw variant (and its -mem and -start runs).
+func goArgs(name, addr, agent string) []string {
+	args := []string{"-listen", addr, "-upstream", agent}
+	if strings.HasPrefix(name, vGoRaw) {
+		args = append(args, "-mode", "raw")
+	}
+	return args
+}
+
+// startGo runs the Go net/http reference proxy on a free port; name
+// vGoRaw (or a name it begins) runs it with its hand-written client.
 func (s *suite) startGo(name string) (*proc, string, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := start(name, filepath.Join(s.dir, name+".log"), s.goproxy, "-listen", addr, "-upstream", s.res.agentAddr)
+	p, err := start(name, filepath.Join(s.dir, name+".log"), s.goproxy, goArgs(name, addr, s.res.agentAddr)...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -338,12 +355,22 @@ func (s *suite) unaryRows() error {
 			for _, v := range proxies {
 				row.added.add(v, p50[v]-p50[vDirect])
 			}
-			logf("unary c=%d round %d: req/s direct %.0f nginx %.0f go %.0f sidecar %.0f", c, r+1,
-				last(row.rps[vDirect]), last(row.rps[vNginx]), last(row.rps[vGo]), last(row.rps[vSidecar]))
+			logf("unary c=%d round %d: req/s %s", c, r+1, lastOf(row.rps, 0))
 		}
 		s.res.unary = append(s.res.unary, row)
 	}
 	return nil
+}
+
+// lastOf is each variant's latest figure in sr, for progress lines.
+func lastOf(sr series, dec int) string {
+	var b strings.Builder
+	for _, v := range columns {
+		if xs, ok := sr[v]; ok {
+			fmt.Fprintf(&b, " %s %.*f", v, dec, last(xs))
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func last(xs []float64) float64 {
@@ -372,8 +399,7 @@ func (s *suite) throughputRows() error {
 				s.res.tputCPU.add(v.name, float64((v.cpu()-cpu0).Microseconds())/float64(res.records))
 			}
 		}
-		logf("records/s round %d: direct %.0f nginx %.0f go %.0f sidecar %.0f", r+1,
-			last(s.res.tput[vDirect]), last(s.res.tput[vNginx]), last(s.res.tput[vGo]), last(s.res.tput[vSidecar]))
+		logf("records/s round %d: %s", r+1, lastOf(s.res.tput, 0))
 	}
 	return nil
 }
@@ -397,8 +423,7 @@ func (s *suite) latencyRows() error {
 			s.res.lat.added50.add(v, p50[v]-p50[vDirect])
 			s.res.lat.added99.add(v, p99[v]-p99[vDirect])
 		}
-		logf("per-event latency round %d: p50 direct %.0f nginx %.0f go %.0f sidecar %.0f µs; p99 %.0f %.0f %.0f %.0f µs", r+1,
-			p50[vDirect], p50[vNginx], p50[vGo], p50[vSidecar], p99[vDirect], p99[vNginx], p99[vGo], p99[vSidecar])
+		logf("per-event latency round %d: p50 %s; p99 %s (µs)", r+1, lastOf(s.res.lat.p50, 0), lastOf(s.res.lat.p99, 0))
 	}
 	return nil
 }
@@ -448,8 +473,7 @@ func (s *suite) memoryRows() error {
 					return fmt.Errorf("%s with %d idle streams: %w", name, lv.n, err)
 				}
 			}
-			logf("memory round %d, %d streams: KB/stream nginx %.1f go %.1f sidecar %.1f", r+1, lv.n,
-				last(lv.perStream[vNginx]), last(lv.perStream[vGo]), last(lv.perStream[vSidecar]))
+			logf("memory round %d, %d streams: KB/stream %s", r+1, lv.n, lastOf(lv.perStream, 1))
 		}
 	}
 	return nil
@@ -473,7 +497,7 @@ func (s *suite) memory(name string, lv *memLevel) error {
 	switch name {
 	case vNginx:
 		v, pid, rss = s.variants[1], s.res.nginxPID, treeRSSKB
-	case vGo, vSidecar:
+	case vGo, vGoRaw, vSidecar:
 		start := s.startGo
 		if name == vSidecar {
 			start = s.startSidecar
@@ -551,8 +575,8 @@ func (s *suite) startupRows() error {
 			switch name {
 			case vSidecar:
 				pr, err = start("sidecar-start", filepath.Join(s.dir, "sidecar-start.log"), s.sidecar, "--config", cfg, "--listen", addr)
-			case vGo:
-				pr, err = start("go-start", filepath.Join(s.dir, "go-start.log"), s.goproxy, "-listen", addr, "-upstream", s.res.agentAddr)
+			case vGo, vGoRaw:
+				pr, err = start(name+"-start", filepath.Join(s.dir, name+"-start.log"), s.goproxy, goArgs(name, addr, s.res.agentAddr)...)
 			case vNginx:
 				pr, err = startNginx(s.nginx, filepath.Join(s.dir, fmt.Sprintf("nginx-start-%d", i)), addr, s.res.agentAddr, 1024)
 			}
