@@ -12,10 +12,12 @@ import (
 // timedOut waits up to within for the clocks' context to end and returns
 // the phase that ended it ("" if none did, "cancelled" if not a clock).
 func timedOut(c *clocks, within time.Duration) string {
-	select {
-	case <-c.ctx.Done():
-	case <-time.After(within):
-		return ""
+	if c.ctx.Err() == nil {
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(within):
+			return ""
+		}
 	}
 	var te *TimeoutError
 	if errors.As(context.Cause(c.ctx), &te) {

@@ -117,13 +117,14 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 	case FormatText:
 		out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
 	case FormatJSON:
-		if !json.Valid(b) {
+		c, ok := appendCompact(make([]byte, 0, len(b)), b)
+		if !ok {
 			return nil, &ReplyError{Msg: "agent replied invalid JSON with Content-Type " + r.Header.Get("Content-Type")}
 		}
-		out = json.RawMessage(compact(b))
+		out = c
 	default: // sniff: JSON when it parses, text otherwise
-		if json.Valid(b) {
-			out = json.RawMessage(compact(b))
+		if c, ok := appendCompact(make([]byte, 0, len(b)), b); ok {
+			out = c
 		} else {
 			out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
 		}
