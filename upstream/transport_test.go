@@ -407,3 +407,65 @@ func TestTransportCancel(t *testing.T) {
 		t.Fatal("the agent never saw the connection close")
 	}
 }
+
+// TestTransportLargeAndCloseDelimited: a request body far larger than the
+// write buffer arrives whole; a reply with neither length nor chunking
+// (an HTTP/1.0 server's) is read to the agent's close and its connection
+// is not reused.
+func TestTransportLargeAndCloseDelimited(t *testing.T) {
+	big := strings.Repeat("0123456789", 100_000) // 1 MB
+	a := newRawAgent(t, func(n int, req *http.Request, body []byte, w *bufio.Writer) bool {
+		if string(body) == "old" {
+			w.WriteString("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it")
+			return false
+		}
+		ok(w, strconv.Itoa(len(body)))
+		return true
+	})
+	tr := newTestTransport(a.addr(), time.Minute)
+	defer tr.closeIdle()
+	if _, got, err := post(t, tr, a.addr(), big); err != nil || got != strconv.Itoa(len(big)) {
+		t.Errorf("a 1 MB body: agent read %s bytes (%v), want %d", got, err, len(big))
+	}
+	if _, got, err := post(t, tr, a.addr(), "old"); err != nil || got != "all of it" {
+		t.Errorf("a close-delimited reply: %q, %v", got, err)
+	}
+	if tr.idleCount() != 0 {
+		t.Error("a close-delimited reply left its connection in the pool")
+	}
+}
+
+// TestTransportConcurrent: many callers at once, with an idle timeout so
+// short that pooled connections expire while others are taken and given
+// back; run under -race, every call gets its own reply.
+func TestTransportConcurrent(t *testing.T) {
+	a := newRawAgent(t, func(n int, req *http.Request, body []byte, w *bufio.Writer) bool {
+		if n%7 == 0 { // now and then the agent closes after replying, and says so
+			w.WriteString("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))
+			return false
+		}
+		ok(w, string(body))
+		return true
+	})
+	tr := newTestTransport(a.addr(), time.Millisecond)
+	defer tr.closeIdle()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 40 {
+				want := strconv.Itoa(g*1000 + i)
+				_, got, err := post(t, tr, a.addr(), want)
+				if err != nil || got != want {
+					t.Errorf("call %s: %q, %v", want, got, err)
+				}
+				if i%10 == 0 {
+					time.Sleep(2 * time.Millisecond) // let idle connections expire
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := a.accepted.Load(); n < 2 {
+		t.Errorf("%d connections for 640 calls with closes and expiry, want several", n)
+	}
+}
