@@ -104,7 +104,7 @@ idle() {
 	wait "$load"
 	echo "== idle: $n open idle streams: VmRSS $rss0 kB idle, $rss1 kB held: $(((rss1 - rss0) / n)) kB per stream"
 	echo "-- runtime.MemStats with them open (bytes):"
-	grep -E '^# (HeapInuse|StackInuse|MSpanInuse|HeapIdle|HeapReleased|Sys) ' "$out/idle.memstats.txt" | sed 's/^#/  /'
+	grep -E '^# (HeapInuse|Stack|MSpan|HeapIdle|HeapReleased|Sys) ' "$out/idle.memstats.txt" | sed 's/^#/  /'
 	echo "-- goroutines: $(head -1 "$out/idle.goroutine.txt")"
 	grep -E '^[0-9]+ @' "$out/idle.goroutine.txt" | sort -rn | head -6 | while read -r count _; do echo "   $count goroutines"; done
 	echo "-- heap in use, top 15"
