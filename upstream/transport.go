@@ -84,8 +84,18 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if wrote, err := t.write(c, req); err != nil {
-		if reused && wrote == 0 && !errors.Is(err, errBadHeader) {
-			err = fmt.Errorf("%w: %w", errServerClosedIdle, err)
+		if errors.Is(err, errBadHeader) {
+			return fail(err)
+		}
+		if reused && wrote == 0 {
+			return fail(fmt.Errorf("%w: %w", errServerClosedIdle, err))
+		}
+		// The agent may have answered before reading the whole request
+		// (a 413, say) and closed: its answer, not the broken pipe, is
+		// what the caller should see.
+		if resp := t.earlyReply(c, req); resp != nil && ctx.Err() == nil {
+			resp.Close = true
+			return t.withBody(ctx, c, resp, stop), nil
 		}
 		return fail(err)
 	}
@@ -93,13 +103,35 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(err)
 	}
+	return t.withBody(ctx, c, resp, stop), nil
+}
+
+// earlyReplyWait bounds how long a request whose write failed waits for
+// the reply the agent may have sent before it closed.
+const earlyReplyWait = 100 * time.Millisecond
+
+// earlyReply reads the reply an agent sent before it stopped reading the
+// request, if there is one.
+func (t *transport) earlyReply(c *conn, req *http.Request) *http.Response {
+	c.nc.SetReadDeadline(time.Now().Add(earlyReplyWait))
+	resp, err := t.readHead(c, req)
+	c.nc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil
+	}
+	return resp
+}
+
+// withBody gives resp a body that returns c to the pool once read to
+// its end, or frees c at once when there is none.
+func (t *transport) withBody(ctx context.Context, c *conn, resp *http.Response, stop func() bool) *http.Response {
 	if resp.Body == http.NoBody {
 		// Nothing to read: the connection is free at once.
 		t.release(c, stop, resp.Close)
-		return resp, nil
+		return resp
 	}
 	resp.Body = &body{r: resp.Body, c: c, stop: stop, keep: !resp.Close, ctx: ctx}
-	return resp, nil
+	return resp
 }
 
 func closeBody(req *http.Request) {

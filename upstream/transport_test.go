@@ -469,3 +469,41 @@ func TestTransportConcurrent(t *testing.T) {
 		t.Errorf("%d connections for 640 calls with closes and expiry, want several", n)
 	}
 }
+
+// TestTransportEarlyReply: an agent that answers before it has read the
+// whole request (a 413 for a body over its limit) and closes the
+// connection gets its answer to the caller, not a broken pipe.
+func TestTransportEarlyReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		br := bufio.NewReader(nc)
+		if _, err := http.ReadRequest(br); err != nil {
+			nc.Close()
+			return
+		}
+		io.CopyN(io.Discard, br, 1000) // a little of the body, then no more
+		io.WriteString(nc, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n{\"detail\":\"request too large\"}")
+		nc.Close() // with the rest of the body unread: a reset
+	}()
+	tr := newTestTransport(ln.Addr().String(), time.Minute)
+	defer tr.closeIdle()
+	big := strings.Repeat("x", 8<<20) // more than the socket buffers hold
+	status, body, err := post(t, tr, ln.Addr().String(), big)
+	<-done
+	if err != nil || status != http.StatusRequestEntityTooLarge || body != `{"detail":"request too large"}` {
+		t.Fatalf("agent answering 413 early: %d %q, %v; want its 413 and body", status, body, err)
+	}
+	if tr.idleCount() != 0 {
+		t.Error("the connection of an early reply was pooled")
+	}
+}
