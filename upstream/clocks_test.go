@@ -29,12 +29,12 @@ func timedOut(c *clocks, within time.Duration) string {
 // TestClocksIdleRestartedByReads: reads closer together than the idle
 // limit keep a stream going past it; the limit runs from the last read.
 func TestClocksIdleRestartedByReads(t *testing.T) {
-	c := newClocks(context.Background(), config.Timeouts{Idle: 150 * time.Millisecond})
+	c := newClocks(context.Background(), config.Timeouts{Idle: 300 * time.Millisecond})
 	defer c.stop()
 	c.gotConn()
 	c.headersArrived()
-	for range 8 { // 400 ms in all, more than twice the limit
-		time.Sleep(50 * time.Millisecond)
+	for range 20 { // 600 ms in all, twice the limit
+		time.Sleep(30 * time.Millisecond)
 		c.readArrived()
 	}
 	if p := timedOut(c, 0); p != "" {
@@ -44,8 +44,8 @@ func TestClocksIdleRestartedByReads(t *testing.T) {
 	if p := timedOut(c, 2*time.Second); p != "idle" {
 		t.Fatalf("ended by %q, want idle", p)
 	}
-	if d := time.Since(last); d < 150*time.Millisecond {
-		t.Errorf("idle ended %v after the last read, before its 150ms", d)
+	if d := time.Since(last); d < 300*time.Millisecond {
+		t.Errorf("idle ended %v after the last read, before its 300ms", d)
 	}
 }
 
@@ -74,9 +74,9 @@ func TestClocksTotalBeatsPhases(t *testing.T) {
 // TestClocksPhases: the connect limit stops counting once a connection is
 // had, and the first-byte limit starts then, once only.
 func TestClocksPhases(t *testing.T) {
-	c := newClocks(context.Background(), config.Timeouts{Connect: 100 * time.Millisecond, FirstByte: 250 * time.Millisecond})
+	c := newClocks(context.Background(), config.Timeouts{Connect: 500 * time.Millisecond, FirstByte: 250 * time.Millisecond})
 	defer c.stop()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
 	c.gotConn()
 	start := time.Now()
 	if p := timedOut(c, 150*time.Millisecond); p != "" {
