@@ -354,10 +354,12 @@ func TestTransportRequestBodies(t *testing.T) {
 		t.Errorf("agent saw %q, want a chunked body abcd", seen)
 	}
 
-	req, _ = http.NewRequest(http.MethodPost, "http://"+a.addr()+"/", strings.NewReader("x"))
-	req.Header.Set("X-Bad", "a\r\nInjected: 1")
-	if _, err := tr.RoundTrip(req); !errors.Is(err, errBadHeader) {
-		t.Errorf("a header with CRLF: %v, want errBadHeader", err)
+	for name, value := range map[string]string{"X-Bad": "a\r\nInjected: 1", "X-Bad\r\nInjected": "1", "X:Bad": "1", "": "1"} {
+		req, _ = http.NewRequest(http.MethodPost, "http://"+a.addr()+"/", strings.NewReader("x"))
+		req.Header[name] = []string{value}
+		if _, err := tr.RoundTrip(req); !errors.Is(err, errBadHeader) {
+			t.Errorf("header %q: %q: %v, want errBadHeader", name, value, err)
+		}
 	}
 	if len(seen) != 1 {
 		t.Errorf("the agent received %d requests, want only the first", len(seen))
