@@ -38,7 +38,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: load run|unary|stream|idle|ports [flags]")
+		return fmt.Errorf("usage: load run|unary|stream|firstline|idle|ports [flags]")
 	}
 	switch args[0] {
 	case "run":
@@ -47,6 +47,8 @@ func run(ctx context.Context, args []string) error {
 		return runUnary(args[1:])
 	case "stream":
 		return runStream(args[1:])
+	case "firstline":
+		return runFirstLine(args[1:])
 	case "idle":
 		return runIdle(args[1:])
 	case "ports":
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, idle or ports)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, firstline, idle or ports)", args[0])
 }
 
 // runUnary puts closed-loop unary load on one address and prints what it
@@ -118,6 +120,25 @@ func runStream(args []string) error {
 	}
 	fmt.Printf("stream x%d: %.0f records/s, latency p50 %.0f µs, p99 %.0f µs\n",
 		*streams, float64(records)/elapsed.Seconds(), percentile(lat, 50), percentile(lat, 99))
+	return nil
+}
+
+// runFirstLine times sequential stream calls on one keep-alive
+// connection, from writing the request to reading the first record.
+func runFirstLine(args []string) error {
+	fs := flag.NewFlagSet("load firstline", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to call")
+	contract := fs.Bool("contract", false, "speak the platform contract (the sidecar); else call the agent's /stream")
+	n := fs.Int("n", 500, "stream calls")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	v := variant{name: "target", addr: *addr, contract: *contract}
+	xs, err := firstLine(v.addr, v.streamRequest(streamParams{N: 3, Size: 100}), *n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("first line x%d: p50 %.0f µs, p99 %.0f µs\n", len(xs), percentile(xs, 50), percentile(xs, 99))
 	return nil
 }
 
