@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -335,10 +336,16 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 	body = append(body, `{"output":`...)
 	body = append(body, out...)
 	body = append(body, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	c.status, c.records, c.outcome = http.StatusOK, 1, "ok"
 	n, err := w.Write(body)
+	if err == nil {
+		// The reply leaves now, not after the call's log line and metrics.
+		err = http.NewResponseController(w).Flush()
+	}
 	c.bytes = int64(n)
 	if err != nil {
 		c.outcome, c.err = "client_gone", err

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -295,6 +296,7 @@ func TestUnaryReplies(t *testing.T) {
 		{"agent 404 detail", "query", 404, "application/json", `{"detail":"Session not found"}`, 404, ""},
 		{"agent 500 html", "query", 500, "text/html", `<html><body><h1>Internal</h1> boom</body></html>`, 500, ""},
 		{"agent redirect", "query", 302, "", ``, 502, ""},
+		{"large", "query", 200, "application/json", `"` + strings.Repeat("x", 10000) + `"`, 200, `{"output":"` + strings.Repeat("x", 10000) + `"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,7 +307,11 @@ func TestUnaryReplies(t *testing.T) {
 				t.Fatalf("status = %d (%s), want %d", r.status, r.body, tt.wantStatus)
 			}
 			if tt.wantBody != "" && strings.TrimSpace(r.body) != tt.wantBody {
-				t.Errorf("body = %s, want %s", r.body, tt.wantBody)
+				t.Errorf("body = %.80s, want %.80s", r.body, tt.wantBody)
+			}
+			// The reply goes out with its length, whatever its size.
+			if cl := r.header.Get("Content-Length"); tt.wantStatus == 200 && cl != strconv.Itoa(len(r.body)) {
+				t.Errorf("Content-Length = %q, want %d", cl, len(r.body))
 			}
 			if tt.wantStatus != 200 {
 				detail(t, r)
