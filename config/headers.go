@@ -63,7 +63,7 @@ func (p *parser) headers(n *yaml.Node, path string, h *Headers) {
 					p.addf(f.val.Line, fkey, "environment variable %s is not set", strings.Join(missing, ", "))
 					continue
 				}
-				if !validHeaderValue(expanded) {
+				if !ValidHeaderValue(expanded) {
 					p.addf(f.val.Line, fkey, "the value is not a valid header value (control characters?)")
 					continue
 				}
@@ -80,7 +80,7 @@ func (p *parser) headers(n *yaml.Node, path string, h *Headers) {
 }
 
 func (p *parser) headerName(name string, line int, key string) bool {
-	if !validHeaderName(name) {
+	if !ValidHeaderName(name) {
 		p.addf(line, key, "%q is not a valid header name", name)
 		return false
 	}
@@ -94,7 +94,7 @@ func (p *parser) headerName(name string, line int, key string) bool {
 }
 
 // validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
+func ValidHeaderName(name string) bool {
 	if name == "" {
 		return false
 	}
@@ -107,7 +107,7 @@ func validHeaderName(name string) bool {
 }
 
 // validHeaderValue reports whether v has no control characters but tabs.
-func validHeaderValue(v string) bool {
+func ValidHeaderValue(v string) bool {
 	for _, c := range []byte(v) {
 		if c < ' ' && c != '\t' || c == 0x7f {
 			return false

@@ -25,15 +25,15 @@ type clocks struct {
 	cancel context.CancelCauseFunc
 	t      config.Timeouts
 	start  time.Time // monotonic base of the call
-	end    time.Duration
 
-	mu       sync.Mutex // guards timer, phase, limit and since
-	timer    *time.Timer
-	phase    string
-	limit    time.Duration
-	since    time.Duration // when the phase began, from start
-	stopped  bool
-	lastRead atomic.Int64 // idle phase: the last read, from start
+	mu      sync.Mutex // guards timer, phase, limit and stopped
+	timer   *time.Timer
+	phase   string
+	limit   time.Duration
+	stopped bool
+	// counting is when the phase's limit began counting, from start: the
+	// phase's beginning, moved on by every read in the idle phase.
+	counting atomic.Int64
 
 	connected atomic.Bool
 	lastDial  atomic.Pointer[error]
@@ -41,7 +41,7 @@ type clocks struct {
 
 func newClocks(parent context.Context, t config.Timeouts) *clocks {
 	ctx, cancel := context.WithCancelCause(parent)
-	c := &clocks{ctx: ctx, cancel: cancel, t: t, start: time.Now(), end: t.Total}
+	c := &clocks{ctx: ctx, cancel: cancel, t: t, start: time.Now()}
 	c.enter("connect", t.Connect)
 	return c
 }
@@ -54,8 +54,8 @@ func (c *clocks) enter(phase string, d time.Duration) {
 	if c.stopped {
 		return
 	}
-	c.phase, c.limit, c.since = phase, d, now
-	c.lastRead.Store(int64(now))
+	c.phase, c.limit = phase, d
+	c.counting.Store(int64(now))
 	c.arm(now)
 }
 
@@ -64,10 +64,10 @@ func (c *clocks) enter(phase string, d time.Duration) {
 func (c *clocks) arm(now time.Duration) {
 	next := time.Duration(-1)
 	if c.limit > 0 {
-		next = c.phaseStart() + c.limit
+		next = time.Duration(c.counting.Load()) + c.limit
 	}
-	if c.end > 0 && (next < 0 || c.end < next) {
-		next = c.end
+	if total := c.t.Total; total > 0 && (next < 0 || total < next) {
+		next = total
 	}
 	switch {
 	case next < 0:
@@ -81,15 +81,6 @@ func (c *clocks) arm(now time.Duration) {
 	}
 }
 
-// phaseStart is when the phase's limit began counting: its start, or in
-// the idle phase the last read. The caller holds mu.
-func (c *clocks) phaseStart() time.Duration {
-	if c.phase == "idle" {
-		return time.Duration(c.lastRead.Load())
-	}
-	return c.since
-}
-
 // fire runs when the timer does: it cancels the call with the clock that
 // ran out, or sets the timer again when reads moved the idle limit on.
 func (c *clocks) fire() {
@@ -101,9 +92,9 @@ func (c *clocks) fire() {
 	}
 	var te *TimeoutError
 	switch {
-	case c.end > 0 && now >= c.end:
+	case c.t.Total > 0 && now >= c.t.Total:
 		te = &TimeoutError{Phase: "total", After: c.t.Total.String()}
-	case c.limit > 0 && now >= c.phaseStart()+c.limit:
+	case c.limit > 0 && now >= time.Duration(c.counting.Load())+c.limit:
 		te = &TimeoutError{Phase: c.phase, After: c.limit.String()}
 	default:
 		c.arm(now)
@@ -133,7 +124,7 @@ func (c *clocks) gotConn() {
 func (c *clocks) headersArrived() { c.enter("idle", c.t.Idle) }
 
 // readArrived restarts the idle limit: data came in.
-func (c *clocks) readArrived() { c.lastRead.Store(int64(time.Since(c.start))) }
+func (c *clocks) readArrived() { c.counting.Store(int64(time.Since(c.start))) }
 
 func (c *clocks) stop() {
 	c.mu.Lock()

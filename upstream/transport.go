@@ -10,10 +10,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
 )
 
 // transport is the HTTP/1.1 client to the one agent. Unlike
@@ -45,9 +46,21 @@ type transport struct {
 // conn is one keep-alive connection to the agent.
 type conn struct {
 	nc    net.Conn
+	rc    syscall.RawConn // for the liveness peek; nil if nc has no descriptor
 	br    *bufio.Reader
+	cw    countingWriter // what the request being written put on nc
 	t     *transport
 	timer *time.Timer // closes it after idleTimeout in the pool
+}
+
+func newConn(t *transport, nc net.Conn) *conn {
+	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, readerSize), cw: countingWriter{w: nc}, t: t}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+		}
+	}
+	return c
 }
 
 // readerSize is the connection's read buffer. Reply heads and chunk
@@ -177,7 +190,7 @@ func (t *transport) get(ctx context.Context) (c *conn, reused bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c = &conn{nc: nc, br: bufio.NewReaderSize(nc, readerSize), t: t}
+	c = newConn(t, nc)
 	if clk != nil {
 		clk.gotConn()
 	}
@@ -190,17 +203,12 @@ func (c *conn) alive() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
-	sc, ok := c.nc.(syscall.Conn)
-	if !ok {
+	if c.rc == nil {
 		return true
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
 	}
 	var buf [1]byte
 	live := false
-	err = rc.Read(func(fd uintptr) bool {
+	err := c.rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		live = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
 		return true
@@ -265,9 +273,10 @@ var errBadHeader = errors.New("upstream: a header name that is not a token, or a
 // write sends req's head and body, and says how many bytes reached the
 // connection.
 func (t *transport) write(c *conn, req *http.Request) (int64, error) {
-	cw := countingWriter{w: c.nc}
+	cw := &c.cw
+	cw.n = 0
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(&cw)
+	bw.Reset(cw)
 	defer func() {
 		bw.Reset(nil)
 		writers.Put(bw)
@@ -288,7 +297,7 @@ func (t *transport) write(c *conn, req *http.Request) (int64, error) {
 			continue
 		}
 		for _, v := range values {
-			if !validHeaderName(name) || !validHeaderValue(v) {
+			if !config.ValidHeaderName(name) || !config.ValidHeaderValue(v) {
 				closeBody(req)
 				return 0, fmt.Errorf("%w: %q", errBadHeader, name)
 			}
@@ -347,29 +356,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// validHeaderName reports whether name is an HTTP token (RFC 9110).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // readHead reads the reply's status line and headers, skipping any 1xx
