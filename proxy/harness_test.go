@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -38,6 +39,12 @@ type harnessConfig struct {
 	probe        bool
 	readyWait    time.Duration
 	builtin      Builtin
+	wrapCore     func(zapcore.Core) zapcore.Core
+}
+
+// withLogCore wraps the harness's log core, to watch or hold log writes.
+func withLogCore(wrap func(zapcore.Core) zapcore.Core) harnessOption {
+	return func(c *harnessConfig) { c.wrapCore = wrap }
 }
 
 func withBuiltin(b Builtin) harnessOption {
@@ -70,7 +77,11 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 	if err != nil {
 		t.Fatalf("config.Parse: %v", err)
 	}
-	core, logs := observer.New(zap.DebugLevel)
+	observed, logs := observer.New(zap.DebugLevel)
+	core := zapcore.Core(observed)
+	if hc.wrapCore != nil {
+		core = hc.wrapCore(core)
+	}
 	logger := zap.New(core)
 	client, err := upstream.New(cfg, logger)
 	if err != nil {

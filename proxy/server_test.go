@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/sidecar-dev/sidecar/config"
 )
 
@@ -862,5 +864,57 @@ methods:
 	}
 	if r := streamOnly.stream("my_tool", `{}`); r.status != 200 {
 		t.Errorf("stream call through a stream-only \"*\" = %d %s", r.status, r.body)
+	}
+}
+
+// heldCore is a log core whose "call" lines wait until release is closed.
+type heldCore struct {
+	zapcore.Core
+	release chan struct{}
+}
+
+func (c heldCore) With(f []zapcore.Field) zapcore.Core { return heldCore{c.Core.With(f), c.release} }
+
+func (c heldCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c heldCore) Write(e zapcore.Entry, f []zapcore.Field) error {
+	if e.Message == "call" {
+		<-c.release
+	}
+	return c.Core.Write(e, f)
+}
+
+// TestUnaryReplyBeforeLog: the caller has the whole unary reply while
+// the call's log line is still being written.
+func TestUnaryReplyBeforeLog(t *testing.T) {
+	agent := replyAgent(t, 200, "application/json", `{"a":1}`)
+	release := make(chan struct{})
+	h := newHarness(t, agent.URL, oneMethodConfig, withLogCore(func(c zapcore.Core) zapcore.Core {
+		return heldCore{c, release}
+	}))
+	defer close(release)
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(h.url+config.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- string(b)
+	}()
+	select {
+	case body := <-got:
+		if strings.TrimSpace(body) != `{"output":{"a":1}}` {
+			t.Errorf("reply = %q", body)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the reply waited for the log line")
 	}
 }
