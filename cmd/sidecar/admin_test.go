@@ -29,22 +29,7 @@ func TestAdminMetrics(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("/metrics on the public port = %d, want 404", resp.StatusCode)
 	}
-	var body string
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp, err := http.Get("http://" + admin + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		body = string(b)
-		if strings.Contains(body, `sidecar_agent_ready 1`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for _, want := range []string{
+	wants := []string{
 		`sidecar_calls_total{class_method="sse",outcome="ok",route="/api/stream_reasoning_engine"} 1`,
 		`sidecar_calls_total{class_method="",outcome="bad_request",route="/api/reasoning_engine"} 1`,
 		`sidecar_records_total{class_method="sse"} 3`,
@@ -54,10 +39,31 @@ func TestAdminMetrics(t *testing.T) {
 		`sidecar_agent_ready 1`,
 		`sidecar_agent_restarts_total 0`,
 		`go_goroutines`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	// A call is counted just after its reply leaves, so the figures are
+	// polled until they all hold or the deadline passes.
+	var missing []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(string(b), want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range missing {
+		t.Errorf("/metrics lacks %s", want)
 	}
 	resp, err = http.Get("http://" + admin + "/healthz")
 	if err != nil {
