@@ -285,6 +285,14 @@ def missing(loc, inp):
                                              "msg": "Field required", "input": inp}]}))
 
 
+def not_object(inp):
+    """FastAPI's 422 for a body model given something other than an object."""
+    return HTTPError(422, dumps({"detail": [{
+        "type": "model_attributes_type", "loc": ["body"],
+        "msg": "Input should be a valid dictionary or object to extract fields from",
+        "input": inp}]}))
+
+
 INTERNAL = HTTPError(500, "Internal Server Error", "text/plain; charset=utf-8")
 NOT_FOUND = detail(404, "Not Found")
 METHOD_NOT_ALLOWED = detail(405, "Method Not Allowed")
@@ -333,6 +341,15 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(422, dumps({"detail": [{
                 "type": "json_invalid", "loc": ["body", pos], "msg": "JSON decode error",
                 "input": {}, "ctx": {"error": getattr(e, "msg", str(e))}}]}))
+
+    def object_body(self, raw):
+        """The body as a required JSON object, with FastAPI's 422s."""
+        present, body = self.json_body(raw)
+        if not present or body is None:
+            raise missing(["body"], None)
+        if not isinstance(body, dict):
+            raise not_object(body)
+        return body
 
     def send(self, status, body, ctype="application/json", extra=None):
         data = body.encode("utf-8") if isinstance(body, str) else body
@@ -438,10 +455,7 @@ class Handler(BaseHTTPRequestHandler):
             sid, state = path_sid, body if present else None
         else:
             if present and body is not None and not isinstance(body, dict):
-                raise HTTPError(422, dumps({"detail": [{
-                    "type": "model_attributes_type", "loc": ["body"],
-                    "msg": "Input should be a valid dictionary or object to extract fields from",
-                    "input": body}]}))
+                raise not_object(body)
             body = body or {}
             sid = pick(body, "sessionId", "session_id")
             state = body.get("state")
@@ -456,10 +470,7 @@ class Handler(BaseHTTPRequestHandler):
     def patch_session(self, app, user, sid, raw):
         present, body = self.json_body(raw)
         if not present or not isinstance(body, dict):
-            raise missing(["body"], None) if not present else HTTPError(422, dumps({
-                "detail": [{"type": "model_attributes_type", "loc": ["body"],
-                            "msg": "Input should be a valid dictionary or object to extract fields from",
-                            "input": body}]}))
+            raise missing(["body"], None) if not present else not_object(body)
         delta = pick(body, "stateDelta", "state_delta")
         if delta is None:
             raise missing(["body", "stateDelta"], body)
@@ -471,14 +482,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, STORE.get(app, user, sid))
 
     def patch_memory(self, app, user, raw):
-        present, body = self.json_body(raw)
-        if not present or body is None:
-            raise missing(["body"], None)
-        if not isinstance(body, dict):
-            raise HTTPError(422, dumps({"detail": [{
-                "type": "model_attributes_type", "loc": ["body"],
-                "msg": "Input should be a valid dictionary or object to extract fields from",
-                "input": body}]}))
+        body = self.object_body(raw)
         sid = pick(body, "sessionId", "session_id")
         if sid is None:
             raise missing(["body", "sessionId"], body)
@@ -489,14 +493,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, None)
 
     def parse_run(self, raw):
-        present, body = self.json_body(raw)
-        if not present or body is None:
-            raise missing(["body"], None)
-        if not isinstance(body, dict):
-            raise HTTPError(422, dumps({"detail": [{
-                "type": "model_attributes_type", "loc": ["body"],
-                "msg": "Input should be a valid dictionary or object to extract fields from",
-                "input": body}]}))
+        body = self.object_body(raw)
         req = {}
         errs = []
         for key, snake in (("appName", "app_name"), ("userId", "user_id"),
