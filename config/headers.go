@@ -93,7 +93,7 @@ func (p *parser) headerName(name string, line int, key string) bool {
 	return true
 }
 
-// validHeaderName reports whether name is an RFC 9110 token.
+// ValidHeaderName reports whether name is an RFC 9110 token.
 func ValidHeaderName(name string) bool {
 	if name == "" {
 		return false
@@ -106,7 +106,7 @@ func ValidHeaderName(name string) bool {
 	return true
 }
 
-// validHeaderValue reports whether v has no control characters but tabs.
+// ValidHeaderValue reports whether v has no control characters but tabs.
 func ValidHeaderValue(v string) bool {
 	for _, c := range []byte(v) {
 		if c < ' ' && c != '\t' || c == 0x7f {
