@@ -3,13 +3,16 @@ package adk
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -27,9 +30,11 @@ type App struct {
 	// api servers' camelCase to AdkApp's snake_case (config adk.keys).
 	SnakeKeys bool
 
-	// idInPath is learned from the server: it ignores a session id in the
-	// create body, so a chosen id goes in the path.
-	idInPath atomic.Bool
+	// How the server takes a chosen session id, learned once with a probe
+	// session of the sidecar's own (see idForm), never from a caller's.
+	formMu    sync.Mutex
+	formKnown bool
+	idInPath  bool // the server ignores an id in the create body: it goes in the path
 }
 
 // errSessionNotFound is AdkApp's own wording for a missing session.
@@ -151,8 +156,8 @@ func (a *App) createSession(c call) (json.RawMessage, error) {
 // create makes a session. The servers differ: Python's POST …/sessions
 // takes {sessionId, state, events}, TypeScript's reads only state (a
 // chosen id goes in the path, POST …/sessions/{id}, whose body Python
-// reads as the state itself). So the body form is tried first, and a
-// server that ignores the chosen id gets the path form from then on.
+// reads as the state itself). A chosen id goes where idForm learned the
+// server takes it.
 func (a *App) create(c call, user, sid string, state, events json.RawMessage) (json.RawMessage, error) {
 	body := map[string]json.RawMessage{}
 	if state != nil {
@@ -161,24 +166,109 @@ func (a *App) create(c call, user, sid string, state, events json.RawMessage) (j
 	if events != nil {
 		body["events"] = events
 	}
-	if sid != "" && a.idInPath.Load() {
-		return a.json(c, http.MethodPost, body, append(a.sessions(user), sid)...)
-	}
 	if sid != "" {
+		inPath, err := a.idForm(c)
+		if err != nil {
+			return nil, err
+		}
+		if inPath {
+			return a.json(c, http.MethodPost, body, append(a.sessions(user), sid)...)
+		}
 		id, _ := json.Marshal(sid)
 		body["sessionId"] = id
 		body["session_id"] = id
 	}
-	out, err := a.json(c, http.MethodPost, body, a.sessions(user)...)
-	if err != nil || sid == "" || sessionID(out) == sid {
-		return out, err
+	return a.json(c, http.MethodPost, body, a.sessions(user)...)
+}
+
+// probeUser owns the probe session idForm creates and deletes.
+const probeUser = "sidecar-readiness-probe"
+
+// idForm reports whether the server takes a chosen session id in the path
+// (POST …/sessions/{id}) instead of the create body. It learns this once,
+// on purpose: it creates a session with an id of its own in the body and
+// sees whether the server kept it, then deletes it. A caller's id never
+// decides it (Python's server trims spaces from ids, so a caller's " x"
+// comes back as "x"), and until it is learned no chosen-id session is
+// made. Ready learns it before the first call; a create learns it when
+// there was no readiness check.
+func (a *App) idForm(c call) (bool, error) {
+	a.formMu.Lock()
+	defer a.formMu.Unlock()
+	if a.formKnown {
+		return a.idInPath, nil
 	}
-	// The server chose its own id: remove that session, use the path form.
-	a.idInPath.Store(true)
-	a.json(c, http.MethodDelete, nil, append(a.sessions(user), sessionID(out))...)
-	delete(body, "sessionId")
-	delete(body, "session_id")
-	return a.json(c, http.MethodPost, body, append(a.sessions(user), sid)...)
+	parts := a.sessions(probeUser)
+	id := "sidecar-probe-" + rand.Text()
+	out, err := a.json(c, http.MethodPost, map[string]any{"sessionId": id, "session_id": id, "state": map[string]any{}}, parts...)
+	if err != nil {
+		return false, fmt.Errorf("creating a probe session: %w", err)
+	}
+	got := sessionID(out)
+	if got == "" {
+		return false, &upstream.ReplyError{Msg: "ADK api server created a session without an id"}
+	}
+	// A probe session left behind (a failed delete) is harmless: it holds
+	// no data and belongs to a user no caller has.
+	a.json(c, http.MethodDelete, nil, append(parts, got)...)
+	a.formKnown, a.idInPath = true, got != id
+	return a.idInPath, nil
+}
+
+// readyMethod gives readiness requests no clocks of their own: the
+// prober's context bounds them.
+var readyMethod = &config.Method{}
+
+// maxAppsShown bounds the app names an app-not-found error lists.
+const maxAppsShown = 10
+
+// Ready checks that the ADK api server serves the app: GET /list-apps
+// must list it. Until that is so the sidecar is not ready, and the error
+// (meant for /healthz) names the app and the apps the server has. The
+// first time it passes it also learns how the server takes a chosen
+// session id (idForm).
+func (a *App) Ready(ctx context.Context) error {
+	c := call{ctx: ctx, m: readyMethod}
+	out, err := a.json(c, http.MethodGet, nil, "list-apps")
+	if err != nil {
+		return fmt.Errorf("listing the ADK api server's apps: %w", err)
+	}
+	var apps []string
+	if json.Unmarshal(out, &apps) != nil {
+		return errors.New("the ADK api server's GET /list-apps is not a list of app names")
+	}
+	if !slices.Contains(apps, a.Name) {
+		return appNotFound(a.Name, apps)
+	}
+	_, err = a.idForm(c)
+	return err
+}
+
+// appNotFound says that the server lacks the app, and which it has.
+func appNotFound(name string, apps []string) error {
+	if len(apps) == 0 {
+		return fmt.Errorf("ADK app %q not found: the api server has no apps", name)
+	}
+	shown := make([]string, 0, maxAppsShown)
+	for _, app := range apps[:min(len(apps), maxAppsShown)] {
+		shown = append(shown, fmt.Sprintf("%q", clip(app, 100)))
+	}
+	more := ""
+	if n := len(apps) - len(shown); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Errorf("ADK app %q not found: the api server has %s%s", name, strings.Join(shown, ", "), more)
+}
+
+// clip cuts s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // sessionID is the id of a session object, or "".

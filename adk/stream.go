@@ -49,7 +49,7 @@ func (a *App) streamQuery(c call, async bool) (upstream.Stream, func(), error) {
 		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "must be a list of events"}
 	}
 	if sid == "" {
-		if sid, err = a.newSession(c, user, events); err != nil {
+		if sid, err = a.newSession(c, user, events, "session_events"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -103,7 +103,7 @@ func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
 
 	var cleanup func()
 	if sid == "" {
-		if sid, err = a.newSession(c, user, events); err != nil {
+		if sid, err = a.newSession(c, user, events, "request_json.events"); err != nil {
 			return nil, nil, err
 		}
 		cleanup = a.deleteLater(c, user, sid)
@@ -137,8 +137,9 @@ func (a *App) deleteLater(c call, user, sid string) func() {
 
 // newSession creates a session, seeded with events when there are any,
 // and returns its id. A server that drops the events (TypeScript's reads
-// only the state) cannot seed one: that is a 400 naming what is missing.
-func (a *App) newSession(c call, user string, events json.RawMessage) (string, error) {
+// only the state) cannot seed one: that is a 400 naming what is missing
+// and field, the input that held the events.
+func (a *App) newSession(c call, user string, events json.RawMessage, field string) (string, error) {
 	out, err := a.create(c, user, "", nil, events)
 	if err != nil {
 		return "", err
@@ -158,7 +159,7 @@ func (a *App) newSession(c call, user string, events json.RawMessage) (string, e
 		if len(got) < len(want) {
 			a.deleteLater(c, user, sid)()
 			return "", &upstream.StatusError{Status: http.StatusBadRequest, Detail: c.name +
-				": this ADK api server does not take events when it creates a session, so session_events cannot seed one"}
+				": this ADK api server does not take events when it creates a session, so " + field + " cannot seed one"}
 		}
 	}
 	return sid, nil

@@ -60,7 +60,8 @@ func (c *Config) expandPreset() {
 		return
 	}
 	// Every ADK api server lists its apps once it has loaded them (the
-	// TypeScript one answers /health before): that is readiness.
+	// TypeScript one answers /health before): that is readiness, and the
+	// ADK handlers check that the list holds adk.app (adk.App.Ready).
 	if c.Upstream.Ready.Path == "" {
 		c.Upstream.Ready.Path = "/list-apps"
 	}

@@ -27,6 +27,13 @@ type Prober struct {
 	url     string
 	client  *http.Client
 
+	// Check, if set, runs after every probe the agent passed, within
+	// ready.timeout of its own: the agent is ready only if it returns nil.
+	// Its error is the readiness detail (the ADK preset's "app not
+	// found", a configuration problem the operator must see). Set it
+	// before Run.
+	Check func(ctx context.Context) error
+
 	mu      sync.Mutex
 	ok      bool
 	detail  string
@@ -65,6 +72,9 @@ func (p *Prober) Run(ctx context.Context) {
 			t.Stop()
 		}
 		err := p.probe(ctx)
+		if err == nil && p.Check != nil {
+			err = p.check(ctx)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -102,6 +112,12 @@ func (p *Prober) probe(ctx context.Context) error {
 		return fmt.Errorf("GET %s answered %d", p.ready.Path, resp.StatusCode)
 	}
 	return nil
+}
+
+func (p *Prober) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.ready.Timeout)
+	defer cancel()
+	return p.Check(ctx)
 }
 
 func (p *Prober) set(err error) {

@@ -19,6 +19,38 @@ func adkSidecar(t *testing.T, url string) string {
 	return startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
 }
 
+// testUnknownApp: a sidecar for an app the server at url does not have is
+// not ready, /healthz names the app and the server's apps, and calls get
+// 503 instead of 200 and an error line.
+func testUnknownApp(t *testing.T, url string) {
+	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps, wait: 300ms}}\npreset: adk\nadk: {app: nosuch}\n")
+	deadline := time.Now().Add(10 * time.Second)
+	var code int
+	var body string
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		code, body = resp.StatusCode, string(b)
+		if strings.Contains(body, "nosuch") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 503 || !strings.Contains(body, `ADK app \"nosuch\" not found`) || !strings.Contains(body, `\"weather\"`) {
+		t.Errorf("/healthz = %d %s, want 503 naming the app nosuch and the server's weather", code, body)
+	}
+	if r := unaryCall(t, base, "create_session", `{"user_id":"u"}`); r.status != 503 {
+		t.Errorf("create_session = %d %s %q, want 503", r.status, r.output, r.detail)
+	}
+	if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"stream_query","input":{"user_id":"u","message":"x"}}`); r.status != 503 {
+		t.Errorf("stream_query = %d %s, want 503, not a stream", r.status, r.body)
+	}
+}
+
 // TestADKPython runs every AdkApp method through the sidecar against the
 // stand-in for the Python ADK api server (bare-array sessions, 200 null on
 // delete, float-second timestamps, {"detail"} errors, the string-
@@ -29,6 +61,7 @@ func TestADKPython(t *testing.T) {
 	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_SSE_DELAY_MS=20"}, "python3", "../../testdata/adkpy/server.py")
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: true})
+	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
 
 	t.Run("interpolated error event", func(t *testing.T) {
 		lines := streamCall(t, base, "stream_query", `{"user_id":"u9","message":"explode"}`)
@@ -83,6 +116,7 @@ func TestADKTypeScript(t *testing.T) {
 	}
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: false})
+	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
 
 	t.Run("memory on a server without memory routes", func(t *testing.T) {
 		s := unaryCall(t, base, "create_session", `{"user_id":"m1"}`)
@@ -258,6 +292,25 @@ func testADK(t *testing.T, base string, srv adkServer) {
 			}
 		}
 	})
+	t.Run("a caller's session id changes nothing for others", func(t *testing.T) {
+		// Python's server trims the id to "x": that must not change how the
+		// next caller's chosen id is sent.
+		unaryCall(t, base, "create_session", `{"user_id":"u-space","session_id":" x","state":{"a":1}}`)
+		r := unaryCall(t, base, "create_session", `{"user_id":"u-flat","session_id":"flat-1","state":{"city":"Paris"}}`)
+		got := unaryCall(t, base, "get_session", `{"user_id":"u-flat","session_id":"flat-1"}`)
+		for _, s := range []unaryResult{r, got} {
+			var sess struct {
+				ID    string          `json:"id"`
+				State json.RawMessage `json:"state"`
+			}
+			if s.status != 200 || json.Unmarshal(s.output, &sess) != nil || sess.ID != "flat-1" || string(sess.State) != `{"city":"Paris"}` {
+				t.Errorf("session flat-1 = %d %s %q, want id flat-1 and state {\"city\":\"Paris\"}", s.status, s.output, s.detail)
+			}
+		}
+		if ids := sessionIDs(t, base, "sidecar-readiness-probe"); len(ids) != 0 {
+			t.Errorf("the readiness probe's session was left behind: %v", ids)
+		}
+	})
 	t.Run("stream_query", func(t *testing.T) {
 		user := "u-stream"
 		before := len(sessionIDs(t, base, user))
@@ -299,6 +352,12 @@ func testADK(t *testing.T, base string, srv adkServer) {
 			r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"async_stream_query","input":{"user_id":"`+user+`","message":"Rome","session_events":`+seed+`}}`)
 			if r.status != 400 || !strings.Contains(r.body, "session_events cannot seed") {
 				t.Errorf("session_events on a server that drops them = %d %s, want 400 naming it", r.status, r.body)
+			}
+			req, _ := json.Marshal(map[string]any{"message": "Rome", "user_id": user, "events": json.RawMessage(seed)})
+			in, _ := json.Marshal(map[string]any{"request_json": string(req)})
+			r = post(t, base+"/api/stream_reasoning_engine", `{"class_method":"streaming_agent_run_with_events","input":`+string(in)+`}`)
+			if r.status != 400 || !strings.Contains(r.body, "request_json.events cannot seed") || strings.Contains(r.body, "session_events") {
+				t.Errorf("request_json events on a server that drops them = %d %s, want 400 naming request_json.events", r.status, r.body)
 			}
 			if ids := sessionIDs(t, base, user); len(ids) != 0 {
 				t.Errorf("the unseeded session was left behind: %v", ids)

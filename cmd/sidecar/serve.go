@@ -45,7 +45,8 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	if cfg.ADK.App != "" {
-		s.Builtin = &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
+		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
+		s.Builtin, prober.Check = app, app.Ready
 	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
