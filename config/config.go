@@ -132,7 +132,8 @@ type Timeouts struct {
 	FirstByte time.Duration
 	// Idle bounds the gap between two reads of a streamed reply. Default: 5m.
 	Idle time.Duration
-	// Total bounds the whole call. Default: 15m.
+	// Total bounds the whole call. Default: 14m50s, DefaultTotal: the
+	// platform cuts streams at 15m, and the final line must come first.
 	Total time.Duration
 }
 

@@ -67,7 +67,11 @@ func (p *parser) method(e entry, path string) methodDraft {
 			case "mode":
 				if s, ok := p.scalar(f, key); ok {
 					modeSet = true
-					if !slices.Contains(modes, s) {
+					if s == "bidi_stream" {
+						// The platform's bidi route is a WebSocket-style
+						// exchange the sidecar does not speak.
+						p.addf(f.val.Line, key, "bidi streaming is not supported (want %s)", oneOf(modes, true))
+					} else if !slices.Contains(modes, s) {
 						p.addf(f.val.Line, key, "unknown mode %q (want %s)", s, oneOf(modes, true))
 					}
 					m.Mode = Mode(s)

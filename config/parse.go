@@ -25,8 +25,13 @@ var defaultTimeouts = Timeouts{
 	Connect:   5 * time.Second,
 	FirstByte: 5 * time.Minute,
 	Idle:      5 * time.Minute,
-	Total:     15 * time.Minute,
+	Total:     DefaultTotal,
 }
+
+// DefaultTotal is the default timeouts.total. The platform severs a stream
+// at 15 minutes; ending the call 10 s before leaves the sidecar the time
+// to write its final timeout line, so the caller learns why it ended.
+const DefaultTotal = 14*time.Minute + 50*time.Second
 
 // defaultLimits bound a call when the file sets none.
 var defaultLimits = Limits{
@@ -482,8 +487,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 				p.addf(e.val.Line, key, "%v", err)
 				continue
 			}
-			if e.name != "request_bytes" && e.name != "reply_bytes" && v > math.MaxInt32 {
-				p.addf(e.val.Line, key, "%d bytes is too large", v)
+			if max := maxSizes[e.name]; v > max {
+				p.addf(e.val.Line, key, "%s is larger than the most allowed, %s", e.val.Value, sizeName(max))
 				continue
 			}
 			switch e.name {
@@ -526,6 +531,25 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			p.unknown(e, path, keys...)
 		}
 	}
+}
+
+// maxSizes bound every size limit, far above any sensible setting and far
+// below where arithmetic on them (a limit plus one) could overflow.
+var maxSizes = map[string]int64{
+	"request_bytes": 1 << 30,
+	"record_bytes":  1 << 30,
+	"reply_bytes":   1 << 30,
+	"header_bytes":  1 << 20,
+}
+
+// sizeName writes a power-of-two size with its unit, "1GiB".
+func sizeName(v int64) string {
+	for _, u := range []string{"GiB", "MiB", "KiB"} {
+		if n := sizeUnits[u]; v%n == 0 {
+			return strconv.FormatInt(v/n, 10) + u
+		}
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // sizeUnits are the suffixes a size may carry.
