@@ -209,6 +209,17 @@ var validTests = []struct {
 		func(c *Config) (any, any) {
 			return c.Methods[0].Segments, []PathSegment{{Literal: "/a-b.c_d~e/!$&'()*+,;=:@/"}, {Field: "x"}, {Field: "y"}}
 		}},
+	{"query string", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    call: POST /run/{a}?stream=true&user={user.id}&m={class_method}&x=/?:@\n",
+		func(c *Config) (any, any) {
+			m := c.Methods[0]
+			return [3]any{m.Path, m.Segments, m.Query}, [3]any{"/run/{a}?stream=true&user={user.id}&m={class_method}&x=/?:@",
+				[]PathSegment{{Literal: "/run/"}, {Field: "a"}},
+				[]PathSegment{{Literal: "stream=true&user="}, {Field: "user.id"}, {Literal: "&m="}, {Field: "class_method"}, {Literal: "&x=/?:@"}}}
+		}},
+	{"route path", "upstream: {url: 'http://h:1'}\nmethods:\n  '*': {call: 'POST {route}', body: envelope}\n",
+		func(c *Config) (any, any) {
+			return c.Methods[0].Segments, []PathSegment{{Field: FieldRoute}}
+		}},
 	{"star with mode empty is unary only", "upstream: {url: 'http://h:1'}\nmethods:\n  '*': {mode: ''}\n",
 		func(c *Config) (any, any) { return c.Methods[0].AllRoutes, false }},
 	{"star with null mode serves both", "upstream: {url: 'http://h:1'}\nmethods:\n  '*': {mode: }\n",
@@ -457,9 +468,9 @@ methods:
   c:
     call: "POST x"
   d:
-    call: "POST /x?y=1"
+    call: "POST /x?"
   e:
-    call: "POST /x#top"
+    call: "POST /x?a=1#top"
   f:
     call: "POST /x/{y"
   g:
@@ -478,12 +489,18 @@ methods:
     call: "POST /x/ä"
   n:
     call: "POST /a /b"
+  o:
+    call: "POST /x#top"
+  p:
+    call: "POST /x?a=%20"
+  q:
+    call: "POST /x?a={b c}"
 `,
 		`sidecar.yaml:4: methods.a.call: "POST" is not "VERB /path" (e.g. "POST /query/{user_id}")
 sidecar.yaml:6: methods.b.call: unknown verb "FETCH" (want GET, POST, PUT, PATCH or DELETE)
-sidecar.yaml:8: methods.c.call: path "x" must start with "/"
-sidecar.yaml:10: methods.d.call: path "/x?y=1": '?' is not allowed (no query string or fragment; send data in the body)
-sidecar.yaml:12: methods.e.call: path "/x#top": '#' is not allowed (no query string or fragment; send data in the body)
+sidecar.yaml:8: methods.c.call: path "x" must start with "/" (or {route})
+sidecar.yaml:10: methods.d.call: path "/x?": empty query after "?" (want ?name=value or ?name={field})
+sidecar.yaml:12: methods.e.call: path "/x?a=1#top": '#' is not allowed (no fragment)
 sidecar.yaml:14: methods.f.call: path "/x/{y": unbalanced "{" (want {field})
 sidecar.yaml:16: methods.g.call: path "/x/y}": unbalanced "}" (want {field})
 sidecar.yaml:18: methods.h.call: path "/x/{}": empty {} (want {field})
@@ -492,7 +509,10 @@ sidecar.yaml:22: methods.j.call: path "/x/{a.}": invalid field {a.} (want {name}
 sidecar.yaml:24: methods.k.call: path "/x/{{a}}": unbalanced "{" (want {field})
 sidecar.yaml:26: methods.l.call: path "/x%20y": '%' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)
 sidecar.yaml:28: methods.m.call: path "/x/ä": 'ä' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)
-sidecar.yaml:30: methods.n.call: "POST /a /b" is not "VERB /path" (e.g. "POST /query/{user_id}")`},
+sidecar.yaml:30: methods.n.call: "POST /a /b" is not "VERB /path" (e.g. "POST /query/{user_id}")
+sidecar.yaml:32: methods.o.call: path "/x#top": '#' is not allowed (no fragment)
+sidecar.yaml:34: methods.p.call: path "/x?a=%20": '%' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/?)
+sidecar.yaml:36: methods.q.call: "POST /x?a={b c}" is not "VERB /path" (e.g. "POST /query/{user_id}")`},
 	{"bodies", `upstream: {url: 'http://h:1'}
 methods:
   a: {body: raw}
@@ -548,7 +568,7 @@ upstream:
 listen: nope
 `,
 		`sidecar.yaml:3: methods.a.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")
-sidecar.yaml:4: methods.a.call: path "x" must start with "/"
+sidecar.yaml:4: methods.a.call: path "x" must start with "/" (or {route})
 sidecar.yaml:6: methods.b.reply: unknown reply "xml" (want "auto", "json", "sse", "ndjson" or "text")
 sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts, handler or idempotent)
 sidecar.yaml:8: limits.request_bytes: 0 must be positive

@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +113,123 @@ func TestStreamTotalFinalLine(t *testing.T) {
 	var v map[string]json.RawMessage
 	if json.Unmarshal([]byte(last), &v) != nil || v["error"] == nil || !strings.Contains(strings.ToLower(last), "timeout") {
 		t.Errorf("final line = %s, want an error line naming the timeout", last)
+	}
+}
+
+// contractAgent is a FastAPI-style agent that speaks the platform's
+// contract itself, in Python's standard library: POST
+// /api/reasoning_engine answers {"output": …}, POST
+// /api/stream_reasoning_engine answers ndjson, any other path 404.
+const contractAgent = `
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_POST(self):
+        env = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        seen = {"path": self.path, "method": env["class_method"], "input": env["input"]}
+        if self.path == "/api/reasoning_engine":
+            body, ctype = json.dumps({"output": seen}).encode(), "application/json"
+        elif self.path == "/api/stream_reasoning_engine":
+            body = "".join(json.dumps(dict(seen, n=i)) + "\n" for i in range(2)).encode()
+            ctype = "application/x-ndjson"
+        else:
+            self.send_response(404)
+            body, ctype = json.dumps({"detail": "Not Found"}).encode(), "application/json"
+        if self.path.startswith("/api/"):
+            self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+`
+
+// startPython runs a Python server that prints its port on its first line,
+// and returns its URL; the process is killed when the test ends.
+func startPython(t *testing.T, code string) string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	cmd := exec.Command("python3", "-c", code)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	port := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		port <- strings.TrimSpace(line)
+	}()
+	select {
+	case p := <-port:
+		if p == "" {
+			t.Fatalf("python agent did not start: %s", stderr.String())
+		}
+		return "http://127.0.0.1:" + p
+	case <-time.After(30 * time.Second):
+		t.Fatalf("python agent printed no port within 30s")
+	}
+	return ""
+}
+
+// TestRoutePlaceholder: one "*" entry with call "POST {route}" sends each
+// call to the agent's route of the same name, so an agent that speaks the
+// contract itself gets unary names on /api/reasoning_engine and
+// streaming names on /api/stream_reasoning_engine.
+func TestRoutePlaceholder(t *testing.T) {
+	agent := startPython(t, contractAgent)
+	h := newHarness(t, agent, `
+upstream: {url: AGENT}
+methods:
+  "*": {call: "POST {route}", body: envelope, output: as_is}
+`)
+	r := h.unary("query", `{"q":1}`)
+	if want := `{"output":{"path":"/api/reasoning_engine","method":"query","input":{"q":1}}}`; r.status != 200 || strings.TrimSpace(r.body) != want {
+		t.Errorf("unary call = %d %s, want %s", r.status, r.body, want)
+	}
+	r = h.stream("stream_query", `{"q":2}`)
+	want := []string{
+		`{"path":"/api/stream_reasoning_engine","method":"stream_query","input":{"q":2},"n":0}`,
+		`{"path":"/api/stream_reasoning_engine","method":"stream_query","input":{"q":2},"n":1}`,
+	}
+	if got := lines(t, r.body); r.status != 200 || !slices.Equal(got, want) {
+		t.Errorf("streaming call = %d %q, want %q", r.status, got, want)
+	}
+}
+
+// TestQueryInCall: a call's literal query goes to the agent as written and
+// its {field} values are escaped as query components, so no input can add
+// a parameter.
+func TestQueryInCall(t *testing.T) {
+	agent := echoAgent(t)
+	h := newHarness(t, agent.URL, `
+upstream: {url: AGENT}
+methods:
+  query: {call: "POST /run/{user_id}?stream=true&user={user_id}&m={class_method}"}
+`)
+	r := h.unary("query", `{"user_id":"a b&admin=1#x"}`)
+	var out struct{ Output struct{ URI string } }
+	if err := json.Unmarshal([]byte(r.body), &out); r.status != 200 || err != nil {
+		t.Fatalf("call = %d %s", r.status, r.body)
+	}
+	if want := "/run/a%20b&admin=1%23x?stream=true&user=a+b%26admin%3D1%23x&m=query"; out.Output.URI != want {
+		t.Errorf("agent saw %q, want %q", out.Output.URI, want)
+	}
+	u, _ := url.ParseRequestURI(out.Output.URI)
+	if q := u.Query(); len(q) != 3 || q.Get("user") != "a b&admin=1#x" || q.Get("stream") != "true" {
+		t.Errorf("agent's query parameters = %v", q)
 	}
 }

@@ -250,6 +250,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return nil, upstream.Input{}, badRequest("%v", err)
 		}
 	}
+	in.Route = c.route // for a {route} in the method's call
 	release, err := s.acquire(ctx)
 	if err != nil {
 		return nil, upstream.Input{}, err

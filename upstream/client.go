@@ -157,7 +157,7 @@ func neverSent(err error) bool {
 // agent's message. On success the Response owns the call's clocks and
 // body; the caller must Close it.
 func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Input, inbound http.Header) (*Response, error) {
-	path, rawPath, err := buildPath(m, name, in)
+	path, rawPath, query, err := buildPath(m, name, in)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Inp
 	if err != nil {
 		return nil, err
 	}
-	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, Body: body,
+	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
 		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: inbound})
 }
 
@@ -179,6 +179,8 @@ type Request struct {
 	// Path is the decoded path under the upstream's base, RawPath its
 	// escaped form (see SegmentPath).
 	Path, RawPath string
+	// RawQuery is the escaped query string, without "?"; "" for none.
+	RawQuery string
 	// Body is sent as application/json; nil sends none.
 	Body     []byte
 	Timeouts config.Timeouts
@@ -210,6 +212,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	u := *c.base
 	u.Path = c.base.Path + r.Path
 	u.RawPath = c.base.EscapedPath() + r.RawPath
+	u.RawQuery = r.RawQuery
 
 	clk := newClocks(ctx, r.Timeouts)
 	ci := &callInfo{idempotent: r.Idempotent}
