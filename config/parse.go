@@ -96,7 +96,7 @@ func (p *parser) file(data []byte) *Config {
 	}
 
 	var haveUpstream, haveMethods bool
-	var presetLine, adminLine int
+	var presetLine, adminLine, urlLine int
 	var methods []methodDraft
 	for _, e := range p.entries(root, "") {
 		switch e.name {
@@ -110,7 +110,7 @@ func (p *parser) file(data []byte) *Config {
 			}
 		case "upstream":
 			haveUpstream = true
-			p.upstream(e, &c.Upstream)
+			urlLine = p.upstream(e, &c.Upstream)
 		case "timeouts":
 			c.Timeouts = p.timeouts(e.val, e.name).over(c.Timeouts)
 		case "limits":
@@ -140,6 +140,9 @@ func (p *parser) file(data []byte) *Config {
 	}
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {
 		p.addf(adminLine, "admin.listen", "%q is the public port: metrics must be served elsewhere", c.Admin.Listen)
+	}
+	if self := selfListen(c.Listen); c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, self) {
+		p.addf(urlLine, "upstream.url", "%q is the sidecar's own address (it listens on %q): every call would come back to it (want the agent's address)", c.Upstream.URL, self)
 	}
 	if !haveUpstream {
 		p.addf(root.Line, "upstream", "missing (want upstream.url: http://host:port or unix:///path/to.sock)")
@@ -266,8 +269,9 @@ func checkListen(s string) error {
 	return nil
 }
 
-// upstream decodes the agent's address and readiness probe.
-func (p *parser) upstream(e entry, u *Upstream) {
+// upstream decodes the agent's address and readiness probe, and returns
+// the line of its url.
+func (p *parser) upstream(e entry, u *Upstream) (urlLine int) {
 	path := e.name
 	if !p.mapping(e.val, path, "a mapping with url and ready") {
 		if isNull(e.val) {
@@ -279,7 +283,7 @@ func (p *parser) upstream(e entry, u *Upstream) {
 	for _, f := range p.entries(e.val, path) {
 		switch f.name {
 		case "url":
-			haveURL = true
+			haveURL, urlLine = true, f.val.Line
 			s, ok := p.scalar(f, join(path, f.name))
 			if !ok {
 				p.addf(f.key.Line, join(path, f.name), "missing (want http://host:port or unix:///path/to.sock)")
@@ -301,6 +305,7 @@ func (p *parser) upstream(e entry, u *Upstream) {
 	if !haveURL {
 		p.addf(e.key.Line, join(path, "url"), "missing (want http://host:port or unix:///path/to.sock)")
 	}
+	return urlLine
 }
 
 // setURL sets URL and what is derived from it: Network, Address, BaseURL.

@@ -6,16 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // headerAgent records the headers of every request it gets and answers {}.
@@ -231,5 +236,83 @@ methods:
 	u, _ := url.ParseRequestURI(out.Output.URI)
 	if q := u.Query(); len(q) != 3 || q.Get("user") != "a b&admin=1#x" || q.Get("stream") != "true" {
 		t.Errorf("agent's query parameters = %v", q)
+	}
+}
+
+// TestSelfLoopRefused: a sidecar whose upstream.url is its own address
+// (here one validate cannot see: the test's listener) answers the call
+// it sent itself 508 before calling the agent again, so the caller gets
+// one 508, not thousands of nested calls.
+func TestSelfLoopRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the guard, the loop ran until a slot ran out: bound it.
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: 'http://"+ln.Addr().String()+"'}\n"+
+		"limits: {concurrency: 8, queue: 0}\ntimeouts: {total: 2s}\nmethods: {'*': {call: POST /api/reasoning_engine, body: envelope, output: as_is}}\n"))
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	client, err := upstream.New(cfg, zap.NewNop())
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var calls atomic.Int32
+	handler := (&Server{Config: cfg, Client: client}).Handler()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		handler.ServeHTTP(w, r)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+config.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLoopDetected || !strings.Contains(string(body), "loop detected") {
+		t.Errorf("call = %d %s, want 508 naming the loop", resp.StatusCode, body)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the sidecar served %d calls, want 2: the caller's and the one it sent itself", n)
+	}
+}
+
+// TestHopHeaderRefused: a call that carries the hop header every sidecar
+// sets toward its agent is answered 508 before the agent is called.
+func TestHopHeaderRefused(t *testing.T) {
+	agent, seen := headerAgent(t)
+	h := newHarness(t, agent.URL, "upstream: {url: AGENT}\nmethods: {query: {}}\n")
+	if r := h.unary("query", `{}`); r.status != 200 {
+		t.Fatalf("call = %d %s", r.status, r.body)
+	}
+	if got := (<-seen).Get(upstream.HopHeader); got != "1" {
+		t.Errorf("the agent saw %s %q, want \"1\"", upstream.HopHeader, got)
+	}
+	for _, route := range []string{config.RouteUnary, config.RouteStream} {
+		req, _ := http.NewRequest(http.MethodPost, h.url+route, strings.NewReader(`{"class_method":"query","input":{}}`))
+		req.Header.Set(upstream.HopHeader, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if r := (reply{resp.StatusCode, resp.Header, string(body)}); r.status != http.StatusLoopDetected || !strings.Contains(detail(t, r), "loop detected") {
+			t.Errorf("%s with %s = %d %s, want 508", route, upstream.HopHeader, r.status, r.body)
+		}
+	}
+	select {
+	case <-seen:
+		t.Errorf("the agent was called for a looped call")
+	default:
 	}
 }

@@ -32,6 +32,11 @@ type Client struct {
 	logger    *zap.Logger
 }
 
+// HopHeader is set on every request to the agent. A sidecar refuses a call
+// that carries it: its agent is a sidecar (itself, most likely), and the
+// call would go round forever.
+const HopHeader = "X-Sidecar-Hop"
+
 // forwardHeaders is the allow-list of inbound headers the agent receives:
 // trace context and request ids, never credentials or cookies.
 var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
@@ -238,6 +243,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
+	req.Header.Set(HopHeader, "1")
 	for _, h := range c.forward {
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
