@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 
@@ -47,9 +46,11 @@ func ReadsFields(m *config.Method) bool {
 	if m.Handler != "" || m.Body == config.BodyTemplate {
 		return true
 	}
-	for _, seg := range slices.Concat(m.Segments, m.Query) {
-		if seg.Field != "" && seg.Field != config.FieldClassMethod && seg.Field != config.FieldRoute {
-			return true
+	for _, segs := range [2][]config.PathSegment{m.Segments, m.Query} {
+		for _, seg := range segs {
+			if seg.Field != "" && seg.Field != config.FieldClassMethod && seg.Field != config.FieldRoute {
+				return true
+			}
 		}
 	}
 	return false
