@@ -132,7 +132,8 @@ type Timeouts struct {
 	FirstByte time.Duration
 	// Idle bounds the gap between two reads of a streamed reply. Default: 5m.
 	Idle time.Duration
-	// Total bounds the whole call. Default: 15m.
+	// Total bounds the whole call. Default: 14m50s, DefaultTotal: the
+	// platform cuts streams at 15m, and the final line must come first.
 	Total time.Duration
 }
 
@@ -241,9 +242,13 @@ type Method struct {
 	// Verb and Path come from "call: VERB /path/{field}". Default: "POST /<name>".
 	Verb string
 	Path string
-	// Segments is Path split at its {field} placeholders, built once.
-	// The placeholder {class_method} takes the called method's name.
+	// Segments is Path, up to a "?", split at its {field} placeholders,
+	// built once. The placeholder {class_method} takes the called method's
+	// name, {route} the inbound route the call came on (FieldRoute).
 	Segments []PathSegment
+	// Query is the part of Path after a "?", split the same way; nil for
+	// none. Its {field} values are escaped as query components.
+	Query []PathSegment
 	// Body is what the agent receives; Template is set for BodyTemplate.
 	// Default: BodyInput, or BodyNone when Verb is GET or DELETE.
 	Body     BodyKind
@@ -266,6 +271,12 @@ type Method struct {
 	// for a method a preset added.
 	Line int
 }
+
+// Placeholders of a call path that are not input fields.
+const (
+	FieldClassMethod = "class_method" // the called method's name
+	FieldRoute       = "route"        // the inbound route, RouteUnary or RouteStream
+)
 
 // PathSegment is a literal piece of a path or a {field} placeholder.
 type PathSegment struct {

@@ -90,8 +90,19 @@ func (p *parser) headerName(name string, line int, key string) bool {
 			return false
 		}
 	}
+	// The body's headers describe the body the sidecar sends, and
+	// X-Sidecar-* are the sidecar's own (the class_method, the loop guard).
+	for _, prefix := range managedPrefixes {
+		if len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+			p.addf(line, key, "%s* headers are managed by the sidecar and cannot be forwarded or set", prefix)
+			return false
+		}
+	}
 	return true
 }
+
+// managedPrefixes are header name prefixes that cannot be forwarded or set.
+var managedPrefixes = []string{"Content-", "X-Sidecar-"}
 
 // ValidHeaderName reports whether name is an RFC 9110 token.
 func ValidHeaderName(name string) bool {

@@ -50,8 +50,8 @@ func TestParseFaultKeyProblems(t *testing.T) {
 limits: {concurrency: -1, queue_timeout: 0s}
 admin: {listen: ":8080"}
 headers:
-  forward: [Host, "bad name"]
-  set: {X-Key: "${SIDECAR_SURELY_UNSET_VAR}", Connection: close}
+  forward: [Host, "bad name", Content-Encoding, x-sidecar-hop]
+  set: {X-Key: "${SIDECAR_SURELY_UNSET_VAR}", Connection: close, content-language: en, User-Agent: ok}
 methods:
   query: {idempotent: maybe}
 `))
@@ -61,8 +61,11 @@ methods:
 		`sidecar.yaml:3: admin.listen: ":8080" is the public port: metrics must be served elsewhere`,
 		`sidecar.yaml:5: headers.forward: Host is managed by the sidecar and cannot be forwarded or set`,
 		`sidecar.yaml:5: headers.forward: "bad name" is not a valid header name`,
+		`sidecar.yaml:5: headers.forward: Content-* headers are managed by the sidecar and cannot be forwarded or set`,
+		`sidecar.yaml:5: headers.forward: X-Sidecar-* headers are managed by the sidecar and cannot be forwarded or set`,
 		`sidecar.yaml:6: headers.set.X-Key: environment variable SIDECAR_SURELY_UNSET_VAR is not set`,
 		`sidecar.yaml:6: headers.set.Connection: Connection is managed by the sidecar and cannot be forwarded or set`,
+		`sidecar.yaml:6: headers.set.content-language: Content-* headers are managed by the sidecar and cannot be forwarded or set`,
 		`sidecar.yaml:8: methods.query.idempotent: "maybe" is not true or false`,
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {

@@ -67,7 +67,11 @@ func (p *parser) method(e entry, path string) methodDraft {
 			case "mode":
 				if s, ok := p.scalar(f, key); ok {
 					modeSet = true
-					if !slices.Contains(modes, s) {
+					if s == "bidi_stream" {
+						// The platform's bidi route is a WebSocket-style
+						// exchange the sidecar does not speak.
+						p.addf(f.val.Line, key, "bidi streaming is not supported (want %s)", oneOf(modes, true))
+					} else if !slices.Contains(modes, s) {
 						p.addf(f.val.Line, key, "unknown mode %q (want %s)", s, oneOf(modes, true))
 					}
 					m.Mode = Mode(s)
@@ -159,7 +163,8 @@ func (p *parser) method(e entry, path string) methodDraft {
 	return d
 }
 
-// setCall parses "VERB /path/{field}" into Verb, Path and Segments.
+// setCall parses "VERB /path/{field}?k={field}" into Verb, Path, Segments
+// and Query.
 func (m *Method) setCall(s string) error {
 	f := strings.Fields(s)
 	if len(f) != 2 {
@@ -169,20 +174,32 @@ func (m *Method) setCall(s string) error {
 	if !slices.Contains(verbs, verb) {
 		return fmt.Errorf("unknown verb %q (want %s)", f[0], oneOf(verbs, false))
 	}
-	segs, err := parsePath(f[1])
+	path, query, hasQuery := strings.Cut(f[1], "?")
+	segs, err := parsePath(f[1], path, false)
 	if err != nil {
 		return err
 	}
-	m.Verb, m.Path, m.Segments = verb, f[1], segs
+	var qsegs []PathSegment
+	if hasQuery {
+		if query == "" {
+			return fmt.Errorf("path %q: empty query after \"?\" (want ?name=value or ?name={field})", f[1])
+		}
+		if qsegs, err = parsePath(f[1], query, true); err != nil {
+			return err
+		}
+	}
+	m.Verb, m.Path, m.Segments, m.Query = verb, f[1], segs, qsegs
 	return nil
 }
 
-// parsePath splits a path at its {field} placeholders. A literal may hold
-// only what a path may carry unescaped (RFC 3986 pchar, "%" excepted), so
-// it means the same decoded and on the wire.
-func parsePath(path string) ([]PathSegment, error) {
-	if !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("path %q must start with \"/\"", path)
+// parsePath splits the path or the query (query) of call path whole at
+// their {field} placeholders. A literal may hold only what a path or query
+// may carry unescaped (RFC 3986 pchar, "%" excepted; a query also "?"), so
+// it means the same decoded and on the wire. A path starts with "/" or
+// with {route}, which is a whole path itself.
+func parsePath(whole, path string, query bool) ([]PathSegment, error) {
+	if !query && !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "{"+FieldRoute+"}") {
+		return nil, fmt.Errorf("path %q must start with \"/\" (or {%s})", whole, FieldRoute)
 	}
 	var segs []PathSegment
 	start := 0 // of the current literal
@@ -191,14 +208,14 @@ func parsePath(path string) ([]PathSegment, error) {
 		case c == '{':
 			end := strings.IndexAny(path[i+1:], "{}")
 			if end < 0 || path[i+1+end] == '{' {
-				return nil, fmt.Errorf("path %q: unbalanced \"{\" (want {field})", path)
+				return nil, fmt.Errorf("path %q: unbalanced \"{\" (want {field})", whole)
 			}
 			field := path[i+1 : i+1+end]
 			if field == "" {
-				return nil, fmt.Errorf("path %q: empty {} (want {field})", path)
+				return nil, fmt.Errorf("path %q: empty {} (want {field})", whole)
 			}
 			if !isField(field) {
-				return nil, fmt.Errorf("path %q: invalid field {%s} (want {name} or {a.b}: names of letters, digits and \"_\")", path, field)
+				return nil, fmt.Errorf("path %q: invalid field {%s} (want {name} or {a.b}: names of letters, digits and \"_\")", whole, field)
 			}
 			if start < i {
 				segs = append(segs, PathSegment{Literal: path[start:i]})
@@ -207,12 +224,17 @@ func parsePath(path string) ([]PathSegment, error) {
 			i += end + 1
 			start = i + 1
 		case c == '}':
-			return nil, fmt.Errorf("path %q: unbalanced \"}\" (want {field})", path)
-		case c == '?' || c == '#':
-			return nil, fmt.Errorf("path %q: %q is not allowed (no query string or fragment; send data in the body)", path, c)
+			return nil, fmt.Errorf("path %q: unbalanced \"}\" (want {field})", whole)
+		case c == '#':
+			return nil, fmt.Errorf("path %q: %q is not allowed (no fragment)", whole, c)
+		case query && c == '?':
 		case !isPathChar(c):
 			r, _ := utf8.DecodeRuneInString(path[i:])
-			return nil, fmt.Errorf("path %q: %q is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)", path, r)
+			allowed := pathChars
+			if query {
+				allowed += "?"
+			}
+			return nil, fmt.Errorf("path %q: %q is not allowed (want letters, digits, {field} and %s)", whole, r, allowed)
 		}
 	}
 	if start < len(path) {
@@ -227,8 +249,12 @@ func isPathChar(c byte) bool {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		return true
 	}
-	return strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
+	return strings.IndexByte(pathChars, c) >= 0
 }
+
+// pathChars are the characters besides letters and digits a path literal
+// may hold.
+const pathChars = "-._~!$&'()*+,;=:@/"
 
 // isIdent reports whether s is [A-Za-z_][A-Za-z0-9_]*.
 func isIdent(s string) bool {

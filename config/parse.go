@@ -25,8 +25,13 @@ var defaultTimeouts = Timeouts{
 	Connect:   5 * time.Second,
 	FirstByte: 5 * time.Minute,
 	Idle:      5 * time.Minute,
-	Total:     15 * time.Minute,
+	Total:     DefaultTotal,
 }
+
+// DefaultTotal is the default timeouts.total. The platform severs a stream
+// at 15 minutes; ending the call 10 s before leaves the sidecar the time
+// to write its final timeout line, so the caller learns why it ended.
+const DefaultTotal = 14*time.Minute + 50*time.Second
 
 // defaultLimits bound a call when the file sets none.
 var defaultLimits = Limits{
@@ -91,7 +96,7 @@ func (p *parser) file(data []byte) *Config {
 	}
 
 	var haveUpstream, haveMethods bool
-	var presetLine, adminLine int
+	var presetLine, adminLine, urlLine int
 	var methods []methodDraft
 	for _, e := range p.entries(root, "") {
 		switch e.name {
@@ -105,7 +110,7 @@ func (p *parser) file(data []byte) *Config {
 			}
 		case "upstream":
 			haveUpstream = true
-			p.upstream(e, &c.Upstream)
+			urlLine = p.upstream(e, &c.Upstream)
 		case "timeouts":
 			c.Timeouts = p.timeouts(e.val, e.name).over(c.Timeouts)
 		case "limits":
@@ -135,6 +140,9 @@ func (p *parser) file(data []byte) *Config {
 	}
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {
 		p.addf(adminLine, "admin.listen", "%q is the public port: metrics must be served elsewhere", c.Admin.Listen)
+	}
+	if self := selfListen(c.Listen); c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, self) {
+		p.addf(urlLine, "upstream.url", "%q is the sidecar's own address (it listens on %q): every call would come back to it (want the agent's address)", c.Upstream.URL, self)
 	}
 	if !haveUpstream {
 		p.addf(root.Line, "upstream", "missing (want upstream.url: http://host:port or unix:///path/to.sock)")
@@ -261,8 +269,9 @@ func checkListen(s string) error {
 	return nil
 }
 
-// upstream decodes the agent's address and readiness probe.
-func (p *parser) upstream(e entry, u *Upstream) {
+// upstream decodes the agent's address and readiness probe, and returns
+// the line of its url.
+func (p *parser) upstream(e entry, u *Upstream) (urlLine int) {
 	path := e.name
 	if !p.mapping(e.val, path, "a mapping with url and ready") {
 		if isNull(e.val) {
@@ -274,7 +283,7 @@ func (p *parser) upstream(e entry, u *Upstream) {
 	for _, f := range p.entries(e.val, path) {
 		switch f.name {
 		case "url":
-			haveURL = true
+			haveURL, urlLine = true, f.val.Line
 			s, ok := p.scalar(f, join(path, f.name))
 			if !ok {
 				p.addf(f.key.Line, join(path, f.name), "missing (want http://host:port or unix:///path/to.sock)")
@@ -296,6 +305,7 @@ func (p *parser) upstream(e entry, u *Upstream) {
 	if !haveURL {
 		p.addf(e.key.Line, join(path, "url"), "missing (want http://host:port or unix:///path/to.sock)")
 	}
+	return urlLine
 }
 
 // setURL sets URL and what is derived from it: Network, Address, BaseURL.
@@ -482,8 +492,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 				p.addf(e.val.Line, key, "%v", err)
 				continue
 			}
-			if e.name != "request_bytes" && e.name != "reply_bytes" && v > math.MaxInt32 {
-				p.addf(e.val.Line, key, "%d bytes is too large", v)
+			if max := maxSizes[e.name]; v > max {
+				p.addf(e.val.Line, key, "%s is larger than the most allowed, %s", e.val.Value, sizeName(max))
 				continue
 			}
 			switch e.name {
@@ -526,6 +536,25 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			p.unknown(e, path, keys...)
 		}
 	}
+}
+
+// maxSizes bound every size limit, far above any sensible setting and far
+// below where arithmetic on them (a limit plus one) could overflow.
+var maxSizes = map[string]int64{
+	"request_bytes": 1 << 30,
+	"record_bytes":  1 << 30,
+	"reply_bytes":   1 << 30,
+	"header_bytes":  1 << 20,
+}
+
+// sizeName writes a power-of-two size with its unit, "1GiB".
+func sizeName(v int64) string {
+	for _, u := range []string{"GiB", "MiB", "KiB"} {
+		if n := sizeUnits[u]; v%n == 0 {
+			return strconv.FormatInt(v/n, 10) + u
+		}
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // sizeUnits are the suffixes a size may carry.

@@ -139,7 +139,7 @@ func TestParseDefaults(t *testing.T) {
 	if want := (Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}); c.Shutdown != want {
 		t.Errorf("Shutdown = %+v, want %+v", c.Shutdown, want)
 	}
-	def := Timeouts{Connect: 5 * time.Second, FirstByte: 5 * time.Minute, Idle: 5 * time.Minute, Total: 15 * time.Minute}
+	def := Timeouts{Connect: 5 * time.Second, FirstByte: 5 * time.Minute, Idle: 5 * time.Minute, Total: 14*time.Minute + 50*time.Second}
 	if c.Timeouts != def {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, def)
 	}
@@ -191,11 +191,11 @@ var validTests = []struct {
 		}},
 	{"method timeouts merge over top after methods", "upstream: {url: 'http://h:1'}\nmethods:\n  q: {timeouts: {idle: 1s}}\ntimeouts: {connect: 2s}\n",
 		func(c *Config) (any, any) {
-			return c.Methods[0].Timeouts, Timeouts{Connect: 2 * time.Second, FirstByte: 5 * time.Minute, Idle: time.Second, Total: 15 * time.Minute}
+			return c.Methods[0].Timeouts, Timeouts{Connect: 2 * time.Second, FirstByte: 5 * time.Minute, Idle: time.Second, Total: 14*time.Minute + 50*time.Second}
 		}},
-	{"sizes", "limits: {request_bytes: 1KB, record_bytes: 2 KiB, reply_bytes: 3GiB}\n" + minimal,
+	{"sizes", "limits: {request_bytes: 1KB, record_bytes: 2 KiB, reply_bytes: 1GiB}\n" + minimal,
 		func(c *Config) (any, any) {
-			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 3 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second}
+			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 1 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second}
 		}},
 	{"size in bytes", "limits: {request_bytes: 10B, reply_bytes: '7'}\n" + minimal,
 		func(c *Config) (any, any) {
@@ -208,6 +208,17 @@ var validTests = []struct {
 	{"path of pchars", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    call: POST /a-b.c_d~e/!$&'()*+,;=:@/{x}{y}\n",
 		func(c *Config) (any, any) {
 			return c.Methods[0].Segments, []PathSegment{{Literal: "/a-b.c_d~e/!$&'()*+,;=:@/"}, {Field: "x"}, {Field: "y"}}
+		}},
+	{"query string", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    call: POST /run/{a}?stream=true&user={user.id}&m={class_method}&x=/?:@\n",
+		func(c *Config) (any, any) {
+			m := c.Methods[0]
+			return [3]any{m.Path, m.Segments, m.Query}, [3]any{"/run/{a}?stream=true&user={user.id}&m={class_method}&x=/?:@",
+				[]PathSegment{{Literal: "/run/"}, {Field: "a"}},
+				[]PathSegment{{Literal: "stream=true&user="}, {Field: "user.id"}, {Literal: "&m="}, {Field: "class_method"}, {Literal: "&x=/?:@"}}}
+		}},
+	{"route path", "upstream: {url: 'http://h:1'}\nmethods:\n  '*': {call: 'POST {route}', body: envelope}\n",
+		func(c *Config) (any, any) {
+			return c.Methods[0].Segments, []PathSegment{{Field: FieldRoute}}
 		}},
 	{"star with mode empty is unary only", "upstream: {url: 'http://h:1'}\nmethods:\n  '*': {mode: ''}\n",
 		func(c *Config) (any, any) { return c.Methods[0].AllRoutes, false }},
@@ -339,6 +350,10 @@ var problemTests = []struct {
 		"sidecar.yaml:4: timeouts.read: unknown key (want connect, first_byte, idle or total)"},
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
 		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue or queue_timeout)"},
+	{"unknown headers key", minimal + "headers:\n  forwards: [X-Tenant]\n",
+		"sidecar.yaml:4: headers.forwards: unknown key (want forward or set)"},
+	{"unknown admin key", minimal + "admin: {listen: '127.0.0.1:9090', port: 9091}\n",
+		"sidecar.yaml:3: admin.port: unknown key (want listen)"},
 	{"unknown method key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    mode: stream\n    timeout: 1s\n",
 		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output, timeouts, handler or idempotent)"},
 	{"unknown method timeouts key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    timeouts:\n      firstbyte: 1s\n",
@@ -416,6 +431,12 @@ var problemTests = []struct {
 			"sidecar.yaml:5: limits.record_bytes: invalid size 1.5 (want a whole number of bytes, or a size such as \"512KiB\" or \"10MB\" (units B, KB, MB, GB, KiB, MiB, GiB))\n" +
 			"sidecar.yaml:6: limits.reply_bytes: 99999999999GiB is out of range"},
 
+	{"limits above their maxima", minimal + "limits:\n  request_bytes: 1025MiB\n  record_bytes: 2GiB\n  reply_bytes: 9223372036854775807\n  header_bytes: 1048577\n",
+		"sidecar.yaml:4: limits.request_bytes: 1025MiB is larger than the most allowed, 1GiB\n" +
+			"sidecar.yaml:5: limits.record_bytes: 2GiB is larger than the most allowed, 1GiB\n" +
+			"sidecar.yaml:6: limits.reply_bytes: 9223372036854775807 is larger than the most allowed, 1GiB\n" +
+			"sidecar.yaml:7: limits.header_bytes: 1048577 is larger than the most allowed, 1MiB"},
+
 	// methods.
 	{"methods null", "upstream: {url: 'http://h:1'}\nmethods:\n",
 		"sidecar.yaml:2: methods: no methods (want a mapping of class_method names to methods, at least one)"},
@@ -430,6 +451,8 @@ var problemTests = []struct {
 		"sidecar.yaml:3: methods.q: want a mapping of mode, call, body, reply, output and timeouts (or nothing, for all defaults), not a string"},
 	{"mode", "upstream: {url: 'http://h:1'}\nmethods:\n  q: {mode: sync}\n",
 		`sidecar.yaml:3: methods.q.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")`},
+	{"bidi mode", "upstream: {url: 'http://h:1'}\nmethods:\n  q: {mode: bidi_stream}\n",
+		`sidecar.yaml:3: methods.q.mode: bidi streaming is not supported (want "", "async", "stream" or "async_stream")`},
 	{"reply and output", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    reply: xml\n    output: raw\n",
 		"sidecar.yaml:4: methods.q.reply: unknown reply \"xml\" (want \"auto\", \"json\", \"sse\", \"ndjson\" or \"text\")\n" +
 			"sidecar.yaml:5: methods.q.output: unknown output \"raw\" (want \"wrap\" or \"as_is\")"},
@@ -445,9 +468,9 @@ methods:
   c:
     call: "POST x"
   d:
-    call: "POST /x?y=1"
+    call: "POST /x?"
   e:
-    call: "POST /x#top"
+    call: "POST /x?a=1#top"
   f:
     call: "POST /x/{y"
   g:
@@ -466,12 +489,18 @@ methods:
     call: "POST /x/ä"
   n:
     call: "POST /a /b"
+  o:
+    call: "POST /x#top"
+  p:
+    call: "POST /x?a=%20"
+  q:
+    call: "POST /x?a={b c}"
 `,
 		`sidecar.yaml:4: methods.a.call: "POST" is not "VERB /path" (e.g. "POST /query/{user_id}")
 sidecar.yaml:6: methods.b.call: unknown verb "FETCH" (want GET, POST, PUT, PATCH or DELETE)
-sidecar.yaml:8: methods.c.call: path "x" must start with "/"
-sidecar.yaml:10: methods.d.call: path "/x?y=1": '?' is not allowed (no query string or fragment; send data in the body)
-sidecar.yaml:12: methods.e.call: path "/x#top": '#' is not allowed (no query string or fragment; send data in the body)
+sidecar.yaml:8: methods.c.call: path "x" must start with "/" (or {route})
+sidecar.yaml:10: methods.d.call: path "/x?": empty query after "?" (want ?name=value or ?name={field})
+sidecar.yaml:12: methods.e.call: path "/x?a=1#top": '#' is not allowed (no fragment)
 sidecar.yaml:14: methods.f.call: path "/x/{y": unbalanced "{" (want {field})
 sidecar.yaml:16: methods.g.call: path "/x/y}": unbalanced "}" (want {field})
 sidecar.yaml:18: methods.h.call: path "/x/{}": empty {} (want {field})
@@ -480,7 +509,10 @@ sidecar.yaml:22: methods.j.call: path "/x/{a.}": invalid field {a.} (want {name}
 sidecar.yaml:24: methods.k.call: path "/x/{{a}}": unbalanced "{" (want {field})
 sidecar.yaml:26: methods.l.call: path "/x%20y": '%' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)
 sidecar.yaml:28: methods.m.call: path "/x/ä": 'ä' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/)
-sidecar.yaml:30: methods.n.call: "POST /a /b" is not "VERB /path" (e.g. "POST /query/{user_id}")`},
+sidecar.yaml:30: methods.n.call: "POST /a /b" is not "VERB /path" (e.g. "POST /query/{user_id}")
+sidecar.yaml:32: methods.o.call: path "/x#top": '#' is not allowed (no fragment)
+sidecar.yaml:34: methods.p.call: path "/x?a=%20": '%' is not allowed (want letters, digits, {field} and -._~!$&'()*+,;=:@/?)
+sidecar.yaml:36: methods.q.call: "POST /x?a={b c}" is not "VERB /path" (e.g. "POST /query/{user_id}")`},
 	{"bodies", `upstream: {url: 'http://h:1'}
 methods:
   a: {body: raw}
@@ -536,7 +568,7 @@ upstream:
 listen: nope
 `,
 		`sidecar.yaml:3: methods.a.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")
-sidecar.yaml:4: methods.a.call: path "x" must start with "/"
+sidecar.yaml:4: methods.a.call: path "x" must start with "/" (or {route})
 sidecar.yaml:6: methods.b.reply: unknown reply "xml" (want "auto", "json", "sse", "ndjson" or "text")
 sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts, handler or idempotent)
 sidecar.yaml:8: limits.request_bytes: 0 must be positive
@@ -633,5 +665,21 @@ func TestLoad(t *testing.T) {
 				t.Errorf("Load(%q) error = %q, want it to start with the path", path, err)
 			}
 		})
+	}
+}
+
+// TestDefaultTotalBeforePlatformCut: the platform severs a stream at 15
+// minutes, so the default total ends a call first, with room for the
+// sidecar's final timeout line.
+func TestDefaultTotalBeforePlatformCut(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cut, room = 15 * time.Minute, 5 * time.Second
+	for _, got := range []time.Duration{c.Timeouts.Total, c.Methods[0].Timeouts.Total} {
+		if got <= 0 || got > cut-room {
+			t.Errorf("default timeouts.total = %s, want at most %s (the platform cuts at %s)", got, cut-room, cut)
+		}
 	}
 }

@@ -220,9 +220,17 @@ func (s *Server) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
+// errLoop is a call that came from a sidecar's request to its agent: the
+// agent is a sidecar, this one most likely, and the call would go round.
+var errLoop = &RequestError{Status: http.StatusLoopDetected, Msg: "loop detected: this call came from a sidecar (it carries " +
+	upstream.HopHeader + "); is upstream.url the sidecar's own address?"}
+
 // begin reads and normalizes the request, finds its method and waits for
 // the agent to be ready. It returns what the agent call needs.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+	if r.Header.Get(upstream.HopHeader) != "" {
+		return nil, upstream.Input{}, errLoop
+	}
 	if s.draining.Load() {
 		return nil, upstream.Input{}, ErrShuttingDown
 	}
@@ -250,6 +258,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return nil, upstream.Input{}, badRequest("%v", err)
 		}
 	}
+	in.Route = c.route // for a {route} in the method's call
 	release, err := s.acquire(ctx)
 	if err != nil {
 		return nil, upstream.Input{}, err

@@ -32,6 +32,11 @@ type Client struct {
 	logger    *zap.Logger
 }
 
+// HopHeader is set on every request to the agent. A sidecar refuses a call
+// that carries it: its agent is a sidecar (itself, most likely), and the
+// call would go round forever.
+const HopHeader = "X-Sidecar-Hop"
+
 // forwardHeaders is the allow-list of inbound headers the agent receives:
 // trace context and request ids, never credentials or cookies.
 var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
@@ -157,7 +162,7 @@ func neverSent(err error) bool {
 // agent's message. On success the Response owns the call's clocks and
 // body; the caller must Close it.
 func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Input, inbound http.Header) (*Response, error) {
-	path, rawPath, err := buildPath(m, name, in)
+	path, rawPath, query, err := buildPath(m, name, in)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +170,7 @@ func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Inp
 	if err != nil {
 		return nil, err
 	}
-	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, Body: body,
+	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
 		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: inbound})
 }
 
@@ -179,6 +184,8 @@ type Request struct {
 	// Path is the decoded path under the upstream's base, RawPath its
 	// escaped form (see SegmentPath).
 	Path, RawPath string
+	// RawQuery is the escaped query string, without "?"; "" for none.
+	RawQuery string
 	// Body is sent as application/json; nil sends none.
 	Body     []byte
 	Timeouts config.Timeouts
@@ -210,6 +217,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	u := *c.base
 	u.Path = c.base.Path + r.Path
 	u.RawPath = c.base.EscapedPath() + r.RawPath
+	u.RawQuery = r.RawQuery
 
 	clk := newClocks(ctx, r.Timeouts)
 	ci := &callInfo{idempotent: r.Idempotent}
@@ -235,6 +243,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
+	req.Header.Set(HopHeader, "1")
 	for _, h := range c.forward {
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v

@@ -25,6 +25,9 @@ func (e *InputError) Error() string { return fmt.Sprintf("input.%s: %s", e.Field
 type Input struct {
 	Raw    json.RawMessage            // the whole object, compact
 	Fields map[string]json.RawMessage // its top-level fields
+	// Route is the inbound route the call came on, for a {route} in the
+	// method's path; "" means the route of the method's mode.
+	Route string
 }
 
 // ParseInput checks that raw is a JSON object and indexes its fields.
@@ -43,9 +46,11 @@ func ReadsFields(m *config.Method) bool {
 	if m.Handler != "" || m.Body == config.BodyTemplate {
 		return true
 	}
-	for _, seg := range m.Segments {
-		if seg.Field != "" && seg.Field != "class_method" {
-			return true
+	for _, segs := range [2][]config.PathSegment{m.Segments, m.Query} {
+		for _, seg := range segs {
+			if seg.Field != "" && seg.Field != config.FieldClassMethod && seg.Field != config.FieldRoute {
+				return true
+			}
 		}
 	}
 	return false
@@ -69,38 +74,77 @@ func (in Input) lookup(path string) (json.RawMessage, bool) {
 	return v, ok
 }
 
-// buildPath fills the method's path template. Each value is escaped so it
-// stays inside its one segment: "/", "?", "#", "%" and control characters
-// are percent-encoded, and a value that is "." or ".." has its dots encoded
-// too so no path normaliser can climb out of the segment. It returns the
-// decoded path and its escaped form for url.URL's Path and RawPath.
-func buildPath(m *config.Method, name string, in Input) (path, raw string, err error) {
-	var p, r strings.Builder
+// buildPath fills the method's path template and query. Each path value is
+// escaped so it stays inside its one segment: "/", "?", "#", "%" and
+// control characters are percent-encoded, and a value that is "." or ".."
+// has its dots encoded too so no path normaliser can climb out of the
+// segment. {route} is the inbound route, a path of the sidecar's own, as
+// it is. Each query value is escaped as one query component ("&", "=",
+// "+", "#" encoded). It returns the decoded path, its escaped form for
+// url.URL's Path and RawPath, and the escaped query ("" for none).
+func buildPath(m *config.Method, name string, in Input) (path, raw, query string, err error) {
+	var p, r, q strings.Builder
 	for _, seg := range m.Segments {
 		if seg.Field == "" {
 			p.WriteString(seg.Literal)
 			r.WriteString(seg.Literal)
 			continue
 		}
-		var v string
-		if seg.Field == "class_method" {
-			v = name
-		} else {
-			v, err = segmentValue(in, seg.Field)
-			if err != nil {
-				return "", "", err
-			}
+		if seg.Field == config.FieldRoute {
+			route := routeOf(m, in)
+			p.WriteString(route)
+			r.WriteString(route)
+			continue
+		}
+		v, err := fieldValue(m, name, in, seg.Field, false)
+		if err != nil {
+			return "", "", "", err
 		}
 		p.WriteString(v)
 		r.WriteString(escapeSegment(v))
 	}
-	return p.String(), r.String(), nil
+	for _, seg := range m.Query {
+		if seg.Field == "" {
+			q.WriteString(seg.Literal)
+			continue
+		}
+		v, err := fieldValue(m, name, in, seg.Field, true)
+		if err != nil {
+			return "", "", "", err
+		}
+		q.WriteString(url.QueryEscape(v))
+	}
+	return p.String(), r.String(), q.String(), nil
 }
 
-func segmentValue(in Input, field string) (string, error) {
+// routeOf is the route a call came on: the one the proxy says, else the
+// one the method's mode is served on.
+func routeOf(m *config.Method, in Input) string {
+	switch {
+	case in.Route != "":
+		return in.Route
+	case m.Mode.Streaming():
+		return config.RouteStream
+	}
+	return config.RouteUnary
+}
+
+// fieldValue is the text that fills a {field} of the path or, for
+// query, of the query string.
+func fieldValue(m *config.Method, name string, in Input, field string, query bool) (string, error) {
+	switch field {
+	case config.FieldClassMethod:
+		return name, nil
+	case config.FieldRoute:
+		return routeOf(m, in), nil
+	}
+	part, fills := "path", "a path segment"
+	if query {
+		part, fills = "query", "a query parameter"
+	}
 	v, ok := in.lookup(field)
 	if !ok {
-		return "", &InputError{Field: field, Msg: "is required by this method's path"}
+		return "", &InputError{Field: field, Msg: "is required by this method's " + part}
 	}
 	switch v[0] {
 	case '"':
@@ -108,12 +152,12 @@ func segmentValue(in Input, field string) (string, error) {
 		if err := json.Unmarshal(v, &s); err != nil {
 			return "", &InputError{Field: field, Msg: "is not a valid string"}
 		}
-		if s == "" {
-			return "", &InputError{Field: field, Msg: "must not be empty: it fills a path segment"}
+		if s == "" && !query {
+			return "", &InputError{Field: field, Msg: "must not be empty: it fills " + fills}
 		}
 		return s, nil
 	case '{', '[':
-		return "", &InputError{Field: field, Msg: "must be a string, number or boolean: it fills a path segment"}
+		return "", &InputError{Field: field, Msg: "must be a string, number or boolean: it fills " + fills}
 	default: // number or boolean: its JSON text, byte-exact
 		return string(v), nil
 	}

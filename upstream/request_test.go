@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,16 +12,19 @@ import (
 )
 
 func pathMethod() *config.Method {
-	return &config.Method{Name: "m", Verb: "GET", Path: "/users/{user_id}/s", Segments: []config.PathSegment{
+	return &config.Method{Name: "m", Verb: "GET", Path: "/users/{user_id}/s?q={user_id}&x=1&r={route}", Segments: []config.PathSegment{
 		{Literal: "/users/"}, {Field: "user_id"}, {Literal: "/s"},
+	}, Query: []config.PathSegment{
+		{Literal: "q="}, {Field: "user_id"}, {Literal: "&x=1&r="}, {Field: "route"},
 	}}
 }
 
-// FuzzBuildPath: whatever string fills a path field, the escaped path keeps
-// the template's structure — same segments, no query, no fragment — and
-// decodes back to the value.
+// FuzzBuildPath: whatever string fills a path field and a query field, the
+// escaped path keeps the template's structure — same segments, the same
+// query parameters, no fragment — and both decode back to the value.
 func FuzzBuildPath(f *testing.F) {
-	for _, s := range []string{"u1", "..", ".", "../admin", "a/b?c#d", "%2F", "a\nb", "é", " ", "%", "\x00", "..%2F"} {
+	for _, s := range []string{"u1", "..", ".", "../admin", "a/b?c#d", "%2F", "a\nb", "é", " ", "%", "\x00", "..%2F",
+		"a&x=2", "a=b", "+", "a;b", "#x", "?"} {
 		f.Add(s)
 	}
 	m := pathMethod()
@@ -31,7 +35,7 @@ func FuzzBuildPath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, escaped, err := buildPath(m, "m", in)
+		_, escaped, query, err := buildPath(m, "m", in)
 		if v == "" {
 			if err == nil {
 				t.Fatalf("buildPath with an empty value succeeded")
@@ -41,12 +45,12 @@ func FuzzBuildPath(f *testing.F) {
 		if err != nil {
 			t.Fatalf("buildPath(%q) error %v", v, err)
 		}
-		u, err := url.Parse("http://agent" + escaped)
+		u, err := url.Parse("http://agent" + escaped + "?" + query)
 		if err != nil {
-			t.Fatalf("buildPath(%q) = %q does not parse: %v", v, escaped, err)
+			t.Fatalf("buildPath(%q) = %q ? %q does not parse: %v", v, escaped, query, err)
 		}
-		if u.RawQuery != "" || u.Fragment != "" || strings.Count(u.EscapedPath(), "/") != 3 {
-			t.Fatalf("buildPath(%q) = %q changed the path structure", v, escaped)
+		if u.Fragment != "" || u.RawQuery != query || strings.Count(u.EscapedPath(), "/") != 3 {
+			t.Fatalf("buildPath(%q) = %q ? %q changed the path structure", v, escaped, query)
 		}
 		seg := strings.Split(escaped, "/")[2]
 		if seg == "." || seg == ".." {
@@ -55,7 +59,72 @@ func FuzzBuildPath(f *testing.F) {
 		if got, err := url.PathUnescape(seg); err != nil || got != v {
 			t.Fatalf("segment %q decodes to %q, %v; want %q", seg, got, err, v)
 		}
+		q, err := url.ParseQuery(query)
+		want := url.Values{"q": {v}, "x": {"1"}, "r": {config.RouteUnary}}
+		if err != nil || !reflect.DeepEqual(q, want) {
+			t.Fatalf("query %q decodes to %v, %v; want %v", query, q, err, want)
+		}
 	})
+}
+
+// TestBuildQuery: query values are escaped as query components, an empty
+// string is a value, and a missing or non-scalar one is the caller's fault.
+func TestBuildQuery(t *testing.T) {
+	m := &config.Method{Segments: []config.PathSegment{{Literal: "/run"}}, Query: []config.PathSegment{
+		{Literal: "stream=true&user="}, {Field: "user_id"}, {Literal: "&n="}, {Field: "a.n"},
+	}}
+	tests := []struct {
+		input, want, err string
+	}{
+		{`{"user_id":"u 1&x=2","a":{"n":12345678901234567890}}`, "stream=true&user=u+1%26x%3D2&n=12345678901234567890", ""},
+		{`{"user_id":"","a":{"n":true}}`, "stream=true&user=&n=true", ""},
+		{`{"a":{"n":1}}`, "", "input.user_id: is required by this method's query"},
+		{`{"user_id":{},"a":{"n":1}}`, "", "input.user_id: must be a string, number or boolean: it fills a query parameter"},
+	}
+	for _, tt := range tests {
+		in, err := ParseInput(json.RawMessage(tt.input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, q, err := buildPath(m, "m", in)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("buildPath(%s) error = %v, want %q", tt.input, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || q != tt.want {
+			t.Errorf("buildPath(%s) query = %q, %v; want %q", tt.input, q, err, tt.want)
+		}
+	}
+	if !ReadsFields(m) {
+		t.Errorf("ReadsFields = false for a method whose query reads input fields")
+	}
+}
+
+// TestRoutePath: {route} is the route the call came on, whole, or the
+// route of the method's mode when the caller does not say.
+func TestRoutePath(t *testing.T) {
+	m := &config.Method{Name: "*", AllRoutes: true, Segments: []config.PathSegment{{Literal: "/v1"}, {Field: config.FieldRoute}}}
+	for _, tt := range []struct {
+		in   Input
+		mode config.Mode
+		want string
+	}{
+		{Input{Route: config.RouteStream}, "", "/v1/api/stream_reasoning_engine"},
+		{Input{Route: config.RouteUnary}, config.ModeStream, "/v1/api/reasoning_engine"},
+		{Input{}, config.ModeAsyncStream, "/v1/api/stream_reasoning_engine"},
+		{Input{}, config.ModeAsync, "/v1/api/reasoning_engine"},
+	} {
+		m.Mode = tt.mode
+		path, raw, _, err := buildPath(m, "x", tt.in)
+		if err != nil || path != tt.want || raw != tt.want {
+			t.Errorf("route %q mode %q: path %q raw %q, %v; want %q", tt.in.Route, tt.mode, path, raw, err, tt.want)
+		}
+	}
+	if ReadsFields(m) {
+		t.Errorf("ReadsFields = true for a method whose path has only {route}")
+	}
 }
 
 // FuzzBodyTemplate: whatever input object fills a body template, the body

@@ -291,7 +291,10 @@ func (t *transport) write(c *conn, req *http.Request) (int64, error) {
 	bw.WriteString(uri)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(host)
-	bw.WriteString("\r\nUser-Agent: sidecar\r\n")
+	bw.WriteString("\r\n")
+	if _, own := req.Header["User-Agent"]; !own { // headers.set may give one
+		bw.WriteString("User-Agent: sidecar\r\n")
+	}
 	for name, values := range req.Header {
 		if name == "Host" || name == "Content-Length" || name == "Transfer-Encoding" || name == "Connection" {
 			continue
