@@ -93,6 +93,8 @@ func rpcOfStatus(status int) rpc {
 		return rpc{409, "ABORTED"}
 	case 429:
 		return rpc{429, "RESOURCE_EXHAUSTED"}
+	case 499:
+		return rpc{499, "CANCELLED"}
 	case 501:
 		return rpc{501, "UNIMPLEMENTED"}
 	case 502, 503:
