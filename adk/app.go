@@ -247,7 +247,7 @@ func (a *App) Ready(ctx context.Context) error {
 // appNotFound says that the server lacks the app, and which it has.
 func appNotFound(name string, apps []string) error {
 	if len(apps) == 0 {
-		return fmt.Errorf("ADK app %q not found: the api server has no apps", name)
+		return &upstream.Mismatch{Msg: fmt.Sprintf("ADK app %q not found: the api server has no apps", name)}
 	}
 	shown := make([]string, 0, maxAppsShown)
 	for _, app := range apps[:min(len(apps), maxAppsShown)] {
@@ -257,7 +257,7 @@ func appNotFound(name string, apps []string) error {
 	if n := len(apps) - len(shown); n > 0 {
 		more = fmt.Sprintf(" and %d more", n)
 	}
-	return fmt.Errorf("ADK app %q not found: the api server has %s%s", name, strings.Join(shown, ", "), more)
+	return &upstream.Mismatch{Msg: fmt.Sprintf("ADK app %q not found: the api server has %s%s", name, strings.Join(shown, ", "), more)}
 }
 
 // clip cuts s to at most n bytes, on a rune boundary, marking the cut.

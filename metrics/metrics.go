@@ -23,8 +23,27 @@ type Metrics struct {
 	bytes      *prometheus.CounterVec
 	retries    *prometheus.CounterVec
 	streamEnds *prometheus.CounterVec
+	timeouts   *prometheus.CounterVec
 	restarts   prometheus.Counter
 }
+
+// Outcome is who ended a call. It is a label value, so it comes from this
+// fixed set only: never an agent's own error code, which would add a
+// series per code.
+type Outcome string
+
+// The outcomes of a call.
+const (
+	OK                Outcome = "ok"                 // the call was answered in full
+	CallerLeft        Outcome = "caller_left"        // the caller disconnected
+	Timeout           Outcome = "timeout"            // a clock ran out (Call.Phase says which)
+	AgentError        Outcome = "agent_error"        // the agent answered an error, or a reply the sidecar cannot pass on
+	AgentDisconnected Outcome = "agent_disconnected" // the agent closed the connection before its reply was complete
+	NotReady          Outcome = "not_ready"          // the agent was not ready within ready.wait
+	Busy              Outcome = "busy"               // every concurrency slot was taken
+	ShuttingDown      Outcome = "shutting_down"      // the sidecar was draining
+	BadRequest        Outcome = "bad_request"        // the caller's request was refused
+)
 
 // Call is one finished call, as the proxy saw it.
 type Call struct {
@@ -32,7 +51,8 @@ type Call struct {
 	// "" when no entry matched): a bounded label, unlike the called name.
 	Method    string
 	Route     string
-	Outcome   string // "ok" or the error code
+	Outcome   Outcome
+	Phase     string // for a Timeout: connect, first_byte, idle or total
 	Duration  time.Duration
 	FirstLine time.Duration // zero when no line went out
 	Records   int
@@ -50,7 +70,7 @@ func New() *Metrics {
 	m := &Metrics{
 		registry: r,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_calls_total", Help: "Calls served, by method map entry, route and outcome (ok or the error code).",
+			Name: "sidecar_calls_total", Help: "Calls served, by method map entry, route and outcome (who ended the call).",
 		}, []string{"class_method", "route", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sidecar_call_duration_seconds", Help: "Time from request to the call's end.", Buckets: buckets,
@@ -68,13 +88,16 @@ func New() *Metrics {
 			Name: "sidecar_retries_total", Help: "Requests to the agent retried (refused connections, idempotent 429/503).",
 		}, []string{"class_method"}),
 		streamEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_stream_ends_total", Help: "Streams ended, by reason: ok, client_gone, timeout, agent_disconnected, agent_error, shutting_down, …",
+			Name: "sidecar_stream_ends_total", Help: "Streams ended, by reason (the call's outcome): ok, caller_left, timeout, agent_error, agent_disconnected, shutting_down, ….",
 		}, []string{"reason"}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_timeouts_total", Help: "Calls ended by a timeout, by method map entry, route and phase: connect, first_byte, idle, total.",
+		}, []string{"class_method", "route", "phase"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_agent_restarts_total", Help: "Times a started agent was restarted after it failed.",
 		}),
 	}
-	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.restarts)
+	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.timeouts, m.restarts)
 	return m
 }
 
@@ -83,7 +106,10 @@ func (m *Metrics) Call(c Call) {
 	if m == nil {
 		return
 	}
-	m.calls.WithLabelValues(c.Method, c.Route, c.Outcome).Inc()
+	m.calls.WithLabelValues(c.Method, c.Route, string(c.Outcome)).Inc()
+	if c.Outcome == Timeout {
+		m.timeouts.WithLabelValues(c.Method, c.Route, c.Phase).Inc()
+	}
 	m.duration.WithLabelValues(c.Method, c.Route).Observe(c.Duration.Seconds())
 	m.bytes.WithLabelValues(c.Method, c.Route).Add(float64(c.Bytes))
 	if c.Retries > 0 {
@@ -94,7 +120,7 @@ func (m *Metrics) Call(c Call) {
 		if c.FirstLine > 0 {
 			m.firstLine.WithLabelValues(c.Method).Observe(c.FirstLine.Seconds())
 		}
-		m.streamEnds.WithLabelValues(c.Outcome).Inc()
+		m.streamEnds.WithLabelValues(string(c.Outcome)).Inc()
 	}
 }
 

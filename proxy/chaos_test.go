@@ -647,7 +647,7 @@ func chaosCheck(r chaosResult) []string {
 			continue
 		}
 		if !ok {
-			fail("error line %d %q is not {\"error\":{\"code\":…,\"message\":…}}", i, chaosShort(l))
+			fail("error line %d %q is not {\"error\":{\"code\":…,\"message\":…,\"status\":…,\"details\":[ErrorInfo]}}", i, chaosShort(l))
 		}
 		if errAt >= 0 {
 			fail("a second error line %d %q (the first was line %d)", i, chaosShort(l), errAt)
@@ -677,7 +677,8 @@ func chaosCheck(r chaosResult) []string {
 }
 
 // chaosErrorLine reports whether line is an error line (a top-level
-// "error" key) and whether it has the one shape allowed.
+// "error" key) and whether it has the one shape allowed, Google's error
+// model; code is its ErrorInfo reason, lower-cased.
 func chaosErrorLine(line string) (code string, isErr, ok bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal([]byte(line), &top) != nil {
@@ -688,13 +689,20 @@ func chaosErrorLine(line string) (code string, isErr, ok bool) {
 		return "", false, false
 	}
 	var e struct {
-		Code    *string `json:"code"`
+		Code    *int    `json:"code"`
 		Message *string `json:"message"`
+		Status  string  `json:"status"`
+		Details []struct {
+			Type   string `json:"@type"`
+			Reason string `json:"reason"`
+			Domain string `json:"domain"`
+		} `json:"details"`
 	}
-	if len(top) != 1 || json.Unmarshal(raw, &e) != nil || e.Code == nil || *e.Code == "" || e.Message == nil {
+	if len(top) != 1 || json.Unmarshal(raw, &e) != nil || e.Code == nil || e.Message == nil || e.Status == "" ||
+		len(e.Details) != 1 || e.Details[0].Type != "type.googleapis.com/google.rpc.ErrorInfo" || e.Details[0].Reason == "" || e.Details[0].Domain == "" {
 		return "", true, false
 	}
-	return *e.Code, true, true
+	return strings.ToLower(e.Details[0].Reason), true, true
 }
 
 func chaosMatch(w chaosWant, line string) bool {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -40,6 +41,12 @@ type harnessConfig struct {
 	readyWait    time.Duration
 	builtin      Builtin
 	wrapCore     func(zapcore.Core) zapcore.Core
+	metrics      *metrics.Metrics
+}
+
+// withMetrics records the harness's calls in m.
+func withMetrics(m *metrics.Metrics) harnessOption {
+	return func(c *harnessConfig) { c.metrics = m }
 }
 
 // withLogCore wraps the harness's log core, to watch or hold log writes.
@@ -88,7 +95,7 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 		t.Fatalf("upstream.New: %v", err)
 	}
 	h := &harness{t: t, logs: logs}
-	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait, Builtin: hc.builtin}
+	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait, Builtin: hc.builtin, Metrics: hc.metrics}
 	if hc.probe {
 		h.server.Prober = upstream.NewProber(cfg, client)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -46,6 +46,8 @@ type Server struct {
 
 	draining atomic.Bool
 	inFlight atomic.Int64
+	// notReady is the readiness detail last logged.
+	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
 	// Config.Limits.Concurrency is set; queued counts the calls waiting.
 	slots  chan struct{}
@@ -131,8 +133,16 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeHealth answers /healthz: 200 while the agent is ready, 503 while it is
-// not or the sidecar drains.
-func (s *Server) ServeHealth(w http.ResponseWriter, _ *http.Request) {
+// not or the sidecar drains. Why the agent is not ready (a dial error can
+// name its socket) is not said on the public port: it is logged, and
+// ServeHealthDetail says it.
+func (s *Server) ServeHealth(w http.ResponseWriter, _ *http.Request) { s.serveHealth(w, false) }
+
+// ServeHealthDetail answers as ServeHealth does, with why the agent is not
+// ready: for the private admin listener.
+func (s *Server) ServeHealthDetail(w http.ResponseWriter, _ *http.Request) { s.serveHealth(w, true) }
+
+func (s *Server) serveHealth(w http.ResponseWriter, full bool) {
 	type health struct {
 		Status string `json:"status"`
 		Agent  string `json:"agent,omitempty"`
@@ -142,7 +152,14 @@ func (s *Server) ServeHealth(w http.ResponseWriter, _ *http.Request) {
 	if s.Prober != nil {
 		ok, detail := s.Prober.Status()
 		h.Agent = "ready"
+		s.logReadiness(ok, detail)
 		if !ok {
+			if !full {
+				detail = errNotReady.Error()
+				if public := s.Prober.PublicDetail(); public != "" {
+					detail = public
+				}
+			}
 			h, code = health{Status: "unavailable", Agent: "not_ready", Detail: detail}, http.StatusServiceUnavailable
 		}
 	}
@@ -173,7 +190,9 @@ type call struct {
 	records int
 	bytes   int64
 	retries int
-	outcome string
+	outcome metrics.Outcome // who ended the call
+	phase   string          // the clock that ran out, for a timeout
+	reason  string          // the failure's reason, for a call that did not end ok
 	err     error
 	release func()        // frees the call's concurrency slot, if it took one
 	entry   string        // the method map entry that served it
@@ -349,7 +368,7 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	c.status, c.records, c.outcome = http.StatusOK, 1, "ok"
+	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
 	n, err := w.Write(body)
 	if err == nil {
 		// The reply leaves now, not after the call's log line and metrics.
@@ -357,7 +376,7 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	c.bytes = int64(n)
 	if err != nil {
-		c.outcome, c.err = "client_gone", err
+		c.callerLeft(err)
 	}
 }
 
@@ -401,7 +420,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	c.status = http.StatusOK
 	rc := http.NewResponseController(w)
 	if err := rc.Flush(); err != nil {
-		c.outcome, c.err = "client_gone", err
+		c.callerLeft(err)
 		return
 	}
 
@@ -436,7 +455,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 			err = flushErr
 		}
 		if err != nil {
-			c.outcome, c.err = "client_gone", err
+			c.callerLeft(err)
 			return
 		}
 		if c.records == 0 {
@@ -446,18 +465,17 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	flush()
 	if err := records.Err(); err != nil {
-		if r.Context().Err() != nil {
-			c.outcome, c.err = "client_gone", errClientGone
+		err = explain(ctx, r.Context(), err)
+		f := c.failed(failureOf(err), err)
+		if f.outcome == metrics.CallerLeft {
 			return
 		}
-		f := failureOf(err)
 		n, _ := w.Write(errorLine(f))
 		c.bytes += int64(n)
 		rc.Flush()
-		c.outcome, c.err = f.code, err
 		return
 	}
-	c.outcome = "ok"
+	c.outcome = metrics.OK
 }
 
 // openStream runs records on a goroutine of its own and waits for it.
@@ -504,12 +522,10 @@ func (s *Server) records(ctx context.Context, r *http.Request, m *config.Method,
 
 // fail answers a call that failed before its first byte.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
-	if r.Context().Err() != nil {
-		err = errClientGone
-	}
-	f := failureOf(err)
-	c.status, c.outcome, c.err = f.status, f.code, err
-	if f.status == statusClientGone {
+	err = explain(s.calls, r.Context(), err)
+	f := c.failed(failureOf(err), err)
+	c.status = f.status
+	if f.outcome == metrics.CallerLeft {
 		return // nobody is listening
 	}
 	writeError(w, f)
@@ -519,11 +535,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
 	s.Metrics.Call(metrics.Call{
-		Method: c.entry, Route: c.route, Outcome: c.outcome, Duration: time.Since(c.start), FirstLine: c.first,
+		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.retries, Stream: c.route == config.RouteStream,
 	})
 	level := zap.InfoLevel
-	if c.status >= 500 || (c.outcome != "ok" && c.status == http.StatusOK) {
+	if c.status >= 500 || (c.outcome != metrics.OK && c.status == http.StatusOK) {
 		level = zap.WarnLevel
 	}
 	ce := s.Logger.Check(level, "call")
@@ -538,7 +554,13 @@ func (s *Server) log(r *http.Request, c *call) {
 		zap.Int("records", c.records),
 		zap.Int64("bytes", c.bytes),
 		zap.Duration("duration", time.Since(c.start)),
-		zap.String("outcome", c.outcome),
+		zap.String("outcome", string(c.outcome)),
+	}
+	if c.phase != "" {
+		fields = append(fields, zap.String("phase", c.phase))
+	}
+	if c.reason != "" {
+		fields = append(fields, zap.String("reason", c.reason))
 	}
 	if c.retries > 0 {
 		fields = append(fields, zap.Int("retries", c.retries))

@@ -362,8 +362,8 @@ func TestStreamConversions(t *testing.T) {
 		{"sse", "text/event-stream", "data: {\"a\": 1}\n\n: comment\nid: 7\nretry: 10\ndata: {\"a\":\ndata: 2}\n\n", []string{`{"a":1}`, `{"a":2}`}},
 		{"sse charset and case", "Text/Event-Stream; charset=UTF-8", "data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\ndata: {\"never\":1}\n\n", []string{`{"a":1}`}},
 		{"sse non-json data", "text/event-stream", "data: hello world\n\n", []string{`{"output":"hello world"}`}},
-		{"sse error event", "text/event-stream", "data: {\"i\":0}\n\nevent: error\ndata: {\"message\":\"overloaded\"}\n\n", []string{`{"i":0}`, `{"error":{"code":"agent_error","message":"overloaded"}}`}},
-		{"sse interpolated error", "text/event-stream", "data: {\"i\":0}\n\ndata: {\"error\": \"Invalid \"x\" here\"}\n\n", []string{`{"i":0}`, `{"error":{"code":"agent_error","message":"{\"error\": \"Invalid \"x\" here\"}"}}`}},
+		{"sse error event", "text/event-stream", "data: {\"i\":0}\n\nevent: error\ndata: {\"message\":\"overloaded\"}\n\n", []string{`{"i":0}`, `{"error":{"code":500,"message":"overloaded","status":"INTERNAL","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"AGENT_ERROR","domain":"sidecar"}]}}`}},
+		{"sse interpolated error", "text/event-stream", "data: {\"i\":0}\n\ndata: {\"error\": \"Invalid \"x\" here\"}\n\n", []string{`{"i":0}`, `{"error":{"code":500,"message":"{\"error\": \"Invalid \"x\" here\"}","status":"INTERNAL","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"AGENT_ERROR","domain":"sidecar"}]}}`}},
 		{"ndjson", "application/x-ndjson", "{\"a\": 1}\n\n{\"b\":2}\r\n{\"c\":3}", []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}},
 		{"jsonl", "application/jsonl", "1\n\"two\"\n", []string{`1`, `"two"`}},
 		{"json array split", "application/json", `[{"i":0}, {"i":1}]`, []string{`{"i":0}`, `{"i":1}`}},
@@ -509,12 +509,8 @@ func TestStreamErrorsAfterFirstByte(t *testing.T) {
 			if len(got) != 2 || got[0] != `{"i":0}` {
 				t.Fatalf("lines = %q, want the first record and one error line", got)
 			}
-			var last struct {
-				Error struct{ Code, Message string }
-			}
-			json.Unmarshal([]byte(got[1]), &last)
-			if last.Error.Code != tt.wantCode || last.Error.Message == "" {
-				t.Errorf("final line = %s, want an error with code %q", got[1], tt.wantCode)
+			if e := parseErrorLine(t, got[1]); e.reason != strings.ToUpper(tt.wantCode) || e.message == "" {
+				t.Errorf("final line = %s, want an error with reason %q", got[1], strings.ToUpper(tt.wantCode))
 			}
 		})
 	}
@@ -809,7 +805,7 @@ func TestEndCalls(t *testing.T) {
 	<-unaryArrived
 	h.server.EndCalls()
 	last := lr.next(t)
-	if !strings.HasPrefix(last, `{"error":{"code":"shutting_down"`) {
+	if e := parseErrorLine(t, last); e.code != 503 || e.status != "UNAVAILABLE" || e.reason != "SHUTTING_DOWN" {
 		t.Errorf("last stream line = %q, want a shutting_down error", last)
 	}
 	if _, err := lr.r.ReadString('\n'); err != io.EOF {

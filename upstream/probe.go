@@ -37,6 +37,7 @@ type Prober struct {
 	mu      sync.Mutex
 	ok      bool
 	detail  string
+	public  string        // the detail, when the caller may see it (a Mismatch)
 	changed chan struct{} // closed and replaced on every change
 	kick    chan struct{} // MarkDown asks Run to probe fast again
 }
@@ -123,14 +124,17 @@ func (p *Prober) check(ctx context.Context) error {
 func (p *Prober) set(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ok, detail := err == nil, "agent ready"
+	ok, detail, public := err == nil, "agent ready", ""
 	if err != nil {
 		detail = "agent not ready: " + unwrapURL(err).Error()
+		if m := (*Mismatch)(nil); errors.As(err, &m) {
+			public = detail
+		}
 	}
 	if ok == p.ok && detail == p.detail {
 		return
 	}
-	p.ok, p.detail = ok, detail
+	p.ok, p.detail, p.public = ok, detail, public
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -141,6 +145,23 @@ func (p *Prober) Status() (bool, string) {
 	defer p.mu.Unlock()
 	return p.ok, p.detail
 }
+
+// PublicDetail is why the agent is not ready when that may be said on the
+// public port (the agent runs but is not what the config names), else "".
+func (p *Prober) PublicDetail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.public
+}
+
+// Mismatch is a readiness failure the operator must see wherever they look,
+// the public /healthz included: the agent answers, but it is not what the
+// config names (the ADK preset's app missing from the api server). Its text
+// is built from the config and the agent's answer, never from dial errors or
+// paths.
+type Mismatch struct{ Msg string }
+
+func (e *Mismatch) Error() string { return e.Msg }
 
 // Wait blocks until the agent is ready or ctx ends; it returns ctx's error
 // in the second case.

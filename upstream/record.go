@@ -229,6 +229,7 @@ func agentErrorOf(v []byte) *AgentError {
 		if json.Unmarshal(v, &obj) != nil {
 			break
 		}
+		e.Raw = e.Message // v, copied
 		var msg string
 		if json.Unmarshal(obj["message"], &msg) == nil && msg != "" {
 			e.Message = msg

@@ -37,6 +37,10 @@ type AgentError struct {
 	Code string
 	// Message is the agent's text, or the raw record if it had none.
 	Message string
+	// Raw is the error as the agent sent it, compact JSON, when it was an
+	// object (so an error already in Google's shape can pass on as it
+	// is), else "".
+	Raw string
 }
 
 func (e *AgentError) Error() string {

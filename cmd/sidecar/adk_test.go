@@ -66,7 +66,7 @@ func TestADKPython(t *testing.T) {
 	t.Run("interpolated error event", func(t *testing.T) {
 		lines := streamCall(t, base, "stream_query", `{"user_id":"u9","message":"explode"}`)
 		last := lines[len(lines)-1]
-		if len(lines) < 2 || !strings.HasPrefix(last, `{"error":{"code":"agent_error","message":`) || !strings.Contains(last, `Model said`) {
+		if len(lines) < 2 || !strings.HasPrefix(last, `{"error":{"code":500,"message":`) || !strings.Contains(last, `"reason":"AGENT_ERROR"`) || !strings.Contains(last, `Model said`) {
 			t.Errorf("lines = %q, want events then one agent_error line", lines)
 		}
 	})

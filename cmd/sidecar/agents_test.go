@@ -339,7 +339,7 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 		{"ndjson", []string{`{"i":0}`, `{"i":1}`, `{"i":2}`}},
 		{"array_stream", []string{`{"i":0}`, `{"i":1}`, `{"i":2}`}},
 		{"bigint_stream", []string{`{"n":12345678901234567890123,"f":1.5e300}`}},
-		{"sse_error", []string{`{"i":0}`, `{"error":{"code":"agent_error","message":"model overloaded"}}`}},
+		{"sse_error", []string{`{"i":0}`, `{"error":{"code":500,"message":"model overloaded","status":"INTERNAL","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"AGENT_ERROR","domain":"sidecar"}]}}`}},
 	}
 	for _, c := range streamCases {
 		t.Run("stream "+c.method, func(t *testing.T) {
@@ -366,7 +366,7 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 	t.Run("interpolated error event", func(t *testing.T) {
 		r := stream("sse_interpolated")
 		ls := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
-		if len(ls) != 2 || ls[0] != `{"i":0}` || !strings.HasPrefix(ls[1], `{"error":{"code":"agent_error","message":`) || !json.Valid([]byte(ls[1])) {
+		if len(ls) != 2 || ls[0] != `{"i":0}` || !strings.HasPrefix(ls[1], `{"error":{"code":500,"message":`) || !strings.HasSuffix(ls[1], `"status":"INTERNAL","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"AGENT_ERROR","domain":"sidecar"}]}}`) || !json.Valid([]byte(ls[1])) {
 			t.Errorf("lines = %q", ls)
 		}
 	})
@@ -377,7 +377,7 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 		}
 		ls := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
 		last := ls[len(ls)-1]
-		if !strings.HasPrefix(last, `{"error":{"code":"agent_disconnected"`) {
+		if !strings.HasPrefix(last, `{"error":{"code":503,`) || !strings.Contains(last, `"status":"UNAVAILABLE"`) || !strings.Contains(last, `"reason":"AGENT_DISCONNECTED"`) {
 			t.Errorf("lines = %q, want a final agent_disconnected error line", ls)
 		}
 		for _, l := range ls {

@@ -16,7 +16,8 @@ import (
 const callUsage = `Usage: sidecar call [flags] METHOD [key=value ...]
 
 Calls a running sidecar the way the platform does and prints what comes
-back; streamed lines are printed as they arrive.
+back; streamed lines are printed as they arrive. Exits 1 when the call
+failed: a non-2xx answer, or a stream that ended with an error line.
 
   key=value          an input field; the value is taken as JSON when it parses
                      (n=3, ok=true, tags='["a"]'), else as a string
@@ -78,6 +79,7 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 		return &exitError{code: 1, msg: fmt.Sprintf("sidecar call: %s answered %d: %s", route, resp.StatusCode, bytes.TrimSpace(b))}
 	}
 	r := bufio.NewReader(resp.Body)
+	var last []byte
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 {
@@ -87,14 +89,50 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 			} else {
 				fmt.Fprintf(stdout, "%s\n", line)
 			}
+			last = line
 		}
 		if err == io.EOF {
-			return nil
+			break
 		}
 		if err != nil {
 			return fmt.Errorf("reading the reply: %w", err)
 		}
 	}
+	if msg, ok := finalError(last); *stream && ok {
+		return &exitError{code: 1, msg: "sidecar call: the stream ended with an error: " + msg}
+	}
+	return nil
+}
+
+// finalError reads a stream's final error line, in Google's error model:
+// {"error": {"code": 504, "message": "…", "status": "DEADLINE_EXCEEDED",
+// "details": [{"reason": "TIMEOUT", …}]}}. It reports false for any other
+// line. A record the agent sent is never such a line: the sidecar ends the
+// stream at a record that is an {"error": …} object.
+func finalError(line []byte) (string, bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(line, &top) != nil || len(top) != 1 || top["error"] == nil {
+		return "", false
+	}
+	var e struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+		Details []struct {
+			Reason string `json:"reason"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(top["error"], &e) != nil {
+		return string(top["error"]), true
+	}
+	msg := fmt.Sprintf("%d %s", e.Code, e.Status)
+	for _, d := range e.Details {
+		if d.Reason != "" {
+			msg += " (" + d.Reason + ")"
+			break
+		}
+	}
+	return msg + ": " + e.Message, true
 }
 
 // callBody builds the platform envelope for METHOD.

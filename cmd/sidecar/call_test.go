@@ -43,4 +43,13 @@ func TestCall(t *testing.T) {
 	if _, err = call("echo", "novalue"); !errors.As(err, &ee) || ee.code != 2 {
 		t.Errorf("call with a bad field = %v, want exit 2", err)
 	}
+	// A stream that ends with an error line: every line is printed, and
+	// the call exits 1 saying why.
+	out, err = call("--stream", "sse_error")
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "500 INTERNAL") || !strings.Contains(ee.msg, "AGENT_ERROR") || !strings.Contains(ee.msg, "model overloaded") {
+		t.Errorf("stream ending in an error line = %v, want exit 1 naming the error", err)
+	}
+	if !strings.HasPrefix(out, `{"i":0}`+"\n") || !strings.Contains(out, `"reason":"AGENT_ERROR"`) {
+		t.Errorf("stream ending in an error line printed %q, want the record and the error line", out)
+	}
 }

@@ -332,7 +332,7 @@ func TestEntrypointDrainsOnSIGTERM(t *testing.T) {
 			}
 			for i, s := range streams {
 				got := collectLines(t, s, 10*time.Second)
-				if len(got) != 1 || !strings.HasPrefix(got[0], `{"error":{"code":"shutting_down"`) {
+				if len(got) != 1 || !strings.HasPrefix(got[0], `{"error":{"code":503,`) || !strings.Contains(got[0], `"reason":"SHUTTING_DOWN"`) {
 					t.Errorf("stream %d ended with %q, want one shutting_down line", i, got)
 				}
 			}
@@ -488,7 +488,7 @@ func TestEntrypointAgentKilled(t *testing.T) {
 	<-s
 	syscall.Kill(pid, syscall.SIGKILL)
 	got := collectLines(t, s, 10*time.Second)
-	if len(got) != 1 || !strings.HasPrefix(got[0], `{"error":{"code":"agent_disconnected"`) {
+	if len(got) != 1 || !strings.HasPrefix(got[0], `{"error":{"code":503,`) || !strings.Contains(got[0], `"reason":"AGENT_DISCONNECTED"`) {
 		t.Errorf("stream after the agent died = %q, want one agent_disconnected line", got)
 	}
 	if code := p.wait(10 * time.Second); code != 137 {

@@ -230,7 +230,7 @@ func serveAdmin(addr string, public net.Addr, m *metrics.Metrics, s *proxy.Serve
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /healthz", s.ServeHealth)
+	mux.HandleFunc("GET /healthz", s.ServeHealthDetail)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { srv.Serve(ln); close(done) }()
