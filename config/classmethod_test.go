@@ -46,6 +46,14 @@ methods:
 	if !reflect.DeepEqual(q.Parameters, want) {
 		t.Errorf("parameters = %#v\nwant %#v", q.Parameters, want)
 	}
+	// validate --print writes them out, and what it writes reads back.
+	again, err := Parse("printed.yaml", c.Expanded())
+	if err != nil {
+		t.Fatalf("Expanded() does not parse: %v\n%s", err, c.Expanded())
+	}
+	if a := again.Methods[0]; a.Description != q.Description || !reflect.DeepEqual(a.Parameters, q.Parameters) {
+		t.Errorf("after Expanded: %q %#v", a.Description, a.Parameters)
+	}
 	if s := c.Methods[1]; s.Name != "stream_query" || s.Description != "Streams." || s.Parameters != nil {
 		t.Errorf("a handler method: %q %q %v", s.Name, s.Description, s.Parameters)
 	}
