@@ -329,9 +329,14 @@ func TestRequestMatchesProtos(t *testing.T) {
 		}
 		for name, yaml := range maps {
 			t.Run(version+"/"+name, func(t *testing.T) {
-				body := fullRequest(t, yaml, version)
-				for _, p := range schema.check(decode(t, body), path, "body") {
-					t.Error(p)
+				minimal, err := CreateRequest(parse(t, yaml), RequestOptions{DisplayName: "x", Image: "r/i"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, body := range [][]byte{fullRequest(t, yaml, version), minimal} {
+					for _, p := range schema.check(decode(t, body), path, "body") {
+						t.Error(p)
+					}
 				}
 			})
 		}
