@@ -113,6 +113,7 @@ func TestCreateRequestExtras(t *testing.T) {
 		{"context v1", with(func(o *RequestOptions) { o.ContextSpec = json.RawMessage(`{}`) }), []string{"v1beta1 API only"}},
 		{"context type", with(func(o *RequestOptions) { o.ContextSpec, o.APIVersion = json.RawMessage(`[1]`), "v1beta1" }), []string{"context spec: not a JSON object"}},
 		{"version", with(func(o *RequestOptions) { o.APIVersion = "v2" }), []string{`api version "v2"`}},
+		{"concurrency int32", with(func(o *RequestOptions) { o.Concurrency = ptr(1 << 31) }), []string{"concurrency 2147483648: must be 1 to 2147483647"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := CreateRequest(cfg, tc.opts)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -287,17 +288,12 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 	if opts.MinInstances != nil && (*opts.MinInstances < 0 || *opts.MinInstances > maxMinInstances) {
 		bad("min instances %d: must be 0 to %d", *opts.MinInstances, maxMinInstances)
 	}
-	if maxMax := maxMaxInstances; opts.MaxInstances != nil {
-		if opts.PSC != nil {
-			maxMax = maxMaxInstancesPSC
-		}
-		if *opts.MaxInstances < 1 || *opts.MaxInstances > maxMax {
-			with := ""
-			if opts.PSC != nil {
-				with = " with a PSC interface"
-			}
-			bad("max instances %d: must be 1 to %d%s", *opts.MaxInstances, maxMax, with)
-		}
+	maxMax, maxNote := maxMaxInstances, ""
+	if opts.PSC != nil {
+		maxMax, maxNote = maxMaxInstancesPSC, " with a PSC interface"
+	}
+	if n := opts.MaxInstances; n != nil && (*n < 1 || *n > maxMax) {
+		bad("max instances %d: must be 1 to %d%s", *n, maxMax, maxNote)
 	}
 	if opts.MinInstances != nil && opts.MaxInstances != nil && *opts.MinInstances > *opts.MaxInstances {
 		bad("min instances %d is above max instances %d", *opts.MinInstances, *opts.MaxInstances)
@@ -307,8 +303,8 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		c := cfg.Limits.Concurrency
 		concurrency = &c
 	}
-	if concurrency != nil && *concurrency < 1 {
-		bad("concurrency %d: must be 1 or more", *concurrency)
+	if concurrency != nil && (*concurrency < 1 || *concurrency > math.MaxInt32) {
+		bad("concurrency %d: must be 1 to %d (an int32)", *concurrency, math.MaxInt32)
 	}
 	limits := map[string]string{}
 	if opts.CPU != "" {
