@@ -36,8 +36,8 @@ const RequestUsage = `  --image URI              spec.containerSpec.imageUri (re
   --secret-env NAME=SECRET[:VERSION]
                            deploymentSpec.secretEnv entry, version default latest
                            (repeatable)
-  --min-instances N        deploymentSpec.minInstances
-  --max-instances N        deploymentSpec.maxInstances
+  --min-instances N        deploymentSpec.minInstances (0 to 10)
+  --max-instances N        deploymentSpec.maxInstances (1 to 1000; 100 with PSC)
   --cpu N                  deploymentSpec.resourceLimits.cpu (1, 2, 4, 6 or 8)
   --memory SIZE            deploymentSpec.resourceLimits.memory (1Gi … 32Gi)
   --concurrency N          deploymentSpec.containerConcurrency (default the map's

@@ -16,12 +16,12 @@ import (
 )
 
 // The Agent Platform create request (POST …/reasoningEngines, a
-// ReasoningEngine resource) for a sidecar image. Field names and nesting
-// were checked against the published REST reference and client libraries
-// of google.cloud.aiplatform.v1 (ReasoningEngine, ReasoningEngineSpec,
-// ContainerSpec, DeploymentSpec, EnvVar, SecretEnvVar, SecretRef) and
-// against gcloud's own request builder; see the README's Deploy section for
-// what is verified and what is assumed.
+// ReasoningEngine resource) for a sidecar image. TestRequestMatchesProtos
+// walks every body against the ReasoningEngine protos of
+// google.cloud.aiplatform v1 and v1beta1 that the official
+// @google-cloud/aiplatform npm package ships (field names, nesting, JSON
+// types, enums); see the README's Deploy section for what is verified and
+// what is assumed.
 
 // Agent frameworks this package picks by itself. The platform knows more
 // ("langchain", "langgraph", "ag2", "llama-index"); any can be given.
