@@ -267,6 +267,11 @@ type Method struct {
 	// requests of its own (the ADK preset's "adk.*" handlers); Verb, Path,
 	// Body, Reply and Output do not apply then.
 	Handler string
+	// Description and Parameters (an OpenAPI schema object) describe the
+	// method in the deploy request's spec.classMethods, for the platform's
+	// SDK; they do not change how a call is served. Default: none.
+	Description string
+	Parameters  map[string]any
 	// Line is where the method is declared in the file, for messages; 0
 	// for a method a preset added.
 	Line int
@@ -294,4 +299,8 @@ const (
 type ClassMethod struct {
 	Name    string `json:"name"`
 	APIMode Mode   `json:"api_mode"`
+	// Description and Parameters are what the platform's SDK reads as the
+	// method's docstring and argument schema; left out when not known.
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
 }

@@ -124,8 +124,12 @@ func (p *parser) method(e entry, path string) methodDraft {
 						p.addf(f.val.Line, key, "%q is not true or false", s)
 					}
 				}
+			case "description":
+				p.description(f, key, m)
+			case "parameters":
+				p.parameters(f, key, m)
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters")
 			}
 		}
 	}

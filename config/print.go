@@ -127,6 +127,17 @@ func methodNode(m *Method) *yaml.Node {
 		n.Content = append(n.Content, scalar("idempotent"), scalar("true"))
 	}
 	n.Content = append(n.Content, scalar("timeouts"), timeoutsNode(m.Timeouts))
+	if m.Description != "" {
+		n.Content = append(n.Content, scalar("description"), quoted(m.Description))
+	}
+	if m.Parameters != nil {
+		// Through JSON, which YAML reads as is: numbers stay numbers.
+		var doc yaml.Node
+		b, _ := json.Marshal(m.Parameters)
+		if yaml.Unmarshal(b, &doc) == nil && len(doc.Content) == 1 {
+			n.Content = append(n.Content, scalar("parameters"), doc.Content[0])
+		}
+	}
 	return n
 }
 

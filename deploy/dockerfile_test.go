@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -342,10 +343,75 @@ func TestExampleDockerfiles(t *testing.T) {
 				t.Errorf("CMD %q, want the agent (… %s)", cmd, agent)
 			}
 			checkNonRootUser(t, final)
+			checkUserHome(t, final)
 			if port := defaultListenPort(t); final.one(t, "EXPOSE").args != port {
 				t.Errorf("EXPOSE %s, want %s", final.one(t, "EXPOSE").args, port)
 			}
 		})
+	}
+}
+
+// baseUserHomes are the non-root users base images bring, by base name and
+// uid, with their home directories.
+var baseUserHomes = map[string]map[string]string{"node": {"1000": "/home/node"}}
+
+// checkUserHome: the USER an example runs as has a home directory, and
+// HOME names it: libraries that keep caches or settings under ~ fail
+// without one. The user is the base image's own (baseUserHomes) or one a
+// RUN useradd creates with --create-home, its group by the same number.
+func checkUserHome(t *testing.T, s *stage) {
+	t.Helper()
+	uid, gid, _ := strings.Cut(s.one(t, "USER").args, ":")
+	var home string
+	for _, in := range s.all("ENV") {
+		for _, f := range strings.Fields(in.args) {
+			if v, ok := strings.CutPrefix(f, "HOME="); ok {
+				home = v
+			}
+		}
+	}
+	if home == "" {
+		t.Errorf("no ENV HOME for USER %s", uid)
+	}
+	image := strings.SplitN(s.base, ":", 2)[0]
+	if h, ok := baseUserHomes[image][uid]; ok {
+		if home != h {
+			t.Errorf("ENV HOME=%s, want %s, the home of %s's uid %s", home, h, image, uid)
+		}
+		return
+	}
+	var created bool
+	for _, in := range s.all("RUN") {
+		for _, cmd := range regexp.MustCompile(`&&|;`).Split(in.args, -1) {
+			f := strings.Fields(cmd)
+			if len(f) == 0 || f[0] != "useradd" || !slices.Contains(f, "--uid") && !slices.Contains(f, "-u") {
+				continue
+			}
+			opt := func(long, short string) string {
+				for i := 0; i+1 < len(f); i++ {
+					if f[i] == long || f[i] == short {
+						return f[i+1]
+					}
+				}
+				return ""
+			}
+			if opt("--uid", "-u") != uid {
+				continue
+			}
+			created = true
+			if !slices.Contains(f, "--create-home") && !slices.Contains(f, "-m") || slices.Contains(f, "--no-create-home") || slices.Contains(f, "-M") {
+				t.Errorf("line %d: useradd of uid %s without --create-home", in.line, uid)
+			}
+			if d := opt("--home-dir", "-d"); d != home {
+				t.Errorf("line %d: useradd --home-dir %q, but ENV HOME=%s", in.line, d, home)
+			}
+			if g := opt("--gid", "-g"); gid != "" && g != gid {
+				t.Errorf("line %d: useradd --gid %q, but USER's group is %s", in.line, g, gid)
+			}
+		}
+	}
+	if !created {
+		t.Errorf("USER %s: not created by a RUN useradd, nor a user of the base image %s", uid, s.base)
 	}
 }
 

@@ -1,10 +1,12 @@
 package deploy
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -34,12 +36,27 @@ const RequestUsage = `  --image URI              spec.containerSpec.imageUri (re
   --secret-env NAME=SECRET[:VERSION]
                            deploymentSpec.secretEnv entry, version default latest
                            (repeatable)
-  --min-instances N        deploymentSpec.minInstances
-  --max-instances N        deploymentSpec.maxInstances
+  --min-instances N        deploymentSpec.minInstances (0 to 10)
+  --max-instances N        deploymentSpec.maxInstances (1 to 1000; 100 with PSC)
   --cpu N                  deploymentSpec.resourceLimits.cpu (1, 2, 4, 6 or 8)
   --memory SIZE            deploymentSpec.resourceLimits.memory (1Gi … 32Gi)
   --concurrency N          deploymentSpec.containerConcurrency (default the map's
                            limits.concurrency when set, else the platform's 9)
+  --label KEY=VALUE        labels entry (repeatable)
+  --kms-key NAME           encryptionSpec.kmsKeyName, a customer-managed key:
+                           projects/P/locations/L/keyRings/R/cryptoKeys/K
+  --identity-type TYPE     spec.identityType: SERVICE_ACCOUNT or AGENT_IDENTITY
+  --network-attachment NAME
+                           deploymentSpec.pscInterfaceConfig.networkAttachment
+                           (Private Service Connect to a VPC)
+  --dns-peering DOMAIN=PROJECT/NETWORK
+                           pscInterfaceConfig.dnsPeeringConfigs entry; DOMAIN
+                           ends in a dot (repeatable)
+  --context-spec JSON|@FILE
+                           contextSpec (memory bank settings), a JSON object;
+                           needs --api-version v1beta1
+  --api-version VERSION    the API the request is for: v1 (default) or v1beta1
+                           (deploy.sh passes its API_VERSION)
   --update-mask            print the patch request's updateMask instead of the body
 `
 
@@ -68,9 +85,66 @@ func (f *RequestFlags) Register(fs *flag.FlagSet) {
 		f.opts.SecretEnv = append(f.opts.SecretEnv, e)
 		return err
 	})
+	fs.StringVar(&f.opts.KMSKey, "kms-key", "", "")
+	fs.StringVar(&f.opts.IdentityType, "identity-type", "", "")
+	fs.StringVar(&f.opts.APIVersion, "api-version", "", "")
+	fs.Func("label", "", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q: want KEY=VALUE", s)
+		}
+		if _, dup := f.opts.Labels[k]; dup {
+			return fmt.Errorf("%q: label %s given twice", s, k)
+		}
+		if f.opts.Labels == nil {
+			f.opts.Labels = map[string]string{}
+		}
+		f.opts.Labels[k] = v
+		return nil
+	})
+	fs.Func("network-attachment", "", func(s string) error {
+		f.psc().NetworkAttachment = s
+		return nil
+	})
+	fs.Func("dns-peering", "", func(s string) error {
+		d, err := ParseDNSPeering(s)
+		f.psc().DNSPeering = append(f.psc().DNSPeering, d)
+		return err
+	})
+	fs.Func("context-spec", "", func(s string) error {
+		b := []byte(s)
+		if name, ok := strings.CutPrefix(s, "@"); ok {
+			var err error
+			if b, err = os.ReadFile(name); err != nil {
+				return err
+			}
+		}
+		if !json.Valid(b) {
+			return fmt.Errorf("%.40q: not JSON", s)
+		}
+		f.opts.ContextSpec = json.RawMessage(b)
+		return nil
+	})
 	fs.Func("min-instances", "", intFlag(&f.opts.MinInstances))
 	fs.Func("max-instances", "", intFlag(&f.opts.MaxInstances))
 	fs.Func("concurrency", "", intFlag(&f.opts.Concurrency))
+}
+
+func (f *RequestFlags) psc() *PSCInterface {
+	if f.opts.PSC == nil {
+		f.opts.PSC = &PSCInterface{}
+	}
+	return f.opts.PSC
+}
+
+// ParseDNSPeering reads "DOMAIN=PROJECT/NETWORK".
+func ParseDNSPeering(s string) (DNSPeering, error) {
+	domain, target, ok1 := strings.Cut(s, "=")
+	project, network, ok2 := strings.Cut(target, "/")
+	if !ok1 || !ok2 || domain == "" || project == "" || network == "" {
+		return DNSPeering{}, fmt.Errorf("%q: want DOMAIN=PROJECT/NETWORK", s)
+	}
+	return DNSPeering{Domain: domain, TargetProject: project, TargetNetwork: network}, nil
 }
 
 // Options are the request options the parsed flags give.

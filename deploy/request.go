@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -15,12 +16,12 @@ import (
 )
 
 // The Agent Platform create request (POST …/reasoningEngines, a
-// ReasoningEngine resource) for a sidecar image. Field names and nesting
-// were checked against the published REST reference and client libraries
-// of google.cloud.aiplatform.v1 (ReasoningEngine, ReasoningEngineSpec,
-// ContainerSpec, DeploymentSpec, EnvVar, SecretEnvVar, SecretRef) and
-// against gcloud's own request builder; see the README's Deploy section for
-// what is verified and what is assumed.
+// ReasoningEngine resource) for a sidecar image. TestRequestMatchesProtos
+// walks every body against the ReasoningEngine protos of
+// google.cloud.aiplatform v1 and v1beta1 that the official
+// @google-cloud/aiplatform npm package ships (field names, nesting, JSON
+// types, enums); see the README's Deploy section for what is verified and
+// what is assumed.
 
 // Agent frameworks this package picks by itself. The platform knows more
 // ("langchain", "langgraph", "ag2", "llama-index"); any can be given.
@@ -69,6 +70,40 @@ type RequestOptions struct {
 	// Concurrency is spec.deploymentSpec.containerConcurrency. Default:
 	// the map's limits.concurrency when it sets one, else the platform's.
 	Concurrency *int
+	// Labels are the engine's labels. Optional.
+	Labels map[string]string
+	// KMSKey is encryptionSpec.kmsKeyName, a customer-managed key
+	// (projects/P/locations/L/keyRings/R/cryptoKeys/K). Default: a
+	// Google-managed key.
+	KMSKey string
+	// IdentityType is spec.identityType: "SERVICE_ACCOUNT" or
+	// "AGENT_IDENTITY". Default: the service account, if any.
+	IdentityType string
+	// PSC is spec.deploymentSpec.pscInterfaceConfig, for an agent that
+	// reaches a VPC through Private Service Connect. Optional.
+	PSC *PSCInterface
+	// ContextSpec is contextSpec, a JSON object (how sub-resources such as
+	// the memory bank manage context). It exists in v1beta1 only.
+	ContextSpec json.RawMessage
+	// APIVersion is the API the request is sent to: "v1" (default) or
+	// "v1beta1".
+	APIVersion string
+}
+
+// PSCInterface is deploymentSpec.pscInterfaceConfig.
+type PSCInterface struct {
+	// NetworkAttachment is a Compute Engine network attachment, by name
+	// or resource name, in the engine's region.
+	NetworkAttachment string `json:"networkAttachment,omitempty"`
+	// DNSPeering are DNS zones of a VPC the agent resolves names in.
+	DNSPeering []DNSPeering `json:"dnsPeeringConfigs,omitempty"`
+}
+
+// DNSPeering is one dnsPeeringConfigs entry.
+type DNSPeering struct {
+	Domain        string `json:"domain"` // a DNS suffix ending in "."
+	TargetProject string `json:"targetProject"`
+	TargetNetwork string `json:"targetNetwork"`
 }
 
 // EnvVar is one entry of deploymentSpec.env.
@@ -91,11 +126,19 @@ type SecretRef struct {
 }
 
 // The request body. Only fields this package sets; every one of them is a
-// ReasoningEngine field in v1.
+// ReasoningEngine field in v1 (contextSpec: v1beta1), which
+// TestRequestMatchesProtos checks against the API's protos.
 type reasoningEngine struct {
-	DisplayName string `json:"displayName"`
-	Description string `json:"description,omitempty"`
-	Spec        spec   `json:"spec"`
+	DisplayName    string            `json:"displayName"`
+	Description    string            `json:"description,omitempty"`
+	Spec           spec              `json:"spec"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	EncryptionSpec *encryptionSpec   `json:"encryptionSpec,omitempty"`
+	ContextSpec    json.RawMessage   `json:"contextSpec,omitempty"`
+}
+
+type encryptionSpec struct {
+	KMSKeyName string `json:"kmsKeyName"`
 }
 
 type spec struct {
@@ -103,6 +146,7 @@ type spec struct {
 	ClassMethods   []config.ClassMethod `json:"classMethods"`
 	AgentFramework string               `json:"agentFramework"`
 	ServiceAccount string               `json:"serviceAccount,omitempty"`
+	IdentityType   string               `json:"identityType,omitempty"`
 	DeploymentSpec *deploymentSpec      `json:"deploymentSpec,omitempty"`
 }
 
@@ -117,6 +161,7 @@ type deploymentSpec struct {
 	MaxInstances         *int              `json:"maxInstances,omitempty"`
 	ResourceLimits       map[string]string `json:"resourceLimits,omitempty"`
 	ContainerConcurrency *int              `json:"containerConcurrency,omitempty"`
+	PSCInterfaceConfig   *PSCInterface     `json:"pscInterfaceConfig,omitempty"`
 }
 
 // ReservedEnv are names the request must not set, each with why: the
@@ -135,7 +180,29 @@ var (
 	frameworkRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 	secretRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 	versionRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
+	// Google Cloud labels: lowercase letters, digits, "_" and "-", keys
+	// starting with a letter, each at most 63 characters.
+	labelKeyRE   = regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`)
+	labelValueRE = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
+	kmsKeyRE     = regexp.MustCompile(`^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$`)
+	attachmentRE = regexp.MustCompile(`^(projects/[^/\s]+/regions/[^/\s]+/networkAttachments/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	domainRE     = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)+$`)
+	gcpNameRE    = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	projectRE    = regexp.MustCompile(`^[a-z][-a-z0-9.:]{0,62}$`)
 )
+
+// The documented ranges of deploymentSpec's instance counts (the proto's
+// comments): minInstances [0, 10], maxInstances [1, 1000], or [1, 100]
+// with PSC-I (or VPC-SC, which the request cannot see).
+const (
+	maxMinInstances    = 10
+	maxMaxInstances    = 1000
+	maxMaxInstancesPSC = 100
+	maxLabels          = 64
+)
+
+// IdentityTypes are spec.identityType's values besides the unspecified one.
+var IdentityTypes = []string{"SERVICE_ACCOUNT", "AGENT_IDENTITY"}
 
 // CreateRequest is the JSON body of the reasoningEngines create request
 // (and of the patch request: the same resource) for an image that runs
@@ -218,11 +285,15 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		secretEnv = append(secretEnv, s)
 	}
 
-	if opts.MinInstances != nil && *opts.MinInstances < 0 {
-		bad("min instances %d: must be 0 or more", *opts.MinInstances)
+	if opts.MinInstances != nil && (*opts.MinInstances < 0 || *opts.MinInstances > maxMinInstances) {
+		bad("min instances %d: must be 0 to %d", *opts.MinInstances, maxMinInstances)
 	}
-	if opts.MaxInstances != nil && *opts.MaxInstances < 1 {
-		bad("max instances %d: must be 1 or more", *opts.MaxInstances)
+	maxMax, maxNote := maxMaxInstances, ""
+	if opts.PSC != nil {
+		maxMax, maxNote = maxMaxInstancesPSC, " with a PSC interface"
+	}
+	if n := opts.MaxInstances; n != nil && (*n < 1 || *n > maxMax) {
+		bad("max instances %d: must be 1 to %d%s", *n, maxMax, maxNote)
 	}
 	if opts.MinInstances != nil && opts.MaxInstances != nil && *opts.MinInstances > *opts.MaxInstances {
 		bad("min instances %d is above max instances %d", *opts.MinInstances, *opts.MaxInstances)
@@ -232,8 +303,8 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		c := cfg.Limits.Concurrency
 		concurrency = &c
 	}
-	if concurrency != nil && *concurrency < 1 {
-		bad("concurrency %d: must be 1 or more", *concurrency)
+	if concurrency != nil && (*concurrency < 1 || *concurrency > math.MaxInt32) {
+		bad("concurrency %d: must be 1 to %d (an int32)", *concurrency, math.MaxInt32)
 	}
 	limits := map[string]string{}
 	if opts.CPU != "" {
@@ -247,6 +318,7 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 			bad("%s %q: not a resource quantity", k, v)
 		}
 	}
+	errs = append(errs, checkExtras(opts)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -259,7 +331,13 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 			ClassMethods:   methods,
 			AgentFramework: framework,
 			ServiceAccount: opts.ServiceAccount,
+			IdentityType:   opts.IdentityType,
 		},
+		Labels:      opts.Labels,
+		ContextSpec: opts.ContextSpec,
+	}
+	if opts.KMSKey != "" {
+		body.EncryptionSpec = &encryptionSpec{KMSKeyName: opts.KMSKey}
 	}
 	d := deploymentSpec{
 		Env:                  opts.Env,
@@ -267,12 +345,13 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		MinInstances:         opts.MinInstances,
 		MaxInstances:         opts.MaxInstances,
 		ContainerConcurrency: concurrency,
+		PSCInterfaceConfig:   opts.PSC,
 	}
 	if len(limits) > 0 {
 		d.ResourceLimits = limits
 	}
 	if len(d.Env) > 0 || len(d.SecretEnv) > 0 || d.MinInstances != nil || d.MaxInstances != nil ||
-		d.ResourceLimits != nil || d.ContainerConcurrency != nil {
+		d.ResourceLimits != nil || d.ContainerConcurrency != nil || d.PSCInterfaceConfig != nil {
 		body.Spec.DeploymentSpec = &d
 	}
 	b, err := json.MarshalIndent(body, "", "  ")
@@ -280,6 +359,62 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// checkExtras checks the options beyond the container and its methods:
+// labels, the key, the identity, the PSC interface, the API version and
+// the context spec.
+func checkExtras(opts RequestOptions) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(opts.Labels) > maxLabels {
+		bad("labels: %d, at most %d", len(opts.Labels), maxLabels)
+	}
+	keys := make([]string, 0, len(opts.Labels))
+	for k := range opts.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !labelKeyRE.MatchString(k) {
+			bad("label %q: a key is a lowercase letter, then up to 62 lowercase letters, digits, \"_\" or \"-\"", k)
+		} else if v := opts.Labels[k]; !labelValueRE.MatchString(v) {
+			bad("label %s=%q: a value is up to 63 lowercase letters, digits, \"_\" or \"-\"", k, v)
+		}
+	}
+	if opts.KMSKey != "" && !kmsKeyRE.MatchString(opts.KMSKey) {
+		bad("kms key %q: want projects/P/locations/L/keyRings/R/cryptoKeys/K", opts.KMSKey)
+	}
+	if opts.IdentityType != "" && !slices.Contains(IdentityTypes, opts.IdentityType) {
+		bad("identity type %q: want %s", opts.IdentityType, strings.Join(IdentityTypes, " or "))
+	}
+	if p := opts.PSC; p != nil {
+		if p.NetworkAttachment == "" {
+			bad("psc interface: a network attachment is required (--network-attachment)")
+		} else if !attachmentRE.MatchString(p.NetworkAttachment) {
+			bad("network attachment %q: want a name or projects/P/regions/R/networkAttachments/N", p.NetworkAttachment)
+		}
+		for _, d := range p.DNSPeering {
+			if !domainRE.MatchString(d.Domain) || !gcpNameRE.MatchString(d.TargetNetwork) || !projectRE.MatchString(d.TargetProject) {
+				bad("dns peering %s=%s/%s: want DOMAIN.=PROJECT/NETWORK (the domain ends in a dot)", d.Domain, d.TargetProject, d.TargetNetwork)
+			}
+		}
+	}
+	switch opts.APIVersion {
+	case "", "v1", "v1beta1":
+	default:
+		bad("api version %q: want v1 or v1beta1", opts.APIVersion)
+	}
+	if len(opts.ContextSpec) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(opts.ContextSpec, &obj); err != nil || obj == nil {
+			bad("context spec: not a JSON object")
+		}
+		if opts.APIVersion != "v1beta1" {
+			bad("context spec: contextSpec exists in the v1beta1 API only (--api-version v1beta1, API_VERSION=v1beta1 for deploy.sh)")
+		}
+	}
+	return errs
 }
 
 // DefaultFramework is the agentFramework for cfg when none is given:
@@ -351,14 +486,16 @@ func Warnings(cfg *config.Config, opts RequestOptions) []string {
 // UpdateMask is the updateMask query parameter of the patch request that
 // applies body (a CreateRequest result) to an existing engine: every field
 // the body sets, as snake_case FieldMask paths, sorted. The env and
-// secretEnv lists are always in it, so variables dropped from the request
-// are removed from the engine: the request is the whole deployment.
+// secretEnv lists and the labels are always in it, so variables and labels
+// dropped from the request are removed from the engine: the request is the
+// whole deployment.
 func UpdateMask(body []byte) (string, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return "", fmt.Errorf("update mask: %w", err)
 	}
 	paths := map[string]bool{
+		"labels":                          true,
 		"spec.deployment_spec.env":        true,
 		"spec.deployment_spec.secret_env": true,
 	}

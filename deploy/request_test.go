@@ -97,8 +97,9 @@ func number(t *testing.T, v any, path string) string {
 }
 
 // checkClassMethods holds spec.classMethods to the contract: one object
-// per method with exactly the keys "name" and "api_mode" (never apiMode,
-// never left out when empty), in the map's order.
+// per method with the keys "name" and "api_mode" (never apiMode, never
+// left out when empty), in the map's order, plus "description" and
+// "parameters" (what the platform's SDK reads) exactly when known.
 func checkClassMethods(t *testing.T, got any, want []config.ClassMethod) {
 	t.Helper()
 	l := list(t, got, "spec.classMethods")
@@ -107,11 +108,29 @@ func checkClassMethods(t *testing.T, got any, want []config.ClassMethod) {
 	}
 	for i, e := range l {
 		m := obj(t, e, "spec.classMethods[]")
-		if k := keys(m); !reflect.DeepEqual(k, []string{"api_mode", "name"}) {
-			t.Errorf("spec.classMethods[%d] keys = %v, want exactly [api_mode name]", i, k)
+		wantKeys := []string{"api_mode"}
+		if want[i].Description != "" {
+			wantKeys = append(wantKeys, "description")
+		}
+		wantKeys = append(wantKeys, "name")
+		if want[i].Parameters != nil {
+			wantKeys = append(wantKeys, "parameters")
+		}
+		if k := keys(m); !reflect.DeepEqual(k, wantKeys) {
+			t.Errorf("spec.classMethods[%d] keys = %v, want exactly %v", i, k, wantKeys)
 		}
 		if m["name"] != want[i].Name || m["api_mode"] != string(want[i].APIMode) {
 			t.Errorf("spec.classMethods[%d] = %v, want name %q api_mode %q", i, m, want[i].Name, want[i].APIMode)
+		}
+		if d, _ := m["description"].(string); d != want[i].Description {
+			t.Errorf("spec.classMethods[%d].description = %q, want %q", i, d, want[i].Description)
+		}
+		if want[i].Parameters != nil {
+			wp, _ := json.Marshal(want[i].Parameters)
+			gp, _ := json.Marshal(m["parameters"])
+			if string(wp) != string(gp) {
+				t.Errorf("spec.classMethods[%d].parameters = %s, want %s", i, gp, wp)
+			}
 		}
 	}
 }
@@ -223,14 +242,40 @@ func TestCreateRequestADKPreset(t *testing.T) {
 	if spec["agentFramework"] != "google-adk" {
 		t.Errorf("agentFramework = %v, want google-adk for the ADK preset", spec["agentFramework"])
 	}
+	var all map[string]map[string]any
+	if err := json.Unmarshal(adkAppParameters, &all); err != nil {
+		t.Fatal(err)
+	}
 	var want []config.ClassMethod
 	for _, am := range config.ADKMethods {
-		want = append(want, config.ClassMethod{Name: am.Name, APIMode: am.Mode})
+		if adkAppDescriptions[am.Name] == "" || all[am.Name] == nil {
+			t.Errorf("AdkApp method %s: no description or parameters", am.Name)
+		}
+		want = append(want, config.ClassMethod{Name: am.Name, APIMode: am.Mode,
+			Description: adkAppDescriptions[am.Name], Parameters: all[am.Name]})
 	}
-	if len(want) != 13 {
-		t.Fatalf("config.ADKMethods has %d methods, want AdkApp's 13", len(want))
+	if len(want) != 13 || len(all) != 13 || len(adkAppDescriptions) != 13 {
+		t.Fatalf("config.ADKMethods has %d methods, adkapp.json %d, descriptions %d: want AdkApp's 13", len(want), len(all), len(adkAppDescriptions))
 	}
 	checkClassMethods(t, spec["classMethods"], want)
+	// Spot checks of what the SDK would derive from AdkApp itself.
+	for _, e := range list(t, spec["classMethods"], "classMethods") {
+		m := e.(map[string]any)
+		params := obj(t, m["parameters"], "parameters")
+		switch m["name"] {
+		case "async_stream_query":
+			if r := params["required"]; !reflect.DeepEqual(r, []any{"message", "user_id"}) {
+				t.Errorf("async_stream_query required = %v, want [message user_id]", r)
+			}
+			if k := keys(params["properties"]); !reflect.DeepEqual(k, []string{"message", "run_config", "session_events", "session_id", "user_id"}) {
+				t.Errorf("async_stream_query properties = %v", k)
+			}
+		case "create_session":
+			if !strings.HasPrefix(m["description"].(string), "Deprecated: use async_create_session.") {
+				t.Errorf("create_session description %q does not say it is deprecated", m["description"])
+			}
+		}
+	}
 	if _, ok := spec["deploymentSpec"]; ok {
 		t.Errorf("deploymentSpec sent with no deployment option: %v", spec["deploymentSpec"])
 	}
@@ -397,17 +442,17 @@ func TestUpdateMask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "description,display_name,spec.agent_framework,spec.class_methods,spec.container_spec," +
+	want := "description,display_name,labels,spec.agent_framework,spec.class_methods,spec.container_spec," +
 		"spec.deployment_spec.container_concurrency,spec.deployment_spec.env,spec.deployment_spec.max_instances," +
 		"spec.deployment_spec.resource_limits,spec.deployment_spec.secret_env,spec.service_account"
 	if got != want {
 		t.Errorf("UpdateMask =\n %s\nwant\n %s", got, want)
 	}
-	// Without deployment options, env and secretEnv are still in the mask:
-	// variables dropped from the request are removed.
+	// Without deployment options, env, secretEnv and labels are still in
+	// the mask: variables and labels dropped from the request are removed.
 	b, _ = CreateRequest(cfg, RequestOptions{DisplayName: "x", Image: "r/i"})
 	got, _ = UpdateMask(b)
-	if want := "display_name,spec.agent_framework,spec.class_methods,spec.container_spec,spec.deployment_spec.env,spec.deployment_spec.secret_env"; got != want {
+	if want := "display_name,labels,spec.agent_framework,spec.class_methods,spec.container_spec,spec.deployment_spec.env,spec.deployment_spec.secret_env"; got != want {
 		t.Errorf("UpdateMask = %s, want %s", got, want)
 	}
 	if _, err := UpdateMask([]byte("[]")); err == nil {
@@ -461,7 +506,7 @@ func TestRequestFlags(t *testing.T) {
 	if err := f.Write(cfg, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "display_name,spec.agent_framework,") || !strings.HasSuffix(out.String(), "\n") {
+	if !strings.HasPrefix(out.String(), "display_name,labels,spec.agent_framework,") || !strings.HasSuffix(out.String(), "\n") {
 		t.Errorf("--update-mask printed %q", out.String())
 	}
 	if !strings.Contains(errOut.String(), "sidecar deploy-request: warning: cpu \"3\"") {

@@ -194,8 +194,8 @@ func TestDeployScript(t *testing.T) {
 		if h := f.read(t, "headers.1"); !strings.Contains(h, "Authorization: Bearer tok-123\n") || !strings.Contains(h, "Content-Type: application/json") {
 			t.Errorf("headers = %q", h)
 		}
-		if got, want := f.read(t, "sidecar-args"), "deploy-request "+strings.Join(passArgs, " ")+"\n"; got != want {
-			t.Errorf("sidecar called with %q, want %q (arguments passed through)", got, want)
+		if got, want := f.read(t, "sidecar-args"), "deploy-request --api-version v1 "+strings.Join(passArgs, " ")+"\n"; got != want {
+			t.Errorf("sidecar called with %q, want %q (API_VERSION, then the arguments passed through)", got, want)
 		}
 		if !strings.Contains(errOut, "ENGINE_ID=123 REGION=us-central1") {
 			t.Errorf("stderr does not say how to query: %s", errOut)
@@ -263,6 +263,90 @@ func TestDeployScript(t *testing.T) {
 			t.Errorf("err = %v, stderr = %s", err, errOut)
 		}
 	})
+}
+
+// TestScriptsRejectBadSettings: REGION, PROJECT, API_VERSION and ENGINE_ID
+// become parts of the URL the bearer token is sent to, and POLL_TIMEOUT
+// and POLL_INTERVAL are used in bash arithmetic: a value that is not what
+// its name says is refused before any request is made or command run.
+func TestScriptsRejectBadSettings(t *testing.T) {
+	needJSONTool(t)
+	body, err := CreateRequest(parse(t, pythonMap), RequestOptions{DisplayName: "a", Image: "r/i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]string{"REGION": "us-central1", "PROJECT": "my-project", "ENGINE_ID": "", "API_VERSION": "v1beta1",
+		"POLL_TIMEOUT": "60", "POLL_INTERVAL": "0"}
+	for _, tc := range []struct {
+		script, name, value string
+	}{
+		{"deploy.sh", "REGION", "evil.example/x#"},
+		{"deploy.sh", "REGION", "us-central1.evil.example"},
+		{"deploy.sh", "REGION", "us-central1 "},
+		{"query.sh", "REGION", "evil.example/x#"},
+		{"deploy.sh", "PROJECT", "p/../../x#"},
+		{"deploy.sh", "PROJECT", "p?alt=x"},
+		{"deploy.sh", "API_VERSION", "v1/../../x"},
+		{"deploy.sh", "ENGINE_ID", "projects/p/locations/us-central1/reasoningEngines/1?x=#"},
+		{"deploy.sh", "ENGINE_ID", "1/../2"},
+		{"query.sh", "ENGINE_ID", "projects/p@evil.example/locations/us-central1/reasoningEngines/1"},
+		{"deploy.sh", "POLL_TIMEOUT", "a[$(touch $FAKE/pwned)]"},
+		{"deploy.sh", "POLL_TIMEOUT", "SECONDS"},
+		{"deploy.sh", "POLL_TIMEOUT", "-1"},
+		{"deploy.sh", "POLL_INTERVAL", "1;touch $FAKE/pwned"},
+	} {
+		t.Run(tc.script+" "+tc.name+"="+tc.value, func(t *testing.T) {
+			f := newFakes(t)
+			f.write(t, "request.json", string(body))
+			f.write(t, "mask", "display_name\n")
+			f.write(t, "resp.1", opDone)
+			var env []string
+			for k, v := range good {
+				if k == tc.name {
+					v = tc.value
+				}
+				if k == "ENGINE_ID" && v == "" && tc.script == "query.sh" {
+					v = "1"
+				}
+				if v != "" {
+					env = append(env, k+"="+v)
+				}
+			}
+			var args []string
+			if tc.script == "deploy.sh" {
+				args = []string{"--image", "r/i", "--display-name", "a"}
+			}
+			_, errOut, err := f.run(t, "agent-platform/"+tc.script, env, args...)
+			if err == nil {
+				t.Fatalf("%s accepted %s=%q", tc.script, tc.name, tc.value)
+			}
+			if !strings.Contains(errOut, tc.name) {
+				t.Errorf("stderr %q does not name %s", errOut, tc.name)
+			}
+			if calls, err := os.ReadFile(filepath.Join(f.dir, "calls")); err == nil {
+				t.Errorf("requests were sent:\n%s", calls)
+			}
+			if _, err := os.Stat(filepath.Join(f.dir, "pwned")); err == nil {
+				t.Errorf("%s=%q ran a command", tc.name, tc.value)
+			}
+		})
+	}
+	// The good values pass (the fakes answer the create at once).
+	f := newFakes(t)
+	f.write(t, "request.json", string(body))
+	f.write(t, "resp.1", opDone)
+	var env []string
+	for k, v := range good {
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	if _, errOut, err := f.run(t, "agent-platform/deploy.sh", env, "--image", "r/i", "--display-name", "a"); err != nil {
+		t.Errorf("deploy.sh with good settings: %v\n%s", err, errOut)
+	}
+	if got := f.read(t, "calls"); !strings.HasPrefix(got, "POST https://us-central1-aiplatform.googleapis.com/v1beta1/projects/my-project/") {
+		t.Errorf("calls = %q", got)
+	}
 }
 
 func TestQueryScript(t *testing.T) {

@@ -88,11 +88,11 @@ func TestClassMethods(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var got []map[string]string
+	var got []map[string]any
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("class-methods output %q is not a JSON array: %v", out, err)
 	}
-	want := []map[string]string{
+	want := []map[string]any{
 		{"name": "query", "api_mode": ""},
 		{"name": "get_session", "api_mode": "async"},
 		{"name": "stream_query", "api_mode": "stream"},
@@ -151,14 +151,18 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	}
 	out, _, _ := runCLI([]string{"class-methods", "--config", "../../examples/adk/sidecar.yaml"}, nil)
-	var got []map[string]string
+	var got []map[string]any
 	json.Unmarshal([]byte(out), &got)
 	if len(got) != 13 {
 		t.Fatalf("class-methods for the ADK preset = %d entries, want 13: %s", len(got), out)
 	}
 	modes := map[string]string{}
 	for _, m := range got {
-		modes[m["name"]] = m["api_mode"]
+		name, _ := m["name"].(string)
+		modes[name], _ = m["api_mode"].(string)
+		if d, _ := m["description"].(string); d == "" || m["parameters"] == nil {
+			t.Errorf("%s: no description or parameters (AdkApp's): %v", name, m)
+		}
 	}
 	want := map[string]string{"create_session": "", "async_create_session": "async", "get_session": "", "async_get_session": "async",
 		"list_sessions": "", "async_list_sessions": "async", "delete_session": "", "async_delete_session": "async",
@@ -188,8 +192,8 @@ func TestDeployRequest(t *testing.T) {
 			ContainerSpec struct {
 				ImageURI string `json:"imageUri"`
 			} `json:"containerSpec"`
-			ClassMethods   []map[string]string `json:"classMethods"`
-			AgentFramework string              `json:"agentFramework"`
+			ClassMethods   []map[string]any `json:"classMethods"`
+			AgentFramework string           `json:"agentFramework"`
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal([]byte(out), &body); err != nil {

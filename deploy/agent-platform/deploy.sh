@@ -22,7 +22,7 @@
 #   DRY_RUN=1      print the request instead of sending it (needs no gcloud)
 #   SIDECAR        the sidecar binary (default: sidecar on PATH, else this
 #                  repository's bin/sidecar: make build)
-#   API_VERSION    v1 (default) or v1beta1
+#   API_VERSION    v1 (default) or v1beta1 (passed on as --api-version)
 #   POLL_INTERVAL  seconds between operation polls (default 10)
 #   POLL_TIMEOUT   give up waiting after this many seconds (default 1800)
 #
@@ -52,13 +52,17 @@ if [[ -z ${SIDECAR:-} ]]; then
 fi
 
 setup_api
+interval=${POLL_INTERVAL:-10}
+timeout=${POLL_TIMEOUT:-1800}
+seconds POLL_INTERVAL "$interval"
+seconds POLL_TIMEOUT "$timeout"
 
 body=$WORK/request.json
-"$SIDECAR" deploy-request "$@" >"$body" || die "sidecar deploy-request failed"
+"$SIDECAR" deploy-request --api-version "$API_VERSION" "$@" >"$body" || die "sidecar deploy-request failed"
 
 if [[ -n ${ENGINE_ID:-} ]]; then
   name=$(engine_name "$ENGINE_ID")
-  mask=$("$SIDECAR" deploy-request "$@" --update-mask 2>/dev/null) || die "sidecar deploy-request --update-mask failed"
+  mask=$("$SIDECAR" deploy-request --api-version "$API_VERSION" "$@" --update-mask 2>/dev/null) || die "sidecar deploy-request --update-mask failed"
   method=PATCH
   url="$API/$name?updateMask=$mask"
 else
@@ -75,12 +79,13 @@ say "$method $url"
 op=$(api "$method" "$url" "$body")
 op_name=$(json_get .name <<<"$op")
 [[ -n $op_name ]] || die "no operation in the answer: $op"
+# Polled with the token: only an operation name, never another host.
+[[ $op_name =~ ^projects/[^?#[:space:]]+/operations/[^/?#[:space:]]+$ ]] || die "operation name \"$op_name\": not projects/…/operations/ID"
 say "operation $op_name"
 
-interval=${POLL_INTERVAL:-10}
-deadline=$((SECONDS + ${POLL_TIMEOUT:-1800}))
+deadline=$((SECONDS + timeout))
 while [[ $(json_get .done <<<"$op") != true ]]; do
-  ((SECONDS < deadline)) || die "operation $op_name still running after ${POLL_TIMEOUT:-1800}s"
+  ((SECONDS < deadline)) || die "operation $op_name still running after ${timeout}s"
   sleep "$interval"
   op=$(api GET "$API/$op_name")
   say "  … $(date +%H:%M:%S) done=$(json_get .done <<<"$op" | sed 's/^$/false/')"

@@ -31,18 +31,32 @@ else:
   fi
 }
 
+# seconds NAME VALUE: VALUE is a whole number of seconds, or die. Checked
+# before use: bash arithmetic would evaluate an expression (and the command
+# substitutions in it).
+seconds() {
+  [[ $2 =~ ^[0-9]{1,9}$ ]] || die "$1 \"$2\": want a whole number of seconds"
+}
+
 # setup_api: PROJECT, REGION, API_VERSION, the API host and, unless
 # DRY_RUN, an access token in a header file only this user can read (not on
-# curl's command line, where ps would show it).
+# curl's command line, where ps would show it). REGION, PROJECT and
+# API_VERSION become parts of the URL the token is sent to, so each must be
+# what its name says: a region like `evil.example/x#` would send the token
+# to evil.example.
 setup_api() {
   API_VERSION=${API_VERSION:-v1}
   [[ -n ${REGION:-} ]] || die "set REGION (the engine's region, e.g. us-central1)"
+  [[ $REGION =~ ^[a-z]+(-[a-z]+)+[0-9]+$ ]] || die "REGION \"$REGION\": not a region name (e.g. us-central1)"
+  [[ $API_VERSION == v1 || $API_VERSION == v1beta1 ]] || die "API_VERSION \"$API_VERSION\": want v1 or v1beta1"
   if [[ -z ${PROJECT:-} ]]; then
     if command -v gcloud >/dev/null 2>&1; then
       PROJECT=$(gcloud config get-value project 2>/dev/null || true)
     fi
     [[ -n ${PROJECT:-} ]] || die "set PROJECT (or a gcloud default project)"
   fi
+  # A project id (my-project, example.com:my-project) or number.
+  [[ $PROJECT =~ ^([a-z]([-a-z0-9.:]*[a-z0-9])?|[0-9]+)$ ]] || die "PROJECT \"$PROJECT\": not a project id or number"
   # shellcheck disable=SC2034 # used by the scripts that source this file
   API="https://${REGION}-aiplatform.googleapis.com/${API_VERSION}"
   WORK=$(mktemp -d)
@@ -85,9 +99,11 @@ api() {
 
 # engine_name ID_OR_NAME: the full resource name of an engine.
 engine_name() {
-  case $1 in
-    projects/*/locations/*/reasoningEngines/*) printf '%s\n' "$1" ;;
-    */*) die "ENGINE_ID $1: want a numeric id or projects/P/locations/R/reasoningEngines/ID" ;;
-    *) printf 'projects/%s/locations/%s/reasoningEngines/%s\n' "$PROJECT" "$REGION" "$1" ;;
-  esac
+  if [[ $1 =~ ^[0-9]+$ ]]; then
+    printf 'projects/%s/locations/%s/reasoningEngines/%s\n' "$PROJECT" "$REGION" "$1"
+  elif [[ $1 =~ ^projects/([a-z]([-a-z0-9.:]*[a-z0-9])?|[0-9]+)/locations/[a-z]+(-[a-z]+)+[0-9]+/reasoningEngines/[0-9]+$ ]]; then
+    printf '%s\n' "$1"
+  else
+    die "ENGINE_ID \"$1\": want a numeric id or projects/P/locations/R/reasoningEngines/ID"
+  fi
 }
