@@ -263,14 +263,25 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		}
 		return nil, &StatusError{Status: resp.StatusCode, Detail: detail}
 	}
-	return &Response{
+	out := &Response{
 		Status:  resp.StatusCode,
 		Header:  resp.Header,
 		Retries: retries,
 		body:    &idleReader{r: resp.Body, clk: clk},
 		raw:     resp.Body,
 		clk:     clk,
-	}, nil
+	}
+	out.closeEnd = closeDelimited(resp)
+	return out, nil
+}
+
+// closeDelimited reports whether only the agent closing the connection
+// ends resp's body: it has no Content-Length and is not chunked, so its
+// io.EOF is the same whether the agent finished or died mid-record. A
+// body with either ends in a way a cut cannot fake, and a cut one fails
+// its read with io.ErrUnexpectedEOF.
+func closeDelimited(resp *http.Response) bool {
+	return resp.ContentLength < 0 && !slices.Contains(resp.TransferEncoding, "chunked")
 }
 
 // Response is the agent's 2xx reply to one call.
@@ -282,6 +293,8 @@ type Response struct {
 	body *idleReader // resets the idle clock on every read
 	raw  io.ReadCloser
 	clk  *clocks
+	// closeEnd: only a close ends the body (see closeDelimited).
+	closeEnd bool
 }
 
 // Close releases the body and the call's clocks. Closing before the body
@@ -308,7 +321,7 @@ func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Form
 	if r.Status == http.StatusNoContent {
 		return &ReplyStream{NewStream(FormatJSON, strings.NewReader(""), maxRecord), r}, f
 	}
-	return &ReplyStream{NewStream(f, r.body, maxRecord), r}, f
+	return &ReplyStream{newReplyStream(f, r.body, maxRecord, r.closeEnd), r}, f
 }
 
 // ReplyStream is the records of a streamed reply.
