@@ -76,11 +76,15 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		// Retries are bounded by the connect clock, not by a count.
 		RetryMax:     1 << 20,
 		CheckRetry:   checkRetry,
-		Backoff:      retryablehttp.DefaultBackoff,
+		Backoff:      backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
 			if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok {
 				ci.attempts.Store(int32(attempt))
+				if ci.waited {
+					ci.waited = false
+					ci.clk.retry()
+				}
 			}
 		},
 	}
@@ -99,6 +103,7 @@ type callInfo struct {
 	idempotent    bool
 	deadline      time.Time // zero: none
 	statusRetries int       // 429/503 retries so far (one goroutine: retryablehttp's)
+	waited        bool      // the call waited out a Retry-After; the next attempt starts afresh
 }
 
 // maxStatusRetries bounds retries of an agent's 429 or 503, however long
@@ -124,6 +129,21 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return true, nil
 	}
 	return err != nil && neverSent(err), nil
+}
+
+// backoff is the wait before a retry: the agent's Retry-After for a 429 or
+// 503, else an exponential backoff. It runs once the refused reply is read;
+// from then until the next attempt the first-byte clock stops (only total
+// goes on), since waiting as the agent asked is not the agent being slow to
+// answer. The next attempt starts its connect and first-byte clocks again.
+func backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil && resp.Request != nil {
+		if ci, ok := resp.Request.Context().Value(callKey{}).(*callInfo); ok {
+			ci.clk.waitRetry()
+			ci.waited = true
+		}
+	}
+	return retryablehttp.DefaultBackoff(min, max, attempt, resp)
 }
 
 // retryAfterFits reports whether resp is a 429 or 503 whose Retry-After
