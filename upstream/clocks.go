@@ -19,8 +19,9 @@ import (
 // phase's limit and the total one, and moved on at each phase (connect,
 // then first byte once a connection is had, then idle once the reply head
 // is in). Waiting out an agent's Retry-After is a phase of its own that
-// only the total limit bounds; the retry then starts from connect again. A read of the reply only notes the time; when the timer fires
-// early because reads came in meanwhile, it is set again for the rest.
+// only the total limit bounds; the retry then starts from connect again.
+// A read of the reply only notes the time; when the timer fires early
+// because reads came in meanwhile, it is set again for the rest.
 type clocks struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -26,17 +26,18 @@ var utf8BOM = []byte("\xEF\xBB\xBF")
 // frame is what every deframer shares: the buffered reply, the current
 // record (one buffer, reused), the size cap, and how the stream ended.
 type frame struct {
-	br  *bufio.Reader
-	max int
+	br   *bufio.Reader
+	max  int
+	rec  bytes.Buffer
+	tmp  []byte // scratch for repairing UTF-8
+	err  error
+	done bool
+
 	// closeEnd is set when the reply has neither a Content-Length nor
 	// chunks, so that only the agent closing the connection ends it: its
 	// io.EOF does not show the last record whole, only the record's own
 	// end does.
 	closeEnd bool
-	rec      bytes.Buffer
-	tmp      []byte // scratch for repairing UTF-8
-	err      error
-	done     bool
 }
 
 // errCutRecord ends a stream whose reply ended inside a record: the record
