@@ -81,11 +81,15 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		// Retries are bounded by the connect clock, not by a count.
 		RetryMax:     1 << 20,
 		CheckRetry:   checkRetry,
-		Backoff:      retryablehttp.DefaultBackoff,
+		Backoff:      backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
 			if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok {
 				ci.attempts.Store(int32(attempt))
+				if ci.waited {
+					ci.waited = false
+					ci.clk.retry()
+				}
 			}
 		},
 	}
@@ -104,6 +108,7 @@ type callInfo struct {
 	idempotent    bool
 	deadline      time.Time // zero: none
 	statusRetries int       // 429/503 retries so far (one goroutine: retryablehttp's)
+	waited        bool      // the call waited out a Retry-After; the next attempt starts afresh
 }
 
 // maxStatusRetries bounds retries of an agent's 429 or 503, however long
@@ -129,6 +134,21 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return true, nil
 	}
 	return err != nil && neverSent(err), nil
+}
+
+// backoff is the wait before a retry: the agent's Retry-After for a 429 or
+// 503, else an exponential backoff. It runs once the refused reply is read;
+// from then until the next attempt the first-byte clock stops (only total
+// goes on), since waiting as the agent asked is not the agent being slow to
+// answer. The next attempt starts its connect and first-byte clocks again.
+func backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil && resp.Request != nil {
+		if ci, ok := resp.Request.Context().Value(callKey{}).(*callInfo); ok {
+			ci.clk.waitRetry()
+			ci.waited = true
+		}
+	}
+	return retryablehttp.DefaultBackoff(min, max, attempt, resp)
 }
 
 // retryAfterFits reports whether resp is a 429 or 503 whose Retry-After
@@ -272,14 +292,25 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		}
 		return nil, &StatusError{Status: resp.StatusCode, Detail: detail}
 	}
-	return &Response{
+	out := &Response{
 		Status:  resp.StatusCode,
 		Header:  resp.Header,
 		Retries: retries,
 		body:    &idleReader{r: resp.Body, clk: clk},
 		raw:     resp.Body,
 		clk:     clk,
-	}, nil
+	}
+	out.closeEnd = closeDelimited(resp)
+	return out, nil
+}
+
+// closeDelimited reports whether only the agent closing the connection
+// ends resp's body: it has no Content-Length and is not chunked, so its
+// io.EOF is the same whether the agent finished or died mid-record. A
+// body with either ends in a way a cut cannot fake, and a cut one fails
+// its read with io.ErrUnexpectedEOF.
+func closeDelimited(resp *http.Response) bool {
+	return resp.ContentLength < 0 && !slices.Contains(resp.TransferEncoding, "chunked")
 }
 
 // Response is the agent's 2xx reply to one call.
@@ -291,6 +322,8 @@ type Response struct {
 	body *idleReader // resets the idle clock on every read
 	raw  io.ReadCloser
 	clk  *clocks
+	// closeEnd: only a close ends the body (see closeDelimited).
+	closeEnd bool
 }
 
 // Close releases the body and the call's clocks. Closing before the body
@@ -317,7 +350,7 @@ func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Form
 	if r.Status == http.StatusNoContent {
 		return &ReplyStream{NewStream(FormatJSON, strings.NewReader(""), maxRecord), r}, f
 	}
-	return &ReplyStream{NewStream(f, r.body, maxRecord), r}, f
+	return &ReplyStream{newReplyStream(f, r.body, maxRecord, r.closeEnd), r}, f
 }
 
 // ReplyStream is the records of a streamed reply.

@@ -18,8 +18,10 @@ import (
 // One timer serves them all: it is set for the sooner of the current
 // phase's limit and the total one, and moved on at each phase (connect,
 // then first byte once a connection is had, then idle once the reply head
-// is in). A read of the reply only notes the time; when the timer fires
-// early because reads came in meanwhile, it is set again for the rest.
+// is in). Waiting out an agent's Retry-After is a phase of its own that
+// only the total limit bounds; the retry then starts from connect again.
+// A read of the reply only notes the time; when the timer fires early
+// because reads came in meanwhile, it is set again for the rest.
 type clocks struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -118,6 +120,17 @@ func (c *clocks) gotConn() {
 	if !c.connected.Swap(true) {
 		c.enter("first_byte", c.t.FirstByte)
 	}
+}
+
+// waitRetry stops the phase's clock while the call waits to retry an
+// agent's 429 or 503: only the total limit runs.
+func (c *clocks) waitRetry() { c.enter("retry_wait", 0) }
+
+// retry starts a retried attempt's clocks: connect, then first byte once
+// it has a connection.
+func (c *clocks) retry() {
+	c.connected.Store(false)
+	c.enter("connect", c.t.Connect)
 }
 
 // headersArrived starts the idle phase.

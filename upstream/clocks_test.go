@@ -103,6 +103,39 @@ func TestClocksPhases(t *testing.T) {
 	}
 }
 
+// TestClocksRetryWait: waiting out a Retry-After stops the first-byte
+// clock (the total one goes on); the retry then gets its own connect and
+// first-byte limits.
+func TestClocksRetryWait(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Connect: time.Second, FirstByte: 100 * time.Millisecond})
+	defer c.stop()
+	c.gotConn()
+	c.waitRetry()
+	if p := timedOut(c, 300*time.Millisecond); p != "" {
+		t.Fatalf("ended by %q while waiting to retry", p)
+	}
+	c.retry()
+	if p := timedOut(c, 300*time.Millisecond); p != "" {
+		t.Fatalf("ended by %q while the retry connects", p)
+	}
+	c.gotConn()
+	start := time.Now()
+	if p := timedOut(c, 2*time.Second); p != "first_byte" {
+		t.Fatalf("retry ended by %q, want first_byte", p)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("the retry's first_byte ended %v after its connection, before its 100ms", d)
+	}
+
+	c2 := newClocks(context.Background(), config.Timeouts{FirstByte: time.Second, Total: 100 * time.Millisecond})
+	defer c2.stop()
+	c2.gotConn()
+	c2.waitRetry()
+	if p := timedOut(c2, 2*time.Second); p != "total" {
+		t.Errorf("waiting to retry past the total: ended by %q, want total", p)
+	}
+}
+
 // TestClocksStop: a call that ends in time is cancelled, not timed out,
 // and its timer no longer fires.
 func TestClocksStop(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The fuzz targets feed each deframer arbitrary replies, read once whole
@@ -66,10 +67,37 @@ func fuzzDeframe(f *testing.F, format Format, check func(t *testing.T, reply []b
 		checkRecords(t, want)
 		got, gotErr := deframe(format, randomSplit(reply, seed), maxRecord)
 		sameStream(t, format, "split reads", want, wantErr, got, gotErr)
+		checkCloseEnd(t, format, reply, seed, maxRecord, want, wantErr)
 		if check != nil {
 			check(t, reply, maxRecord, want, wantErr)
 		}
 	})
+}
+
+// checkCloseEnd deframes reply as a reply that only a close ended, whole
+// and split, and checks it against the clean reading (want, wantErr): the
+// same, or the same but for the last record, dropped, and a cut record
+// error instead of the clean end.
+func checkCloseEnd(t *testing.T, format Format, reply []byte, seed uint64, maxRecord int, want []string, wantErr error) {
+	t.Helper()
+	got, gotErr := deframeClosed(format, bytes.NewReader(reply), maxRecord)
+	checkRecords(t, got)
+	split, splitErr := deframeClosed(format, randomSplit(reply, seed), maxRecord)
+	sameStream(t, format, "close-delimited, split reads", got, gotErr, split, splitErr)
+	same := errText(gotErr) == errText(wantErr) && render(got, nil) == render(want, nil)
+	cut := errors.Is(gotErr, errCutRecord) && len(got) >= len(want)-1 && len(got) <= len(want) &&
+		render(got, nil) == render(want[:len(got)], nil)
+	if format == FormatText && errors.Is(gotErr, errCutRecord) {
+		// The bytes of an incomplete last character, each U+FFFD in
+		// the clean reading, perhaps one record each under a small cap.
+		text, whole := outputText(t, got), outputText(t, want)
+		dropped, ok := strings.CutPrefix(whole, text)
+		cut = ok && wantErr == nil && dropped != "" && strings.Trim(dropped, "\uFFFD") == "" && len(dropped) < utf8.UTFMax*len("\uFFFD")
+	}
+	if !same && !cut {
+		t.Errorf("deframe(%s, %q) close-delimited =\n%s\nwant as clean\n%s\nor that without its last record and %v",
+			format, reply, render(got, gotErr), render(want, wantErr), errCutRecord)
+	}
 }
 
 // referenceSSE parses an event stream the plain way, all of it at once,
@@ -83,9 +111,8 @@ func referenceSSE(reply []byte, maxRecord int) ([]string, error) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
 	lines := strings.Split(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1] // the reply ended with a line end
-	}
+	cut := lines[len(lines)-1] // a last line without its line end
+	lines = lines[:len(lines)-1]
 	s := &sseStream{frame: frame{max: maxRecord}}
 	var records, data []string
 	hasData, event := false, ""
@@ -124,6 +151,20 @@ func referenceSSE(reply []byte, maxRecord int) ([]string, error) {
 			event = value
 		}
 	}
+	// A data or event line cut short, or a name that could still have
+	// become one, fails the stream; a comment or another field does not.
+	name, value, colon := strings.Cut(cut, ":")
+	switch {
+	case colon && name == "data":
+		data = append(data, strings.TrimPrefix(value, " "))
+		if len(strings.Join(data, "\n")) > maxRecord {
+			return records, ErrRecordTooLarge
+		}
+		return records, errCutRecord
+	case colon && name == "event",
+		!colon && name != "" && (strings.HasPrefix("data", name) || strings.HasPrefix("event", name)):
+		return records, errCutRecord
+	}
 	if hasData && !dispatch() {
 		return records, s.err
 	}
@@ -136,12 +177,10 @@ func referenceLines(reply []byte, maxRecord int) ([]string, error) {
 		maxRecord = defaultMaxRecord
 	}
 	lines := bytes.Split(bytes.TrimPrefix(reply, utf8BOM), []byte("\n"))
-	if len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
 	f := &frame{max: maxRecord}
 	var records []string
-	for _, line := range lines {
+	for i, line := range lines {
+		last := i == len(lines)-1 // the line after the last "\n"
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) > maxRecord {
 			return records, ErrRecordTooLarge
@@ -151,6 +190,9 @@ func referenceLines(reply []byte, maxRecord int) ([]string, error) {
 			continue
 		}
 		if !f.setJSON(line) {
+			if last {
+				return records, errCutRecord // only complete JSON may end without "\n"
+			}
 			f.setOutput(line)
 		}
 		if !f.yield() {

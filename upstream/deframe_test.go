@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -67,7 +68,15 @@ func goldenInputs(tb testing.TB, only Format) []goldenInput {
 
 // deframe reads all of a stream.
 func deframe(f Format, r io.Reader, maxRecord int) ([]string, error) {
-	s := NewStream(f, r, maxRecord)
+	return readAll(NewStream(f, r, maxRecord))
+}
+
+// deframeClosed reads all of a stream whose end is only a close.
+func deframeClosed(f Format, r io.Reader, maxRecord int) ([]string, error) {
+	return readAll(newReplyStream(f, r, maxRecord, true))
+}
+
+func readAll(s Stream) ([]string, error) {
 	var records []string
 	for s.Next() {
 		records = append(records, string(s.Record()))
@@ -383,7 +392,7 @@ func TestDeframeAgentErrors(t *testing.T) {
 		{FormatSSE, "event: error\ndata: {\"error\": \"unquoted\" \"quote\"}\n\n", 0, AgentError{Message: `{"error": "unquoted" "quote"}`}},
 		{FormatSSE, "data: {\"error\": \"interpolated \"quote\"\"}\n\n", 0, AgentError{Message: `{"error": "interpolated "quote""}`}},
 		{FormatSSE, "data:  { \"error\": cut off\n\n", 0, AgentError{Message: ` { "error": cut off`}},
-		{FormatSSE, "data: {\"error\":\"x\"}", 0, AgentError{Message: "x"}},
+		{FormatSSE, "data: {\"error\":\"x\"}\n", 0, AgentError{Message: "x"}},
 		{FormatSSE, "event: error\ndata: 1\n", 0, AgentError{Message: "1"}},
 	}
 	for _, tt := range tests {
@@ -414,7 +423,7 @@ func TestDeframeNotErrors(t *testing.T) {
 		{FormatLines, `{"error":"x","error":"y"}`, `{"error":"x","error":"y"}`},
 		{FormatLines, `["error"]`, `["error"]`},
 		{FormatLines, `{}`, `{}`},
-		{FormatLines, `{"error" "x"}`, `{"output":"{\"error\" \"x\"}"}`},
+		{FormatLines, `{"error" "x"}` + "\n", `{"output":"{\"error\" \"x\"}"}`},
 		{FormatSSE, "event: errors\ndata: 1\n\n", `1`},
 		{FormatSSE, "event: error\n\ndata: 1\n\n", `1`}, // an event without data is not dispatched
 		{FormatSSE, "event: error\nevent: message\ndata: 1\n\n", `1`},
@@ -605,6 +614,123 @@ func TestDeframeReadError(t *testing.T) {
 	}
 }
 
+// TestDeframeCutRecord: a record that the end of the reply may have cut
+// is never passed on; the stream fails with errCutRecord instead. After
+// a clean end (clean) a last record whose lines all ended, or an ndjson
+// line or a number that is complete JSON, counts; after a close
+// (closed), only a record whose own end shows. Every way of splitting the
+// reply across reads gives the same.
+func TestDeframeCutRecord(t *testing.T) {
+	const cut = "CUT" // the want marker for errCutRecord
+	tests := []struct {
+		format Format
+		in     string
+		clean  []string
+		closed []string
+	}{
+		// SSE: the blank line ends an event; a close may fall between its lines.
+		{FormatSSE, "data: 1\n\ndata: 2\n\n", []string{"1", "2"}, []string{"1", "2"}},
+		{FormatSSE, "data: 1\n\ndata: 2\n", []string{"1", "2"}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata: 2\r", []string{"1", "2"}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata: 12345", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata: a\ndata: b", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata:", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\nda", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\neve", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\nevent: err", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\ndata: 2\nevent: error", []string{"1", cut}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\n: a comment cut", []string{"1"}, []string{"1"}},
+		{FormatSSE, "data: 1\n\nid: 4", []string{"1"}, []string{"1"}},
+		{FormatSSE, "data: 1\n\nretry", []string{"1"}, []string{"1"}},
+		{FormatSSE, "data: 1\n\ndatum: x", []string{"1"}, []string{"1"}},
+		{FormatSSE, "data: 1\n\ndata: 2\n: comment", []string{"1", "2"}, []string{"1", cut}},
+		{FormatSSE, "data: 1\n\nevent: error\ndata: boom\n", []string{"1", "agent error: boom"}, []string{"1", cut}},
+		{FormatSSE, "data: [DONE]", []string{cut}, []string{cut}},
+		{FormatSSE, "data: [DONE]\n", nil, []string{cut}},
+
+		// ndjson: "\n" ends a line; without it only complete JSON counts,
+		// and after a close not a number.
+		{FormatLines, "{\"n\":1}\n{\"n\":2}\n", []string{`{"n":1}`, `{"n":2}`}, []string{`{"n":1}`, `{"n":2}`}},
+		{FormatLines, "{\"n\":1}\n{\"n\":2}", []string{`{"n":1}`, `{"n":2}`}, []string{`{"n":1}`, `{"n":2}`}},
+		{FormatLines, "{\"n\":1}\n{\"n\":2}\r", []string{`{"n":1}`, `{"n":2}`}, []string{`{"n":1}`, `{"n":2}`}},
+		{FormatLines, "{\"n\":1}\n{\"n\":12345", []string{`{"n":1}`, cut}, []string{`{"n":1}`, cut}},
+		{FormatLines, "{\"n\":1}\n12345", []string{`{"n":1}`, "12345"}, []string{`{"n":1}`, cut}},
+		{FormatLines, "{\"n\":1}\n12345 ", []string{`{"n":1}`, "12345"}, []string{`{"n":1}`, "12345"}},
+		{FormatLines, "{\"n\":1}\n\"text\"", []string{`{"n":1}`, `"text"`}, []string{`{"n":1}`, `"text"`}},
+		{FormatLines, "{\"n\":1}\ntrue", []string{`{"n":1}`, "true"}, []string{`{"n":1}`, "true"}},
+		{FormatLines, "{\"n\":1}\nhello", []string{`{"n":1}`, cut}, []string{`{"n":1}`, cut}},
+		{FormatLines, "{\"n\":1}\nhello\n", []string{`{"n":1}`, `{"output":"hello"}`}, []string{`{"n":1}`, `{"output":"hello"}`}},
+		{FormatLines, "{\"n\":1}\n\x1e  ", []string{`{"n":1}`}, []string{`{"n":1}`}},
+		{FormatLines, "{\"error\":\"boom\"}", []string{"agent error: boom"}, []string{"agent error: boom"}},
+		{FormatLines, "{\"error\":\"boo", []string{cut}, []string{cut}},
+
+		// JSON values: only a number can be cut and still parse.
+		{FormatJSON, `{"n":1} 12345`, []string{`{"n":1}`, "12345"}, []string{`{"n":1}`, cut}},
+		{FormatJSON, "{\"n\":1} 12345\n", []string{`{"n":1}`, "12345"}, []string{`{"n":1}`, "12345"}},
+		{FormatJSON, `12345`, []string{"12345"}, []string{cut}},
+		{FormatJSON, `-1.5e3`, []string{"-1.5e3"}, []string{cut}},
+		{FormatJSON, `{"n":1} true`, []string{`{"n":1}`, "true"}, []string{`{"n":1}`, "true"}},
+		{FormatJSON, `[1, 2`, []string{"1", cut}, []string{"1", cut}},
+		{FormatJSON, `[1, 2]`, []string{"1", "2"}, []string{"1", "2"}},
+		{FormatJSON, `[1, 2] 3`, []string{"1", "2", "3"}, []string{"1", "2", cut}},
+
+		// Text: only an incomplete last character.
+		{FormatText, "hello", []string{`{"output":"hello"}`}, []string{`{"output":"hello"}`}},
+		{FormatText, "euro \xe2\x82", []string{`{"output":"euro "}`, "{\"output\":\"\uFFFD\uFFFD\"}"}, []string{`{"output":"euro "}`, cut}},
+
+		// Sniffed: as the format found.
+		{FormatSniff, "data: 1\n\ndata: 2\n", []string{"1", "2"}, []string{"1", cut}},
+		{FormatSniff, "7", []string{"7"}, []string{cut}},
+	}
+	for _, tt := range tests {
+		for _, closed := range []bool{false, true} {
+			want := tt.clean
+			if closed {
+				want = tt.closed
+			}
+			read := func(r io.Reader) ([]string, error) {
+				if closed {
+					return deframeClosed(tt.format, r, 0)
+				}
+				return deframe(tt.format, r, 0)
+			}
+			records, err := read(strings.NewReader(tt.in))
+			if got := cutRender(records, err); got != strings.Join(want, "\n") {
+				t.Errorf("deframe(%s, %q) closed=%v =\n%s\nwant\n%s", tt.format, tt.in, closed, got, strings.Join(want, "\n"))
+				continue
+			}
+			if tt.format == FormatText {
+				continue // records follow the reads
+			}
+			for at := range len(tt.in) {
+				if r, e := read(splitAt([]byte(tt.in), at)); cutRender(r, e) != cutRender(records, err) {
+					t.Errorf("deframe(%s, %q) closed=%v split at %d = %q, %v, want %q, %v", tt.format, tt.in, closed, at, r, e, records, err)
+				}
+			}
+			if r, e := read(iotest.OneByteReader(strings.NewReader(tt.in))); cutRender(r, e) != cutRender(records, err) {
+				t.Errorf("deframe(%s, %q) closed=%v one byte a read = %q, %v, want %q, %v", tt.format, tt.in, closed, r, e, records, err)
+			}
+		}
+	}
+}
+
+// cutRender is the records one per line, then the error: "CUT" for
+// errCutRecord, else its text.
+func cutRender(records []string, err error) string {
+	lines := slices.Clone(records)
+	switch {
+	case errors.Is(err, errCutRecord):
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			return "errCutRecord does not wrap io.ErrUnexpectedEOF"
+		}
+		lines = append(lines, "CUT")
+	case err != nil:
+		lines = append(lines, err.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
 // TestDeframeJSONErrors: a reply that is not JSON, or is cut short at a
 // clean EOF, fails with the decoder's error.
 func TestDeframeJSONErrors(t *testing.T) {
@@ -614,7 +740,7 @@ func TestDeframeJSONErrors(t *testing.T) {
 	}{
 		{`{"a":1} nope`, []string{`{"a":1}`}},
 		{`[1, 2 3]`, []string{"1", "2"}},
-		{`[1, 2`, []string{"1", "2"}}, // a number ends at EOF, the array does not
+		{`[1, 2 `, []string{"1", "2"}}, // the number ends, the array does not
 		{`[1, 2,`, []string{"1", "2"}},
 		{`[1}`, []string{"1"}},
 		{`{"a":`, nil},

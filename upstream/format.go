@@ -75,16 +75,26 @@ func FormatFor(reply config.Reply, contentType string) Format {
 // Whatever the format, a leading UTF-8 byte order mark is dropped, every
 // record is valid UTF-8 (bad bytes become U+FFFD), and a read error other
 // than io.EOF ends the stream with that error wrapped, dropping any record
-// it cut short.
+// it cut short. io.EOF is taken as the reply's own end (its Content-Length
+// reached, its last chunk read); a last record cut short all the same is
+// dropped and the stream fails with an error wrapping io.ErrUnexpectedEOF.
 func NewStream(f Format, r io.Reader, maxRecord int) Stream {
+	return newReplyStream(f, r, maxRecord, false)
+}
+
+// newReplyStream is NewStream for a reply that only a close of the
+// connection ends (closeEnd), where io.EOF cannot show the last record
+// whole, or one that has its own end.
+func newReplyStream(f Format, r io.Reader, maxRecord int, closeEnd bool) Stream {
 	if maxRecord <= 0 {
 		maxRecord = defaultMaxRecord
 	}
-	return newStream(f, bufio.NewReaderSize(&stickyReader{r: r}, readBufferSize), maxRecord)
+	br := bufio.NewReaderSize(&stickyReader{r: r}, readBufferSize)
+	return newStream(f, frame{br: br, max: maxRecord, closeEnd: closeEnd})
 }
 
-func newStream(f Format, br *bufio.Reader, maxRecord int) Stream {
-	fr := frame{br: br, max: maxRecord}
+// newStream builds the deframer for f around fr, which holds no record yet.
+func newStream(f Format, fr frame) Stream {
 	switch f {
 	case FormatSSE:
 		return &sseStream{frame: fr}
@@ -95,20 +105,19 @@ func newStream(f Format, br *bufio.Reader, maxRecord int) Stream {
 	case FormatJSON:
 		return &jsonStream{frame: fr}
 	}
-	return &sniffStream{br: br, max: maxRecord}
+	return &sniffStream{fr: fr}
 }
 
 // sniffStream decides the format from the first bytes of the reply, on
 // the first call to Next.
 type sniffStream struct {
-	br     *bufio.Reader
-	max    int
+	fr     frame
 	stream Stream
 }
 
 func (s *sniffStream) Next() bool {
 	if s.stream == nil {
-		s.stream = newStream(sniff(s.br), s.br, s.max)
+		s.stream = newStream(sniff(s.fr.br), s.fr)
 	}
 	return s.stream.Next()
 }

@@ -11,6 +11,8 @@ import (
 // opens with an array yields each element as its own record (the stream
 // route sends one line per element); any values after it, and every
 // value of a reply that does not open with an array, are records whole.
+// A number that the end of the reply may have cut is not passed on (see
+// cutNumber).
 type jsonStream struct {
 	frame
 	in    budgetReader
@@ -95,10 +97,27 @@ func (s *jsonStream) decode() bool {
 		return s.fail(err)
 	}
 	s.in.limit = s.dec.InputOffset() + int64(s.max) + jsonSlack
+	if s.cutNumber() {
+		return s.stop(errCutRecord)
+	}
 	if !s.setJSON(s.raw) {
 		return s.fail(fmt.Errorf("invalid value %.40q", s.raw)) // the decoder let it through: not expected
 	}
 	return s.yield()
+}
+
+// cutNumber reports whether the value just decoded is a number that the
+// end of the reply may have cut: the decoder ends a number at the first
+// byte after it, or at io.EOF, and only the byte shows it whole. An array
+// element must be followed by "," or "]"; a top-level value may end the
+// reply, unless only a close ended it.
+func (s *jsonStream) cutNumber() bool {
+	if !endsInDigit(s.raw) || !s.closeEnd && s.state != jsonArray {
+		return false
+	}
+	var next [1]byte
+	n, _ := s.dec.Buffered().Read(next[:])
+	return n == 0
 }
 
 // fail ends the stream on a decoder error, telling apart the reply cut

@@ -8,8 +8,9 @@ import (
 
 // linesStream reads one record per line: ndjson, JSON Lines, and JSON text
 // sequences (RFC 7464), whose records start with an RS byte. A line that
-// is not JSON becomes {"output": line}; blank lines are skipped; a last
-// line without its "\n" still counts when the reply ends cleanly.
+// is not JSON becomes {"output": line}; blank lines are skipped. A last
+// line without its "\n" counts only when it is complete JSON, and, when
+// only a close ended the reply, not a number (see lastLine).
 type linesStream struct {
 	frame
 	started bool
@@ -37,12 +38,26 @@ func (s *linesStream) Next() bool {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		if s.eof {
+			return s.lastLine(line)
+		}
 		if !s.setJSON(line) {
 			s.setOutput(line)
 		}
 		return s.yield()
 	}
 	return s.stop(nil)
+}
+
+// lastLine makes the record of a last line that has no "\n", which the
+// end of the reply may have cut: text, or JSON that does not parse, may
+// have lost its rest, and so may a number when only a close ended the
+// reply. Such a line is dropped and the stream fails.
+func (s *linesStream) lastLine(line []byte) bool {
+	if !s.setJSON(line) || s.closeEnd && endsInDigit(line) {
+		return s.stop(errCutRecord)
+	}
+	return s.yield()
 }
 
 // readLine returns the next line without its "\n" or "\r\n". A line is

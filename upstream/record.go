@@ -32,7 +32,17 @@ type frame struct {
 	tmp  []byte // scratch for repairing UTF-8
 	err  error
 	done bool
+
+	// closeEnd is set when the reply has neither a Content-Length nor
+	// chunks, so that only the agent closing the connection ends it: its
+	// io.EOF does not show the last record whole, only the record's own
+	// end does.
+	closeEnd bool
 }
+
+// errCutRecord ends a stream whose reply ended inside a record: the record
+// is dropped, and the caller is told the agent disconnected.
+var errCutRecord = fmt.Errorf("agent reply ended inside a record: %w", io.ErrUnexpectedEOF)
 
 func (f *frame) Record() []byte { return f.rec.Bytes() }
 
@@ -104,6 +114,13 @@ func appendGrow(dst []byte, limit int, src ...byte) []byte {
 		dst = grown
 	}
 	return append(dst, src...)
+}
+
+// endsInDigit reports whether b ends with a digit: valid JSON that does is
+// a number, the one value that shows no end of its own (a cut 12345 was
+// perhaps 123456).
+func endsInDigit(b []byte) bool {
+	return len(b) > 0 && '0' <= b[len(b)-1] && b[len(b)-1] <= '9'
 }
 
 // readFailure labels a read error that cut the reply short.

@@ -98,7 +98,8 @@ func compact(b []byte) string {
 // {"output": …}: a JSON reply as is (or its "output" for a method whose
 // agent already answers in the envelope), a text reply as a string, an
 // empty or 204 reply as null, and a streamed reply (SSE, ndjson) as the
-// array of its records.
+// array of its records. A reply whose end cut a record, as a stream
+// would find it, is an error wrapping io.ErrUnexpectedEOF.
 func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json.RawMessage, error) {
 	b, err := io.ReadAll(io.LimitReader(r.body, maxReply+1))
 	if err != nil {
@@ -113,20 +114,19 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 	var out json.RawMessage
 	switch f := FormatFor(m.Reply, r.Header.Get("Content-Type")); f {
 	case FormatSSE, FormatLines:
-		out, err = collect(NewStream(f, bytes.NewReader(b), maxRecord))
+		out, err = collect(newReplyStream(f, bytes.NewReader(b), maxRecord, r.closeEnd))
 	case FormatText:
-		out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
+		out, err = r.textOutput(b)
 	case FormatJSON:
-		c, ok := appendCompact(make([]byte, 0, len(b)), b)
-		if !ok {
+		var ok bool
+		out, ok, err = r.jsonOutput(b)
+		if !ok && err == nil {
 			return nil, &ReplyError{Msg: "agent replied invalid JSON with Content-Type " + r.Header.Get("Content-Type")}
 		}
-		out = c
 	default: // sniff: JSON when it parses, text otherwise
-		if c, ok := appendCompact(make([]byte, 0, len(b)), b); ok {
-			out = c
-		} else {
-			out, err = json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
+		var ok bool
+		if out, ok, err = r.jsonOutput(b); !ok && err == nil {
+			out, err = r.textOutput(b)
 		}
 	}
 	if err != nil {
@@ -136,6 +136,38 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 		return unwrapOutput(out)
 	}
 	return out, nil
+}
+
+// jsonOutput compacts a JSON reply, and reports false when it is not
+// JSON. When only a close ended the reply, a number, or an object, array
+// or string that stops short, may have been cut by it: an error wrapping
+// io.ErrUnexpectedEOF.
+func (r *Response) jsonOutput(b []byte) (json.RawMessage, bool, error) {
+	c, ok := appendCompact(make([]byte, 0, len(b)), b)
+	if r.closeEnd && (ok && endsInDigit(b) || !ok && cutJSON(b)) {
+		return nil, ok, errCutRecord
+	}
+	return c, ok, nil
+}
+
+// cutJSON reports whether b is an object, array or string that ended too
+// soon.
+func cutJSON(b []byte) bool {
+	b = bytes.TrimSpace(bytes.TrimPrefix(b, utf8BOM))
+	if len(b) == 0 || b[0] != '{' && b[0] != '[' && b[0] != '"' {
+		return false
+	}
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(b)).Decode(&v), io.ErrUnexpectedEOF)
+}
+
+// textOutput is a text reply as a JSON string. When only a close ended
+// the reply, a last character left incomplete may have been cut by it.
+func (r *Response) textOutput(b []byte) (json.RawMessage, error) {
+	if r.closeEnd && incompleteSuffix(b) > 0 {
+		return nil, errCutRecord
+	}
+	return json.Marshal(strings.ToValidUTF8(string(b), "\uFFFD"))
 }
 
 func unwrapOutput(v json.RawMessage) (json.RawMessage, error) {

@@ -83,17 +83,32 @@ func (s *sseStream) Next() bool {
 		}
 	}
 	// At the end of the reply an event whose blank line never came is
-	// still dispatched (the standard drops it; losing the agent's last
-	// words helps no one).
-	if s.state != lineName || s.nameLen > 0 {
-		if err := s.endLine(); err != nil {
-			return s.stop(err)
-		}
+	// still dispatched when its lines all ended and the reply ended cleanly
+	// (the standard drops it; losing the agent's last words helps no one).
+	// A data or event line cut short, or a pending event when only a close
+	// ended the reply (it may have fallen between two data lines), is a
+	// cut record: dropped, and the stream fails.
+	if s.cutField() || s.hasData && s.closeEnd {
+		return s.stop(errCutRecord)
 	}
 	if s.hasData {
 		return s.dispatch()
 	}
 	return s.stop(nil)
+}
+
+// cutField reports whether the reply ended inside a line that is, or may
+// still have become, a data or event field. A comment or another field
+// cut short loses nothing.
+func (s *sseStream) cutField() bool {
+	switch s.state {
+	case lineSpace, lineValue: // only data and event fields get here
+		return true
+	case lineName:
+		name := s.name[:s.nameLen]
+		return len(name) > 0 && (bytes.HasPrefix([]byte("data"), name) || bytes.HasPrefix([]byte("event"), name))
+	}
+	return false
 }
 
 // scan feeds buf to the parser up to and including the first blank line

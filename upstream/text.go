@@ -11,6 +11,10 @@ import (
 // split across records: the bytes of an incomplete last character wait
 // for the next read. Text never fails as too large: a read whose record
 // would pass the cap goes out as several records.
+//
+// Text has no records for the end of the reply to cut, except a last
+// character left incomplete: U+FFFD after a clean end, a cut record when
+// only a close ended the reply.
 type textStream struct {
 	frame
 	started bool
@@ -49,6 +53,9 @@ func (s *textStream) Next() bool {
 		if err := s.pending; err != nil {
 			if err != io.EOF || len(s.tail) == 0 {
 				return s.stop(readErrorOrNil(err)) // an incomplete character is dropped
+			}
+			if s.closeEnd {
+				return s.stop(errCutRecord) // a close may have cut the character
 			}
 			s.out, s.tail = s.tail, nil // a character never completed: U+FFFD
 			continue
