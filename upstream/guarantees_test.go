@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -266,4 +267,155 @@ func testConfig(t *testing.T, url, extra string) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// keepAliveAgent is a Go net/http agent that closes connections idle for
+// idle, as Go's IdleTimeout does (it sends no Keep-Alive header).
+func keepAliveAgent(t *testing.T, idle time.Duration) *httptest.Server {
+	t.Helper()
+	agent := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	agent.Config.IdleTimeout = idle
+	agent.Start()
+	t.Cleanup(agent.Close)
+	return agent
+}
+
+// bursts sends rounds bursts of 8 concurrent calls through c, each gap(i)
+// after the previous one ended, and returns the failures and how many
+// calls were retried.
+func bursts(t *testing.T, c *Client, rounds int, gap func(i int) time.Duration) (failed []string, retried int) {
+	t.Helper()
+	var mu sync.Mutex
+	for i := range rounds {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				resp, err := c.Send(ctx, Request{Verb: http.MethodPost, Path: "/run", Body: []byte(`{}`),
+					Timeouts: config.Timeouts{Connect: time.Second, FirstByte: 2 * time.Second}})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err.Error())
+					return
+				}
+				_, err = resp.Output(&config.Method{}, 1<<20, 1<<20)
+				resp.Close()
+				retried += resp.Retries
+				if err != nil {
+					failed = append(failed, err.Error())
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(gap(i))
+	}
+	return failed, retried
+}
+
+// TestKeepAliveWindow: calls sent just as a Go agent's keep-alive closes
+// the pooled connections they take never fail (DESIGN.md lesson 10). The
+// issue's case: an agent with IdleTimeout 1s and bursts of 8 calls spaced
+// 0.985-1.0 s apart. Then the race itself, many times: an agent whose
+// keep-alive (100 ms) is below what the sidecar learns from, hit at the
+// window over and over; each call the agent closed under is retried,
+// because the agent provably never read it.
+func TestKeepAliveWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for about 15 s")
+	}
+	t.Run("1s keep-alive", func(t *testing.T) {
+		agent := keepAliveAgent(t, time.Second)
+		c, err := New(testConfig(t, agent.URL, ""), zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		failed, retried := bursts(t, c, 12, func(i int) time.Duration {
+			return 985*time.Millisecond + time.Duration(i%4)*5*time.Millisecond
+		})
+		if len(failed) > 0 {
+			t.Errorf("%d of 96 calls failed: %q", len(failed), failed)
+		}
+		if d := c.transport.idleFor(); d >= time.Second {
+			t.Errorf("after the agent closed idle connections, the pool keeps them %v, want less than its 1s", d)
+		}
+		t.Logf("96 calls, %d retried, pool idle time %v", retried, c.transport.idleFor())
+	})
+	t.Run("at the window", func(t *testing.T) {
+		agent := keepAliveAgent(t, 100*time.Millisecond)
+		c, err := New(testConfig(t, agent.URL, ""), zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		failed, retried := bursts(t, c, 60, func(i int) time.Duration {
+			return 97*time.Millisecond + time.Duration(i%7)*time.Millisecond
+		})
+		if len(failed) > 0 {
+			t.Errorf("%d of 480 calls failed: %q", len(failed), failed)
+		}
+		t.Logf("480 calls, %d retried after the agent closed under them", retried)
+	})
+}
+
+// TestTransportKeepAliveHeader: an agent's Keep-Alive: timeout= shortens
+// the pool's idle time below it; a longer one leaves it as configured.
+func TestTransportKeepAliveHeader(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"timeout=2, max=100", 1500 * time.Millisecond},
+		{"max=5, Timeout = 1", 750 * time.Millisecond},
+		{"timeout=60", 4 * time.Second},
+		{"timeout=x", 4 * time.Second},
+	} {
+		a := newScriptAgent(t, func(_ int, nc net.Conn, br *bufio.Reader, _ <-chan struct{}) {
+			for {
+				if _, err := readRequest(br); err != nil {
+					return
+				}
+				io.WriteString(nc, "HTTP/1.1 200 OK\r\nKeep-Alive: "+tt.header+"\r\nContent-Length: 2\r\n\r\nok")
+			}
+		})
+		tr := newTestTransport(a.addr(), 4*time.Second)
+		if _, _, err := roundTrip(t, tr, http.MethodPost, a.addr(), "{}"); err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.idleFor(); got != tt.want {
+			t.Errorf("Keep-Alive: %s: pool idle time %v, want %v", tt.header, got, tt.want)
+		}
+		tr.closeIdle()
+	}
+}
+
+// TestIdleTimeoutConfig: upstream.idle_timeout sets how long the pool
+// keeps an idle connection: one unused that long is closed.
+func TestIdleTimeoutConfig(t *testing.T) {
+	agent := keepAliveAgent(t, time.Minute)
+	url := agent.URL + ", idle_timeout: 100ms"
+	c, err := New(testConfig(t, url, ""), zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.Send(context.Background(), Request{Verb: http.MethodGet, Path: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.body)
+	resp.Close()
+	if n := c.transport.idleCount(); n != 1 {
+		t.Fatalf("%d pooled connections after a call, want 1", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := c.transport.idleCount(); n != 0 {
+		t.Errorf("%d pooled connections 300ms after a call with idle_timeout: 100ms, want 0", n)
+	}
 }

@@ -587,7 +587,10 @@ func (t *transport) readHead(c *conn, req *http.Request) (*http.Response, error)
 //     of it.
 //
 // An agent that read the request and then closed or crashed sends FIN
-// with the acknowledgement: that is never retried.
+// with the acknowledgement: that is never retried. (One that read a
+// request whole and then aborted the connection on purpose, with
+// SO_LINGER 0 and no reply, would be taken for the second case; HTTP
+// servers do not do that.)
 func (c *conn) neverReached(err error) bool {
 	if c.heard || c.cw.n == 0 {
 		return false
