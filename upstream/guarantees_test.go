@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -417,5 +420,178 @@ func TestIdleTimeoutConfig(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := c.transport.idleCount(); n != 0 {
 		t.Errorf("%d pooled connections 300ms after a call with idle_timeout: 100ms, want 0", n)
+	}
+}
+
+// serveAll answers every request on the connection 200 with body.
+func serveAll(nc net.Conn, br *bufio.Reader, body string) {
+	for {
+		if _, err := readRequest(br); err != nil {
+			return
+		}
+		if _, err := io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			return
+		}
+	}
+}
+
+// replyOnce reads one request and writes raw; the connection then serves
+// on (its later replies say "reused") unless close is set.
+func replyOnce(raw string, close bool) func(net.Conn, *bufio.Reader, <-chan struct{}) bool {
+	return func(nc net.Conn, br *bufio.Reader, _ <-chan struct{}) bool {
+		if _, err := readRequest(br); err != nil {
+			return false
+		}
+		io.WriteString(nc, raw)
+		return !close
+	}
+}
+
+// TestTransportGuarantees holds the hand-written transport to the
+// guarantees of net/http's client that matter to the sidecar. Each agent
+// misbehaves on its first connection's first request; the call after it
+// shows whether that connection was (rightly) reused: a reused one
+// answers "reused", a new one "fresh".
+func TestTransportGuarantees(t *testing.T) {
+	type result struct {
+		status  int
+		body    string
+		trailer http.Header
+		err     error
+	}
+	isReplyError := func(substr string) func(result) bool {
+		return func(r result) bool {
+			var re *ReplyError
+			return errors.As(r.err, &re) && strings.Contains(r.err.Error(), substr)
+		}
+	}
+	reply := func(status int, body string) func(result) bool {
+		return func(r result) bool { return r.err == nil && r.status == status && r.body == body }
+	}
+	disconnected := func(r result) bool {
+		return r.err != nil && (errors.Is(r.err, io.ErrUnexpectedEOF) || errors.Is(r.err, syscall.ECONNRESET))
+	}
+	tests := []struct {
+		name    string
+		method  string
+		reqBody string
+		first   func(net.Conn, *bufio.Reader, <-chan struct{}) bool
+		timeout time.Duration // the call's deadline; default 3s
+		want    func(result) bool
+		reuse   bool // the next call may reuse the connection
+	}{
+		{name: "reply head over the limit",
+			first: replyOnce("HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 2<<20)+"\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  isReplyError("head")},
+		{name: "5 interim replies",
+			first: replyOnce(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 5)+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  reply(200, "ok"), reuse: true},
+		{name: "6 interim replies",
+			first: replyOnce(strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 6)+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  isReplyError("1xx")},
+		{name: "101 Switching Protocols",
+			first: replyOnce("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n", false),
+			want:  isReplyError("101")},
+		{name: "Connection: close",
+			first: replyOnce("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  reply(200, "ok")},
+		{name: "HTTP/1.0 without keep-alive",
+			first: replyOnce("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  reply(200, "ok")},
+		{name: "HTTP/1.0 with keep-alive",
+			first: replyOnce("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  reply(200, "ok"), reuse: true},
+		{name: "HTTP/1.0 close-delimited",
+			first: replyOnce("HTTP/1.0 200 OK\r\n\r\nall of it", true),
+			want:  reply(200, "all of it")},
+		{name: "early reply while writing, agent stalls", reqBody: strings.Repeat("x", 9<<20),
+			first: func(nc net.Conn, br *bufio.Reader, done <-chan struct{}) bool {
+				stallAfter413(1, nc, br, done)
+				return false
+			},
+			want: reply(413, `{"detail":"request too large"}`)},
+		{name: "chunked with extensions and trailers",
+			first: replyOnce("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3;name=\"v\"\r\nabc\r\n2;x\r\nde\r\n0\r\nX-Sum: 5\r\n\r\n", false),
+			want: func(r result) bool {
+				return reply(200, "abcde")(r) && r.trailer.Get("X-Sum") == "5"
+			}, reuse: true},
+		{name: "Content-Length longer than the body",
+			first: replyOnce("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", true),
+			want:  disconnected},
+		{name: "Content-Length shorter than the body",
+			first: replyOnce("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nsmuggle", false),
+			want:  reply(200, "ok")},
+		{name: "body on a HEAD reply", method: http.MethodHead,
+			first: replyOnce("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false),
+			want:  reply(200, "")},
+		{name: "body on a 204",
+			first: replyOnce("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello", false),
+			want:  reply(204, "")},
+		{name: "body on a 304", method: http.MethodGet,
+			first: replyOnce("HTTP/1.1 304 Not Modified\r\n\r\nhello", false),
+			want:  reply(304, "")},
+		{name: "a reply that never ends", timeout: 300 * time.Millisecond,
+			first: func(nc net.Conn, br *bufio.Reader, done <-chan struct{}) bool {
+				replyOnce("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", false)(nc, br, done)
+				<-done
+				return false
+			},
+			want: func(r result) bool { return errors.Is(r.err, context.DeadlineExceeded) }},
+		{name: "reset mid-head",
+			first: func(nc net.Conn, br *bufio.Reader, _ <-chan struct{}) bool {
+				replyOnce("HTTP/1.1 200 OK\r\nContent-Le", true)(nc, br, nil)
+				time.Sleep(10 * time.Millisecond) // the bytes arrive first
+				nc.(*net.TCPConn).SetLinger(0)
+				return false
+			},
+			want: disconnected},
+		{name: "not HTTP",
+			first: replyOnce("SSH-2.0-OpenSSH_9.6\r\n\r\n", false),
+			want:  isReplyError("not valid HTTP")},
+		{name: "close mid-head",
+			first: replyOnce("HTTP/1.1 200 OK\r\nContent-Le", true),
+			want:  disconnected},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newScriptAgent(t, func(n int, nc net.Conn, br *bufio.Reader, done <-chan struct{}) {
+				if n > 1 {
+					serveAll(nc, br, "fresh")
+				} else if tt.first(nc, br, done) {
+					serveAll(nc, br, "reused")
+				}
+			})
+			tr := newTestTransport(a.addr(), time.Minute)
+			defer tr.closeIdle()
+			method := cmp.Or(tt.method, http.MethodPost)
+			timeout := cmp.Or(tt.timeout, 3*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			var rb io.Reader
+			if method == http.MethodPost {
+				rb = strings.NewReader(cmp.Or(tt.reqBody, "{}"))
+			}
+			req, _ := http.NewRequestWithContext(ctx, method, "http://"+a.addr()+"/run", rb)
+			var r result
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				var b []byte
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				r = result{status: resp.StatusCode, body: string(b), trailer: resp.Trailer}
+			}
+			r.err = err
+			if !tt.want(r) {
+				t.Fatalf("got %d %.40q, trailer %v, error %v", r.status, r.body, r.trailer, r.err)
+			}
+			want := "fresh"
+			if tt.reuse {
+				want = "reused"
+			}
+			time.Sleep(5 * time.Millisecond) // what the agent sent after its reply arrives
+			if _, body, err := roundTrip(t, tr, http.MethodPost, a.addr(), "{}"); err != nil || body != want {
+				t.Errorf("the next call: %q, %v; want %q", body, err, want)
+			}
+		})
 	}
 }

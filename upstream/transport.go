@@ -515,9 +515,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // limitedReader fails a read once n bytes have been read: set to
 // maxReplyHead while a reply head is read, to no limit for the body.
+// It keeps the last error the connection gave: bufio hands a line cut by
+// the end of the connection on as a line, so a head cut short reads as a
+// malformed one unless that error is looked at.
 type limitedReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error
 }
 
 func (l *limitedReader) Read(p []byte) (int, error) {
@@ -529,6 +533,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	l.n -= int64(n)
+	if err != nil {
+		l.err = err
+	}
 	return n, err
 }
 
@@ -539,7 +546,7 @@ var errHeadTooLarge = &ReplyError{Msg: fmt.Sprintf("agent reply head (status lin
 // connection that ends before the first byte is an error even when it
 // was reused; RoundTrip decides whether it can be retried.
 func (t *transport) readHead(c *conn, req *http.Request) (*http.Response, error) {
-	c.lr.n = maxReplyHead - int64(c.br.Buffered())
+	c.lr.n, c.lr.err = maxReplyHead-int64(c.br.Buffered()), nil
 	defer func() { c.lr.n = math.MaxInt64 }()
 	c.heard = false
 	if _, err := c.br.Peek(1); err != nil {
@@ -552,13 +559,15 @@ func (t *transport) readHead(c *conn, req *http.Request) (*http.Response, error)
 	for n1xx := 0; ; n1xx++ {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			if c.lr.n <= 0 {
+			switch {
+			case c.lr.n <= 0:
 				return nil, errHeadTooLarge
+			case errors.Is(err, io.EOF) || errors.Is(c.lr.err, io.EOF):
+				return nil, io.ErrUnexpectedEOF // the agent closed mid-head
+			case c.lr.err != nil:
+				return nil, c.lr.err // a reset, or the call's end
 			}
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
+			return nil, &ReplyError{Msg: "agent reply is not valid HTTP: " + err.Error()}
 		}
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols:
