@@ -510,6 +510,9 @@ func TestTransportGuarantees(t *testing.T) {
 				return false
 			},
 			want: reply(413, `{"detail":"request too large"}`)},
+		{name: "large body read whole, then answered", reqBody: strings.Repeat("x", 1<<20),
+			first: replyOnce("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+			want:  reply(200, "ok"), reuse: true},
 		{name: "chunked with extensions and trailers",
 			first: replyOnce("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3;name=\"v\"\r\nabc\r\n2;x\r\nde\r\n0\r\nX-Sum: 5\r\n\r\n", false),
 			want: func(r result) bool {

@@ -184,21 +184,29 @@ func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.
 	}()
 	resp, err := t.readHead(c, req)
 	if err != nil {
-		c.nc.Close()
-		if werr := <-wrote; reused && c.cw.n == 0 {
+		// End the write but keep the socket open, to look at it.
+		c.nc.SetWriteDeadline(time.Now())
+		werr := <-wrote
+		switch {
+		case reused && c.cw.n == 0:
 			err = fmt.Errorf("%w: %w", errServerClosedIdle, werr)
+		case reused && ctx.Err() == nil && c.neverReached(err):
+			t.learn(time.Since(c.since))
+			err = fmt.Errorf("%w: %w", errServerClosedIdle, err)
 		}
 		return fail(err)
 	}
+	// A reply that followed the whole request finds the writer done, or
+	// about to report it; net/http waits the same 50 ms before it gives
+	// up reusing the connection.
+	wait := time.NewTimer(50 * time.Millisecond)
+	defer wait.Stop()
 	select {
 	case werr := <-wrote:
-		if werr == nil {
-			return t.withBody(ctx, c, resp, stop, nil), nil
-		}
-		// The agent answered and stopped reading the rest.
-		resp.Close = true
+		// A write that failed: the agent answered and stopped reading.
+		resp.Close = resp.Close || werr != nil
 		return t.withBody(ctx, c, resp, stop, nil), nil
-	default:
+	case <-wait.C:
 		resp.Close = true
 		return t.withBody(ctx, c, resp, stop, wrote), nil
 	}
@@ -267,15 +275,18 @@ func (t *transport) get(ctx context.Context) (c *conn, reused bool, err error) {
 		t.idle = t.idle[:n-1]
 		t.mu.Unlock()
 		c.timer.Stop()
-		if c.alive() {
+		live, closed := c.alive()
+		if live {
 			if clk != nil {
 				clk.gotConn()
 			}
 			return c, true, nil
 		}
-		// The agent closed it while it sat in the pool: its keep-alive is
-		// at most that long.
-		t.learn(time.Since(c.since))
+		if closed {
+			// The agent closed it while it sat in the pool: its
+			// keep-alive is at most that long.
+			t.learn(time.Since(c.since))
+		}
 		c.nc.Close()
 	}
 	nc, err := t.dial(ctx)
@@ -294,21 +305,23 @@ func (t *transport) get(ctx context.Context) (c *conn, reused bool, err error) {
 
 // alive reports whether the agent has neither closed the pooled
 // connection nor sent anything unasked on it, with one non-blocking peek.
-func (c *conn) alive() bool {
+// closed says it is not live because the agent closed or reset it (not
+// because it sent something unasked).
+func (c *conn) alive() (live, closed bool) {
 	if c.br.Buffered() > 0 {
-		return false
+		return false, false
 	}
 	if c.rc == nil {
-		return true
+		return true, false
 	}
 	var buf [1]byte
-	live := false
 	err := c.rc.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		live = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+		closed = n == 0 || (n < 0 && !live)
 		return true
 	})
-	return err == nil && live
+	return err == nil && live, closed
 }
 
 // release puts c back in the pool, or closes it when it cannot be reused:
