@@ -24,7 +24,9 @@ import (
 // http.Transport, which hands every request to two goroutines per
 // connection (a write loop and a read loop) and back, it writes the
 // request and reads the reply on the caller's goroutine: no hand-offs, no
-// goroutines or write buffer held by an open stream. The caller's context
+// goroutines or write buffer held by an open stream. (Only a body over
+// syncBody is written by a goroutine of its own while the reply is read,
+// so that an agent answering early is heard.) The caller's context
 // ending closes the connection, which interrupts whatever waits on it and
 // tells the agent the caller left.
 //
@@ -105,9 +107,9 @@ const maxReplyHead = 1 << 20
 const max1xx = 5
 
 // syncBody is the largest request body written before the reply is read.
-// Up to it, the request fits in the kernel's socket buffers at once
-// (Linux's smallest default TCP send buffer is 16 KiB), so its write can
-// never wait for the agent to read. A larger body is written on a
+// Up to it, the kernel takes the whole request at once (Linux's default
+// TCP send buffer starts at 16 KiB, a Unix socket's is larger), so in
+// practice its write does not wait for the agent to read. A larger body is written on a
 // goroutine of its own while the reply is read, so an agent that answers
 // early (a 413 after the head) and stops reading is heard.
 const syncBody = 16 << 10
