@@ -100,6 +100,11 @@ func (p *Prober) probe(ctx context.Context) error {
 		return err
 	}
 	resp, err := p.client.Do(req)
+	if errors.Is(err, errServerClosedIdle) {
+		// The agent closed the pooled connection as the probe went out
+		// (its keep-alive ran out): that says nothing of its readiness.
+		resp, err = p.client.Do(req)
+	}
 	if err != nil {
 		return err
 	}

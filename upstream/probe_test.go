@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -113,5 +114,43 @@ func TestProbeBadReplies(t *testing.T) {
 			t.Errorf("%s: the probe succeeded", name)
 		}
 		c.Close()
+	}
+}
+
+// TestProbeClosedIdle: a probe the agent closed its pooled connection
+// under, provably unread, is sent again on a new connection: the agent's
+// keep-alive running out does not make it read as not ready.
+func TestProbeClosedIdle(t *testing.T) {
+	a := newRawAgent(t, func(n int, req *http.Request, body []byte, w *bufio.Writer) bool {
+		ok(w, `{}`)
+		return true
+	})
+	cfg := testConfig(t, "http://"+a.addr(), "")
+	cfg.Upstream.Ready.Path = "/health"
+	c, err := New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var broken atomic.Bool
+	var dials atomic.Int32
+	d := net.Dialer{}
+	c.transport.dial = func(ctx context.Context) (net.Conn, error) {
+		nc, err := d.DialContext(ctx, "tcp", a.addr())
+		if err != nil || dials.Add(1) > 1 {
+			return nc, err
+		}
+		return brokenConn{nc, &broken}, nil // the first connection breaks once pooled
+	}
+	p := NewProber(cfg, c)
+	if err := p.probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	broken.Store(true)
+	if err := p.probe(context.Background()); err != nil {
+		t.Errorf("a probe on a pooled connection the agent closed: %v, want it sent again and ready", err)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }
