@@ -72,6 +72,11 @@ type Upstream struct {
 	// Ready is the readiness probe.
 	Ready Ready
 
+	// IdleTimeout closes a connection to the agent unused this long (or
+	// sooner, when the agent is seen to close idle connections sooner).
+	// Keep it below the agent's own keep-alive. Default: 4s.
+	IdleTimeout time.Duration
+
 	// Command, when set, is the agent's command line: the sidecar starts
 	// and supervises it. `sidecar -- CMD ARGS…` sets it too, and wins.
 	// Default: none (the agent is started by someone else).

@@ -8,6 +8,7 @@
 //	upstream:
 //	  url: http://127.0.0.1:8000      # required; or unix:///run/agent.sock
 //	  ready: {path: "", interval: 1s, timeout: 1s}
+//	  idle_timeout: 4s                # pooled connections; keep below the agent's keep-alive
 //	timeouts: {connect: 5s, first_byte: 5m, idle: 5m, total: 14m50s}   # 0 = no limit
 //	limits: {request_bytes: 10MiB, record_bytes: 8MiB, reply_bytes: 32MiB}
 //	methods:                          # required, at least one

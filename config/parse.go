@@ -80,6 +80,7 @@ func (p *parser) file(data []byte) *Config {
 		Limits:   defaultLimits,
 	}
 	c.Upstream.Ready = Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second}
+	c.Upstream.IdleTimeout = 4 * time.Second
 	c.Upstream.Restart = Restart{Policy: RestartNever, Max: 5, Backoff: time.Second}
 	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
 	c.ADK.Keys = "as_is"
@@ -298,8 +299,16 @@ func (p *parser) upstream(e entry, u *Upstream) (urlLine int) {
 			p.command(f, join(path, f.name), u)
 		case "restart":
 			p.restart(f.val, join(path, f.name), &u.Restart)
+		case "idle_timeout":
+			if d, err := duration(f.val); err != nil {
+				p.addf(f.val.Line, join(path, f.name), "%v", err)
+			} else if d <= 0 {
+				p.addf(f.val.Line, join(path, f.name), "%q must be positive", f.val.Value)
+			} else {
+				u.IdleTimeout = d
+			}
 		default:
-			p.unknown(f, path, "url", "ready", "command", "restart")
+			p.unknown(f, path, "url", "ready", "command", "restart", "idle_timeout")
 		}
 	}
 	if !haveURL {

@@ -57,12 +57,13 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("Listen = %q, want %q", c.Listen, "127.0.0.1:9090")
 	}
 	wantUp := Upstream{
-		URL:     "http://127.0.0.1:8000/api/",
-		Network: "tcp",
-		Address: "127.0.0.1:8000",
-		BaseURL: "http://127.0.0.1:8000/api",
-		Ready:   Ready{Path: "/health", Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, Wait: 30 * time.Second},
-		Restart: Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
+		URL:         "http://127.0.0.1:8000/api/",
+		Network:     "tcp",
+		Address:     "127.0.0.1:8000",
+		BaseURL:     "http://127.0.0.1:8000/api",
+		Ready:       Ready{Path: "/health", Interval: 2 * time.Second, Timeout: 500 * time.Millisecond, Wait: 30 * time.Second},
+		IdleTimeout: 4 * time.Second,
+		Restart:     Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
 	}
 	if !reflect.DeepEqual(c.Upstream, wantUp) {
 		t.Errorf("Upstream = %+v, want %+v", c.Upstream, wantUp)
@@ -130,8 +131,9 @@ func TestParseDefaults(t *testing.T) {
 	}
 	wantUp := Upstream{
 		URL: "unix:///run/agent.sock", Network: "unix", Address: "/run/agent.sock", BaseURL: "http://agent",
-		Ready:   Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second},
-		Restart: Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
+		Ready:       Ready{Interval: time.Second, Timeout: time.Second, Wait: 30 * time.Second},
+		IdleTimeout: 4 * time.Second,
+		Restart:     Restart{Policy: RestartNever, Max: 5, Backoff: time.Second},
 	}
 	if !reflect.DeepEqual(c.Upstream, wantUp) {
 		t.Errorf("Upstream = %+v, want %+v", c.Upstream, wantUp)
@@ -330,7 +332,7 @@ var problemTests = []struct {
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
 		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
-		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command or restart)"},
+		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command, restart or idle_timeout)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.command: want a list such as [python3, agent.py], not a string"},
 	{"empty command", "upstream:\n  url: http://h:1\n  command: []\nmethods: {q: }\n",
@@ -413,6 +415,8 @@ var problemTests = []struct {
 		"sidecar.yaml:4: upstream.ready.path: \"health\" must start with \"/\"\n" +
 			"sidecar.yaml:5: upstream.ready.interval: \"0s\" must be positive\n" +
 			"sidecar.yaml:6: upstream.ready.timeout: \"-1s\" must be positive"},
+	{"idle timeout", "upstream: {url: http://h:1, idle_timeout: 0s}\nmethods: {q: }\n",
+		"sidecar.yaml:1: upstream.idle_timeout: \"0s\" must be positive"},
 
 	// timeouts and limits.
 	{"timeouts", minimal + "timeouts:\n  connect: -1s\n  first_byte: 5\n  idle: 5 minutes\n  total: [1]\n",

@@ -77,6 +77,7 @@ func (c *Config) upstreamNode() *yaml.Node {
 			"interval", scalar(u.Ready.Interval.String()),
 			"timeout", scalar(u.Ready.Timeout.String()),
 			"wait", scalar(u.Ready.Wait.String())),
+		"idle_timeout", scalar(u.IdleTimeout.String()),
 	)
 	if len(u.Command) > 0 {
 		cmd := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}

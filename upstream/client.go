@@ -41,12 +41,6 @@ const HopHeader = "X-Sidecar-Hop"
 // trace context and request ids, never credentials or cookies.
 var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
 
-// idleConnTimeout keeps pooled connections to the agent shorter-lived than
-// the common agent keep-alives (Node and many Python servers: 5 s), so the
-// sidecar drops an idle connection before the agent closes it under a new
-// request (DESIGN.md lesson 10).
-const idleConnTimeout = 4 * time.Second
-
 // New builds the client for cfg's upstream.
 func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	base, err := url.Parse(cfg.Upstream.BaseURL)
@@ -62,7 +56,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		},
 		host:        base.Host,
 		maxIdle:     256,
-		idleTimeout: idleConnTimeout,
+		idleTimeout: cfg.Upstream.IdleTimeout,
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger,

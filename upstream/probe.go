@@ -38,6 +38,7 @@ type Prober struct {
 	ok      bool
 	detail  string
 	public  string        // the detail, when the caller may see it (a Mismatch)
+	downs   int           // MarkDown calls: a probe begun before one is stale
 	changed chan struct{} // closed and replaced on every change
 	kick    chan struct{} // MarkDown asks Run to probe fast again
 }
@@ -72,6 +73,7 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-p.kick:
 			t.Stop()
 		}
+		downs := p.downCount()
 		err := p.probe(ctx)
 		if err == nil && p.Check != nil {
 			err = p.check(ctx)
@@ -79,7 +81,12 @@ func (p *Prober) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		p.set(err)
+		if !p.setSince(downs, err) {
+			// The agent was marked down while this probe was out: an
+			// answer from before it exited does not make it ready.
+			t.Reset(startInterval)
+			continue
+		}
 		if err != nil {
 			t.Reset(startInterval)
 		} else {
@@ -104,13 +111,22 @@ func (p *Prober) probe(ctx context.Context) error {
 		return err
 	}
 	resp, err := p.client.Do(req)
+	if errors.Is(err, errServerClosedIdle) {
+		// The agent closed the pooled connection as the probe went out
+		// (its keep-alive ran out): that says nothing of its readiness.
+		resp, err = p.client.Do(req)
+	}
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("GET %s answered %d", p.ready.Path, resp.StatusCode)
+	}
+	if err != nil {
+		// A reply cut short is a connection that failed, not an answer.
+		return fmt.Errorf("GET %s: reading the reply: %w", p.ready.Path, unwrapURL(err))
 	}
 	return nil
 }
@@ -121,9 +137,32 @@ func (p *Prober) check(ctx context.Context) error {
 	return p.Check(ctx)
 }
 
+func (p *Prober) downCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.downs
+}
+
+// setSince records a probe's result unless MarkDown was called since the
+// probe began (downs was the count then); it reports whether it did.
+func (p *Prober) setSince(downs int, err error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.downs != downs {
+		return false
+	}
+	p.setLocked(err)
+	return true
+}
+
 func (p *Prober) set(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setLocked(err)
+}
+
+// setLocked is set with p.mu held.
+func (p *Prober) setLocked(err error) {
 	ok, detail, public := err == nil, "agent ready", ""
 	if err != nil {
 		detail = "agent not ready: " + unwrapURL(err).Error()
@@ -185,7 +224,10 @@ func (p *Prober) Wait(ctx context.Context) error {
 // without waiting for the next probe to find out.
 // Probing goes back to its fast start interval until the agent answers.
 func (p *Prober) MarkDown(reason string) {
-	p.set(errors.New(reason))
+	p.mu.Lock()
+	p.downs++
+	p.setLocked(errors.New(reason))
+	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
 	default:

@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// TestSendHeadersAllowList: of the caller's headers, only the built-in
+// allow-list (trace context, request ids) and headers.forward reach the
+// agent; credentials, cookies and anything else do not. headers.set is
+// added to every request, replacing a caller's value.
+func TestSendHeadersAllowList(t *testing.T) {
+	got := make(chan http.Header, 1)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	cfg := testConfig(t, agent.URL, "headers: {forward: [X-Tenant], set: {X-Api-Key: from-config}}\n")
+	c, err := New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inbound := http.Header{}
+	for name, v := range map[string]string{
+		"Traceparent":           "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"Tracestate":            "k=v",
+		"X-Cloud-Trace-Context": "105445aa7843bc8bf206b12000100000/1;o=1",
+		"X-Request-Id":          "r1",
+		"X-Tenant":              "acme",
+		"Authorization":         "Bearer secret",
+		"Cookie":                "session=s",
+		"X-Other":               "o",
+		"X-Api-Key":             "from-caller",
+	} {
+		inbound.Set(name, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Send(ctx, Request{Method: "query", Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Header: inbound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Close()
+	h := <-got
+	for _, name := range []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id", "X-Tenant"} {
+		if h.Get(name) != inbound.Get(name) {
+			t.Errorf("%s reached the agent as %q, want %q", name, h.Get(name), inbound.Get(name))
+		}
+	}
+	for _, name := range []string{"Authorization", "Cookie", "X-Other"} {
+		if v := h.Values(name); len(v) > 0 {
+			t.Errorf("%s reached the agent: %q", name, v)
+		}
+	}
+	if v := h.Values("X-Api-Key"); len(v) != 1 || v[0] != "from-config" {
+		t.Errorf("X-Api-Key = %q, want only headers.set's value", v)
+	}
+	if v := h.Get("X-Sidecar-Class-Method"); v != "query" {
+		t.Errorf("X-Sidecar-Class-Method = %q, want query", v)
+	}
+}
+
+// TestSendRetriesRefusedDial: a refused connection (an agent still
+// booting) is retried until the agent listens, within timeouts.connect;
+// an agent that never listens is a *DialError once it runs out. A
+// request the agent read before it closed is never retried.
+func TestSendRetriesRefusedDial(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	t.Run("agent listens late", func(t *testing.T) {
+		cfg := testConfig(t, "http://"+addr, "timeouts: {connect: 3s}\n")
+		c, err := New(cfg, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"late":true}`)
+		})}
+		listening := make(chan struct{})
+		time.AfterFunc(300*time.Millisecond, func() {
+			defer close(listening)
+			if ln, err := net.Listen("tcp", addr); err == nil {
+				go srv.Serve(ln)
+			}
+		})
+		defer func() { <-listening; srv.Close() }()
+		resp, err := c.Send(context.Background(), Request{Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Timeouts: cfg.Timeouts})
+		if err != nil {
+			t.Fatalf("Send to an agent that listens after 300ms: %v", err)
+		}
+		defer resp.Close()
+		if resp.Retries == 0 {
+			t.Error("the call went through without a retry: the agent was not refusing")
+		}
+	})
+	t.Run("agent never listens", func(t *testing.T) {
+		cfg := testConfig(t, "http://"+addr, "timeouts: {connect: 200ms}\n")
+		c, err := New(cfg, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		_, err = c.Send(context.Background(), Request{Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Timeouts: cfg.Timeouts})
+		var de *DialError
+		if !errors.As(err, &de) {
+			t.Fatalf("Send to a port nobody listens on: %v, want a *DialError", err)
+		}
+		if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
+			t.Errorf("gave up after %v, want about timeouts.connect (200ms)", d)
+		}
+	})
+	t.Run("read then closed", func(t *testing.T) {
+		var calls atomic.Int32
+		agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			io.ReadAll(r.Body)
+			nc, _, _ := http.NewResponseController(w).Hijack()
+			nc.Close()
+		}))
+		defer agent.Close()
+		cfg := testConfig(t, agent.URL, "")
+		c, err := New(cfg, zaptest.NewLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Send(context.Background(), Request{Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Timeouts: cfg.Timeouts}); err == nil {
+			t.Fatal("Send to an agent that closes without answering succeeded")
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("the agent was called %d times, want 1", n)
+		}
+	})
+}
