@@ -6,6 +6,9 @@
 // everything under a wrapper such as `sh -c 'python3 agent.py'` or
 // `npm start`, not only the wrapper; and it gets SIGKILL if the sidecar dies
 // first (Linux's parent-death signal, which only reaches the agent itself).
+// The group outlives the agent's own exit: what a run left behind gets
+// SIGTERM when the run ends and SIGKILL before the next run starts, and
+// Stop signals the group even when the agent itself has already exited.
 //
 // Exactly one goroutine owns wait. Without Options.ReapOrphans it waits for
 // the agent's pid only, leaving the process's other children alone. With
