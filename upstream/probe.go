@@ -32,6 +32,12 @@ type Prober struct {
 	detail  string
 	changed chan struct{} // closed and replaced on every change
 	kick    chan struct{} // MarkDown asks Run to probe fast again
+	// gen counts MarkDown and Resume calls: a probe's result counts only
+	// if neither came while it ran, so a probe that began before the
+	// agent exited cannot mark it ready after. held is true from MarkDown
+	// to Resume: no agent runs, so whatever answers is not it.
+	gen  uint64
+	held bool
 }
 
 // NewProber builds a prober for cfg's upstream; Run starts it.
@@ -64,11 +70,15 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-p.kick:
 			t.Stop()
 		}
+		gen, held := p.generation()
+		if held {
+			continue // until Resume kicks
+		}
 		err := p.probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		p.set(err)
+		p.result(gen, err)
 		if err != nil {
 			t.Reset(startInterval)
 		} else {
@@ -104,9 +114,26 @@ func (p *Prober) probe(ctx context.Context) error {
 	return nil
 }
 
-func (p *Prober) set(err error) {
+// generation is the generation a probe starting now belongs to, and
+// whether MarkDown holds the agent down.
+func (p *Prober) generation() (uint64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.gen, p.held
+}
+
+// result records a probe's outcome, unless the agent went down (or came
+// back) while it ran, or is down now.
+func (p *Prober) result(gen uint64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held || gen != p.gen {
+		return
+	}
+	p.setLocked(err)
+}
+
+func (p *Prober) setLocked(err error) {
 	ok, detail := err == nil, "agent ready"
 	if err != nil {
 		detail = "agent not ready: " + unwrapURL(err).Error()
@@ -145,10 +172,23 @@ func (p *Prober) Wait(ctx context.Context) error {
 }
 
 // MarkDown records that the agent is down now (its process exited),
-// without waiting for the next probe to find out.
-// Probing goes back to its fast start interval until the agent answers.
+// without waiting for the next probe to find out. It stays down, whatever
+// answers the probe, until Resume.
 func (p *Prober) MarkDown(reason string) {
-	p.set(errors.New(reason))
+	p.mu.Lock()
+	p.gen++
+	p.held = true
+	p.setLocked(errors.New(reason))
+	p.mu.Unlock()
+}
+
+// Resume records that a new agent process runs: the probe's answers count
+// again, and it probes at its fast start interval until the agent answers.
+func (p *Prober) Resume() {
+	p.mu.Lock()
+	p.gen++
+	p.held = false
+	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
 	default:

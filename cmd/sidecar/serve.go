@@ -264,11 +264,15 @@ func waitIdle(s *proxy.Server, deadline time.Time) bool {
 }
 
 // watchAgent marks the agent down the moment its process exits, so calls
-// get 503 without waiting for the next probe. (The supervisor logs the
-// agent's lifecycle itself.)
+// get 503 without waiting for the next probe, and keeps it down until a
+// new run starts: a probe answered meanwhile (begun before the exit, or
+// by a process the run left behind) is not the agent's. (The supervisor
+// logs the agent's lifecycle itself.)
 func watchAgent(agent *supervise.Supervisor, prober *upstream.Prober, m *metrics.Metrics) {
 	for ev := range agent.Events() {
 		switch ev.Kind {
+		case supervise.Started:
+			prober.Resume()
 		case supervise.Exited:
 			prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
 		case supervise.Restarting:
