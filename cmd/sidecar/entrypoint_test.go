@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,7 +77,10 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 				listening <- e["addr"].(string)
 			case strings.HasPrefix(msg, "agent "):
 				e["event"] = strings.TrimPrefix(msg, "agent ")
-				p.events <- e
+				select {
+				case p.events <- e:
+				default: // nobody reads them: never block the sidecar's stderr
+				}
 			}
 		}
 	}()
@@ -603,7 +607,9 @@ func TestEntrypointCommandFromConfig(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	os.WriteFile(path, []byte("upstream: {url: http://127.0.0.1:1}\n"+lifecycleMethods), 0o600)
-	cmd := exec.Command(binary, "--config", path, "--listen", "127.0.0.1:0", "--", "no-such-agent-binary")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "--config", path, "--listen", "127.0.0.1:0", "--", "no-such-agent-binary")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "no-such-agent-binary") {
