@@ -238,8 +238,13 @@ func drain(srv *http.Server, s *proxy.Server, served <-chan error, end time.Time
 		s.EndCalls()
 		waitIdle(s, end)
 	}
+	// Shutdown closes the idle connections and waits for the others; a
+	// connection that never sent a request counts as active for 5s, so
+	// it gets a second at most.
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
+	ctx, cancelSecond := context.WithTimeout(ctx, time.Second)
+	defer cancelSecond()
 	if srv.Shutdown(ctx) != nil {
 		srv.Close()
 	}
