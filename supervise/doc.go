@@ -20,9 +20,13 @@
 // process may wait for a child of its own (os/exec's Cmd.Wait would lose the
 // race), and only one ReapOrphans supervisor may run at a time.
 //
-// The agent is never waited for or signalled after it has been reaped:
-// starting it, reaping it and signalling its group all happen under one
-// lock, so a recycled pid can never be mistaken for the agent.
+// The agent is never waited for after it has been reaped, and Signal
+// never reaches a reaped agent: starting it, reaping it and signalling its
+// group all happen under one lock, so a recycled pid can never be mistaken
+// for the agent. Ending a run's leftovers signals its group by number after
+// the leader is gone; the number stays the group's while any member lives,
+// and once the group is empty only a pid wrap that makes it a new group
+// leader's could misdirect it.
 //
 // The package is Linux-only: it relies on Pdeathsig, PR_SET_CHILD_SUBREAPER
 // and waitid.
