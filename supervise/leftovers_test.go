@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,5 +134,51 @@ func TestStartLogsProgramNotArgs(t *testing.T) {
 				t.Errorf("at %s level, the argument logged = %v; logs:\n%s", level, got, all.String())
 			}
 		})
+	}
+}
+
+// portHolder is what a failed run leaves behind: a process that ignores
+// SIGTERM and holds the agent's port.
+const portHolder = `
+import signal, socket, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+open("bound", "w").write("1")
+time.sleep(60)
+`
+
+// TestRestartFreesThePort: the next run can listen on the agent's port
+// although the failed run left a process holding it.
+func TestRestartFreesThePort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "holder.py"), []byte(portHolder), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	script := `if [ ! -e ran ]; then
+	touch ran
+	python3 holder.py ` + port + ` & echo $! > holder
+	while [ ! -e bound ]; do sleep 0.01; done
+	exit 1
+fi
+exec python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' ` + port
+	s := start(t, Options{Command: shell(script), Dir: dir, Restart: OnFailure, MaxRestarts: 1, Backoff: 50 * time.Millisecond})
+	wait(t, s, 10*time.Second)
+	holder := readPID(t, filepath.Join(dir, "holder"))
+	t.Cleanup(func() {
+		if alive(holder) {
+			syscall.Kill(holder, syscall.SIGKILL)
+		}
+	})
+	if code := s.ExitCode(); code != 0 {
+		t.Errorf("the restarted agent exited %d: it could not listen on the port the failed run left held", code)
 	}
 }
