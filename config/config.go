@@ -100,17 +100,28 @@ type Restart struct {
 	Backoff time.Duration
 }
 
-// Shutdown is the drain that follows SIGTERM or SIGINT.
+// Shutdown is the drain that follows SIGTERM, SIGINT, SIGHUP or SIGQUIT.
 type Shutdown struct {
-	// Drain is how long calls in flight may go on: unary calls finish
-	// within it, streams still open at its end get a final
-	// "shutting_down" error line. Default: 6s.
+	// Drain is how long the calls in flight have: unary calls finish
+	// within it; calls still running in its last second (its last quarter
+	// when it is shorter than 4s) are ended, streams with a final
+	// "shutting_down" error line; at its end every connection still open
+	// is closed. Default: 6s.
 	Drain time.Duration
 	// AgentGrace is how long a started agent has to exit after its
-	// SIGTERM (sent once the calls have drained) before SIGKILL.
-	// Default: 3s. Drain plus AgentGrace fits Cloud Run's 10s kill grace.
+	// SIGTERM (sent at the end of the drain) before SIGKILL. Default: 3s.
 	AgentGrace time.Duration
 }
+
+// ShutdownMargin is what the sidecar allows itself past the drain and the
+// agent's grace to reap the agent and exit.
+const ShutdownMargin = 500 * time.Millisecond
+
+// Budget is the longest a shutdown takes, from the signal to the sidecar's
+// exit, whatever the callers and the agent do: Drain + AgentGrace +
+// ShutdownMargin. The defaults' 9.5s fits Cloud Run's fixed 10s between
+// SIGTERM and SIGKILL.
+func (s Shutdown) Budget() time.Duration { return s.Drain + s.AgentGrace + ShutdownMargin }
 
 // Ready configures how the agent's readiness is probed.
 type Ready struct {

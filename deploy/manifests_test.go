@@ -188,13 +188,14 @@ func TestCloudRunService(t *testing.T) {
 	if w := restartWindow(onFailure.Upstream.Restart); live <= w {
 		t.Errorf("liveness fails after %s, within a default restart sequence (%s)", live, w)
 	}
-	if d := cfg.Shutdown.Drain + cfg.Shutdown.AgentGrace; live <= d {
-		t.Errorf("liveness fails after %s, within the drain (%s)", live, d)
+	if d := cfg.Shutdown.Budget(); live <= d {
+		t.Errorf("liveness fails after %s, within the shutdown (%s)", live, d)
 	}
-	// Cloud Run's kill grace is fixed at 10s: drain + agent grace must fit,
+	// Cloud Run's kill grace is fixed at 10s: the whole shutdown must fit,
 	// and the manifest must not pretend otherwise.
-	if d := cfg.Shutdown.Drain + cfg.Shutdown.AgentGrace; d >= 10*time.Second {
-		t.Errorf("drain %s + agent grace %s does not fit Cloud Run's 10s", cfg.Shutdown.Drain, cfg.Shutdown.AgentGrace)
+	if d := cfg.Shutdown.Budget(); d >= 10*time.Second {
+		t.Errorf("shutdown budget %s (drain %s + agent grace %s + %s) does not fit Cloud Run's 10s",
+			d, cfg.Shutdown.Drain, cfg.Shutdown.AgentGrace, config.ShutdownMargin)
 	}
 	if at(spec, "terminationGracePeriodSeconds") != nil {
 		t.Error("terminationGracePeriodSeconds set: Cloud Run's is fixed at 10s")
@@ -263,13 +264,13 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("livenessProbe = %v, want tcpSocket on %d", at(c, "livenessProbe"), port)
 	}
 
-	// preStop sleep, then the drain, then the agent's grace: all within
-	// terminationGracePeriodSeconds, with a second to spare for the exit.
+	// preStop sleep, then the whole shutdown (drain, agent grace, exit):
+	// all within terminationGracePeriodSeconds.
 	preStop := seconds(intAt(t, c, "lifecycle", "preStop", "sleep", "seconds"))
 	grace := seconds(intAt(t, pod, "terminationGracePeriodSeconds"))
-	if need := preStop + cfg.Shutdown.Drain + cfg.Shutdown.AgentGrace + time.Second; grace < need {
-		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + drain %s + agent grace %s + 1s",
-			grace, preStop, cfg.Shutdown.Drain, cfg.Shutdown.AgentGrace)
+	if need := preStop + cfg.Shutdown.Budget(); grace < need {
+		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + shutdown budget %s",
+			grace, preStop, cfg.Shutdown.Budget())
 	}
 	if grace != 15*time.Second {
 		t.Errorf("terminationGracePeriodSeconds %s, want 15s", grace)

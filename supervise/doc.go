@@ -6,6 +6,9 @@
 // everything under a wrapper such as `sh -c 'python3 agent.py'` or
 // `npm start`, not only the wrapper; and it gets SIGKILL if the sidecar dies
 // first (Linux's parent-death signal, which only reaches the agent itself).
+// The group outlives the agent's own exit: what a run left behind gets
+// SIGTERM when the run ends and SIGKILL before the next run starts, and
+// Stop signals the group even when the agent itself has already exited.
 //
 // Exactly one goroutine owns wait. Without Options.ReapOrphans it waits for
 // the agent's pid only, leaving the process's other children alone. With
@@ -17,9 +20,13 @@
 // process may wait for a child of its own (os/exec's Cmd.Wait would lose the
 // race), and only one ReapOrphans supervisor may run at a time.
 //
-// The agent is never waited for or signalled after it has been reaped:
-// starting it, reaping it and signalling its group all happen under one
-// lock, so a recycled pid can never be mistaken for the agent.
+// The agent is never waited for after it has been reaped, and Signal
+// never reaches a reaped agent: starting it, reaping it and signalling its
+// group all happen under one lock, so a recycled pid can never be mistaken
+// for the agent. Ending a run's leftovers signals its group by number after
+// the leader is gone; the number stays the group's while any member lives,
+// and once the group is empty only a pid wrap that makes it a new group
+// leader's could misdirect it.
 //
 // The package is Linux-only: it relies on Pdeathsig, PR_SET_CHILD_SUBREAPER
 // and waitid.

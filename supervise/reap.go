@@ -1,10 +1,12 @@
 package supervise
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -179,4 +181,43 @@ func setSubreaper(on bool) error {
 		return errno
 	}
 	return nil
+}
+
+// groupRunning reports whether a process of group pgid still runs:
+// exited processes not yet reaped (zombies) do not count.
+func groupRunning(pgid int) bool {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume it runs
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		state, pgrp, ok := procState(pid)
+		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procState reads a process's state and process group from
+// /proc/PID/stat; ok is false when it is gone.
+func procState(pid int) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	if len(f) < 3 || len(f[0]) == 0 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(string(f[2]))
+	return f[0][0], pgrp, err == nil
 }

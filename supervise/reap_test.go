@@ -61,11 +61,12 @@ func TestReapOrphansKeepsAgentStatus(t *testing.T) {
 }
 
 // TestReapOrphanAfterAgentExit: the agent exits at once, leaving a
-// grandchild that exits later, while the supervisor waits to restart.
+// grandchild that exits later, while the supervisor waits to restart. (The
+// grandchild ignores the SIGTERM that a failed run's leftovers get.)
 func TestReapOrphanAfterAgentExit(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, Options{
-		Command:     shell(`[ -e again ] && exit 0; touch again; sleep 0.3 & echo $! > orphan; exit 5`),
+		Command:     shell(`[ -e again ] && exit 0; touch again; trap "" TERM; sleep 0.3 & echo $! > orphan; exit 5`),
 		Dir:         dir,
 		Restart:     OnFailure,
 		MaxRestarts: 1,

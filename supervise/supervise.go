@@ -128,8 +128,12 @@ type Supervisor struct {
 	// while the agent's group is signalled, so the reaper never reaps an
 	// agent whose pid it has not been told, and a reaped pid is never
 	// signalled.
-	mu       sync.Mutex
-	pid      int // the running agent's pid, which is also its pgid; 0 if none
+	mu  sync.Mutex
+	pid int // the running agent's pid, which is also its pgid; 0 if none
+	// pgid is the latest run's process group. It outlives the run's
+	// leader: processes the agent left behind are still in it, and are
+	// ended before the next run starts and by Stop. 0 once ended.
+	pgid     int
 	stopping bool
 	exitCode int
 }
@@ -227,6 +231,13 @@ func (s *Supervisor) spawn() (int, error) {
 	if s.stopping {
 		return 0, errStopping
 	}
+	// What an earlier run left behind (a background child of a wrapper
+	// shell) could hold the agent's port and make this run fail: it has
+	// had SIGTERM and the backoff to go; now it is killed.
+	if s.pgid != 0 {
+		s.killGroupLocked(syscall.SIGKILL)
+		s.pgid = 0
+	}
 	p, err := os.StartProcess(s.path, s.opts.Command, &os.ProcAttr{
 		Dir:   s.opts.Dir,
 		Env:   s.opts.Env,
@@ -240,7 +251,7 @@ func (s *Supervisor) spawn() (int, error) {
 	// under mu.
 	pid := p.Pid
 	p.Release()
-	s.pid = pid
+	s.pid, s.pgid = pid, pid
 	if !s.opts.ReapOrphans {
 		s.wg.Add(1)
 		go s.waitAgent(pid)
@@ -275,6 +286,7 @@ func (s *Supervisor) supervise(pid int) {
 		if time.Since(began) >= stableRun {
 			delay = s.opts.Backoff
 		}
+		s.endLeftovers()
 		s.log.Warn("agent restarting", zap.Duration("delay", delay), zap.Int("restarts", restarts))
 		s.emit(Event{Kind: Restarting, Restarts: restarts})
 		if !s.sleep(delay) {
@@ -305,8 +317,14 @@ func startFailedCode(err error) int {
 	return 126
 }
 
+// started logs the program, never its arguments, which may hold a secret
+// passed as a flag; they are logged at debug level only.
 func (s *Supervisor) started(pid, restarts int) {
-	s.log.Info("agent started", zap.Int("pid", pid), zap.Strings("command", s.opts.Command), zap.Int("restarts", restarts))
+	fields := []zap.Field{zap.Int("pid", pid), zap.String("program", s.opts.Command[0]), zap.Int("restarts", restarts)}
+	if s.log.Core().Enabled(zap.DebugLevel) {
+		fields = append(fields, zap.Strings("args", s.opts.Command[1:]))
+	}
+	s.log.Info("agent started", fields...)
 	s.emit(Event{Kind: Started, PID: pid, Restarts: restarts})
 }
 
@@ -412,44 +430,103 @@ func (s *Supervisor) signalLocked(sig syscall.Signal) error {
 	return nil
 }
 
+// endLeftovers sends SIGTERM to what the run that just ended left in its
+// process group, before a restart: the next run kills what is still there.
+func (s *Supervisor) endLeftovers() {
+	s.mu.Lock()
+	pgid := s.pgid
+	err := s.killGroupLocked(syscall.SIGTERM)
+	s.mu.Unlock()
+	if err == nil {
+		s.log.Info("agent's leftover processes signalled", zap.Int("pgid", pgid), zap.Stringer("signal", syscall.SIGTERM))
+	}
+}
+
+// killGroupLocked sends sig to the latest run's process group, whether or
+// not its leader still runs. It returns ESRCH when the group is empty.
+//
+// The group is signalled by number. The number cannot be reused while a
+// process of the group lives; once the group is empty, only a pid wrap
+// that hands it to a new group leader could make it name another group.
+func (s *Supervisor) killGroupLocked(sig syscall.Signal) error {
+	if s.pgid == 0 {
+		return syscall.ESRCH
+	}
+	return syscall.Kill(-s.pgid, sig)
+}
+
+// groupPoll is how often Stop looks for processes left in the agent's
+// group once its leader has been reaped.
+const groupPoll = 20 * time.Millisecond
+
 // Stop ends supervision: the agent is not restarted any more, its process
-// group gets SIGTERM and, if the agent has not exited after grace, SIGKILL.
-// Stop returns once the agent has been reaped and Done is closed, or with
-// ctx's error when ctx ends first. It is safe to call more than once, and
-// after the agent has exited.
+// group gets SIGTERM and, if anything in it is still running after grace,
+// SIGKILL. The group is signalled even after the agent itself has exited,
+// so nothing it started is left behind. Stop returns once the agent has
+// been reaped, its group is empty (or has had SIGKILL) and Done is
+// closed, or with ctx's error when ctx ends first. It is safe to call more
+// than once, and after the agent has exited.
 func (s *Supervisor) Stop(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	if !s.stopping {
 		s.stopping = true
 		close(s.stop)
 	}
-	pid := s.pid
-	err := s.signalLocked(syscall.SIGTERM)
+	pgid := s.pgid
+	err := s.killGroupLocked(syscall.SIGTERM)
 	s.mu.Unlock()
-	if pid != 0 {
-		s.log.Info("agent stopping", zap.Int("pid", pid), zap.Duration("grace", grace), zap.Error(err))
+	if err == nil {
+		s.log.Info("agent stopping", zap.Int("pgid", pgid), zap.Duration("grace", grace))
 	}
 
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stopping agent: %w", ctx.Err())
-	case <-t.C:
+	ended, err := s.waitEnded(ctx, t.C)
+	if err != nil || ended {
+		return err
 	}
 	s.mu.Lock()
-	pid = s.pid
-	err = s.signalLocked(syscall.SIGKILL)
+	pgid = s.pgid
+	err = s.killGroupLocked(syscall.SIGKILL)
+	s.pgid = 0
 	s.mu.Unlock()
-	if pid != 0 {
-		s.log.Warn("agent killed after grace", zap.Int("pid", pid), zap.Duration("grace", grace), zap.Error(err))
+	if err == nil {
+		s.log.Warn("agent killed after grace", zap.Int("pgid", pgid), zap.Duration("grace", grace))
 	}
 	select {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("stopping agent: %w", ctx.Err())
+	}
+}
+
+// waitEnded waits until Done is closed and nothing runs in the agent's
+// group any more (true), until expired fires (false), or until ctx ends.
+func (s *Supervisor) waitEnded(ctx context.Context, expired <-chan time.Time) (bool, error) {
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	done := s.done // nil once closed
+	for {
+		if done == nil {
+			s.mu.Lock()
+			if s.pgid != 0 && !groupRunning(s.pgid) {
+				s.pgid = 0
+			}
+			empty := s.pgid == 0
+			s.mu.Unlock()
+			if empty {
+				return true, nil
+			}
+		}
+		select {
+		case <-done:
+			done = nil
+		case <-tick.C:
+		case <-expired:
+			return false, nil
+		case <-ctx.Done():
+			return false, fmt.Errorf("stopping agent: %w", ctx.Err())
+		}
 	}
 }

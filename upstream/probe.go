@@ -38,9 +38,14 @@ type Prober struct {
 	ok      bool
 	detail  string
 	public  string        // the detail, when the caller may see it (a Mismatch)
-	downs   int           // MarkDown calls: a probe begun before one is stale
 	changed chan struct{} // closed and replaced on every change
 	kick    chan struct{} // MarkDown asks Run to probe fast again
+	// gen counts MarkDown and Resume calls: a probe's result counts only
+	// if neither came while it ran, so a probe that began before the
+	// agent exited cannot mark it ready after. held is true from MarkDown
+	// to Resume: no agent runs, so whatever answers is not it.
+	gen  uint64
+	held bool
 }
 
 // NewProber builds a prober for cfg's upstream; Run starts it.
@@ -73,7 +78,10 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-p.kick:
 			t.Stop()
 		}
-		downs := p.downCount()
+		gen, held := p.generation()
+		if held {
+			continue // until Resume kicks
+		}
 		err := p.probe(ctx)
 		if err == nil && p.Check != nil {
 			err = p.check(ctx)
@@ -81,12 +89,7 @@ func (p *Prober) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !p.setSince(downs, err) {
-			// The agent was marked down while this probe was out: an
-			// answer from before it exited does not make it ready.
-			t.Reset(startInterval)
-			continue
-		}
+		p.result(gen, err)
 		if err != nil {
 			t.Reset(startInterval)
 		} else {
@@ -137,31 +140,26 @@ func (p *Prober) check(ctx context.Context) error {
 	return p.Check(ctx)
 }
 
-func (p *Prober) downCount() int {
+// generation is the generation a probe starting now belongs to, and
+// whether MarkDown holds the agent down.
+func (p *Prober) generation() (uint64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.downs
+	return p.gen, p.held
 }
 
-// setSince records a probe's result unless MarkDown was called since the
-// probe began (downs was the count then); it reports whether it did.
-func (p *Prober) setSince(downs int, err error) bool {
+// result records a probe's outcome, unless the agent went down (or came
+// back) while it ran, or is down now.
+func (p *Prober) result(gen uint64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.downs != downs {
-		return false
+	if p.held || gen != p.gen {
+		return
 	}
 	p.setLocked(err)
-	return true
 }
 
-func (p *Prober) set(err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setLocked(err)
-}
-
-// setLocked is set with p.mu held.
+// setLocked records a result with p.mu held.
 func (p *Prober) setLocked(err error) {
 	ok, detail, public := err == nil, "agent ready", ""
 	if err != nil {
@@ -221,12 +219,22 @@ func (p *Prober) Wait(ctx context.Context) error {
 }
 
 // MarkDown records that the agent is down now (its process exited),
-// without waiting for the next probe to find out.
-// Probing goes back to its fast start interval until the agent answers.
+// without waiting for the next probe to find out. It stays down, whatever
+// answers the probe, until Resume.
 func (p *Prober) MarkDown(reason string) {
 	p.mu.Lock()
-	p.downs++
+	p.gen++
+	p.held = true
 	p.setLocked(errors.New(reason))
+	p.mu.Unlock()
+}
+
+// Resume records that a new agent process runs: the probe's answers count
+// again, and it probes at its fast start interval until the agent answers.
+func (p *Prober) Resume() {
+	p.mu.Lock()
+	p.gen++
+	p.held = false
 	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:

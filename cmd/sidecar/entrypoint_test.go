@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,16 +44,24 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 	p.cmd = exec.Command(binary, append([]string{"--config", path, "--listen", "127.0.0.1:0"}, args...)...)
 	p.cmd.Dir = "../../testdata/agents"
 	p.cmd.Env = append(os.Environ(), env...)
-	out, err := p.cmd.StderrPipe()
+	// A pipe of our own, not StderrPipe: the agent's processes share it,
+	// and one left behind must not keep Wait from returning. Stdout is
+	// /dev/null.
+	out, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stdout = io.Discard
-	if err := p.cmd.Start(); err != nil {
+	p.cmd.Stderr = w
+	err = p.cmd.Start()
+	w.Close()
+	if err != nil {
+		out.Close()
 		t.Fatal(err)
 	}
 	listening := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Bytes()
@@ -69,15 +77,33 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 				listening <- e["addr"].(string)
 			case strings.HasPrefix(msg, "agent "):
 				e["event"] = strings.TrimPrefix(msg, "agent ")
-				p.events <- e
+				select {
+				case p.events <- e:
+				default: // nobody reads them: never block the sidecar's stderr
+				}
 			}
 		}
+	}()
+	go func() {
 		p.cmd.Wait()
+		// Its last lines; a process of the agent's that outlived it may
+		// hold the pipe open, so not for long.
+		select {
+		case <-scanned:
+		case <-time.After(2 * time.Second):
+		}
 		close(p.done)
 	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
 		<-p.done
+		select {
+		case <-scanned:
+		default:
+			t.Errorf("the sidecar's stderr is still open after it exited: a process of the agent's outlived it")
+		}
+		out.Close()
+		<-scanned
 		if t.Failed() {
 			t.Logf("sidecar output:\n%s", p.out())
 		}
@@ -127,8 +153,12 @@ func (p *proc) event(kind string) map[string]any {
 	}
 }
 
+// testClient bounds every call a test makes, so a hung sidecar fails the
+// test with a message instead of Go's test timeout.
+var testClient = &http.Client{Timeout: 20 * time.Second}
+
 func (p *proc) health() int {
-	resp, err := http.Get(p.base + "/healthz")
+	resp, err := testClient.Get(p.base + "/healthz")
 	if err != nil {
 		return 0
 	}
@@ -154,7 +184,7 @@ func (p *proc) openStream(method, input string) <-chan string {
 		strings.NewReader(`{"class_method":"`+method+`","input":`+input+`}`))
 	go func() {
 		defer close(lines)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			return
 		}
@@ -171,6 +201,21 @@ func (p *proc) openStream(method, input string) <-chan string {
 		}
 	}()
 	return lines
+}
+
+// firstLine is the next line of a stream, failing the test after d.
+func firstLine(t *testing.T, lines <-chan string, d time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatalf("stream ended before its first line")
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("no line on the stream after %v", d)
+	}
+	return ""
 }
 
 func collectLines(t *testing.T, lines <-chan string, d time.Duration) []string {
@@ -296,13 +341,13 @@ func TestEntrypointDrainsOnSIGTERM(t *testing.T) {
 			streams := make([]<-chan string, 3)
 			for i := range streams {
 				streams[i] = p.openStream("hang", `{}`)
-				if first := <-streams[i]; !strings.Contains(first, `"started":true`) {
+				if first := firstLine(t, streams[i], 10*time.Second); !strings.Contains(first, `"started":true`) {
 					t.Fatalf("stream %d first line %q", i, first)
 				}
 			}
 			slow := make(chan int, 1)
 			go func() {
-				resp, err := http.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"slow","input":{"ms":600}}`))
+				resp, err := testClient.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"slow","input":{"ms":600}}`))
 				if err != nil {
 					slow <- 0
 					return
@@ -317,15 +362,20 @@ func TestEntrypointDrainsOnSIGTERM(t *testing.T) {
 			if d := time.Since(signalled); d > 2*time.Second {
 				t.Errorf("/healthz took %v to turn 503, want at once", d)
 			}
-			resp, err := http.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"echo"}`))
+			resp, err := testClient.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"echo"}`))
 			if err != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 				t.Errorf("a new call while draining = %v %v, want 503 with Retry-After", resp, err)
 			}
 			if resp != nil {
 				resp.Body.Close()
 			}
-			if code := <-slow; code != 200 {
-				t.Errorf("unary call in flight = %d, want 200", code)
+			select {
+			case code := <-slow:
+				if code != 200 {
+					t.Errorf("unary call in flight = %d, want 200", code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the unary call in flight had no answer 10s after SIGTERM")
 			}
 			if !alive(pid) {
 				t.Errorf("the agent was stopped before the drain ended")
@@ -356,7 +406,7 @@ func TestEntrypointDrainsInTime(t *testing.T) {
 	p := startProc(t, cfg, nil, "--", "python3", "agent.py")
 	p.waitHealth(200)
 	s := p.openStream("sse", `{"n":6,"gap_ms":150}`)
-	<-s
+	firstLine(t, s, 10*time.Second)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	got := collectLines(t, s, 10*time.Second)
 	if len(got) != 5 || strings.Contains(strings.Join(got, ""), "error") {
@@ -371,7 +421,9 @@ func TestEntrypointDrainsInTime(t *testing.T) {
 // gets SIGTERM: the whole process group is signalled.
 func TestEntrypointSignalsReachWrappedAgent(t *testing.T) {
 	cfg := "upstream: {url: " + agentUpstream(t, false) + ", ready: {path: /health}}\n" + lifecycleMethods
-	p := startProc(t, cfg, nil, "--", "sh", "-c", "python3 agent.py; echo wrapper-done >&2")
+	// The shell waits out its SIGTERM (trap :) to report python's exit.
+	// (The quotes keep the report out of the command line.)
+	p := startProc(t, cfg, nil, "--", "sh", "-c", `trap : TERM; python3 agent.py; echo wrapper-"done" >&2`)
 	pgid := int(p.event("started")["pid"].(float64))
 	p.waitHealth(200)
 	members := groupMembers(pgid)
@@ -485,7 +537,7 @@ func TestEntrypointAgentKilled(t *testing.T) {
 	pid := int(p.event("started")["pid"].(float64))
 	p.waitHealth(200)
 	s := p.openStream("hang", `{}`)
-	<-s
+	firstLine(t, s, 10*time.Second)
 	syscall.Kill(pid, syscall.SIGKILL)
 	got := collectLines(t, s, 10*time.Second)
 	if len(got) != 1 || !strings.HasPrefix(got[0], `{"error":{"code":503,`) || !strings.Contains(got[0], `"reason":"AGENT_DISCONNECTED"`) {
@@ -555,7 +607,9 @@ func TestEntrypointCommandFromConfig(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	os.WriteFile(path, []byte("upstream: {url: http://127.0.0.1:1}\n"+lifecycleMethods), 0o600)
-	cmd := exec.Command(binary, "--config", path, "--listen", "127.0.0.1:0", "--", "no-such-agent-binary")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "--config", path, "--listen", "127.0.0.1:0", "--", "no-such-agent-binary")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "no-such-agent-binary") {

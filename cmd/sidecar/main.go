@@ -10,8 +10,14 @@ import (
 	"syscall"
 )
 
+// shutdownSignals start the drain. SIGHUP (a closed terminal) and SIGQUIT
+// would otherwise kill the sidecar at once (Go's default for SIGQUIT also
+// dumps every goroutine's stack): no drain, streams cut without a final
+// line, and the agent's own children left running.
+var shutdownSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))

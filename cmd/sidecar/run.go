@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if len(command) > 0 {
 			cfg.Upstream.Command = command
 		}
-		return serve(ctx, cfg, ln, logger, agentIO{env: os.Environ(), stdout: stdout, stderr: stderr})
+		return serve(ctx, cfg, ln, logger, agentIO{env: os.Environ(), stdout: stdout, stderr: stderr}, defaultServerLimits)
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
 	}

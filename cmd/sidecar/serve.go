@@ -27,10 +27,11 @@ type agentIO struct {
 }
 
 // serve runs the sidecar on ln until ctx ends or a started agent exits
-// for good, then drains: /healthz turns 503, the listener closes, calls
-// in flight get cfg.Shutdown.Drain to finish, what is left is ended with
-// a shutting_down error, and only then is the agent stopped.
-func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger, aio agentIO) error {
+// for good, then shuts down within cfg.Shutdown.Budget(): /healthz turns
+// 503, calls in flight get the drain to finish, what is left is ended with
+// a shutting_down error and its connection closed, and only then is the
+// agent stopped.
+func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger, aio agentIO, lim serverLimits) error {
 	client, err := upstream.New(cfg, logger)
 	if err != nil {
 		ln.Close()
@@ -48,18 +49,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
 		s.Builtin, prober.Check = app, app.Ready
 	}
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
-		// Reading the request body and writing a reply have deadlines that
-		// each call clears once its request is read: streams run for
-		// minutes.
-		ReadTimeout:    60 * time.Second,
-		WriteTimeout:   60 * time.Second,
-		IdleTimeout:    620 * time.Second,
-		MaxHeaderBytes: cfg.Limits.HeaderBytes,
-		ErrorLog:       zap.NewStdLog(logger.Named("http")),
-	}
+	srv := newHTTPServer(cfg, s.Handler(), logger, lim)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -69,6 +59,21 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 
 	var agent *supervise.Supervisor
 	var agentDone <-chan struct{} // nil without a command: never ready
+	// stopAgent ends the agent's whole process group (SIGTERM, SIGKILL
+	// after the grace) and waits for it until deadline at most.
+	stopAgent := func(deadline time.Time) {
+		if agent == nil {
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := agent.Stop(ctx, cfg.Shutdown.AgentGrace); err != nil {
+			logger.Error("agent not reaped within the shutdown budget", zap.Error(err))
+		}
+	}
+	agentBudget := func() time.Time {
+		return time.Now().Add(cfg.Shutdown.AgentGrace + config.ShutdownMargin)
+	}
 	if len(cfg.Upstream.Command) > 0 {
 		agent, err = supervise.Start(supervise.Options{
 			Command:     cfg.Upstream.Command,
@@ -87,16 +92,24 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 			return &exitError{code: 127, msg: "sidecar: starting the agent: " + err.Error()}
 		}
 		agentDone = agent.Done()
-		wg.Go(func() { watchAgent(agent, prober, m) })
+		watched := make(chan struct{})
+		go func() { defer close(watched); watchAgent(agent, prober, m) }()
+		// watchAgent ends with the agent's events; an agent that a
+		// failed Stop left running is not waited for.
+		defer func() {
+			select {
+			case <-agentDone:
+				<-watched
+			default:
+			}
+		}()
 	}
 
 	if cfg.Admin.Listen != "" {
 		stopAdmin, err := serveAdmin(cfg.Admin.Listen, ln.Addr(), m, s, logger)
 		if err != nil {
 			ln.Close()
-			if agent != nil {
-				agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
-			}
+			stopAgent(agentBudget())
 			return err
 		}
 		defer stopAdmin()
@@ -110,22 +123,26 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	agentExited := false
 	select {
 	case err := <-errc:
-		if agent != nil {
-			agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
-		}
+		stopAgent(agentBudget())
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
-		logger.Info("draining", zap.String("reason", "signal"), zap.Duration("budget", cfg.Shutdown.Drain))
+		logger.Info("draining", zap.String("reason", "signal"), zap.String("signal", context.Cause(ctx).Error()),
+			zap.Duration("drain", cfg.Shutdown.Drain), zap.Duration("budget", cfg.Shutdown.Budget()))
 	case <-agentDone:
 		agentExited = true
-		logger.Info("draining", zap.String("reason", "agent exited"), zap.Int("exit_code", agent.ExitCode()))
+		logger.Info("draining", zap.String("reason", "agent exited"), zap.Int("exit_code", agent.ExitCode()),
+			zap.Duration("drain", cfg.Shutdown.Drain), zap.Duration("budget", cfg.Shutdown.Budget()))
 	}
 
-	drained := drain(srv, s, errc, cfg.Shutdown.Drain)
-	if agent != nil {
-		agent.Stop(context.Background(), cfg.Shutdown.AgentGrace)
-	}
-	logger.Info("stopped", zap.Bool("drained", drained))
+	// One budget for the whole shutdown, whatever callers and the agent
+	// do: nothing below waits past its own share of it.
+	begun := time.Now()
+	drained := drain(srv, s, errc, begun.Add(cfg.Shutdown.Drain))
+	stopAgent(begun.Add(cfg.Shutdown.Budget()))
+	// Calls whose connections were closed unwind meanwhile; give them
+	// what is left, so the process exits with its handlers done.
+	waitIdle(s, begun.Add(cfg.Shutdown.Budget()))
+	logger.Info("stopped", zap.Bool("drained", drained), zap.Duration("duration", time.Since(begun)))
 	switch {
 	case agentExited && agent.ExitCode() != 0:
 		return &exitError{code: agent.ExitCode()}
@@ -135,19 +152,100 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	return nil
 }
 
-// drain stops the server: it reports whether every call finished within
-// budget. The listener stays open meanwhile, so /healthz can answer 503
-// and new calls a 503 with Retry-After; calls still running when the
-// budget runs out are ended with a shutting_down error.
-func drain(srv *http.Server, s *proxy.Server, served <-chan error, budget time.Duration) bool {
+// serverLimits are the public server's fixed limits.
+type serverLimits struct {
+	// requestTime is how long a caller has to send its request, head and
+	// body, not counting the waits for a slot and for the agent.
+	requestTime time.Duration
+	// idleTime is how long a caller's connection may stay open between
+	// requests; maxIdle is how many may be idle at once.
+	idleTime time.Duration
+	maxIdle  int
+	// answerTime is kept for writing an answer once a call's waits are
+	// over.
+	answerTime time.Duration
+}
+
+var defaultServerLimits = serverLimits{
+	requestTime: 60 * time.Second,
+	// Longer than the 600s Google's load balancers keep a connection to a
+	// backend idle, so the sidecar never closes one they are about to use.
+	idleTime:   620 * time.Second,
+	maxIdle:    1000,
+	answerTime: 5 * time.Second,
+}
+
+// newHTTPServer is the public server. Its read and write deadlines cover
+// a call until its request is read and it has a slot and a ready agent,
+// when the call clears them (streams run for minutes): so they include
+// the longest waits the config allows, limits.queue_timeout and
+// ready.wait, and the queue's 503 always reaches the caller.
+func newHTTPServer(cfg *config.Config, h http.Handler, logger *zap.Logger, lim serverLimits) *http.Server {
+	deadline := lim.requestTime + cfg.Limits.QueueTimeout + cfg.Upstream.Ready.Wait + lim.answerTime
+	idle := &idleConns{max: lim.maxIdle, since: map[net.Conn]time.Time{}}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
+		ReadTimeout:       deadline,
+		WriteTimeout:      deadline,
+		IdleTimeout:       lim.idleTime,
+		ConnState:         idle.track,
+		MaxHeaderBytes:    cfg.Limits.HeaderBytes,
+		ErrorLog:          zap.NewStdLog(logger.Named("http")),
+	}
+}
+
+// idleConns bounds the caller connections idle between requests: each
+// holds a goroutine and buffers, and a caller could open any number.
+// Beyond max, the longest idle is closed.
+type idleConns struct {
+	max   int
+	mu    sync.Mutex
+	since map[net.Conn]time.Time
+}
+
+func (c *idleConns) track(conn net.Conn, state http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if state != http.StateIdle {
+		delete(c.since, conn)
+		return
+	}
+	c.since[conn] = time.Now()
+	if len(c.since) <= c.max {
+		return
+	}
+	var oldest net.Conn
+	for k, t := range c.since {
+		if oldest == nil || t.Before(c.since[oldest]) {
+			oldest = k
+		}
+	}
+	delete(c.since, oldest)
+	oldest.Close()
+}
+
+// drain stops the server by end: it reports whether every call finished
+// on its own. The listener stays open meanwhile, so /healthz can answer
+// 503 and new calls a 503 with Retry-After. Calls still running in the
+// drain's last stretch (endWindow) are ended with a shutting_down error;
+// at end every connection still open is closed, whatever its call is
+// doing: reading a body the caller sends slowly, writing to a caller
+// that does not read, or ignoring its cancellation.
+func drain(srv *http.Server, s *proxy.Server, served <-chan error, end time.Time) bool {
 	s.Drain()
-	drained := waitIdle(s, budget)
+	drained := waitIdle(s, end.Add(-endWindow(time.Until(end))))
 	if !drained {
 		s.EndCalls()
-		waitIdle(s, time.Second)
+		waitIdle(s, end)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// Shutdown closes the idle connections and waits for the others; a
+	// connection that never sent a request counts as active for 5s, so
+	// it gets a second at most.
+	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
+	ctx, cancelSecond := context.WithTimeout(ctx, time.Second)
+	defer cancelSecond()
 	if srv.Shutdown(ctx) != nil {
 		srv.Close()
 	}
@@ -155,9 +253,13 @@ func drain(srv *http.Server, s *proxy.Server, served <-chan error, budget time.D
 	return drained
 }
 
-// waitIdle waits up to d for the calls in flight to end.
-func waitIdle(s *proxy.Server, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+// endWindow is the part of a drain of length d kept for ending the calls
+// still running: time for their final lines and 503s to be written. A
+// second, or a quarter of a drain shorter than 4s.
+func endWindow(d time.Duration) time.Duration { return min(d/4, time.Second) }
+
+// waitIdle waits until deadline at most for the calls in flight to end.
+func waitIdle(s *proxy.Server, deadline time.Time) bool {
 	for s.InFlight() > 0 {
 		if time.Now().After(deadline) {
 			return false
@@ -168,11 +270,15 @@ func waitIdle(s *proxy.Server, d time.Duration) bool {
 }
 
 // watchAgent marks the agent down the moment its process exits, so calls
-// get 503 without waiting for the next probe. (The supervisor logs the
-// agent's lifecycle itself.)
+// get 503 without waiting for the next probe, and keeps it down until a
+// new run starts: a probe answered meanwhile (begun before the exit, or
+// by a process the run left behind) is not the agent's. (The supervisor
+// logs the agent's lifecycle itself.)
 func watchAgent(agent *supervise.Supervisor, prober *upstream.Prober, m *metrics.Metrics) {
 	for ev := range agent.Events() {
 		switch ev.Kind {
+		case supervise.Started:
+			prober.Resume()
 		case supervise.Exited:
 			prober.MarkDown(fmt.Sprintf("agent process exited with code %d", ev.ExitCode))
 		case supervise.Restarting:
