@@ -192,10 +192,10 @@ func TestRequestBuilding(t *testing.T) {
 		name, method, input string
 		want                seen
 	}{
-		{"path fields escaped", "get_session", `{"user_id":"a/b?c#d","session_id":".."}`,
-			seen{"GET", "/users/a%2Fb%3Fc%23d/sessions/%2E%2E", json.RawMessage("null")}},
-		{"traversal stays in segment", "get_session", `{"user_id":"../admin","session_id":"."}`,
-			seen{"GET", "/users/..%2Fadmin/sessions/%2E", json.RawMessage("null")}},
+		{"path fields escaped", "get_session", `{"user_id":"a/b?c#d","session_id":"..."}`,
+			seen{"GET", "/users/a%2Fb%3Fc%23d/sessions/...", json.RawMessage("null")}},
+		{"traversal stays in segment", "get_session", `{"user_id":"../admin","session_id":".x"}`,
+			seen{"GET", "/users/..%2Fadmin/sessions/.x", json.RawMessage("null")}},
 		{"percent and controls", "get_session", `{"user_id":"%2F","session_id":"a\nb c"}`,
 			seen{"GET", "/users/%252F/sessions/a%0Ab%20c", json.RawMessage("null")}},
 		{"number segment keeps its text", "get_session", `{"user_id":12345678901234567890123,"session_id":true}`,
@@ -221,6 +221,29 @@ func TestRequestBuilding(t *testing.T) {
 				t.Errorf("agent saw %s %s %s\nwant        %s %s %s", got.Output.Method, got.Output.URI, got.Output.Body, tt.want.Method, tt.want.URI, tt.want.Body)
 			}
 		})
+	}
+}
+
+// TestDotSegments: a path field that is "." or ".." is a 400 before the
+// agent is called: escaped as %2E it would stay one segment here, but
+// agents that decode it before normalising (node's new URL()) would climb.
+func TestDotSegments(t *testing.T) {
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, echoConfig)
+	for _, in := range []string{`{"user_id":"..","session_id":"s"}`, `{"user_id":"u","session_id":"."}`} {
+		r := h.unary("get_session", in)
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, `must not be \".\" or \"..\"`) {
+			t.Errorf("get_session %s = %d %s, want 400 naming the dot segment", in, r.status, r.body)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the agent was called %d times for dot segments", n)
 	}
 }
 

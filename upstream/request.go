@@ -77,8 +77,8 @@ func (in Input) lookup(path string) (json.RawMessage, bool) {
 // buildPath fills the method's path template and query. Each path value is
 // escaped so it stays inside its one segment: "/", "?", "#", "%" and
 // control characters are percent-encoded, and a value that is "." or ".."
-// has its dots encoded too so no path normaliser can climb out of the
-// segment. {route} is the inbound route, a path of the sidecar's own, as
+// is refused (fieldValue), as agents that decode %2E before normalising
+// would climb out of the segment. {route} is the inbound route, a path of the sidecar's own, as
 // it is. Each query value is escaped as one query component ("&", "=",
 // "+", "#" encoded). It returns the decoded path, its escaped form for
 // url.URL's Path and RawPath, and the escaped query ("" for none).
@@ -154,6 +154,11 @@ func fieldValue(m *config.Method, name string, in Input, field string, query boo
 		}
 		if s == "" && !query {
 			return "", &InputError{Field: field, Msg: "must not be empty: it fills " + fills}
+		}
+		if (s == "." || s == "..") && !query {
+			// Escaped as %2E it stays one segment here, but agents that
+			// normalise %2E%2E (node's new URL(), browsers) would climb.
+			return "", &InputError{Field: field, Msg: "must not be \".\" or \"..\": it fills " + fills}
 		}
 		return s, nil
 	case '{', '[':
