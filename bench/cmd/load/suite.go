@@ -419,7 +419,7 @@ func (s *suite) lastOf(sr series, dec int) string {
 	var b strings.Builder
 	for _, v := range s.columns {
 		if xs, ok := sr[v]; ok {
-			fmt.Fprintf(&b, " %s %.*f", v, dec, last(xs))
+			fmt.Fprintf(&b, " %s %.*f", s.label(v), dec, last(xs))
 		}
 	}
 	return strings.TrimSpace(b.String())
