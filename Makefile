@@ -27,9 +27,11 @@ test-short:
 	$(GO) test -count=1 -short ./...
 
 # The side-by-side benchmark (direct, nginx, the Go net/http floor, the
-# sidecar) that BENCHMARKS.md reports. QUICK=1: a short run.
+# sidecar) that BENCHMARKS.md reports. QUICK=1: a short run. BASELINE=<git
+# rev>: before and after in one run, that revision's sidecar as one more
+# column (sidecar@<rev>) and a sidecar / baseline ratio.
 bench:
-	GO=$(GO) QUICK=$(QUICK) bench/run.sh
+	GO=$(GO) QUICK=$(QUICK) BASELINE=$(BASELINE) bench/run.sh
 
 # The Go micro-benchmarks (deframers and friends).
 bench-go:

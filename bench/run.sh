@@ -8,6 +8,10 @@
 #   QUICK=1 bench/run.sh    short run, under 2 minutes
 #   ONLY=unary,memory ...   only those rows (unary, throughput, latency,
 #                           firstline, memory, startup)
+#   BASELINE=<rev> ...      before and after in one run: the sidecar of git
+#                           revision <rev> as well, as one more variant
+#                           (sidecar@<rev>, same config, same rounds), and a
+#                           "sidecar / baseline" ratio column
 #
 # Builds what it needs into bench/bin/, installs Debian's nginx-light when
 # there is no nginx (NGINX=/path/to/nginx to use another), listens on
@@ -27,6 +31,21 @@ CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$version" -o
 "$GO" build -o "$bin/agent" ./bench/cmd/agent
 "$GO" build -o "$bin/goproxy" ./bench/cmd/goproxy
 "$GO" build -o "$bin/load" ./bench/cmd/load
+
+# BASELINE=<rev>: the sidecar of that revision, built the same way from a
+# copy of its tree (git archive into a temporary directory, removed after).
+if [ -n "${BASELINE:-}" ]; then
+	base_rev=$(git rev-parse --short --verify "$BASELINE^{commit}")
+	base_version=$(git describe --tags --always "$base_rev")
+	echo "bench: building the sidecar of $BASELINE ($base_rev) as the baseline" >&2
+	root=$PWD
+	base_tree=$(mktemp -d "${TMPDIR:-/tmp}/sidecar-base-XXXXXX")
+	trap 'rm -rf "$base_tree"' EXIT
+	git archive "$base_rev" | tar -x -C "$base_tree"
+	(cd "$base_tree" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$base_version" -o "$root/$bin/sidecar-base" ./cmd/sidecar)
+	rm -rf "$base_tree"
+	trap - EXIT
+fi
 
 # nginx-light from Debian's packages, when no nginx is installed. A
 # policy-rc.d that forbids starting services (as Debian's Docker images
@@ -68,5 +87,9 @@ if [ "${QUICK:-0}" = 1 ]; then
 fi
 if [ "${KEEP:-0}" = 1 ]; then args+=(-keep); fi
 if [ -n "${ONLY:-}" ]; then args+=(-only "$ONLY"); fi
+if [ -n "${BASELINE:-}" ]; then
+	args+=(-baseline "$bin/sidecar-base" -baseline-name "$base_rev")
+	budget=$([ "${QUICK:-0}" = 1 ] && echo 4m || echo 15m) # six variants, not five
+fi
 # load stops its own processes on SIGTERM, and on its own deadline.
 exec timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"

@@ -2,9 +2,11 @@
 // it starts the stand-in agent, nginx as a plain reverse proxy to it, and
 // the sidecar in front of it, runs every row with the variants interleaved
 // round by round (direct, nginx, sidecar, in a rotating order), and prints
-// one Markdown table of medians with ratios.
+// one Markdown table of medians with ratios. -baseline adds a sidecar
+// binary of another revision as one more variant, sidecar@NAME, with a
+// sidecar / baseline ratio: before and after in one run.
 //
-//	load run -agent bin/agent -sidecar bin/sidecar [-quick]
+//	load run -agent bin/agent -sidecar bin/sidecar [-quick] [-baseline bin/sidecar-base -baseline-name REV]
 //
 // Two more subcommands put steady load on one address, for profiling:
 //

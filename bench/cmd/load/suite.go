@@ -22,10 +22,19 @@ const (
 	vGo      = "go"
 	vGoRaw   = "go-raw"
 	vSidecar = "sidecar"
+	// vBaseline is the sidecar of another revision (load run -baseline),
+	// shown as sidecar@NAME after the sidecar; only in runs that have one.
+	vBaseline = "baseline"
 )
 
 // proxies are the variants that sit between the client and the agent.
 var proxies = []string{vNginx, vGo, vGoRaw, vSidecar}
+
+// isSidecar reports whether the variant (or a process named after it)
+// is a sidecar: it speaks the platform contract and has a /healthz.
+func isSidecar(name string) bool {
+	return strings.HasPrefix(name, vSidecar) || strings.HasPrefix(name, vBaseline)
+}
 
 // plan is how much of each row one run measures.
 type plan struct {
@@ -78,6 +87,14 @@ type suite struct {
 	goproxy string
 	nginx   string
 	nofile  int
+	// baseline is the binary of the baseline sidecar ("" for none) and
+	// baseName its name in the table (sidecar@baseName).
+	baseline string
+	baseName string
+	// columns and proxies are the package's, plus vBaseline when there
+	// is a baseline.
+	columns []string
+	proxies []string
 
 	mu    sync.Mutex
 	procs []*proc
@@ -91,6 +108,25 @@ func (s *suite) track(p *proc) *proc {
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
 	return p
+}
+
+// setVariants sets the run's columns and proxies: the baseline, when
+// there is one, joins both after the sidecar.
+func (s *suite) setVariants() {
+	s.columns, s.proxies = columns, proxies
+	if s.baseline != "" {
+		s.columns = append(slices.Clone(columns), vBaseline)
+		s.proxies = append(slices.Clone(proxies), vBaseline)
+	}
+}
+
+// sidecarBin is the binary of a sidecar variant: the baseline's for
+// vBaseline (and the process names it begins).
+func (s *suite) sidecarBin(name string) string {
+	if strings.HasPrefix(name, vBaseline) {
+		return s.baseline
+	}
+	return s.sidecar
 }
 
 // stopAll ends every process this run started, by its PID.
@@ -118,12 +154,17 @@ func runSuite(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
 	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup")
+	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
+	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	p := fullPlan()
 	if *quick {
 		p = quickPlan()
+	}
+	if *baseline != "" {
+		p.deadline += p.deadline / 5 // six variants, not five
 	}
 	dir, err := os.MkdirTemp("", "sidecar-bench-")
 	if err != nil {
@@ -137,7 +178,9 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	var rl syscall.Rlimit
 	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	s := &suite{plan: p, dir: dir, agent: *agentBin, sidecar: *sidecarBin, goproxy: *goproxyBin, nginx: *nginxBin, nofile: int(rl.Cur)}
+	s := &suite{plan: p, dir: dir, agent: *agentBin, sidecar: *sidecarBin, goproxy: *goproxyBin, nginx: *nginxBin, nofile: int(rl.Cur),
+		baseline: *baseline, baseName: *baseName}
+	s.setVariants()
 	defer s.stopAll()
 
 	// A run that overstays its budget, or a signal, stops every process
@@ -245,7 +288,7 @@ func (s *suite) setUp() error {
 	if err != nil {
 		return err
 	}
-	sc, sidecarAddr, err := s.startSidecar("sidecar")
+	sc, sidecarAddr, err := s.startSidecar(vSidecar)
 	if err != nil {
 		return err
 	}
@@ -256,6 +299,14 @@ func (s *suite) setUp() error {
 		{name: vGo, addr: goAddr, cpu: func() time.Duration { return cpuTime([]int{gp.pid()}) }},
 		{name: vGoRaw, addr: goRawAddr, cpu: func() time.Duration { return cpuTime([]int{gr.pid()}) }},
 		{name: vSidecar, addr: sidecarAddr, contract: true, cpu: func() time.Duration { return cpuTime([]int{sc.pid()}) }},
+	}
+	if s.baseline != "" {
+		bc, baseAddr, err := s.startSidecar(vBaseline)
+		if err != nil {
+			return err
+		}
+		s.variants = append(s.variants, variant{name: vBaseline, addr: baseAddr, contract: true,
+			cpu: func() time.Duration { return cpuTime([]int{bc.pid()}) }})
 	}
 	for _, v := range s.variants {
 		if _, err := unaryLoad(v.addr, v.unaryRequest(), 4, 0, 300*time.Millisecond, nil); err != nil {
@@ -269,8 +320,9 @@ func (s *suite) setUp() error {
 	return nil
 }
 
-// startSidecar runs a sidecar with the benchmark's method map on a free
-// port and waits until its /healthz is 200.
+// startSidecar runs a sidecar (the baseline's binary for vBaseline) with
+// the benchmark's method map on a free port and waits until its /healthz
+// is 200.
 func (s *suite) startSidecar(name string) (*proc, string, error) {
 	addr, err := freePort()
 	if err != nil {
@@ -280,7 +332,7 @@ func (s *suite) startSidecar(name string) (*proc, string, error) {
 	if err := os.WriteFile(cfg, []byte(sidecarConfig(s.res.agentAddr)), 0o644); err != nil {
 		return nil, "", err
 	}
-	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecar, "--config", cfg, "--listen", addr)
+	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecarBin(name), "--config", cfg, "--listen", addr)
 	if err != nil {
 		return nil, "", err
 	}
@@ -352,10 +404,10 @@ func (s *suite) unaryRows() error {
 				row.cpu.add(v.name, res.cpuPerCall)
 				p50[v.name] = res.p50
 			}
-			for _, v := range proxies {
+			for _, v := range s.proxies {
 				row.added.add(v, p50[v]-p50[vDirect])
 			}
-			logf("unary c=%d round %d: req/s %s", c, r+1, lastOf(row.rps, 0))
+			logf("unary c=%d round %d: req/s %s", c, r+1, s.lastOf(row.rps, 0))
 		}
 		s.res.unary = append(s.res.unary, row)
 	}
@@ -363,11 +415,11 @@ func (s *suite) unaryRows() error {
 }
 
 // lastOf is each variant's latest figure in sr, for progress lines.
-func lastOf(sr series, dec int) string {
+func (s *suite) lastOf(sr series, dec int) string {
 	var b strings.Builder
-	for _, v := range columns {
+	for _, v := range s.columns {
 		if xs, ok := sr[v]; ok {
-			fmt.Fprintf(&b, " %s %.*f", v, dec, last(xs))
+			fmt.Fprintf(&b, " %s %.*f", s.label(v), dec, last(xs))
 		}
 	}
 	return strings.TrimSpace(b.String())
@@ -399,7 +451,7 @@ func (s *suite) throughputRows() error {
 				s.res.tputCPU.add(v.name, float64((v.cpu()-cpu0).Microseconds())/float64(res.records))
 			}
 		}
-		logf("records/s round %d: %s", r+1, lastOf(s.res.tput, 0))
+		logf("records/s round %d: %s", r+1, s.lastOf(s.res.tput, 0))
 	}
 	return nil
 }
@@ -419,11 +471,11 @@ func (s *suite) latencyRows() error {
 			s.res.lat.p50.add(v.name, p50[v.name])
 			s.res.lat.p99.add(v.name, p99[v.name])
 		}
-		for _, v := range proxies {
+		for _, v := range s.proxies {
 			s.res.lat.added50.add(v, p50[v]-p50[vDirect])
 			s.res.lat.added99.add(v, p99[v]-p99[vDirect])
 		}
-		logf("per-event latency round %d: p50 %s; p99 %s (µs)", r+1, lastOf(s.res.lat.p50, 0), lastOf(s.res.lat.p99, 0))
+		logf("per-event latency round %d: p50 %s; p99 %s (µs)", r+1, s.lastOf(s.res.lat.p50, 0), s.lastOf(s.res.lat.p99, 0))
 	}
 	return nil
 }
@@ -452,8 +504,9 @@ func (s *suite) idleLevel(want int) int {
 }
 
 // memoryRows measures each proxy idle, then with each level of idle open
-// streams: a fresh sidecar and a fresh Go proxy every time, the running
-// nginx (whose memory does not grow with the load it has had).
+// streams: a fresh sidecar (and baseline) and a fresh Go proxy every
+// time, the running nginx (whose memory does not grow with the load it
+// has had).
 func (s *suite) memoryRows() error {
 	p := s.plan
 	s.res.mem = memoryRows{idle: series{}}
@@ -467,13 +520,13 @@ func (s *suite) memoryRows() error {
 	for r := range p.memRounds {
 		for li := range s.res.mem.levels {
 			lv := &s.res.mem.levels[li]
-			for i := range proxies {
-				name := proxies[(i+r+li)%len(proxies)]
+			for i := range s.proxies {
+				name := s.proxies[(i+r+li)%len(s.proxies)]
 				if err := s.memory(name, lv); err != nil {
 					return fmt.Errorf("%s with %d idle streams: %w", name, lv.n, err)
 				}
 			}
-			logf("memory round %d, %d streams: KB/stream %s", r+1, lv.n, lastOf(lv.perStream, 1))
+			logf("memory round %d, %d streams: KB/stream %s", r+1, lv.n, s.lastOf(lv.perStream, 1))
 		}
 	}
 	return nil
@@ -497,9 +550,9 @@ func (s *suite) memory(name string, lv *memLevel) error {
 	switch name {
 	case vNginx:
 		v, pid, rss = s.variants[1], s.res.nginxPID, treeRSSKB
-	case vGo, vGoRaw, vSidecar:
+	case vGo, vGoRaw, vSidecar, vBaseline:
 		start := s.startGo
-		if name == vSidecar {
+		if isSidecar(name) {
 			start = s.startSidecar
 		}
 		pr, addr, err := start(name + "-mem")
@@ -507,7 +560,7 @@ func (s *suite) memory(name string, lv *memLevel) error {
 			return err
 		}
 		defer pr.stop(syscall.SIGTERM, 5*time.Second)
-		v, pid = variant{name: name, addr: addr, contract: name == vSidecar}, pr.pid()
+		v, pid = variant{name: name, addr: addr, contract: isSidecar(name)}, pr.pid()
 		// One call of each kind first: the idle figure is of a process
 		// that has served, as one in production has.
 		if _, err := unaryLoad(addr, v.unaryRequest(), 1, 0, 50*time.Millisecond, nil); err != nil {
@@ -556,16 +609,16 @@ func (s *suite) memory(name string, lv *memLevel) error {
 
 // startupRows starts the sidecar, nginx and the Go proxy again and
 // again: from the moment before fork/exec to the first accepted TCP
-// connection, and for the sidecar also to its first /healthz 200 (agent
-// ready).
+// connection, and for the sidecar (and the baseline) also to its first
+// /healthz 200 (agent ready).
 func (s *suite) startupRows() error {
 	p := s.plan
 	s.res.start = series{}
 	s.res.healthy = series{}
 	cfg := filepath.Join(s.dir, "sidecar.yaml")
 	for i := range p.startups {
-		for j := range proxies {
-			name := proxies[(i+j)%len(proxies)]
+		for j := range s.proxies {
+			name := s.proxies[(i+j)%len(s.proxies)]
 			addr, err := freePort()
 			if err != nil {
 				return err
@@ -573,8 +626,8 @@ func (s *suite) startupRows() error {
 			var pr *proc
 			t0 := time.Now()
 			switch name {
-			case vSidecar:
-				pr, err = start("sidecar-start", filepath.Join(s.dir, "sidecar-start.log"), s.sidecar, "--config", cfg, "--listen", addr)
+			case vSidecar, vBaseline:
+				pr, err = start(name+"-start", filepath.Join(s.dir, name+"-start.log"), s.sidecarBin(name), "--config", cfg, "--listen", addr)
 			case vGo, vGoRaw:
 				pr, err = start(name+"-start", filepath.Join(s.dir, name+"-start.log"), s.goproxy, goArgs(name, addr, s.res.agentAddr)...)
 			case vNginx:
@@ -585,7 +638,7 @@ func (s *suite) startupRows() error {
 			}
 			s.track(pr)
 			t1, err := waitListening(addr, pr, 5*time.Second)
-			if err == nil && name == vSidecar {
+			if err == nil && isSidecar(name) {
 				if err = waitHTTP(addr, "/healthz", 5*time.Second); err == nil {
 					s.res.healthy.add(name, float64(time.Since(t0).Microseconds())/1e3)
 				}
