@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -230,6 +231,22 @@ func TestADKAppParameters(t *testing.T) {
 	for n := range got.(map[string]any) {
 		if !names[n] {
 			t.Errorf("adkapp_schema.py derives %s, which the ADK preset does not serve", n)
+		}
+	}
+}
+
+// TestLabelChecks: the hand-written label checks accept exactly what
+// Google Cloud's label rule, as a regexp, accepts.
+func TestLabelChecks(t *testing.T) {
+	keyRE := regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`)
+	valueRE := regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
+	for _, s := range []string{"", "a", "team", "équipe", "日本", "a1_-", "1x", "_a", "-a", "Team", "aB", "a b", "a.b",
+		"a٣", "\xff", "a\x00", strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("é", 63), strings.Repeat("é", 64)} {
+		if got, want := labelKey(s), keyRE.MatchString(s); got != want {
+			t.Errorf("labelKey(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := labelValue(s), valueRE.MatchString(s); got != want {
+			t.Errorf("labelValue(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/config"
 )
@@ -175,15 +177,11 @@ var ReservedEnv = map[string]string{
 }
 
 var (
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	methodRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	frameworkRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	secretRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
-	versionRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
-	// Google Cloud labels: lowercase letters, digits, "_" and "-", keys
-	// starting with a letter, each at most 63 characters.
-	labelKeyRE   = regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`)
-	labelValueRE = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	methodRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	frameworkRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	secretRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
+	versionRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
 	kmsKeyRE     = regexp.MustCompile(`^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+$`)
 	attachmentRE = regexp.MustCompile(`^(projects/[^/\s]+/regions/[^/\s]+/networkAttachments/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	domainRE     = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)+$`)
@@ -376,9 +374,9 @@ func checkExtras(opts RequestOptions) []error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !labelKeyRE.MatchString(k) {
+		if !labelKey(k) {
 			bad("label %q: a key is a lowercase letter, then up to 62 lowercase letters, digits, \"_\" or \"-\"", k)
-		} else if v := opts.Labels[k]; !labelValueRE.MatchString(v) {
+		} else if v := opts.Labels[k]; !labelValue(v) {
 			bad("label %s=%q: a value is up to 63 lowercase letters, digits, \"_\" or \"-\"", k, v)
 		}
 	}
@@ -602,3 +600,27 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// labelKey and labelValue check Google Cloud labels: lowercase letters,
+// digits, "_" and "-", keys starting with a letter, each at most 63
+// characters. By hand, not as a regexp: the Unicode classes repeated 63
+// times compiled to 8 MB at every start of the binary.
+func labelKey(k string) bool {
+	r, _ := utf8.DecodeRuneInString(k)
+	return k != "" && labelLetter(r) && labelValue(k)
+}
+
+func labelValue(v string) bool {
+	if !utf8.ValidString(v) || utf8.RuneCountInString(v) > 63 {
+		return false
+	}
+	for _, r := range v {
+		if !labelLetter(r) && !unicode.IsNumber(r) && r != '_' && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// labelLetter is a lowercase letter, or a letter of a script without case.
+func labelLetter(r rune) bool { return unicode.In(r, unicode.Ll, unicode.Lo) }
