@@ -18,12 +18,14 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"input":"x"}`,
 		`{"input":{"n":12345678901234567890123}}`,
 		`[1,2]`, `""`, ``, `{`, `"\"{}\""`,
+		`{"class_method":"a","class_method":"b"}`, `{"CLASS_METHOD":"a","Input":{}}`,
+		`{"input": { "a" : [ 1 , " x " ] } }`, `{"class_method":"a\nb"}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
-		env, err := decodeEnvelope(body, stream)
+		env, err := decodeEnvelope(bytes.Clone(body), stream) // it reuses the body's memory
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,29 +106,48 @@ func (s *Server) Handler() http.Handler {
 	if n := s.Config.Limits.Concurrency; n > 0 {
 		s.slots = make(chan struct{}, n)
 	}
-	r := mux.NewRouter()
+	// SkipClean: a path is served as sent or not at all. mux would answer
+	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
+	// with a 301 to the cleaned path, and a probe that gets a redirect
+	// counts as failed.
+	r := mux.NewRouter().SkipClean(true)
 	r.HandleFunc(config.RouteUnary, s.handle(config.RouteUnary, false, s.serveUnary)).Methods(http.MethodPost)
 	r.HandleFunc(config.RouteStream, s.handle(config.RouteStream, true, s.serveStream)).Methods(http.MethodPost)
-	r.HandleFunc("/healthz", s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(routeBidi, bidiNotSupported).Methods(http.MethodPost)
+	for _, path := range healthPaths {
+		r.HandleFunc(path, s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
+	}
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
 	return r
 }
 
+// routeBidi is the platform's route for api_mode bidi_stream methods.
+const routeBidi = "/api/bidi_reasoning_engine"
+
+// healthPaths all answer as /healthz: the platform has been seen probing
+// "/" and "/health" too, and killing a container that answers a redirect.
+var healthPaths = []string{"/healthz", "/health", "/"}
+
+func bidiNotSupported(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, failure{status: http.StatusNotImplemented, message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
+		"serve the method as unary (:query) or streaming (:streamQuery)"})
+}
+
 func notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, failure{status: http.StatusNotFound, message: fmt.Sprintf(
-		"no route %s; the sidecar serves POST %s, POST %s and GET /healthz",
-		r.URL.Path, config.RouteUnary, config.RouteStream)})
+		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
+		clip(r.URL.Path), config.RouteUnary, config.RouteStream)})
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := http.MethodPost
-	if r.URL.Path == "/healthz" {
+	if slices.Contains(healthPaths, r.URL.Path) {
 		allow = "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
 	writeError(w, failure{status: http.StatusMethodNotAllowed, message: fmt.Sprintf(
-		"method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)})
+		"method %q not allowed on %s; use %s", clip(r.Method), r.URL.Path, allow)})
 }
 
 // ServeHealth answers /healthz: 200 while the agent is ready, 503 while it is
@@ -535,7 +555,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		fields = append(fields, zap.Int("retries", c.retries))
 	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
-		fields = append(fields, zap.String("request_id", id))
+		fields = append(fields, zap.String("request_id", clip(id)))
 	}
 	fields = append(fields, traceFields(r.Header, s.Project)...)
 	if c.err != nil {

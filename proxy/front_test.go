@@ -1,0 +1,216 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// rawRequest sends request as written over a new TCP connection to the
+// sidecar and reads the reply, within 5 seconds.
+func rawRequest(t *testing.T, h *harness, request string) reply {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatalf("writing %q: %v", request, err)
+	}
+	req, _ := http.NewRequest(strings.Fields(request)[0], "/", nil)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("reading the reply to %q: %v", request, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the reply body to %q: %v", request, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// noRedirects is a client that returns a redirect instead of following it.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// TestHealthProbePaths: "/" and "/health" answer GET and HEAD exactly as
+// /healthz does, ready or draining; never a redirect or a 404.
+func TestHealthProbePaths(t *testing.T) {
+	agent := echoAgent(t)
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	check := func(wantStatus int, wantBody string) {
+		t.Helper()
+		for _, path := range []string{"/healthz", "/health", "/"} {
+			for _, verb := range []string{http.MethodGet, http.MethodHead} {
+				req, _ := http.NewRequest(verb, h.url+path, nil)
+				resp, err := noRedirects.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := wantBody
+				if verb == http.MethodHead {
+					want = ""
+				}
+				if resp.StatusCode != wantStatus || strings.TrimSpace(string(b)) != want {
+					t.Errorf("%s %s = %d %q, want %d %q as /healthz", verb, path, resp.StatusCode, b, wantStatus, want)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("%s %s Content-Type = %q, want application/json", verb, path, ct)
+				}
+			}
+		}
+	}
+	check(http.StatusOK, `{"status":"ok"}`)
+	h.server.Drain()
+	check(http.StatusServiceUnavailable, `{"status":"draining","detail":"sidecar is shutting down"}`)
+}
+
+// TestAnyContentType: the envelope is read whatever Content-Type the
+// request carries, on both routes.
+func TestAnyContentType(t *testing.T) {
+	agent := replyAgent(t, 200, "application/json", `{"ok":true}`)
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	for _, ct := range []string{"application/json,application/json", "", "text/plain", "application/json; charset=utf-8",
+		"application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "nonsense"} {
+		for _, route := range []string{config.RouteUnary, config.RouteStream} {
+			method := "query"
+			if route == config.RouteStream {
+				method = "stream_query"
+			}
+			req, _ := http.NewRequest(http.MethodPost, h.url+route, strings.NewReader(`{"class_method":"`+method+`","input":{"a":1}}`))
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `{"ok":true}`) {
+				t.Errorf("Content-Type %q on %s = %d %s, want 200 and the agent's reply", ct, route, resp.StatusCode, b)
+			}
+		}
+	}
+}
+
+// TestBidiRoute: the platform's bidi route is answered 501 saying bidi
+// streaming is not supported; the agent is not called.
+func TestBidiRoute(t *testing.T) {
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	r := h.post("/api/bidi_reasoning_engine", `{"class_method":"query","input":{}}`)
+	if d := detail(t, r); r.status != http.StatusNotImplemented || !strings.Contains(d, "bidi streaming") || !strings.Contains(d, "not supported") {
+		t.Errorf("POST /api/bidi_reasoning_engine = %d %q, want 501 saying bidi streaming is not supported", r.status, d)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("the bidi route reached the agent")
+	}
+}
+
+// TestNoRedirects: a path that is not served exactly as sent gets 404 or
+// 405 with {"detail"}, never a redirect to a cleaned path, whatever the
+// request target's form.
+func TestNoRedirects(t *testing.T) {
+	agent := echoAgent(t)
+	h := newHarness(t, agent.URL, oneMethodConfig)
+	body := `{"class_method":"query"}`
+	post := func(target string) string {
+		return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+			itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
+	}
+	get := func(target string) string {
+		return "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+	}
+	tests := []struct {
+		name, request string
+		want          int
+	}{
+		{"dot segment", get("/./healthz"), 404},
+		{"dot dot", get("/api/../healthz"), 404},
+		{"double slash", post("//api/reasoning_engine"), 404},
+		{"trailing slash", post("/api/reasoning_engine/"), 404},
+		{"absolute form, no path", get("http://evil.example"), 404},
+		{"absolute form, dot segment", get("http://evil.example/./healthz"), 404},
+		{"absolute form, double slash", post("http://evil.example//api/stream_reasoning_engine"), 404},
+		{"dot segment, wrong verb", get("/./api/reasoning_engine"), 404},
+		{"absolute form of a served path", post("http://x/api/reasoning_engine"), 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rawRequest(t, h, tt.request)
+			if r.status >= 300 && r.status < 400 || r.header.Get("Location") != "" {
+				t.Fatalf("%q = %d Location %q, want no redirect", tt.request, r.status, r.header.Get("Location"))
+			}
+			if r.status != tt.want {
+				t.Errorf("%q = %d %s, want %d", tt.request, r.status, r.body, tt.want)
+			}
+			if tt.want != 200 {
+				detail(t, r)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestMethodNameChecked: through "*", a class_method that is not a method
+// name (control characters, a slash, too long) is a 400 before the agent
+// is called, and neither the reply nor the log line carries more than a
+// clipped copy of it.
+func TestMethodNameChecked(t *testing.T) {
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, "upstream: {url: AGENT}\nmethods: {\"*\": {}}\n")
+	huge := strings.Repeat("m", 1<<20)
+	for _, name := range []string{"a\nb", "a\x01b", "a/b", "../x", "a b", "a%2Fb", strings.Repeat("m", 257), huge, "é"} {
+		for _, route := range []string{config.RouteUnary, config.RouteStream} {
+			b, _ := json.Marshal(map[string]any{"class_method": name, "input": map[string]any{}})
+			r := h.post(route, string(b))
+			d := detail(t, r)
+			if r.status != http.StatusBadRequest || !strings.Contains(d, "is not a method name") {
+				t.Errorf("%s class_method %.40q = %d %.200q, want 400 not a method name", route, name, r.status, d)
+			}
+			if len(d) > 500 {
+				t.Errorf("%s detail for a %d-byte class_method is %d bytes, want it clipped", route, len(name), len(d))
+			}
+		}
+	}
+	if calls.Load() != 0 {
+		t.Errorf("the agent was called %d times, want 0", calls.Load())
+	}
+	if r := h.unary("my-tool.v2", `{}`); r.status != 200 {
+		t.Errorf("class_method my-tool.v2 = %d %s, want 200", r.status, r.body)
+	}
+	// A huge path is clipped in the 404 too.
+	if r := h.post("/"+huge, `{}`); r.status != 404 || len(detail(t, r)) > 500 || !strings.Contains(detail(t, r), "(1048577 bytes)") {
+		t.Errorf("a 1 MiB path = %d, detail of %d bytes, want 404 with the path clipped", r.status, len(r.body))
+	}
+	waitFor(t, func() bool { return h.logs.FilterMessage("call").Len() == 19 })
+	for _, e := range h.logs.All() {
+		if n := len(fmt.Sprint(e.ContextMap())); n > 2000 {
+			t.Errorf("log line %q is %d bytes, want caller text clipped", e.Message, n)
+		}
+	}
+}
