@@ -214,3 +214,62 @@ func TestMethodNameChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestStuckCallerEndsByTotal: a caller that stops reading a stream does
+// not hold the call past timeouts.total: the write blocked on it ends, the
+// call is logged and its concurrency slot frees for the next caller.
+func TestStuckCallerEndsByTotal(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if r.URL.Path == "/q" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		line := `{"x":"` + strings.Repeat("x", 64<<10) + `"}` + "\n"
+		for { // as fast as the sidecar takes it
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := io.WriteString(w, line); err != nil {
+				return
+			}
+		}
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, "timeouts: {total: 500ms}\nlimits: {concurrency: 1, queue_timeout: 10s}\n"+oneMethodConfig)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close() // unblocks the sidecar if the test fails
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"class_method":"stream_query"}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", config.RouteStream, len(body), body)
+	// The caller reads nothing more.
+	start := time.Now()
+	waitFor(t, func() bool { return h.server.InFlight() == 1 })
+	deadline := time.Now().Add(5 * time.Second)
+	for h.server.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the call to a caller that stopped reading was still in flight %v after it began (total 500ms)", time.Since(start))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the call ended %v after it began, want about total + 1s", d)
+	}
+	t.Logf("the call ended %v after it began", time.Since(start))
+	// The slot is free: the next call is served, not queued behind it.
+	if r := h.unary("query", `{}`); r.status != 200 {
+		t.Errorf("the next call = %d %s, want 200", r.status, r.body)
+	}
+}

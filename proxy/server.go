@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -341,7 +342,58 @@ func (s *Server) handle(route string, stream bool, serve func(ctx context.Contex
 			s.fail(w, r, c, err)
 			return
 		}
+		defer boundWrites(ctx, w, r, c.start, m.Timeouts.Total)()
 		serve(ctx, w, r, c, m, in)
+	}
+}
+
+// writeGrace is how long a write to the caller may still take once the
+// call's total time has run out or its context has ended: time for the
+// final line to reach a caller that reads.
+const writeGrace = time.Second
+
+// boundWrites bounds every write of the call's reply, which begin freed
+// from the server's write timeout: a caller that stops reading would
+// otherwise hold the call, its goroutine and its concurrency slot for as
+// long as its connection stays open. A write ends with an error
+// writeGrace after the call's total time (none if total is 0) or
+// after ctx ends (EndCalls, the caller leaving), whichever is sooner. The
+// returned stop leaves writeGrace for what net/http writes after the
+// handler (the stream's last chunk) when the server has a write timeout,
+// which it sets afresh for the connection's next request; without one,
+// it clears the deadline.
+func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, total time.Duration) (stop func()) {
+	rc := http.NewResponseController(w)
+	var deadline time.Time
+	if total > 0 {
+		deadline = start.Add(total + writeGrace)
+	}
+	var mu sync.Mutex // guards deadline and stopped
+	stopped := false
+	set := func(d time.Time) {
+		deadline = d
+		rc.SetWriteDeadline(d)
+	}
+	set(deadline)
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := time.Now().Add(writeGrace); !stopped && (deadline.IsZero() || d.Before(deadline)) {
+			set(d)
+		}
+	})
+	return func() {
+		stopAfter()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
+			if d := time.Now().Add(writeGrace); deadline.IsZero() || d.Before(deadline) {
+				set(d)
+			}
+			return
+		}
+		set(time.Time{})
 	}
 }
 
