@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,5 +273,167 @@ func TestStuckCallerEndsByTotal(t *testing.T) {
 	// The slot is free: the next call is served, not queued behind it.
 	if r := h.unary("query", `{}`); r.status != 200 {
 		t.Errorf("the next call = %d %s, want 200", r.status, r.body)
+	}
+}
+
+// sendHead opens a connection to the sidecar and sends a request's head
+// only, announcing a body of n bytes.
+func sendHead(t *testing.T, h *harness, route string, n int) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", route, n)
+	return conn
+}
+
+// readReply reads one reply from conn within 3 seconds.
+func readReply(t *testing.T, conn net.Conn) reply {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// TestBodiesReadWithASlot: a request body is read only once its call has
+// a concurrency slot, so the bodies in memory are bounded by the slots: a
+// caller turned away busy gets its 503 before sending a byte of its body,
+// an over-long Content-Length is a 413 unread, and a burst of large bodies
+// against full slots allocates next to nothing.
+func TestBodiesReadWithASlot(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.ReadAll(r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer agent.Close()
+	released := false
+	defer func() {
+		if !released {
+			close(release) // unblocks the agent's handlers when the test fails
+		}
+	}()
+	h := newHarness(t, agent.URL, "limits: {concurrency: 2, queue: 2, queue_timeout: 10s, request_bytes: 1MiB}\n"+oneMethodConfig)
+	big := `{"class_method":"query","input":{"x":"` + strings.Repeat("a", 900<<10) + `"}}`
+
+	results := make(chan reply, 2)
+	for range 2 { // take both slots
+		go func() { results <- h.post(config.RouteUnary, big) }()
+	}
+	waitFor(t, func() bool { return calls.Load() == 2 })
+	queued := []net.Conn{sendHead(t, h, config.RouteUnary, len(big)), sendHead(t, h, config.RouteUnary, len(big))}
+	waitFor(t, func() bool { return h.server.queued.Load() == 2 })
+
+	// Busy: answered with no body sent.
+	for range 3 {
+		conn := sendHead(t, h, config.RouteUnary, len(big))
+		if r := readReply(t, conn); r.status != http.StatusServiceUnavailable || !strings.Contains(detail(t, r), "concurrency limit") {
+			t.Errorf("a caller with slots and queue full = %d %s, want 503 before its body", r.status, r.body)
+		}
+	}
+	// Too long: answered with no body sent, whatever the slots.
+	if r := readReply(t, sendHead(t, h, config.RouteStream, 2<<20)); r.status != http.StatusRequestEntityTooLarge || !strings.Contains(detail(t, r), "1048576 bytes") {
+		t.Errorf("Content-Length 2 MiB over a 1 MiB limit = %d %s, want 413 before the body", r.status, r.body)
+	}
+
+	// A burst of whole large bodies against full slots: none is read.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 20 {
+		wg.Go(func() {
+			resp, err := http.Post(h.url+config.RouteUnary, "application/json", strings.NewReader(big))
+			if err != nil {
+				return // the sidecar closed the connection after its 503, mid-body
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	if ok.Load() != 0 {
+		t.Errorf("%d calls served with every slot and the queue taken", ok.Load())
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Errorf("20 turned-away calls with 900 KiB bodies allocated %d MiB, want under 8 (their bodies unread)", alloc>>20)
+	} else {
+		t.Logf("20 turned-away calls with 900 KiB bodies allocated %d KiB", alloc>>10)
+	}
+
+	// The slots free: the queued callers are served once they send their bodies.
+	close(release)
+	released = true
+	for range 2 {
+		if r := <-results; r.status != 200 {
+			t.Errorf("a call holding a slot = %d %s", r.status, r.body)
+		}
+	}
+	for _, conn := range queued {
+		io.WriteString(conn, big)
+		if r := readReply(t, conn); r.status != 200 {
+			t.Errorf("a queued call, its body sent once it had a slot = %d %s", r.status, r.body)
+		}
+	}
+}
+
+// TestDefaultConcurrency: with no limits.concurrency, calls are capped at
+// 2 × GOMAXPROCS + 1, so the bodies held in memory are bounded by default.
+func TestDefaultConcurrency(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.ReadAll(r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer agent.Close()
+	defer close(release)
+	h := newHarness(t, agent.URL, "limits: {queue: 0}\n"+oneMethodConfig)
+	want := 2*runtime.GOMAXPROCS(0) + 1
+	if got := Concurrency(h.server.Config); got != want {
+		t.Errorf("Concurrency = %d, want 2 × GOMAXPROCS + 1 = %d", got, want)
+	}
+	results := make(chan reply, want)
+	for range want {
+		go func() { results <- h.unary("query", `{}`) }()
+	}
+	waitFor(t, func() bool { return int(calls.Load()) == want })
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Post(h.url+config.RouteUnary, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("call %d with no limits.concurrency got no answer (%v), want 503 at once: the default cap is %d", want+1, err, want)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("call %d with no limits.concurrency = %d, want 503: the default cap is %d", want+1, resp.StatusCode, want)
+	}
+	release <- struct{}{} // one slot frees
+	if r := <-results; r.status != 200 {
+		t.Errorf("a call in a slot = %d %s", r.status, r.body)
 	}
 }

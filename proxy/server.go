@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,9 +105,7 @@ func (s *Server) Handler() http.Handler {
 			return 0
 		})
 	}
-	if n := s.Config.Limits.Concurrency; n > 0 {
-		s.slots = make(chan struct{}, n)
-	}
+	s.slots = make(chan struct{}, Concurrency(s.Config))
 	// SkipClean: a path is served as sent or not at all. mux would answer
 	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
 	// with a 301 to the cleaned path, and a probe that gets a redirect
@@ -207,6 +206,18 @@ func (c *call) done() {
 	}
 }
 
+// Concurrency is the number of calls served at once: limits.concurrency,
+// or when that is 0, 2 × GOMAXPROCS + 1 (GOMAXPROCS is the container's
+// CPU limit, at least 2): the platform's own containerConcurrency for its
+// CPU count (9 on its default 4 CPUs). Every call in a slot may hold its
+// request body in memory, so the slots bound that memory.
+func Concurrency(cfg *config.Config) int {
+	if n := cfg.Limits.Concurrency; n > 0 {
+		return n
+	}
+	return 2*runtime.GOMAXPROCS(0) + 1
+}
+
 // errBusy is a call that found every concurrency slot taken and the queue
 // full, or waited its queue timeout.
 var errBusy = errors.New("the sidecar is at its concurrency limit")
@@ -214,9 +225,6 @@ var errBusy = errors.New("the sidecar is at its concurrency limit")
 // acquire takes a concurrency slot, waiting in the bounded queue for one
 // when they are all taken.
 func (s *Server) acquire(ctx context.Context) (func(), error) {
-	if s.slots == nil {
-		return nil, nil
-	}
 	release := func() { <-s.slots }
 	select {
 	case s.slots <- struct{}{}:
@@ -241,19 +249,49 @@ func (s *Server) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// begin reads and normalizes the request, finds its method and waits for
-// the agent to be ready. It returns what the agent call needs.
+// smallBody is the largest request body read before its call waits for a
+// concurrency slot. Reading it lets net/http notice a queued caller who
+// leaves; a larger body (or one of unknown length) is read only once the
+// call has its slot, so the bodies in memory are bounded by the slots, not
+// by the callers, and a caller turned away gets its 503 before sending it.
+const smallBody = 64 << 10
+
+// begin takes a concurrency slot, reads and normalizes the request, finds
+// its method and waits for the agent to be ready. It returns what the
+// agent call needs.
+//
+// Memory: a call in a slot holds its body (read at its exact length when
+// Content-Length gives it), a second and third copy only when the body is
+// a JSON string holding the envelope (the string decoded, then as bytes);
+// its input is compacted in place and indexed without copying values
+// (upstream.ParseInput). Building the agent's request may copy the input
+// once more. So request bodies take at most Concurrency × request_bytes ×
+// 4, plus smallBody per queued call.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
 	if s.draining.Load() {
 		return nil, upstream.Input{}, ErrShuttingDown
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.Config.Limits.RequestBytes))
-	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
+	limit := s.Config.Limits.RequestBytes
+	if r.ContentLength > limit {
+		return nil, upstream.Input{}, &http.MaxBytesError{Limit: limit} // refused unread
+	}
+	var body []byte
+	var err error
+	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
+	if early {
+		if body, err = readBody(w, r, limit); err != nil {
 			return nil, upstream.Input{}, err
 		}
-		return nil, upstream.Input{}, badRequest("reading request body: %v", err)
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, upstream.Input{}, err
+	}
+	c.release = release
+	if !early {
+		if body, err = readBody(w, r, limit); err != nil {
+			return nil, upstream.Input{}, err
+		}
 	}
 	env, err := decodeEnvelope(body, stream)
 	if err != nil {
@@ -271,11 +309,6 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return nil, upstream.Input{}, badRequest("%v", err)
 		}
 	}
-	release, err := s.acquire(ctx)
-	if err != nil {
-		return nil, upstream.Input{}, err
-	}
-	c.release = release
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
 	rc := http.NewResponseController(w)
@@ -285,6 +318,28 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return nil, upstream.Input{}, err
 	}
 	return m, in, nil
+}
+
+// readBody reads the request body, up to limit bytes: into a buffer of
+// its exact size when the request gives its Content-Length.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		b = make([]byte, n)
+		_, err = io.ReadFull(body, b)
+	} else {
+		b, err = io.ReadAll(body)
+	}
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, err
+		}
+		return nil, badRequest("reading request body: %v", err)
+	}
+	return b, nil
 }
 
 // methodNotFound words the error as the managed server does, listing only
