@@ -437,3 +437,56 @@ func TestDefaultConcurrency(t *testing.T) {
 		t.Errorf("a call in a slot = %d %s", r.status, r.body)
 	}
 }
+
+// TestSlowCallerIsNotAgentIdle: timeouts.idle counts only the agent's
+// silence. A caller that pauses reading longer than idle, while the agent
+// has records ready all along, gets the whole stream, not a timeout line
+// blaming the agent.
+func TestSlowCallerIsNotAgentIdle(t *testing.T) {
+	const records = 256
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		pad := strings.Repeat("x", 64<<10)
+		for i := range records {
+			if _, err := fmt.Fprintf(w, "{\"i\":%d,\"pad\":%q}\n", i, pad); err != nil {
+				return
+			}
+		}
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, strings.Replace(oneMethodConfig, "mode: stream, call: POST /s", "mode: stream, call: POST /s, timeouts: {idle: 300ms}", 1))
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	body := `{"class_method":"stream_query"}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", config.RouteStream, len(body), body)
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lr := bufio.NewReader(resp.Body)
+	if _, err := lr.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	// The caller pauses: 16 MiB is more than the sockets between hold, so
+	// the sidecar's writes block, with the agent's next records ready.
+	time.Sleep(time.Second)
+	n, last := 1, ""
+	for {
+		line, err := lr.ReadString('\n')
+		if err != nil {
+			break
+		}
+		n, last = n+1, line
+	}
+	if strings.Contains(last, `"error"`) || n != records {
+		t.Errorf("got %d lines, the last %.120q; want all %d records and no error line", n, last, records)
+	}
+}
