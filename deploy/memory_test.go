@@ -10,8 +10,8 @@ import (
 )
 
 // bodyFactor is how many times a call in a slot may hold its request body
-// (proxy's begin: the body, two more copies for a JSON-string envelope,
-// the agent's request).
+// (proxy's begin: the body, twice it while a body of unknown length is
+// read, the agent's request built from it).
 const bodyFactor = 4
 
 // quantity reads a Kubernetes quantity: "1Gi", "512Mi", "2", "500m".

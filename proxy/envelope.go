@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -70,11 +71,10 @@ func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 	}
 	wrapped := body[0] == '"'
 	if wrapped {
-		var s string
-		if err := json.Unmarshal(body, &s); err != nil {
-			return envelope{}, badRequest("request body is not valid JSON: %v", err)
+		if !json.Valid(body) {
+			return envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
 		}
-		body = bytes.TrimSpace([]byte(s))
+		body = bytes.TrimSpace(unquote(body))
 		if len(body) == 0 {
 			return envelope{}, badRequest(`request body is an empty string; want {"class_method": "…", "input": {…}}`)
 		}
@@ -151,6 +151,78 @@ func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 		return envelope{}, badRequest("input must be a JSON object, got %s", kindOf(in))
 	}
 	return env, nil
+}
+
+// unquote decodes the valid JSON string s, quotes included, as
+// encoding/json does, into s's own memory: every escape is longer than
+// what it stands for, so the text written never overtakes the text read.
+// Only invalid UTF-8, which decodes longer (each bad byte becomes U+FFFD),
+// is decoded into a copy.
+func unquote(s []byte) []byte {
+	src := s[1 : len(s)-1]
+	if !utf8.Valid(src) {
+		var v string
+		json.Unmarshal(s, &v)
+		return []byte(v)
+	}
+	w := 0
+	for r := 0; r < len(src); {
+		c := src[r]
+		if c != '\\' {
+			s[w] = c
+			w, r = w+1, r+1
+			continue
+		}
+		switch e := src[r+1]; e {
+		case 'b':
+			s[w] = '\b'
+		case 'f':
+			s[w] = '\f'
+		case 'n':
+			s[w] = '\n'
+		case 'r':
+			s[w] = '\r'
+		case 't':
+			s[w] = '\t'
+		case 'u':
+			c := hex4(src[r+2:])
+			r += 6
+			if utf16.IsSurrogate(c) {
+				if len(src) >= r+6 && src[r] == '\\' && src[r+1] == 'u' {
+					if d := utf16.DecodeRune(c, hex4(src[r+2:])); d != utf8.RuneError {
+						c, r = d, r+6
+					} else {
+						c = utf8.RuneError
+					}
+				} else {
+					c = utf8.RuneError
+				}
+			}
+			w += utf8.EncodeRune(s[w:], c)
+			continue
+		default: // '"', '\\', '/'
+			s[w] = e
+		}
+		w, r = w+1, r+2
+	}
+	return s[:w]
+}
+
+// hex4 is the value of the four hex digits that start b.
+func hex4(b []byte) rune {
+	var v rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		v = v<<4 | rune(c)
+	}
+	return v
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }

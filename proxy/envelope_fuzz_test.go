@@ -46,3 +46,25 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnquote: decoding a JSON string in place gives what encoding/json
+// gives, for every valid JSON string.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`""`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u4e2d\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d\u0041"`,
+		`"\ud83d\ud83d\ude00"`, `"é中😀"`, "\"\xff\xfe\"", `"{\"class_method\":\"q\"}"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		s = bytes.TrimSpace(s) // as decodeEnvelope gives it
+		if len(s) < 2 || s[0] != '"' || !json.Valid(s) {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(s, &want); err != nil {
+			return
+		}
+		if got := unquote(bytes.Clone(s)); string(got) != want {
+			t.Fatalf("unquote(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -82,5 +85,32 @@ func TestDecodeEnvelope(t *testing.T) {
 				t.Errorf("decodeEnvelope(%q) = (%q, %s), want (%q, %s)", tt.body, env.method, env.input, tt.wantMethod, tt.wantInput)
 			}
 		})
+	}
+}
+
+// TestDecodeEnvelopeInPlace: decoding reuses the body's memory, the
+// object or a JSON string holding it: the allocations do not grow with
+// the body, so a call holds its body once.
+func TestDecodeEnvelopeInPlace(t *testing.T) {
+	input := `{"text": "` + strings.Repeat(`a \"quoted\" é line\n`, 200000) + `", "n": [1, 2, 3]}`
+	plain := `{"class_method": "query", "input": ` + input + `}`
+	quoted, _ := json.Marshal(plain)
+	for name, body := range map[string]string{"object": plain, "string": string(quoted)} {
+		b := []byte(body)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		env, err := decodeEnvelope(b, false)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var want bytes.Buffer
+		json.Compact(&want, []byte(input))
+		if !bytes.Equal(env.input, want.Bytes()) {
+			t.Errorf("%s: input not compacted byte-exact", name)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(body))/8 {
+			t.Errorf("decoding a %d KiB envelope (%s) allocated %d KiB, want it decoded in place", len(body)>>10, name, alloc>>10)
+		}
 	}
 }

@@ -260,10 +260,10 @@ const smallBody = 64 << 10
 // its method and waits for the agent to be ready. It returns what the
 // agent call needs.
 //
-// Memory: a call in a slot holds its body (read at its exact length when
-// Content-Length gives it), a second and third copy only when the body is
-// a JSON string holding the envelope (the string decoded, then as bytes);
-// its input is compacted in place and indexed without copying values
+// Memory: a call in a slot holds its body once: read at its exact length
+// when Content-Length gives it (else in growing steps, up to about twice
+// it while reading), decoded in place (a JSON string holding the envelope
+// too), its input compacted in place and indexed without copying values
 // (upstream.ParseInput). Building the agent's request may copy the input
 // once more. So request bodies take at most Concurrency × request_bytes ×
 // 4, plus smallBody per queued call.
