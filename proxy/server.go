@@ -275,11 +275,14 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if r.ContentLength > limit {
 		return nil, upstream.Input{}, &http.MaxBytesError{Limit: limit} // refused unread
 	}
-	var body []byte
+	// A small body is read and checked before the call queues: a bad
+	// request never takes a slot. A large one waits for its slot unread.
+	var m *config.Method
+	var in upstream.Input
 	var err error
 	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
 	if early {
-		if body, err = readBody(w, r, limit); err != nil {
+		if m, in, err = s.request(w, r, c, stream); err != nil {
 			return nil, upstream.Input{}, err
 		}
 	}
@@ -289,9 +292,27 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	c.release = release
 	if !early {
-		if body, err = readBody(w, r, limit); err != nil {
+		if m, in, err = s.request(w, r, c, stream); err != nil {
 			return nil, upstream.Input{}, err
 		}
+	}
+	// Agents think for minutes: the server's read and write deadlines
+	// protect reading the request, not the call (DESIGN.md lesson 3).
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Time{})
+	if err := s.waitReady(ctx); err != nil {
+		return nil, upstream.Input{}, err
+	}
+	return m, in, nil
+}
+
+// request reads the request body, decodes its envelope and finds its
+// method.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
+	if err != nil {
+		return nil, upstream.Input{}, err
 	}
 	env, err := decodeEnvelope(body, stream)
 	if err != nil {
@@ -308,14 +329,6 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		if in, err = upstream.ParseInput(env.input); err != nil {
 			return nil, upstream.Input{}, badRequest("%v", err)
 		}
-	}
-	// Agents think for minutes: the server's read and write deadlines
-	// protect reading the request, not the call (DESIGN.md lesson 3).
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
-	rc.SetWriteDeadline(time.Time{})
-	if err := s.waitReady(ctx); err != nil {
-		return nil, upstream.Input{}, err
 	}
 	return m, in, nil
 }
