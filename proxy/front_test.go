@@ -388,11 +388,15 @@ func TestBodiesReadWithASlot(t *testing.T) {
 			t.Errorf("a call holding a slot = %d %s", r.status, r.body)
 		}
 	}
-	for _, conn := range queued {
-		io.WriteString(conn, big)
-		if r := readReply(t, conn); r.status != 200 {
-			t.Errorf("a queued call, its body sent once it had a slot = %d %s", r.status, r.body)
-		}
+	// One queued caller left before sending its body; the other sends it.
+	queued[0].Close()
+	io.WriteString(queued[1], big)
+	if r := readReply(t, queued[1]); r.status != 200 {
+		t.Errorf("a queued call, its body sent once it had a slot = %d %s", r.status, r.body)
+	}
+	waitFor(t, func() bool { return h.server.InFlight() == 0 })
+	if n := calls.Load(); n != 3 {
+		t.Errorf("the agent got %d calls, want 3: the two in slots and the queued one that sent its body", n)
 	}
 }
 
