@@ -45,6 +45,7 @@ pids+=($!)
 cat >"$overlay/sidecar.yaml" <<YAML
 upstream:
   url: http://$agent_addr
+limits: {concurrency: 10000}
 methods:
   query:        {call: POST /query}
   stream_query: {mode: stream, call: POST /stream}

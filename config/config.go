@@ -166,8 +166,8 @@ type Limits struct {
 	// HeaderTimeout bounds reading an inbound request's headers, so a
 	// slow client cannot hold a connection. Default: 10s.
 	HeaderTimeout time.Duration
-	// Concurrency caps the calls served at once; 0 means no cap.
-	// Default: 0.
+	// Concurrency caps the calls served at once; 0 means
+	// 2 × GOMAXPROCS + 1 (proxy.Concurrency). Default: 0.
 	Concurrency int
 	// Queue is how many calls may wait for a free slot when Concurrency
 	// is reached; more get 503 at once. Default: 100.

@@ -51,10 +51,10 @@ const (
 
 var chaosConfig = fmt.Sprintf(`
 upstream: {url: AGENT}
-limits: {record_bytes: %d}
+limits: {record_bytes: %d, concurrency: %d}
 methods:
   stream_query: {mode: stream, call: POST /chaos, timeouts: {idle: %s}}
-`, chaosRecordMax, chaosIdle)
+`, chaosRecordMax, chaosParallel, chaosIdle)
 
 // chaosModes are the agent's behaviours.
 var chaosModes = []string{"ok", "crash", "stall", "garbage", "close_early", "slow", "status", "huge"}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -33,48 +35,100 @@ const (
 	defaultStreamMethod = "stream_query"
 )
 
+// maxMethodName is the longest class_method accepted, in bytes.
+const maxMethodName = 256
+
+// validMethodName reports whether name can be a class_method: an ASCII
+// identifier, as Python method names are, with "." and "-" also allowed
+// after the first character for agents in other languages behind "*".
+// None of these characters needs escaping in a path segment.
+func validMethodName(name string) bool {
+	if name == "" || len(name) > maxMethodName {
+		return false
+	}
+	for i, c := range []byte(name) {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // decodeEnvelope accepts every envelope variant the platform sends: the
 // object itself or a JSON string holding it (decoded one level, top level
 // only), class_method or classMethod, a missing or empty method (the
-// route's default), a missing or null input ({}). Extra keys are ignored.
+// route's default), a missing or null input ({}). Extra keys are ignored;
+// the envelope's own keys are matched exactly (no other case), and one
+// given twice is an error. The input is compacted in place: body's memory
+// is reused, and env.input is a slice of it.
 func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return envelope{}, badRequest(`request body is empty; want {"class_method": "…", "input": {…}}`)
 	}
-	if body[0] == '"' {
-		var s string
-		if err := json.Unmarshal(body, &s); err != nil {
-			return envelope{}, badRequest("request body is not valid JSON: %v", err)
+	wrapped := body[0] == '"'
+	if wrapped {
+		if !json.Valid(body) {
+			return envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
 		}
-		body = bytes.TrimSpace([]byte(s))
+		body = bytes.TrimSpace(unquote(body))
 		if len(body) == 0 {
 			return envelope{}, badRequest(`request body is an empty string; want {"class_method": "…", "input": {…}}`)
 		}
 	}
-	// A struct, not a map: one allocation less per key. (encoding/json
-	// matches these names regardless of case, which only widens the
-	// accepted spellings.)
-	var fields struct {
-		ClassMethod      json.RawMessage `json:"class_method"`
-		ClassMethodCamel json.RawMessage `json:"classMethod"`
-		Input            json.RawMessage `json:"input"`
-	}
-	if body[0] != '{' || json.Unmarshal(body, &fields) != nil {
-		if json.Valid(body) {
-			return envelope{}, badRequest(`request body must be a JSON object {"class_method": "…", "input": {…}}, got %s`, kindOf(body))
+	if !json.Valid(body) {
+		if wrapped {
+			return envelope{}, badRequest(`request body is a JSON string, but the text it holds is not valid JSON (%v); want {"class_method": "…", "input": {…}}`, jsonError(body))
 		}
 		return envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
 	}
+	if body[0] != '{' {
+		if wrapped {
+			return envelope{}, badRequest(`request body is a JSON string holding %s; want {"class_method": "…", "input": {…}}`, kindOf(body))
+		}
+		return envelope{}, badRequest(`request body must be a JSON object {"class_method": "…", "input": {…}}, got %s`, kindOf(body))
+	}
+
+	var snake, camel, in []byte
+	var dup string
+	upstream.Members(body, func(key, value []byte) bool {
+		var field *[]byte
+		switch {
+		case upstream.KeyIs(key, "class_method"):
+			field = &snake
+		case upstream.KeyIs(key, "classMethod"):
+			field = &camel
+		case upstream.KeyIs(key, "input"):
+			field = &in
+		default:
+			return true
+		}
+		if *field != nil {
+			dup = upstream.Key(key)
+			return false
+		}
+		*field = value
+		return true
+	})
+	if dup != "" {
+		return envelope{}, badRequest("request body has the key %q twice", dup)
+	}
 
 	var env envelope
-	raw := fields.ClassMethod
+	raw := snake
 	if raw == nil || isNull(raw) {
-		raw = fields.ClassMethodCamel
+		raw = camel
 	}
 	if raw != nil && !isNull(raw) {
-		if err := json.Unmarshal(raw, &env.method); err != nil {
+		if raw[0] != '"' {
 			return envelope{}, badRequest("class_method must be a string, got %s", kindOf(raw))
+		}
+		json.Unmarshal(raw, &env.method) // a valid string
+		if env.method != "" && !validMethodName(env.method) {
+			return envelope{}, badRequest("class_method %q is not a method name (letters, digits, _, . and -, starting with a letter or _, at most %d bytes)", clip(env.method), maxMethodName)
 		}
 	}
 	if env.method == "" {
@@ -84,16 +138,91 @@ func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 		}
 	}
 
-	in := fields.Input
 	switch {
 	case in == nil || isNull(in):
 		env.input = json.RawMessage("{}")
 	case in[0] == '{':
-		env.input, _ = upstream.AppendCompact(make([]byte, 0, len(in)), in) // valid: it came out of Unmarshal
+		// In place: compacting only ever drops bytes already read.
+		var ok bool
+		if env.input, ok = upstream.AppendCompact(in[:0], in); !ok {
+			return envelope{}, badRequest("input nests too deeply")
+		}
 	default:
 		return envelope{}, badRequest("input must be a JSON object, got %s", kindOf(in))
 	}
 	return env, nil
+}
+
+// unquote decodes the valid JSON string s, quotes included, as
+// encoding/json does, into s's own memory: every escape is longer than
+// what it stands for, so the text written never overtakes the text read.
+// Only invalid UTF-8, which decodes longer (each bad byte becomes U+FFFD),
+// is decoded into a copy.
+func unquote(s []byte) []byte {
+	src := s[1 : len(s)-1]
+	if !utf8.Valid(src) {
+		var v string
+		json.Unmarshal(s, &v)
+		return []byte(v)
+	}
+	w := 0
+	for r := 0; r < len(src); {
+		c := src[r]
+		if c != '\\' {
+			s[w] = c
+			w, r = w+1, r+1
+			continue
+		}
+		switch e := src[r+1]; e {
+		case 'b':
+			s[w] = '\b'
+		case 'f':
+			s[w] = '\f'
+		case 'n':
+			s[w] = '\n'
+		case 'r':
+			s[w] = '\r'
+		case 't':
+			s[w] = '\t'
+		case 'u':
+			c := hex4(src[r+2:])
+			r += 6
+			if utf16.IsSurrogate(c) {
+				if len(src) >= r+6 && src[r] == '\\' && src[r+1] == 'u' {
+					if d := utf16.DecodeRune(c, hex4(src[r+2:])); d != utf8.RuneError {
+						c, r = d, r+6
+					} else {
+						c = utf8.RuneError
+					}
+				} else {
+					c = utf8.RuneError
+				}
+			}
+			w += utf8.EncodeRune(s[w:], c)
+			continue
+		default: // '"', '\\', '/'
+			s[w] = e
+		}
+		w, r = w+1, r+2
+	}
+	return s[:w]
+}
+
+// hex4 is the value of the four hex digits that start b.
+func hex4(b []byte) rune {
+	var v rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		v = v<<4 | rune(c)
+	}
+	return v
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
@@ -119,6 +248,23 @@ func kindOf(v []byte) string {
 		return "a number"
 	}
 }
+
+// clip shortens text the caller sent to what an error or a log line
+// carries: at most clipBytes bytes (never splitting a UTF-8 character),
+// then how long it was.
+func clip(s string) string {
+	if len(s) <= clipBytes {
+		return s
+	}
+	n := clipBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("…(%d bytes)", len(s))
+}
+
+// clipBytes is how much caller-supplied text errors and logs carry.
+const clipBytes = 200
 
 func jsonError(b []byte) error {
 	var v any

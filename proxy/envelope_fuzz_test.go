@@ -18,12 +18,14 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"input":"x"}`,
 		`{"input":{"n":12345678901234567890123}}`,
 		`[1,2]`, `""`, ``, `{`, `"\"{}\""`,
+		`{"class_method":"a","class_method":"b"}`, `{"CLASS_METHOD":"a","Input":{}}`,
+		`{"input": { "a" : [ 1 , " x " ] } }`, `{"class_method":"a\nb"}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
-		env, err := decodeEnvelope(body, stream)
+		env, err := decodeEnvelope(bytes.Clone(body), stream) // it reuses the body's memory
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) {
@@ -41,6 +43,28 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		json.Compact(&c, env.input)
 		if !bytes.Equal(c.Bytes(), env.input) {
 			t.Fatalf("decodeEnvelope(%q) input %q is not compact", body, env.input)
+		}
+	})
+}
+
+// FuzzUnquote: decoding a JSON string in place gives what encoding/json
+// gives, for every valid JSON string.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`""`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u4e2d\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d\u0041"`,
+		`"\ud83d\ud83d\ude00"`, `"é中😀"`, "\"\xff\xfe\"", `"{\"class_method\":\"q\"}"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		s = bytes.TrimSpace(s) // as decodeEnvelope gives it
+		if len(s) < 2 || s[0] != '"' || !json.Valid(s) {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(s, &want); err != nil {
+			return
+		}
+		if got := unquote(bytes.Clone(s)); string(got) != want {
+			t.Fatalf("unquote(%q) = %q, want %q", s, got, want)
 		}
 	})
 }

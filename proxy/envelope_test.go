@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -37,8 +40,25 @@ func TestDecodeEnvelope(t *testing.T) {
 		{name: "truncated", body: `{"class_method":"query","input":{`, wantErr: "not valid JSON"},
 		{name: "not json", body: `class_method=query`, wantErr: "not valid JSON"},
 		{name: "bad double encoding", body: `"{\"class_method\"`, wantErr: "not valid JSON"},
-		{name: "double encoded non-json", body: `"hello"`, wantErr: "not valid JSON"},
-		{name: "triple encoded is not decoded twice", body: `"\"{}\""`, wantErr: "must be a JSON object"},
+		{name: "double encoded non-json", body: `"hello"`, wantErr: "request body is a JSON string, but the text it holds is not valid JSON"},
+		{name: "triple encoded is not decoded twice", body: `"\"{}\""`, wantErr: "request body is a JSON string holding a string; want {"},
+		{name: "double encoded number", body: `"42"`, wantErr: "request body is a JSON string holding a number"},
+		{name: "other case is not a key", body: `{"Class_Method":"x","INPUT":{"a":1},"classmethod":"y"}`, wantMethod: "query", wantInput: `{}`},
+		{name: "escaped key is the key", body: `{"class\u005fmethod":"m","\u0069nput":{"a":1}}`, wantMethod: "m", wantInput: `{"a":1}`},
+		{name: "duplicate method", body: `{"class_method":"a","class_method":"b"}`, wantErr: `the key "class_method" twice`},
+		{name: "duplicate input", body: `{"input":{"a":1},"input":{"b":2}}`, wantErr: `the key "input" twice`},
+		{name: "duplicate escaped", body: `{"classMethod":"a","class\u004dethod":"b"}`, wantErr: `the key "classMethod" twice`},
+		{name: "input compacted in place", body: "{\"input\" : {\"a b\" : \" x , y \",\n\"c\":[ 1 , \"  \" , {} ] } , \"class_method\" : \"q\"}", wantMethod: "q", wantInput: `{"a b":" x , y ","c":[1,"  ",{}]}`},
+		{name: "method with dots and dashes", body: `{"class_method":"my-tool.v2_x"}`, wantMethod: "my-tool.v2_x", wantInput: `{}`},
+		{name: "method longest", body: `{"class_method":"` + strings.Repeat("m", 256) + `"}`, wantMethod: strings.Repeat("m", 256), wantInput: `{}`},
+		{name: "method too long", body: `{"class_method":"` + strings.Repeat("m", 257) + `"}`, wantErr: "is not a method name"},
+		{name: "method with newline", body: `{"class_method":"a\nb"}`, wantErr: `class_method "a\nb" is not a method name`},
+		{name: "method with slash", body: `{"class_method":"a/b"}`, wantErr: "is not a method name"},
+		{name: "method with space", body: `{"class_method":"a b"}`, wantErr: "is not a method name"},
+		{name: "method starting with a digit", body: `{"class_method":"1a"}`, wantErr: "is not a method name"},
+		{name: "method starting with a dot", body: `{"class_method":".."}`, wantErr: "is not a method name"},
+		{name: "method with a control character", body: `{"class_method":"a\u0000"}`, wantErr: "is not a method name"},
+		{name: "method not ascii", body: `{"class_method":"é"}`, wantErr: "is not a method name"},
 		{name: "array body", body: `[{"class_method":"query"}]`, wantErr: "got an array"},
 		{name: "number body", body: `42`, wantErr: "got a number"},
 		{name: "null body", body: `null`, wantErr: "got null"},
@@ -65,5 +85,32 @@ func TestDecodeEnvelope(t *testing.T) {
 				t.Errorf("decodeEnvelope(%q) = (%q, %s), want (%q, %s)", tt.body, env.method, env.input, tt.wantMethod, tt.wantInput)
 			}
 		})
+	}
+}
+
+// TestDecodeEnvelopeInPlace: decoding reuses the body's memory, the
+// object or a JSON string holding it: the allocations do not grow with
+// the body, so a call holds its body once.
+func TestDecodeEnvelopeInPlace(t *testing.T) {
+	input := `{"text": "` + strings.Repeat(`a \"quoted\" é line\n`, 200000) + `", "n": [1, 2, 3]}`
+	plain := `{"class_method": "query", "input": ` + input + `}`
+	quoted, _ := json.Marshal(plain)
+	for name, body := range map[string]string{"object": plain, "string": string(quoted)} {
+		b := []byte(body)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		env, err := decodeEnvelope(b, false)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var want bytes.Buffer
+		json.Compact(&want, []byte(input))
+		if !bytes.Equal(env.input, want.Bytes()) {
+			t.Errorf("%s: input not compacted byte-exact", name)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(body))/8 {
+			t.Errorf("decoding a %d KiB envelope (%s) allocated %d KiB, want it decoded in place", len(body)>>10, name, alloc>>10)
+		}
 	}
 }

@@ -264,6 +264,7 @@ func TestCancellationPhases(t *testing.T) {
 		t.Run(phase, func(t *testing.T) {
 			started := make(chan struct{})
 			cancelled := make(chan time.Time, 1)
+			stop := make(chan struct{})
 			agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.ReadAll(r.Body)
 				if phase == "streaming" {
@@ -272,10 +273,16 @@ func TestCancellationPhases(t *testing.T) {
 					http.NewResponseController(w).Flush()
 				}
 				close(started)
-				<-r.Context().Done()
-				cancelled <- time.Now()
+				select {
+				case <-r.Context().Done():
+					cancelled <- time.Now()
+				case <-stop:
+				}
 			}))
 			defer agent.Close()
+			// First: a handler the cancel never reached ends, so a failing
+			// test fails at once instead of hanging in agent.Close.
+			defer close(stop)
 			h := newHarness(t, agent.URL, oneMethodConfig)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -287,7 +294,11 @@ func TestCancellationPhases(t *testing.T) {
 					resp.Body.Close()
 				}
 			}()
-			<-started
+			select {
+			case <-started:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call never reached the agent")
+			}
 			left := time.Now()
 			cancel()
 			select {

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,32 +107,49 @@ func (s *Server) Handler() http.Handler {
 			return 0
 		})
 	}
-	if n := s.Config.Limits.Concurrency; n > 0 {
-		s.slots = make(chan struct{}, n)
-	}
-	r := mux.NewRouter()
+	s.slots = make(chan struct{}, Concurrency(s.Config))
+	// SkipClean: a path is served as sent or not at all. mux would answer
+	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
+	// with a 301 to the cleaned path, and a probe that gets a redirect
+	// counts as failed.
+	r := mux.NewRouter().SkipClean(true)
 	r.HandleFunc(config.RouteUnary, s.handle(config.RouteUnary, false, s.serveUnary)).Methods(http.MethodPost)
 	r.HandleFunc(config.RouteStream, s.handle(config.RouteStream, true, s.serveStream)).Methods(http.MethodPost)
-	r.HandleFunc("/healthz", s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(routeBidi, bidiNotSupported).Methods(http.MethodPost)
+	for _, path := range healthPaths {
+		r.HandleFunc(path, s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
+	}
 	r.NotFoundHandler = http.HandlerFunc(notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
 	return r
 }
 
+// routeBidi is the platform's route for api_mode bidi_stream methods.
+const routeBidi = "/api/bidi_reasoning_engine"
+
+// healthPaths all answer as /healthz: the platform has been seen probing
+// "/" and "/health" too, and killing a container that answers a redirect.
+var healthPaths = []string{"/healthz", "/health", "/"}
+
+func bidiNotSupported(w http.ResponseWriter, _ *http.Request) {
+	writeError(w, failure{status: http.StatusNotImplemented, message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
+		"serve the method as unary (:query) or streaming (:streamQuery)"})
+}
+
 func notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, failure{status: http.StatusNotFound, message: fmt.Sprintf(
-		"no route %s; the sidecar serves POST %s, POST %s and GET /healthz",
-		r.URL.Path, config.RouteUnary, config.RouteStream)})
+		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
+		clip(r.URL.Path), config.RouteUnary, config.RouteStream)})
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := http.MethodPost
-	if r.URL.Path == "/healthz" {
+	if slices.Contains(healthPaths, r.URL.Path) {
 		allow = "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
 	writeError(w, failure{status: http.StatusMethodNotAllowed, message: fmt.Sprintf(
-		"method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)})
+		"method %q not allowed on %s; use %s", clip(r.Method), r.URL.Path, allow)})
 }
 
 // ServeHealth answers /healthz: 200 while the agent is ready, 503 while it is
@@ -205,6 +225,18 @@ func (c *call) done() {
 	}
 }
 
+// Concurrency is the number of calls served at once: limits.concurrency,
+// or when that is 0, 2 × GOMAXPROCS + 1 (GOMAXPROCS is the container's
+// CPU limit, at least 2): the platform's own containerConcurrency for its
+// CPU count (9 on its default 4 CPUs). Every call in a slot may hold its
+// request body in memory, so the slots bound that memory.
+func Concurrency(cfg *config.Config) int {
+	if n := cfg.Limits.Concurrency; n > 0 {
+		return n
+	}
+	return 2*runtime.GOMAXPROCS(0) + 1
+}
+
 // errBusy is a call that found every concurrency slot taken and the queue
 // full, or waited its queue timeout.
 var errBusy = errors.New("the sidecar is at its concurrency limit")
@@ -212,9 +244,6 @@ var errBusy = errors.New("the sidecar is at its concurrency limit")
 // acquire takes a concurrency slot, waiting in the bounded queue for one
 // when they are all taken.
 func (s *Server) acquire(ctx context.Context) (func(), error) {
-	if s.slots == nil {
-		return nil, nil
-	}
 	release := func() { <-s.slots }
 	select {
 	case s.slots <- struct{}{}:
@@ -244,8 +273,24 @@ func (s *Server) acquire(ctx context.Context) (func(), error) {
 var errLoop = &RequestError{Status: http.StatusLoopDetected, Msg: "loop detected: this call came from a sidecar (it carries " +
 	upstream.HopHeader + "); is upstream.url the sidecar's own address?"}
 
-// begin reads and normalizes the request, finds its method and waits for
-// the agent to be ready. It returns what the agent call needs.
+// smallBody is the largest request body read before its call waits for a
+// concurrency slot. Reading it lets net/http notice a queued caller who
+// leaves; a larger body (or one of unknown length) is read only once the
+// call has its slot, so the bodies in memory are bounded by the slots, not
+// by the callers, and a caller turned away gets its 503 before sending it.
+const smallBody = 64 << 10
+
+// begin takes a concurrency slot, reads and normalizes the request, finds
+// its method and waits for the agent to be ready. It returns what the
+// agent call needs.
+//
+// Memory: a call in a slot holds its body once: read at its exact length
+// when Content-Length gives it (else in growing steps, up to about twice
+// it while reading), decoded in place (a JSON string holding the envelope
+// too), its input compacted in place and indexed without copying values
+// (upstream.ParseInput). Building the agent's request may copy the input
+// once more. So request bodies take at most Concurrency × request_bytes ×
+// 4, plus smallBody per queued call.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
 	if r.Header.Get(upstream.HopHeader) != "" {
 		return nil, upstream.Input{}, errLoop
@@ -253,13 +298,48 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if s.draining.Load() {
 		return nil, upstream.Input{}, ErrShuttingDown
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.Config.Limits.RequestBytes))
-	if err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
+	limit := s.Config.Limits.RequestBytes
+	if r.ContentLength > limit {
+		return nil, upstream.Input{}, &http.MaxBytesError{Limit: limit} // refused unread
+	}
+	// A small body is read and checked before the call queues: a bad
+	// request never takes a slot. A large one waits for its slot unread.
+	var m *config.Method
+	var in upstream.Input
+	var err error
+	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
+	if early {
+		if m, in, err = s.request(w, r, c, stream); err != nil {
 			return nil, upstream.Input{}, err
 		}
-		return nil, upstream.Input{}, badRequest("reading request body: %v", err)
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, upstream.Input{}, err
+	}
+	c.release = release
+	if !early {
+		if m, in, err = s.request(w, r, c, stream); err != nil {
+			return nil, upstream.Input{}, err
+		}
+	}
+	// Agents think for minutes: the server's read and write deadlines
+	// protect reading the request, not the call (DESIGN.md lesson 3).
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Time{})
+	if err := s.waitReady(ctx); err != nil {
+		return nil, upstream.Input{}, err
+	}
+	return m, in, nil
+}
+
+// request reads the request body, decodes its envelope and finds its
+// method.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
+	if err != nil {
+		return nil, upstream.Input{}, err
 	}
 	env, err := decodeEnvelope(body, stream)
 	if err != nil {
@@ -278,20 +358,29 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		}
 	}
 	in.Route = c.route // for a {route} in the method's call
-	release, err := s.acquire(ctx)
-	if err != nil {
-		return nil, upstream.Input{}, err
-	}
-	c.release = release
-	// Agents think for minutes: the server's read and write deadlines
-	// protect reading the request, not the call (DESIGN.md lesson 3).
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
-	rc.SetWriteDeadline(time.Time{})
-	if err := s.waitReady(ctx); err != nil {
-		return nil, upstream.Input{}, err
-	}
 	return m, in, nil
+}
+
+// readBody reads the request body, up to limit bytes: into a buffer of
+// its exact size when the request gives its Content-Length.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		b = make([]byte, n)
+		_, err = io.ReadFull(body, b)
+	} else {
+		b, err = io.ReadAll(body)
+	}
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, err
+		}
+		return nil, badRequest("reading request body: %v", err)
+	}
+	return b, nil
 }
 
 // methodNotFound words the error as the managed server does, listing only
@@ -349,7 +438,58 @@ func (s *Server) handle(route string, stream bool, serve func(ctx context.Contex
 			s.fail(w, r, c, err)
 			return
 		}
+		defer boundWrites(ctx, w, r, c.start, m.Timeouts.Total)()
 		serve(ctx, w, r, c, m, in)
+	}
+}
+
+// writeGrace is how long a write to the caller may still take once the
+// call's total time has run out or its context has ended: time for the
+// final line to reach a caller that reads.
+const writeGrace = time.Second
+
+// boundWrites bounds every write of the call's reply, which begin freed
+// from the server's write timeout: a caller that stops reading would
+// otherwise hold the call, its goroutine and its concurrency slot for as
+// long as its connection stays open. A write ends with an error
+// writeGrace after the call's total time (none if total is 0) or
+// after ctx ends (EndCalls, the caller leaving), whichever is sooner. The
+// returned stop leaves writeGrace for what net/http writes after the
+// handler (the stream's last chunk) when the server has a write timeout,
+// which it sets afresh for the connection's next request; without one,
+// it clears the deadline.
+func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, total time.Duration) (stop func()) {
+	rc := http.NewResponseController(w)
+	var deadline time.Time
+	if total > 0 {
+		deadline = start.Add(total + writeGrace)
+	}
+	var mu sync.Mutex // guards deadline and stopped
+	stopped := false
+	set := func(d time.Time) {
+		deadline = d
+		rc.SetWriteDeadline(d)
+	}
+	set(deadline)
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := time.Now().Add(writeGrace); !stopped && (deadline.IsZero() || d.Before(deadline)) {
+			set(d)
+		}
+	})
+	return func() {
+		stopAfter()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
+			if d := time.Now().Add(writeGrace); deadline.IsZero() || d.Before(deadline) {
+				set(d)
+			}
+			return
+		}
+		set(time.Time{})
 	}
 }
 
@@ -566,7 +706,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		fields = append(fields, zap.Int("retries", c.retries))
 	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
-		fields = append(fields, zap.String("request_id", id))
+		fields = append(fields, zap.String("request_id", clip(id)))
 	}
 	fields = append(fields, traceFields(r.Header, s.Project)...)
 	if c.err != nil {

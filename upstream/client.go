@@ -372,7 +372,9 @@ func unwrapURL(err error) error {
 	return err
 }
 
-// idleReader resets the idle clock on every read that returns data.
+// idleReader runs the idle clock while a read waits on the agent, and
+// only then: the hook before a read (a flush to the caller) is not the
+// agent's time.
 type idleReader struct {
 	r      io.Reader
 	clk    *clocks
@@ -383,10 +385,9 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	if r.before != nil {
 		r.before()
 	}
+	r.clk.readStarted()
 	n, err := r.r.Read(p)
-	if n > 0 {
-		r.clk.readArrived()
-	}
+	r.clk.readEnded()
 	return n, err
 }
 

@@ -36,6 +36,10 @@ type clocks struct {
 	// counting is when the phase's limit began counting, from start: the
 	// phase's beginning, moved on by every read in the idle phase.
 	counting atomic.Int64
+	// reading is set while a read of the reply waits on the agent. The
+	// idle limit counts only then: between reads the sidecar is writing to
+	// the caller, and a slow caller is not the agent's silence.
+	reading atomic.Bool
 
 	connected atomic.Bool
 	lastDial  atomic.Pointer[error]
@@ -96,6 +100,11 @@ func (c *clocks) fire() {
 	switch {
 	case c.t.Total > 0 && now >= c.t.Total:
 		te = &TimeoutError{Phase: "total", After: c.t.Total.String()}
+	case c.limit > 0 && now >= time.Duration(c.counting.Load())+c.limit && c.phase == "idle" && !c.reading.Load():
+		// Not waiting on the agent: the next read starts the count again.
+		c.counting.Store(int64(now))
+		c.arm(now)
+		return
 	case c.limit > 0 && now >= time.Duration(c.counting.Load())+c.limit:
 		te = &TimeoutError{Phase: c.phase, After: c.limit.String()}
 	default:
@@ -136,8 +145,17 @@ func (c *clocks) retry() {
 // headersArrived starts the idle phase.
 func (c *clocks) headersArrived() { c.enter("idle", c.t.Idle) }
 
-// readArrived restarts the idle limit: data came in.
-func (c *clocks) readArrived() { c.counting.Store(int64(time.Since(c.start))) }
+// readStarted starts the idle limit: the sidecar waits on the agent.
+func (c *clocks) readStarted() {
+	c.counting.Store(int64(time.Since(c.start)))
+	c.reading.Store(true)
+}
+
+// readEnded stops the idle limit until the next read.
+func (c *clocks) readEnded() {
+	c.reading.Store(false)
+	c.counting.Store(int64(time.Since(c.start)))
+}
 
 func (c *clocks) stop() {
 	c.mu.Lock()

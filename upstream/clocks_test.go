@@ -33,9 +33,11 @@ func TestClocksIdleRestartedByReads(t *testing.T) {
 	defer c.stop()
 	c.gotConn()
 	c.headersArrived()
+	c.readStarted()
 	for range 20 { // 600 ms in all, twice the limit
 		time.Sleep(30 * time.Millisecond)
-		c.readArrived()
+		c.readEnded() // data came in
+		c.readStarted()
 	}
 	if p := timedOut(c, 0); p != "" {
 		t.Fatalf("ended by %q while reads kept coming", p)
@@ -49,6 +51,29 @@ func TestClocksIdleRestartedByReads(t *testing.T) {
 	}
 }
 
+// TestClocksIdleOnlyWhileReading: the idle limit counts only while a read
+// waits on the agent; time between reads (the sidecar writing to a slow
+// caller) is not the agent's silence, and the next read counts afresh.
+func TestClocksIdleOnlyWhileReading(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Idle: 200 * time.Millisecond})
+	defer c.stop()
+	c.gotConn()
+	c.headersArrived()
+	c.readStarted()
+	c.readEnded()
+	if p := timedOut(c, 500*time.Millisecond); p != "" {
+		t.Fatalf("ended by %q between reads, while the sidecar was not waiting on the agent", p)
+	}
+	start := time.Now()
+	c.readStarted()
+	if p := timedOut(c, 2*time.Second); p != "idle" {
+		t.Fatalf("ended by %q, want idle", p)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("idle ended %v after the read began, before its 200ms", d)
+	}
+}
+
 // TestClocksTotalBeatsPhases: the total limit ends a call that keeps
 // reading, and one still connecting.
 func TestClocksTotalBeatsPhases(t *testing.T) {
@@ -56,9 +81,11 @@ func TestClocksTotalBeatsPhases(t *testing.T) {
 	defer c.stop()
 	c.gotConn()
 	c.headersArrived()
+	c.readStarted()
 	for i := 0; i < 50 && timedOut(c, 0) == ""; i++ {
 		time.Sleep(20 * time.Millisecond)
-		c.readArrived()
+		c.readEnded()
+		c.readStarted()
 	}
 	if p := timedOut(c, time.Second); p != "total" {
 		t.Errorf("a call reading for longer than its total: ended by %q, want total", p)

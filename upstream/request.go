@@ -30,10 +30,31 @@ type Input struct {
 	Route string
 }
 
-// ParseInput checks that raw is a JSON object and indexes its fields.
+// MaxFields is how many top-level fields ParseInput indexes: an input
+// with more is refused, so indexing a caller's input costs at most this
+// many map entries whatever its size (the values are not copied).
+const MaxFields = 10000
+
+// ParseInput checks that raw is a JSON object and indexes its top-level
+// fields. The values are slices of raw.
 func ParseInput(raw json.RawMessage) (Input, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	if !json.Valid(raw) {
+		return Input{}, fmt.Errorf("input must be a JSON object")
+	}
+	fields := make(map[string]json.RawMessage)
+	tooMany := false
+	ok := Members(raw, func(key, value []byte) bool {
+		if len(fields) == MaxFields {
+			tooMany = true
+			return false
+		}
+		fields[Key(key)] = value // the last of duplicate keys wins, as in encoding/json
+		return true
+	})
+	if tooMany {
+		return Input{}, fmt.Errorf("input has more than %d top-level fields", MaxFields)
+	}
+	if !ok {
 		return Input{}, fmt.Errorf("input must be a JSON object")
 	}
 	return Input{Raw: raw, Fields: fields}, nil
@@ -61,12 +82,16 @@ func (in Input) lookup(path string) (json.RawMessage, bool) {
 	name, rest, nested := strings.Cut(path, ".")
 	v, ok := in.Fields[name]
 	for ok && nested {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) != nil || obj == nil {
-			return nil, false
-		}
+		// The object is searched, not indexed: its size costs no memory.
+		obj := v
 		name, rest, nested = strings.Cut(rest, ".")
-		v, ok = obj[name]
+		v, ok = nil, false
+		Members(obj, func(key, value []byte) bool {
+			if KeyIs(key, name) {
+				v, ok = value, true // the last of duplicate keys wins
+			}
+			return true
+		})
 	}
 	if ok && string(v) == "null" {
 		return nil, false

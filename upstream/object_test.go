@@ -1,0 +1,76 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestMembers(t *testing.T) {
+	tests := []struct {
+		obj  string
+		want []string // key=value
+		ok   bool
+	}{
+		{`{}`, nil, true},
+		{` { "a" : 1 , "b":[1,{"c":"]}"}],"d\"":"x","e":{"f":{}} } `, []string{`"a"=1`, `"b"=[1,{"c":"]}"}]`, `"d\""="x"`, `"e"={"f":{}}`}, true},
+		{`{"a":true,"b":null,"c":-1.5e3}`, []string{`"a"=true`, `"b"=null`, `"c"=-1.5e3`}, true},
+		{`[]`, nil, false},
+		{`{"a":1`, []string{`"a"=1`}, false},
+		{`{"a" 1}`, nil, false},
+		{`{"a":1}x`, []string{`"a"=1`}, false},
+		{`{"a":[1}`, []string{`"a"=[1}`}, false}, // values are delimited, not checked
+		{``, nil, false},
+	}
+	for _, tt := range tests {
+		var got []string
+		ok := Members([]byte(tt.obj), func(k, v []byte) bool {
+			got = append(got, string(k)+"="+string(v))
+			return true
+		})
+		if ok != tt.ok || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("Members(%q) = %v %q, want %v %q", tt.obj, ok, got, tt.ok, tt.want)
+		}
+	}
+	if !KeyIs([]byte(`"class\u005fmethod"`), "class_method") || KeyIs([]byte(`"Class_method"`), "class_method") {
+		t.Errorf("KeyIs does not compare decoded keys exactly")
+	}
+}
+
+// TestParseInputBounded: indexing an input copies no values and stops at
+// MaxFields top-level fields; nested lookups build no index at all.
+func TestParseInputBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{`)
+	for i := range MaxFields + 1 {
+		if i > 0 {
+			b.WriteString(`,`)
+		}
+		b.WriteString(`"k` + strconv.Itoa(i) + `":1`)
+	}
+	b.WriteString(`}`)
+	if _, err := ParseInput(json.RawMessage(b.String())); err == nil || !strings.Contains(err.Error(), "more than 10000 top-level fields") {
+		t.Errorf("ParseInput of %d fields = %v, want an error naming the limit", MaxFields+1, err)
+	}
+	in, err := ParseInput(json.RawMessage(`{"a":{"b":{"c":7},"b":{"c":8}},"s":"x","a2":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := in.lookup("a.b.c"); !ok || string(v) != "8" {
+		t.Errorf("lookup(a.b.c) = %s %v, want the last duplicate's 8", v, ok)
+	}
+	if _, ok := in.lookup("s.x"); ok {
+		t.Errorf("lookup into a string found something")
+	}
+	if _, err := ParseInput(json.RawMessage(`{"a":[}`)); err == nil {
+		t.Errorf("ParseInput accepted invalid JSON")
+	}
+	// A large nested object is searched, not indexed.
+	big := `{"a":{` + strings.Repeat(`"x":1,`, 200000) + `"y":2}}`
+	in, _ = ParseInput(json.RawMessage(big))
+	allocs := testing.AllocsPerRun(5, func() { in.lookup("a.y") })
+	if allocs > 5 {
+		t.Errorf("lookup in a 200,000-key object made %v allocations, want a few", allocs)
+	}
+}
