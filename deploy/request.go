@@ -57,7 +57,7 @@ type RequestOptions struct {
 	ServiceAccount string
 	// Methods are class methods declared besides the map's own: the names
 	// a "*" method serves, which the map cannot list. Optional.
-	Methods []config.ClassMethod
+	Methods []ClassMethod
 	// Env is spec.deploymentSpec.env, in this order.
 	Env []EnvVar
 	// SecretEnv is spec.deploymentSpec.secretEnv, in this order.
@@ -144,12 +144,12 @@ type encryptionSpec struct {
 }
 
 type spec struct {
-	ContainerSpec  containerSpec        `json:"containerSpec"`
-	ClassMethods   []config.ClassMethod `json:"classMethods"`
-	AgentFramework string               `json:"agentFramework"`
-	ServiceAccount string               `json:"serviceAccount,omitempty"`
-	IdentityType   string               `json:"identityType,omitempty"`
-	DeploymentSpec *deploymentSpec      `json:"deploymentSpec,omitempty"`
+	ContainerSpec  containerSpec   `json:"containerSpec"`
+	ClassMethods   []ClassMethod   `json:"classMethods"`
+	AgentFramework string          `json:"agentFramework"`
+	ServiceAccount string          `json:"serviceAccount,omitempty"`
+	IdentityType   string          `json:"identityType,omitempty"`
+	DeploymentSpec *deploymentSpec `json:"deploymentSpec,omitempty"`
 }
 
 type containerSpec struct {
@@ -553,15 +553,15 @@ func ParseSecretEnv(s string) (SecretEnvVar, error) {
 
 // ParseMethod reads "NAME[:MODE]", MODE one of async, stream, async_stream
 // (none: unary).
-func ParseMethod(s string) (config.ClassMethod, error) {
+func ParseMethod(s string) (ClassMethod, error) {
 	name, mode, _ := strings.Cut(s, ":")
 	if !methodRE.MatchString(name) {
-		return config.ClassMethod{}, fmt.Errorf("%q: want NAME[:MODE]", s)
+		return ClassMethod{}, fmt.Errorf("%q: want NAME[:MODE]", s)
 	}
 	if !validMode(config.Mode(mode)) {
-		return config.ClassMethod{}, fmt.Errorf("%q: unknown mode %q (want async, stream or async_stream, or none)", s, mode)
+		return ClassMethod{}, fmt.Errorf("%q: unknown mode %q (want async, stream or async_stream, or none)", s, mode)
 	}
-	return config.ClassMethod{Name: name, APIMode: config.Mode(mode)}, nil
+	return ClassMethod{Name: name, APIMode: config.Mode(mode)}, nil
 }
 
 func validMode(m config.Mode) bool {

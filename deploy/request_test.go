@@ -100,7 +100,7 @@ func number(t *testing.T, v any, path string) string {
 // per method with the keys "name" and "api_mode" (never apiMode, never
 // left out when empty), in the map's order, plus "description" and
 // "parameters" (what the platform's SDK reads) exactly when known.
-func checkClassMethods(t *testing.T, got any, want []config.ClassMethod) {
+func checkClassMethods(t *testing.T, got any, want []ClassMethod) {
 	t.Helper()
 	l := list(t, got, "spec.classMethods")
 	if len(l) != len(want) {
@@ -176,7 +176,7 @@ func TestCreateRequestContract(t *testing.T) {
 	if spec["agentFramework"] != "custom" {
 		t.Errorf("spec.agentFramework = %v, want custom for a map without ADK", spec["agentFramework"])
 	}
-	checkClassMethods(t, spec["classMethods"], []config.ClassMethod{
+	checkClassMethods(t, spec["classMethods"], []ClassMethod{
 		{Name: "query", APIMode: ""}, {Name: "stream_query", APIMode: "stream"},
 		{Name: "create_session", APIMode: "async"}, {Name: "run_events", APIMode: "async_stream"},
 	})
@@ -246,12 +246,12 @@ func TestCreateRequestADKPreset(t *testing.T) {
 	if err := json.Unmarshal(adkAppParameters, &all); err != nil {
 		t.Fatal(err)
 	}
-	var want []config.ClassMethod
+	var want []ClassMethod
 	for _, am := range config.ADKMethods {
 		if adkAppDescriptions[am.Name] == "" || all[am.Name] == nil {
 			t.Errorf("AdkApp method %s: no description or parameters", am.Name)
 		}
-		want = append(want, config.ClassMethod{Name: am.Name, APIMode: am.Mode,
+		want = append(want, ClassMethod{Name: am.Name, APIMode: am.Mode,
 			Description: adkAppDescriptions[am.Name], Parameters: all[am.Name]})
 	}
 	if len(want) != 13 || len(all) != 13 || len(adkAppDescriptions) != 13 {
@@ -359,12 +359,12 @@ methods:
   "*": {mode: stream}
 `)
 	b, err = CreateRequest(wild, RequestOptions{DisplayName: "x", Image: "r/i",
-		Methods: []config.ClassMethod{{Name: "chat", APIMode: "stream"}}})
+		Methods: []ClassMethod{{Name: "chat", APIMode: "stream"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkClassMethods(t, obj(t, decode(t, b)["spec"], "spec")["classMethods"],
-		[]config.ClassMethod{{Name: "query"}, {Name: "chat", APIMode: "stream"}})
+		[]ClassMethod{{Name: "query"}, {Name: "chat", APIMode: "stream"}})
 }
 
 func TestCreateRequestErrors(t *testing.T) {
@@ -394,8 +394,8 @@ func TestCreateRequestErrors(t *testing.T) {
 		{"instances", cfg, with(func(o *RequestOptions) { o.MinInstances, o.MaxInstances = ptr(3), ptr(2) }), []string{"min instances 3 is above max instances 2"}},
 		{"negative", cfg, with(func(o *RequestOptions) { o.MinInstances, o.MaxInstances, o.Concurrency = ptr(-1), ptr(0), ptr(0) }),
 			[]string{"min instances -1", "max instances 0", "concurrency 0"}},
-		{"method twice", cfg, with(func(o *RequestOptions) { o.Methods = []config.ClassMethod{{Name: "query"}} }), []string{"method query: declared twice"}},
-		{"method mode", cfg, with(func(o *RequestOptions) { o.Methods = []config.ClassMethod{{Name: "m", APIMode: "sync"}} }), []string{`unknown api_mode "sync"`}},
+		{"method twice", cfg, with(func(o *RequestOptions) { o.Methods = []ClassMethod{{Name: "query"}} }), []string{"method query: declared twice"}},
+		{"method mode", cfg, with(func(o *RequestOptions) { o.Methods = []ClassMethod{{Name: "m", APIMode: "sync"}} }), []string{`unknown api_mode "sync"`}},
 		{"no methods", onlyWild, good, []string{"no class methods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -478,7 +478,7 @@ func TestRequestFlags(t *testing.T) {
 	want := RequestOptions{
 		DisplayName: "my agent", Image: "us-central1-docker.pkg.dev/p/r/i:1", Framework: "custom",
 		ServiceAccount: "sa@p.iam.gserviceaccount.com",
-		Methods:        []config.ClassMethod{{Name: "chat", APIMode: "async_stream"}},
+		Methods:        []ClassMethod{{Name: "chat", APIMode: "async_stream"}},
 		Env:            []EnvVar{{"A", "1"}, {"B", "x=y"}},
 		SecretEnv: []SecretEnvVar{{Name: "KEY", SecretRef: SecretRef{"api-key", "2"}},
 			{Name: "TOK", SecretRef: SecretRef{"tok", "latest"}}},
