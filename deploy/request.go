@@ -238,9 +238,9 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 	}
 	for _, m := range opts.Methods {
 		switch {
-		case !methodRE.MatchString(m.Name):
+		case !ValidMethodName(m.Name):
 			bad("method %q: not a method name", m.Name)
-		case !validMode(m.APIMode):
+		case !ValidMode(m.APIMode):
 			bad("method %s: unknown api_mode %q (want \"\", \"async\", \"stream\" or \"async_stream\")", m.Name, m.APIMode)
 		case seen[m.Name]:
 			bad("method %s: declared twice", m.Name)
@@ -528,43 +528,12 @@ func UpdateMask(body []byte) (string, error) {
 	return strings.Join(out, ","), nil
 }
 
-// ParseEnv reads "NAME=VALUE" (the value may be empty and may hold "=").
-func ParseEnv(s string) (EnvVar, error) {
-	name, value, ok := strings.Cut(s, "=")
-	if !ok || name == "" {
-		return EnvVar{}, fmt.Errorf("%q: want NAME=VALUE", s)
-	}
-	return EnvVar{Name: name, Value: value}, nil
-}
+// ValidMethodName reports whether name can be a class method's name: a
+// Python identifier of ASCII letters, digits and "_".
+func ValidMethodName(name string) bool { return methodRE.MatchString(name) }
 
-// ParseSecretEnv reads "NAME=SECRET[:VERSION]"; the version defaults to
-// "latest".
-func ParseSecretEnv(s string) (SecretEnvVar, error) {
-	name, ref, ok := strings.Cut(s, "=")
-	secret, version, _ := strings.Cut(ref, ":")
-	if !ok || name == "" || secret == "" {
-		return SecretEnvVar{}, fmt.Errorf("%q: want NAME=SECRET[:VERSION]", s)
-	}
-	if version == "" {
-		version = DefaultSecretVersion
-	}
-	return SecretEnvVar{Name: name, SecretRef: SecretRef{Secret: secret, Version: version}}, nil
-}
-
-// ParseMethod reads "NAME[:MODE]", MODE one of async, stream, async_stream
-// (none: unary).
-func ParseMethod(s string) (ClassMethod, error) {
-	name, mode, _ := strings.Cut(s, ":")
-	if !methodRE.MatchString(name) {
-		return ClassMethod{}, fmt.Errorf("%q: want NAME[:MODE]", s)
-	}
-	if !validMode(config.Mode(mode)) {
-		return ClassMethod{}, fmt.Errorf("%q: unknown mode %q (want async, stream or async_stream, or none)", s, mode)
-	}
-	return ClassMethod{Name: name, APIMode: config.Mode(mode)}, nil
-}
-
-func validMode(m config.Mode) bool {
+// ValidMode reports whether m is one of the platform's four api_mode values.
+func ValidMode(m config.Mode) bool {
 	switch m {
 	case config.ModeSync, config.ModeAsync, config.ModeStream, config.ModeAsyncStream:
 		return true
