@@ -15,31 +15,16 @@ import (
 	"github.com/sidecar-dev/sidecar/deploy"
 )
 
-// pythonMap is deploy's test map of the same name.
-const pythonMap = `
-upstream:
-  url: http://127.0.0.1:8000
-  ready: {path: /health}
-methods:
-  query: {call: POST /query}
-  stream_query: {mode: stream, call: POST /stream, reply: sse}
-  create_session: {mode: async, call: POST /sessions}
-  run_events: {mode: async_stream, call: POST /events}
-`
-
-func parseMap(t *testing.T, yaml string) *config.Config {
-	t.Helper()
-	cfg, err := config.Parse("t.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
+// requestMap is a method map for the deploy request's flags.
+const requestMap = "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  query: {}\n  stream_query: {mode: stream}\n"
 
 func ptr(n int) *int { return &n }
 
 func TestRequestFlags(t *testing.T) {
-	cfg := parseMap(t, pythonMap)
+	cfg, err := config.Parse("t.yaml", []byte(requestMap))
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := []string{
 		"--image", "us-central1-docker.pkg.dev/p/r/i:1", "--display-name", "my agent",
 		"--env", "A=1", "--env", "B=x=y", "--secret-env", "KEY=api-key:2", "--secret-env", "TOK=tok",
@@ -101,7 +86,7 @@ func TestRequestFlags(t *testing.T) {
 		}
 	}
 	var missing requestFlags
-	err := missing.write(cfg, io.Discard, io.Discard)
+	err = missing.write(cfg, io.Discard, io.Discard)
 	if want := "sidecar deploy-request: display name: required\nsidecar deploy-request: image: required"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Write without flags: err = %v, want every problem on its own line, starting %q", err, want)
 	}
