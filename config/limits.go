@@ -131,13 +131,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 				l.QueueTimeout = d
 			}
 		case "concurrency", "queue":
-			s, ok := p.scalar(e, key)
+			v, ok := p.count(e, key, "")
 			if !ok {
-				continue
-			}
-			v, err := strconv.Atoi(s)
-			if err != nil || v < 0 {
-				p.addf(e.val.Line, key, "%q is not a whole number ≥ 0", s)
 				continue
 			}
 			if e.name == "concurrency" {
@@ -149,6 +144,21 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			p.unknown(e, path, keys...)
 		}
 	}
+}
+
+// count reads a whole number ≥ 0; note follows the complaint about
+// anything else.
+func (p *parser) count(e entry, key, note string) (int, bool) {
+	s, ok := p.scalar(e, key)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		p.addf(e.val.Line, key, "%q is not a whole number ≥ 0%s", s, note)
+		return 0, false
+	}
+	return v, true
 }
 
 // maxSizes bound every size limit, far above any sensible setting and far
