@@ -310,13 +310,3 @@ const (
 	RouteUnary  = "/api/reasoning_engine"
 	RouteStream = "/api/stream_reasoning_engine"
 )
-
-// ClassMethod is one entry of the deploy request's spec.classMethods.
-type ClassMethod struct {
-	Name    string `json:"name"`
-	APIMode Mode   `json:"api_mode"`
-	// Description and Parameters are what the platform's SDK reads as the
-	// method's docstring and argument schema; left out when not known.
-	Description string         `json:"description,omitempty"`
-	Parameters  map[string]any `json:"parameters,omitempty"`
-}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -59,16 +58,9 @@ func (p *parser) restart(n *yaml.Node, path string, r *Restart) {
 			}
 			r.Policy = s
 		case "max":
-			s, ok := p.scalar(e, key)
-			if !ok {
-				continue
+			if v, ok := p.count(e, key, " (0 means no limit)"); ok {
+				r.Max = v
 			}
-			v, err := strconv.Atoi(s)
-			if err != nil || v < 0 {
-				p.addf(e.val.Line, key, "%q is not a whole number ≥ 0 (0 means no limit)", s)
-				continue
-			}
-			r.Max = v
 		case "backoff":
 			if d, ok := p.nonNegative(e, key); ok && d > 0 {
 				r.Backoff = d

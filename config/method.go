@@ -294,7 +294,7 @@ func (p *parser) body(n *yaml.Node, path string, m *Method) bool {
 	case isNull(n):
 		return false
 	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
-		m.Body, m.Template = BodyTemplate, p.template(n, path, 0, map[*yaml.Node]bool{})
+		m.Body, m.Template = BodyTemplate, p.template(n, path)
 		return true
 	case n.Kind != yaml.ScalarNode:
 		p.addf(n.Line, path, "%s, not a %s", want, kindName(n))

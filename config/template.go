@@ -68,11 +68,20 @@ func checkRefs(v any, path string) error {
 	return nil
 }
 
-// template turns a YAML body template into Go values: map[string]any,
-// []any, string, bool, nil, and json.Number for numbers so that big
-// integers survive. active holds the containers being converted, to catch
-// an alias that refers to its own ancestor.
-func (p *parser) template(n *yaml.Node, path string, depth int, active map[*yaml.Node]bool) any {
+// template turns a YAML body template into Go values (jsonValue), its
+// strings checked as {input.x} references.
+func (p *parser) template(n *yaml.Node, path string) any {
+	return p.jsonValue(n, path, 0, true, map[*yaml.Node]bool{})
+}
+
+// jsonValue turns YAML into Go values: map[string]any, []any, string,
+// bool, nil, and json.Number for numbers so that big integers survive.
+// With refs (a body template), strings are {input.x} references or
+// literals and an unquoted {input.x} is caught; without (a parameters
+// schema), strings are taken as written. active, when not nil, holds the
+// containers being converted, to catch an alias that refers to its own
+// ancestor; depth bounds every walk.
+func (p *parser) jsonValue(n *yaml.Node, path string, depth int, refs bool, active map[*yaml.Node]bool) any {
 	if n = resolve(n); active[n] {
 		p.addf(n.Line, path, "an alias refers to a node that contains it")
 		return nil
@@ -84,28 +93,31 @@ func (p *parser) template(n *yaml.Node, path string, depth int, active map[*yaml
 	if !p.spend() {
 		return nil
 	}
+	if active != nil && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
+		active[n] = true
+		defer delete(active, n)
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		if ref, ok := flowRef(n); ok {
+		if ref, ok := flowRef(n); ok && refs {
 			p.addf(n.Line, path, "{%s} is a YAML mapping here; quote it to substitute the input: \"{%s}\"", ref, ref)
 			return nil
 		}
-		active[n] = true
-		defer delete(active, n)
 		obj := make(map[string]any, len(n.Content)/2)
 		for _, e := range p.entries(n, path) {
-			obj[e.name] = p.template(e.val, join(path, e.name), depth+1, active)
+			obj[e.name] = p.jsonValue(e.val, join(path, e.name), depth+1, refs, active)
 		}
 		return obj
 	case yaml.SequenceNode:
-		active[n] = true
-		defer delete(active, n)
 		list := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
-			list = append(list, p.template(e, fmt.Sprintf("%s[%d]", path, i), depth+1, active))
+			list = append(list, p.jsonValue(e, fmt.Sprintf("%s[%d]", path, i), depth+1, refs, active))
 		}
 		return list
 	case yaml.ScalarNode:
+		if !refs && n.ShortTag() == "!!str" {
+			return n.Value
+		}
 		v, err := scalarValue(n)
 		if err != nil {
 			p.addf(n.Line, path, "%v", err)

@@ -45,7 +45,7 @@ const (
 // served by an adk.* handler: those of the AdkApp method of the same name
 // and handler, else those of the (non-deprecated) method the handler
 // serves. The map's own description or parameters win.
-func adkAppSpec(m *config.Method, cm *config.ClassMethod) {
+func adkAppSpec(m *config.Method, cm *ClassMethod) {
 	if !strings.HasPrefix(m.Handler, "adk.") {
 		return
 	}

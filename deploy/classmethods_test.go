@@ -19,7 +19,7 @@ methods:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []config.ClassMethod{{Name: "stream_query", APIMode: "async_stream"}, {Name: "query", APIMode: ""}, {Name: "create_session", APIMode: "async"}}
+	want := []ClassMethod{{Name: "stream_query", APIMode: "async_stream"}, {Name: "query", APIMode: ""}, {Name: "create_session", APIMode: "async"}}
 	if got := ClassMethods(cfg); !reflect.DeepEqual(got, want) {
 		t.Errorf("ClassMethods = %v, want %v (file order, no \"*\")", got, want)
 	}

@@ -2,11 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
-	"flag"
-	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -127,42 +123,6 @@ func TestCreateRequestExtras(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestRequestFlagsExtras(t *testing.T) {
-	spec := filepath.Join(t.TempDir(), "context.json")
-	if err := os.WriteFile(spec, []byte(`{"memoryBankConfig": {}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var f RequestFlags
-	fs := flag.NewFlagSet("deploy-request", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.Register(fs)
-	err := fs.Parse([]string{"--label", "team=agents", "--label", "env=", "--kms-key", "projects/p/locations/l/keyRings/r/cryptoKeys/k",
-		"--identity-type", "SERVICE_ACCOUNT", "--network-attachment", "na", "--dns-peering", "corp.example.=p/vpc",
-		"--context-spec", "@" + spec, "--api-version", "v1beta1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := f.Options()
-	want := RequestOptions{
-		Labels: map[string]string{"team": "agents", "env": ""}, KMSKey: "projects/p/locations/l/keyRings/r/cryptoKeys/k",
-		IdentityType: "SERVICE_ACCOUNT", APIVersion: "v1beta1",
-		PSC:         &PSCInterface{NetworkAttachment: "na", DNSPeering: []DNSPeering{{"corp.example.", "p", "vpc"}}},
-		ContextSpec: json.RawMessage(`{"memoryBankConfig": {}}`),
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Options =\n%+v\nwant\n%+v", got, want)
-	}
-	for _, bad := range [][]string{{"--label", "novalue"}, {"--label", "a=1", "--label", "a=2"}, {"--dns-peering", "corp.=p"},
-		{"--context-spec", "{"}, {"--context-spec", "@" + filepath.Join(t.TempDir(), "missing")}} {
-		fs := flag.NewFlagSet("deploy-request", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		new(RequestFlags).Register(fs)
-		if err := fs.Parse(bad); err == nil {
-			t.Errorf("flags %q parsed without error", bad)
-		}
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/sidecar-dev/sidecar/config"
 )
 
 // describedMap gives its methods descriptions and parameters.
@@ -287,7 +285,7 @@ func fullRequest(t *testing.T, yaml, version string) []byte {
 		Image:          "us-central1-docker.pkg.dev/p/agents/a:1",
 		Framework:      "custom",
 		ServiceAccount: "sa@p.iam.gserviceaccount.com",
-		Methods:        []config.ClassMethod{{Name: "chat", APIMode: "stream"}},
+		Methods:        []ClassMethod{{Name: "chat", APIMode: "stream"}},
 		Env:            []EnvVar{{"A", "1"}, {"EMPTY", ""}},
 		SecretEnv:      []SecretEnvVar{{Name: "K", SecretRef: SecretRef{Secret: "k", Version: "2"}}},
 		MinInstances:   ptr(0),

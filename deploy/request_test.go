@@ -3,8 +3,6 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,7 +98,7 @@ func number(t *testing.T, v any, path string) string {
 // per method with the keys "name" and "api_mode" (never apiMode, never
 // left out when empty), in the map's order, plus "description" and
 // "parameters" (what the platform's SDK reads) exactly when known.
-func checkClassMethods(t *testing.T, got any, want []config.ClassMethod) {
+func checkClassMethods(t *testing.T, got any, want []ClassMethod) {
 	t.Helper()
 	l := list(t, got, "spec.classMethods")
 	if len(l) != len(want) {
@@ -176,7 +174,7 @@ func TestCreateRequestContract(t *testing.T) {
 	if spec["agentFramework"] != "custom" {
 		t.Errorf("spec.agentFramework = %v, want custom for a map without ADK", spec["agentFramework"])
 	}
-	checkClassMethods(t, spec["classMethods"], []config.ClassMethod{
+	checkClassMethods(t, spec["classMethods"], []ClassMethod{
 		{Name: "query", APIMode: ""}, {Name: "stream_query", APIMode: "stream"},
 		{Name: "create_session", APIMode: "async"}, {Name: "run_events", APIMode: "async_stream"},
 	})
@@ -246,12 +244,12 @@ func TestCreateRequestADKPreset(t *testing.T) {
 	if err := json.Unmarshal(adkAppParameters, &all); err != nil {
 		t.Fatal(err)
 	}
-	var want []config.ClassMethod
+	var want []ClassMethod
 	for _, am := range config.ADKMethods {
 		if adkAppDescriptions[am.Name] == "" || all[am.Name] == nil {
 			t.Errorf("AdkApp method %s: no description or parameters", am.Name)
 		}
-		want = append(want, config.ClassMethod{Name: am.Name, APIMode: am.Mode,
+		want = append(want, ClassMethod{Name: am.Name, APIMode: am.Mode,
 			Description: adkAppDescriptions[am.Name], Parameters: all[am.Name]})
 	}
 	if len(want) != 13 || len(all) != 13 || len(adkAppDescriptions) != 13 {
@@ -359,12 +357,12 @@ methods:
   "*": {mode: stream}
 `)
 	b, err = CreateRequest(wild, RequestOptions{DisplayName: "x", Image: "r/i",
-		Methods: []config.ClassMethod{{Name: "chat", APIMode: "stream"}}})
+		Methods: []ClassMethod{{Name: "chat", APIMode: "stream"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkClassMethods(t, obj(t, decode(t, b)["spec"], "spec")["classMethods"],
-		[]config.ClassMethod{{Name: "query"}, {Name: "chat", APIMode: "stream"}})
+		[]ClassMethod{{Name: "query"}, {Name: "chat", APIMode: "stream"}})
 }
 
 func TestCreateRequestErrors(t *testing.T) {
@@ -394,8 +392,8 @@ func TestCreateRequestErrors(t *testing.T) {
 		{"instances", cfg, with(func(o *RequestOptions) { o.MinInstances, o.MaxInstances = ptr(3), ptr(2) }), []string{"min instances 3 is above max instances 2"}},
 		{"negative", cfg, with(func(o *RequestOptions) { o.MinInstances, o.MaxInstances, o.Concurrency = ptr(-1), ptr(0), ptr(0) }),
 			[]string{"min instances -1", "max instances 0", "concurrency 0"}},
-		{"method twice", cfg, with(func(o *RequestOptions) { o.Methods = []config.ClassMethod{{Name: "query"}} }), []string{"method query: declared twice"}},
-		{"method mode", cfg, with(func(o *RequestOptions) { o.Methods = []config.ClassMethod{{Name: "m", APIMode: "sync"}} }), []string{`unknown api_mode "sync"`}},
+		{"method twice", cfg, with(func(o *RequestOptions) { o.Methods = []ClassMethod{{Name: "query"}} }), []string{"method query: declared twice"}},
+		{"method mode", cfg, with(func(o *RequestOptions) { o.Methods = []ClassMethod{{Name: "m", APIMode: "sync"}} }), []string{`unknown api_mode "sync"`}},
 		{"no methods", onlyWild, good, []string{"no class methods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -457,74 +455,5 @@ func TestUpdateMask(t *testing.T) {
 	}
 	if _, err := UpdateMask([]byte("[]")); err == nil {
 		t.Error("UpdateMask of a non-object: no error")
-	}
-}
-
-func TestRequestFlags(t *testing.T) {
-	cfg := parse(t, pythonMap)
-	args := []string{
-		"--image", "us-central1-docker.pkg.dev/p/r/i:1", "--display-name", "my agent",
-		"--env", "A=1", "--env", "B=x=y", "--secret-env", "KEY=api-key:2", "--secret-env", "TOK=tok",
-		"--min-instances", "0", "--max-instances", "4", "--cpu", "2", "--memory", "2Gi", "--concurrency", "3",
-		"--method", "chat:async_stream", "--framework", "custom", "--service-account", "sa@p.iam.gserviceaccount.com",
-	}
-	var f RequestFlags
-	fs := flag.NewFlagSet("deploy-request", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	want := RequestOptions{
-		DisplayName: "my agent", Image: "us-central1-docker.pkg.dev/p/r/i:1", Framework: "custom",
-		ServiceAccount: "sa@p.iam.gserviceaccount.com",
-		Methods:        []config.ClassMethod{{Name: "chat", APIMode: "async_stream"}},
-		Env:            []EnvVar{{"A", "1"}, {"B", "x=y"}},
-		SecretEnv: []SecretEnvVar{{Name: "KEY", SecretRef: SecretRef{"api-key", "2"}},
-			{Name: "TOK", SecretRef: SecretRef{"tok", "latest"}}},
-		MinInstances: ptr(0), MaxInstances: ptr(4), CPU: "2", Memory: "2Gi", Concurrency: ptr(3),
-	}
-	if got := f.Options(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Options =\n%+v\nwant\n%+v", got, want)
-	}
-	var out, errOut bytes.Buffer
-	if err := f.Write(cfg, &out, &errOut); err != nil {
-		t.Fatal(err)
-	}
-	body, _ := CreateRequest(cfg, want)
-	if out.String() != string(body) {
-		t.Errorf("Write printed\n%s\nwant the CreateRequest body\n%s", out.String(), body)
-	}
-	if errOut.Len() != 0 {
-		t.Errorf("warnings for a clean request: %s", errOut.String())
-	}
-
-	// --update-mask prints the mask; a warning goes to stderr.
-	f.UpdateMask = true
-	f.opts.CPU = "3"
-	out.Reset()
-	if err := f.Write(cfg, &out, &errOut); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(out.String(), "display_name,labels,spec.agent_framework,") || !strings.HasSuffix(out.String(), "\n") {
-		t.Errorf("--update-mask printed %q", out.String())
-	}
-	if !strings.Contains(errOut.String(), "sidecar deploy-request: warning: cpu \"3\"") {
-		t.Errorf("stderr = %q, want the cpu warning", errOut.String())
-	}
-
-	for _, bad := range [][]string{{"--env", "NOVALUE"}, {"--secret-env", "K="}, {"--min-instances", "one"},
-		{"--method", "a-b"}, {"--method", "m:sync"}} {
-		fs := flag.NewFlagSet("deploy-request", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		new(RequestFlags).Register(fs)
-		if err := fs.Parse(bad); err == nil {
-			t.Errorf("flags %q parsed without error", bad)
-		}
-	}
-	var missing RequestFlags
-	err := missing.Write(cfg, io.Discard, io.Discard)
-	if want := "sidecar deploy-request: display name: required\nsidecar deploy-request: image: required"; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("Write without flags: err = %v, want every problem on its own line, starting %q", err, want)
 	}
 }

@@ -1,75 +1,15 @@
 package supervise
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
-)
-
-// Policy says whether the agent is started again after it exits.
-type Policy string
-
-const (
-	// Never makes the agent's first exit final.
-	Never Policy = "never"
-	// OnFailure restarts the agent after a non-zero exit or a death by
-	// signal; an exit 0 is final.
-	OnFailure Policy = "on-failure"
-)
-
-// Options configure Start. Every field but Command has a working zero value.
-type Options struct {
-	// Command is the agent's argv. Command[0] is looked up in the sidecar's
-	// PATH when it has no slash; a relative path with a slash is taken
-	// relative to Dir. Required.
-	Command []string
-	// Env is the child's whole environment. Default (nil): the sidecar's.
-	Env []string
-	// Dir is the child's working directory. Default: the sidecar's.
-	Dir string
-	// Stdout and Stderr are where the child's output goes. An *os.File is
-	// handed to the child as it is; any other writer is fed from a pipe by
-	// a goroutine, which keeps reading (and discards) if the writer fails,
-	// so the agent never blocks on a full pipe. The same writer in both
-	// gets one pipe. Once the agent has exited for good, output still held
-	// open by its leftover children is cut after a second. Default (nil):
-	// discarded (/dev/null). The child's stdin is always /dev/null.
-	Stdout, Stderr io.Writer
-	// Restart is the restart policy. Default: Never.
-	Restart Policy
-	// MaxRestarts is how many times OnFailure restarts the agent before
-	// giving up. Default: 0, no limit.
-	MaxRestarts int
-	// Backoff is the delay before the first restart; it doubles on every
-	// restart up to MaxBackoff, and starts over after a run that lasted
-	// ten seconds or more. Default: 500ms.
-	Backoff time.Duration
-	// MaxBackoff caps the delay between restarts. Default: 30s.
-	MaxBackoff time.Duration
-	// ReapOrphans makes the process a child subreaper that reaps every
-	// child that exits, not only the agent, until Done: set it when the
-	// sidecar is the container's entrypoint. See the package documentation
-	// for what it asks of the rest of the process.
-	ReapOrphans bool
-	// Logger receives the agent's lifecycle. Default (nil): no logs.
-	Logger *zap.Logger
-}
-
-// Defaults for Options.
-const (
-	defaultBackoff    = 500 * time.Millisecond
-	defaultMaxBackoff = 30 * time.Second
 )
 
 // EventKind names what happened to the agent process.
@@ -177,47 +117,6 @@ func Start(opts Options) (*Supervisor, error) {
 	s.started(pid, 0)
 	go s.supervise(pid)
 	return s, nil
-}
-
-func withDefaults(opts Options) (Options, error) {
-	if len(opts.Command) == 0 || opts.Command[0] == "" {
-		return opts, errors.New("supervise: no command to start")
-	}
-	switch opts.Restart {
-	case "":
-		opts.Restart = Never
-	case Never, OnFailure:
-	default:
-		return opts, fmt.Errorf("supervise: unknown restart policy %q (want %q or %q)", opts.Restart, Never, OnFailure)
-	}
-	if opts.MaxRestarts < 0 {
-		return opts, fmt.Errorf("supervise: negative max restarts %d", opts.MaxRestarts)
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = defaultBackoff
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = defaultMaxBackoff
-	}
-	opts.MaxBackoff = max(opts.MaxBackoff, opts.Backoff)
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
-	return opts, nil
-}
-
-// lookPath resolves name as the child will see it: in PATH without a slash,
-// relative to dir with one.
-func lookPath(name, dir string) (string, error) {
-	if strings.Contains(name, "/") && !filepath.IsAbs(name) && dir != "" {
-		name = filepath.Join(dir, name)
-	}
-	path, err := exec.LookPath(name)
-	var execErr *exec.Error
-	if errors.As(err, &execErr) {
-		err = execErr.Err // its message repeats the name
-	}
-	return path, err
 }
 
 // errStopping reports a restart that Stop came before.
@@ -410,123 +309,4 @@ func (s *Supervisor) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pid != 0
-}
-
-// Signal sends sig to the running agent's whole process group. It returns
-// nil when no agent is running.
-func (s *Supervisor) Signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.signalLocked(sig)
-}
-
-func (s *Supervisor) signalLocked(sig syscall.Signal) error {
-	if s.pid == 0 {
-		return nil
-	}
-	if err := syscall.Kill(-s.pid, sig); err != nil {
-		return fmt.Errorf("signalling agent group %d with %v: %w", s.pid, sig, err)
-	}
-	return nil
-}
-
-// endLeftovers sends SIGTERM to what the run that just ended left in its
-// process group, before a restart: the next run kills what is still there.
-func (s *Supervisor) endLeftovers() {
-	s.mu.Lock()
-	pgid := s.pgid
-	err := s.killGroupLocked(syscall.SIGTERM)
-	s.mu.Unlock()
-	if err == nil {
-		s.log.Info("agent's leftover processes signalled", zap.Int("pgid", pgid), zap.Stringer("signal", syscall.SIGTERM))
-	}
-}
-
-// killGroupLocked sends sig to the latest run's process group, whether or
-// not its leader still runs. It returns ESRCH when the group is empty.
-//
-// The group is signalled by number. The number cannot be reused while a
-// process of the group lives; once the group is empty, only a pid wrap
-// that hands it to a new group leader could make it name another group.
-func (s *Supervisor) killGroupLocked(sig syscall.Signal) error {
-	if s.pgid == 0 {
-		return syscall.ESRCH
-	}
-	return syscall.Kill(-s.pgid, sig)
-}
-
-// groupPoll is how often Stop looks for processes left in the agent's
-// group once its leader has been reaped.
-const groupPoll = 20 * time.Millisecond
-
-// Stop ends supervision: the agent is not restarted any more, its process
-// group gets SIGTERM and, if anything in it is still running after grace,
-// SIGKILL. The group is signalled even after the agent itself has exited,
-// so nothing it started is left behind. Stop returns once the agent has
-// been reaped, its group is empty (or has had SIGKILL) and Done is
-// closed, or with ctx's error when ctx ends first. It is safe to call more
-// than once, and after the agent has exited.
-func (s *Supervisor) Stop(ctx context.Context, grace time.Duration) error {
-	s.mu.Lock()
-	if !s.stopping {
-		s.stopping = true
-		close(s.stop)
-	}
-	pgid := s.pgid
-	err := s.killGroupLocked(syscall.SIGTERM)
-	s.mu.Unlock()
-	if err == nil {
-		s.log.Info("agent stopping", zap.Int("pgid", pgid), zap.Duration("grace", grace))
-	}
-
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	ended, err := s.waitEnded(ctx, t.C)
-	if err != nil || ended {
-		return err
-	}
-	s.mu.Lock()
-	pgid = s.pgid
-	err = s.killGroupLocked(syscall.SIGKILL)
-	s.pgid = 0
-	s.mu.Unlock()
-	if err == nil {
-		s.log.Warn("agent killed after grace", zap.Int("pgid", pgid), zap.Duration("grace", grace))
-	}
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stopping agent: %w", ctx.Err())
-	}
-}
-
-// waitEnded waits until Done is closed and nothing runs in the agent's
-// group any more (true), until expired fires (false), or until ctx ends.
-func (s *Supervisor) waitEnded(ctx context.Context, expired <-chan time.Time) (bool, error) {
-	tick := time.NewTicker(groupPoll)
-	defer tick.Stop()
-	done := s.done // nil once closed
-	for {
-		if done == nil {
-			s.mu.Lock()
-			if s.pgid != 0 && !groupRunning(s.pgid) {
-				s.pgid = 0
-			}
-			empty := s.pgid == 0
-			s.mu.Unlock()
-			if empty {
-				return true, nil
-			}
-		}
-		select {
-		case <-done:
-			done = nil
-		case <-tick.C:
-		case <-expired:
-			return false, nil
-		case <-ctx.Done():
-			return false, fmt.Errorf("stopping agent: %w", ctx.Err())
-		}
-	}
 }

@@ -13,21 +13,16 @@ import (
 // only a close ended the reply, not a number (see lastLine).
 type linesStream struct {
 	frame
-	started bool
-	eof     bool
-	line    []byte // a line longer than the read buffer, gathered here
+	eof  bool
+	line []byte // a line longer than the read buffer, gathered here
 }
 
 // recordSeparator starts each record of application/json-seq.
 const recordSeparator = "\x1e"
 
 func (s *linesStream) Next() bool {
-	if s.done {
+	if !s.begin() {
 		return false
-	}
-	if !s.started {
-		s.started = true
-		skipBOM(s.br)
 	}
 	for !s.eof {
 		line, err := s.readLine()

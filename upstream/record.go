@@ -32,6 +32,8 @@ type frame struct {
 	tmp  []byte // scratch for repairing UTF-8
 	err  error
 	done bool
+	// started is set once the first Next has skipped a byte order mark.
+	started bool
 
 	// closeEnd is set when the reply has neither a Content-Length nor
 	// chunks, so that only the agent closing the connection ends it: its
@@ -47,6 +49,19 @@ var errCutRecord = fmt.Errorf("agent reply ended inside a record: %w", io.ErrUne
 func (f *frame) Record() []byte { return f.rec.Bytes() }
 
 func (f *frame) Err() error { return f.err }
+
+// begin is how Next starts: it reports whether the stream may go on, and
+// the first time skips a byte order mark at the start of the reply.
+func (f *frame) begin() bool {
+	if f.done {
+		return false
+	}
+	if !f.started {
+		f.started = true
+		skipBOM(f.br)
+	}
+	return true
+}
 
 // stop ends the stream with err, nil for a clean end. It returns false so
 // that Next can end with "return s.stop(err)".

@@ -19,8 +19,7 @@ import (
 // with an *AgentError.
 type sseStream struct {
 	frame
-	started bool
-	eof     bool // the reply ended; the stream ends after the pending event
+	eof bool // the reply ended; the stream ends after the pending event
 
 	// crEnded is set when the last line ended with a CR as the last byte
 	// of a read: an LF at the start of the next one belongs to it.
@@ -55,12 +54,8 @@ const (
 )
 
 func (s *sseStream) Next() bool {
-	if s.done {
+	if !s.begin() {
 		return false
-	}
-	if !s.started {
-		s.started = true
-		skipBOM(s.br)
 	}
 	for !s.eof {
 		if s.br.Buffered() == 0 {

@@ -17,7 +17,6 @@ import (
 // only a close ended the reply.
 type textStream struct {
 	frame
-	started bool
 	buf     []byte // the bytes held back, then a read
 	out     []byte // text read and not yet sent, in buf
 	tail    []byte // an incomplete character after out, in buf
@@ -39,12 +38,8 @@ func newTextStream(fr frame) *textStream {
 }
 
 func (s *textStream) Next() bool {
-	if s.done {
+	if !s.begin() {
 		return false
-	}
-	if !s.started {
-		s.started = true
-		skipBOM(s.br)
 	}
 	for {
 		if len(s.out) > 0 {

@@ -54,7 +54,7 @@ The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
 the config's listen, else :8080.
 
 deploy-request flags (besides --config):
-` + deploy.RequestUsage
+` + requestUsage
 
 // run is the whole program: main only wires signals and the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -71,9 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	listen := fs.String("listen", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	print := fs.Bool("print", false, "")
-	var request deploy.RequestFlags
+	var request requestFlags
 	if cmd == "deploy-request" {
-		request.Register(fs)
+		request.register(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
-		if err := request.Write(cfg, stdout, stderr); err != nil {
+		if err := request.write(cfg, stdout, stderr); err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		return nil

@@ -1,4 +1,4 @@
-package deploy
+package main
 
 import (
 	"encoding/json"
@@ -11,20 +11,24 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/deploy"
 )
 
-// RequestFlags are the flags of `sidecar deploy-request`: Register adds
-// them to the command's flag set, Write prints the request once the flags
-// and the config are parsed.
-type RequestFlags struct {
-	opts RequestOptions
-	// UpdateMask makes Write print the patch request's updateMask instead
+// The flags of `sidecar deploy-request`: register adds them to the
+// command's flag set, write prints the request once the flags and the
+// config are parsed. What the options mean and which are valid is
+// package deploy's.
+
+// requestFlags collect deploy.RequestOptions from the command line.
+type requestFlags struct {
+	opts deploy.RequestOptions
+	// updateMask makes write print the patch request's updateMask instead
 	// of the body.
-	UpdateMask bool
+	updateMask bool
 }
 
-// RequestUsage documents the flags Register adds, for the command's help.
-const RequestUsage = `  --image URI              spec.containerSpec.imageUri (required)
+// requestUsage documents the flags register adds, for the command's help.
+const requestUsage = `  --image URI              spec.containerSpec.imageUri (required)
   --display-name NAME      displayName (required)
   --description TEXT       description
   --framework NAME         spec.agentFramework (default google-adk with the ADK
@@ -60,8 +64,8 @@ const RequestUsage = `  --image URI              spec.containerSpec.imageUri (re
   --update-mask            print the patch request's updateMask instead of the body
 `
 
-// Register adds the deploy-request flags to fs.
-func (f *RequestFlags) Register(fs *flag.FlagSet) {
+// register adds the deploy-request flags to fs.
+func (f *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.opts.Image, "image", "", "")
 	fs.StringVar(&f.opts.DisplayName, "display-name", "", "")
 	fs.StringVar(&f.opts.Description, "description", "", "")
@@ -69,19 +73,19 @@ func (f *RequestFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.opts.ServiceAccount, "service-account", "", "")
 	fs.StringVar(&f.opts.CPU, "cpu", "", "")
 	fs.StringVar(&f.opts.Memory, "memory", "", "")
-	fs.BoolVar(&f.UpdateMask, "update-mask", false, "")
+	fs.BoolVar(&f.updateMask, "update-mask", false, "")
 	fs.Func("method", "", func(s string) error {
-		m, err := ParseMethod(s)
+		m, err := parseMethod(s)
 		f.opts.Methods = append(f.opts.Methods, m)
 		return err
 	})
 	fs.Func("env", "", func(s string) error {
-		e, err := ParseEnv(s)
+		e, err := parseEnv(s)
 		f.opts.Env = append(f.opts.Env, e)
 		return err
 	})
 	fs.Func("secret-env", "", func(s string) error {
-		e, err := ParseSecretEnv(s)
+		e, err := parseSecretEnv(s)
 		f.opts.SecretEnv = append(f.opts.SecretEnv, e)
 		return err
 	})
@@ -107,7 +111,7 @@ func (f *RequestFlags) Register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.Func("dns-peering", "", func(s string) error {
-		d, err := ParseDNSPeering(s)
+		d, err := parseDNSPeering(s)
 		f.psc().DNSPeering = append(f.psc().DNSPeering, d)
 		return err
 	})
@@ -130,40 +134,73 @@ func (f *RequestFlags) Register(fs *flag.FlagSet) {
 	fs.Func("concurrency", "", intFlag(&f.opts.Concurrency))
 }
 
-func (f *RequestFlags) psc() *PSCInterface {
+func (f *requestFlags) psc() *deploy.PSCInterface {
 	if f.opts.PSC == nil {
-		f.opts.PSC = &PSCInterface{}
+		f.opts.PSC = &deploy.PSCInterface{}
 	}
 	return f.opts.PSC
 }
 
-// ParseDNSPeering reads "DOMAIN=PROJECT/NETWORK".
-func ParseDNSPeering(s string) (DNSPeering, error) {
+// parseDNSPeering reads "DOMAIN=PROJECT/NETWORK".
+func parseDNSPeering(s string) (deploy.DNSPeering, error) {
 	domain, target, ok1 := strings.Cut(s, "=")
 	project, network, ok2 := strings.Cut(target, "/")
 	if !ok1 || !ok2 || domain == "" || project == "" || network == "" {
-		return DNSPeering{}, fmt.Errorf("%q: want DOMAIN=PROJECT/NETWORK", s)
+		return deploy.DNSPeering{}, fmt.Errorf("%q: want DOMAIN=PROJECT/NETWORK", s)
 	}
-	return DNSPeering{Domain: domain, TargetProject: project, TargetNetwork: network}, nil
+	return deploy.DNSPeering{Domain: domain, TargetProject: project, TargetNetwork: network}, nil
 }
 
-// Options are the request options the parsed flags give.
-func (f *RequestFlags) Options() RequestOptions { return f.opts }
+// parseEnv reads "NAME=VALUE" (the value may be empty and may hold "=").
+func parseEnv(s string) (deploy.EnvVar, error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return deploy.EnvVar{}, fmt.Errorf("%q: want NAME=VALUE", s)
+	}
+	return deploy.EnvVar{Name: name, Value: value}, nil
+}
 
-// Write prints the create request for cfg to stdout (or, with
+// parseSecretEnv reads "NAME=SECRET[:VERSION]"; the version defaults to
+// "latest".
+func parseSecretEnv(s string) (deploy.SecretEnvVar, error) {
+	name, ref, ok := strings.Cut(s, "=")
+	secret, version, _ := strings.Cut(ref, ":")
+	if !ok || name == "" || secret == "" {
+		return deploy.SecretEnvVar{}, fmt.Errorf("%q: want NAME=SECRET[:VERSION]", s)
+	}
+	if version == "" {
+		version = deploy.DefaultSecretVersion
+	}
+	return deploy.SecretEnvVar{Name: name, SecretRef: deploy.SecretRef{Secret: secret, Version: version}}, nil
+}
+
+// parseMethod reads "NAME[:MODE]", MODE one of async, stream, async_stream
+// (none: unary).
+func parseMethod(s string) (deploy.ClassMethod, error) {
+	name, mode, _ := strings.Cut(s, ":")
+	if !deploy.ValidMethodName(name) {
+		return deploy.ClassMethod{}, fmt.Errorf("%q: want NAME[:MODE]", s)
+	}
+	if !deploy.ValidMode(config.Mode(mode)) {
+		return deploy.ClassMethod{}, fmt.Errorf("%q: unknown mode %q (want async, stream or async_stream, or none)", s, mode)
+	}
+	return deploy.ClassMethod{Name: name, APIMode: config.Mode(mode)}, nil
+}
+
+// write prints the create request for cfg to stdout (or, with
 // --update-mask, its updateMask), and any Warnings to stderr. A request
-// CreateRequest refuses is an error listing every problem, one a line,
+// deploy.CreateRequest refuses is an error listing every problem, one a line,
 // each prefixed "sidecar deploy-request: ".
-func (f *RequestFlags) Write(cfg *config.Config, stdout, stderr io.Writer) error {
-	body, err := CreateRequest(cfg, f.opts)
+func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error {
+	body, err := deploy.CreateRequest(cfg, f.opts)
 	if err != nil {
-		return errors.New(prefix + strings.ReplaceAll(err.Error(), "\n", "\n"+prefix))
+		return errors.New(requestPrefix + strings.ReplaceAll(err.Error(), "\n", "\n"+requestPrefix))
 	}
-	for _, w := range Warnings(cfg, f.opts) {
-		fmt.Fprintln(stderr, prefix+"warning:", w)
+	for _, w := range deploy.Warnings(cfg, f.opts) {
+		fmt.Fprintln(stderr, requestPrefix+"warning:", w)
 	}
-	if f.UpdateMask {
-		mask, err := UpdateMask(body)
+	if f.updateMask {
+		mask, err := deploy.UpdateMask(body)
 		if err != nil {
 			return err
 		}
@@ -174,7 +211,7 @@ func (f *RequestFlags) Write(cfg *config.Config, stdout, stderr io.Writer) error
 	return err
 }
 
-const prefix = "sidecar deploy-request: "
+const requestPrefix = "sidecar deploy-request: "
 
 func intFlag(p **int) func(string) error {
 	return func(s string) error {
