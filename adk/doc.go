@@ -4,5 +4,7 @@
 // sessions, /run_sse, memory. It absorbs the servers' differences (a bare
 // session array or a paged object, 200 null or 204 on delete, {"detail"}
 // or {"error"} or HTML error bodies) and gives callers AdkApp's input
-// names, output shapes and error messages.
+// names, output shapes and error messages. Which handler serves which
+// method, and the inputs each requires, is adkapp.Methods' to say; this
+// package registers a function for each of its handlers (handlers.go).
 package adk

@@ -5,10 +5,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
+
+// defaultUserID is what AdkApp uses when streaming_agent_run_with_events
+// names no user.
+const defaultUserID = "default-user-id"
+
+// cleanupTimeout bounds deleting a temporary session after its run.
+const cleanupTimeout = 5 * time.Second
 
 // runRequest is the body of POST /run_sse, in the camelCase every ADK api
 // server accepts.
@@ -21,13 +29,19 @@ type runRequest struct {
 }
 
 // streamQuery: stream_query(message, user_id, session_id=None,
-// run_config=None) and async_stream_query, which also takes
-// session_events to seed a new session. One ADK event per line.
-func (a *App) streamQuery(c call, async bool) (upstream.Stream, func(), error) {
-	user, err := requiredString(c.in, "user_id")
-	if err != nil {
-		return nil, nil, err
-	}
+// run_config=None). One ADK event per line.
+func (a *App) streamQuery(c call) (upstream.Stream, func(), error) {
+	return a.query(c, false)
+}
+
+// asyncStreamQuery: async_stream_query, which also takes session_events
+// to seed a new session.
+func (a *App) asyncStreamQuery(c call) (upstream.Stream, func(), error) {
+	return a.query(c, true)
+}
+
+func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
+	user := c.arg("user_id")
 	msg, err := content(c.in.Fields["message"], "message")
 	if err != nil {
 		return nil, nil, err
@@ -62,10 +76,7 @@ func (a *App) streamQuery(c call, async bool) (upstream.Stream, func(), error) {
 // is {"events": [event], "session_id": …}; a session created for this run
 // alone is deleted when the run ends, however it ends.
 func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
-	raw, ok := c.in.Fields["request_json"]
-	if !ok || string(raw) == "null" {
-		return nil, nil, &upstream.InputError{Field: "request_json", Msg: "is required: a JSON string {message, user_id, session_id?, events?}"}
-	}
+	raw := c.in.Fields["request_json"]
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		raw = json.RawMessage(s)
@@ -209,7 +220,7 @@ func (e *events) Record() []byte {
 // Content with one text part; an object must be a Content with parts.
 func content(v json.RawMessage, field string) (json.RawMessage, error) {
 	if len(v) == 0 || string(v) == "null" {
-		return nil, &upstream.InputError{Field: field, Msg: "is required: a string or a Content {role, parts}"}
+		return nil, &upstream.InputError{Field: field, Msg: "is required: " + wantContent}
 	}
 	var text string
 	if json.Unmarshal(v, &text) == nil {
@@ -217,7 +228,7 @@ func content(v json.RawMessage, field string) (json.RawMessage, error) {
 	}
 	var c map[string]json.RawMessage
 	if json.Unmarshal(v, &c) != nil || c == nil {
-		return nil, &upstream.InputError{Field: field, Msg: "must be a string or a Content {role, parts}"}
+		return nil, &upstream.InputError{Field: field, Msg: "must be " + wantContent}
 	}
 	if parts, ok := c["parts"]; !ok || len(parts) == 0 || parts[0] != '[' {
 		return nil, &upstream.InputError{Field: field, Msg: "is a Content without a parts list"}

@@ -6,40 +6,21 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidecar-dev/sidecar/adk/adkapp"
 )
 
-// PresetADK is the preset that serves AdkApp's methods in front of an ADK
-// api server.
+// PresetADK is the preset that serves AdkApp's methods (adkapp.Methods)
+// in front of an ADK api server.
 const PresetADK = "adk"
 
-// ADKMethods are AdkApp's 13 class methods, in the order the preset adds
-// them, with the api_mode and the handler of each.
-var ADKMethods = []struct {
-	Name    string
-	Mode    Mode
-	Handler string
-}{
-	{"create_session", ModeSync, "adk.create_session"},
-	{"async_create_session", ModeAsync, "adk.create_session"},
-	{"get_session", ModeSync, "adk.get_session"},
-	{"async_get_session", ModeAsync, "adk.get_session"},
-	{"list_sessions", ModeSync, "adk.list_sessions"},
-	{"async_list_sessions", ModeAsync, "adk.list_sessions"},
-	{"delete_session", ModeSync, "adk.delete_session"},
-	{"async_delete_session", ModeAsync, "adk.delete_session"},
-	{"async_add_session_to_memory", ModeAsync, "adk.add_session_to_memory"},
-	{"async_search_memory", ModeAsync, "adk.search_memory"},
-	{"stream_query", ModeStream, "adk.stream_query"},
-	{"async_stream_query", ModeAsyncStream, "adk.async_stream_query"},
-	{"streaming_agent_run_with_events", ModeAsyncStream, "adk.streaming_agent_run_with_events"},
-}
-
-// handlerModes maps every handler to the mode it serves by default.
+// handlerModes maps every adk.* handler to the mode it serves by default,
+// that of its first row in adkapp.Methods.
 var handlerModes = func() map[string]Mode {
 	m := map[string]Mode{}
-	for _, am := range ADKMethods {
+	for _, am := range adkapp.Methods {
 		if _, ok := m[am.Handler]; !ok {
-			m[am.Handler] = am.Mode
+			m[am.Handler] = Mode(am.Mode)
 		}
 	}
 	return m
@@ -73,12 +54,12 @@ func (c *Config) expandPreset() {
 	if n := len(c.Methods); n > 0 && c.Methods[n-1].Name == "*" {
 		wildcard, c.Methods = c.Methods[n-1], c.Methods[:n-1]
 	}
-	for _, am := range ADKMethods {
+	for _, am := range adkapp.Methods {
 		if slices.Contains(declared, am.Name) {
 			continue
 		}
 		c.Methods = append(c.Methods, &Method{
-			Name: am.Name, Mode: am.Mode, Handler: am.Handler,
+			Name: am.Name, Mode: Mode(am.Mode), Handler: am.Handler,
 			Body: BodyNone, Reply: ReplyAuto, Output: OutputWrap, Timeouts: c.Timeouts,
 		})
 	}

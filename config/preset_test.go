@@ -1,8 +1,11 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/adk/adkapp"
 )
 
 func TestPresetADK(t *testing.T) {
@@ -62,5 +65,14 @@ func TestPresetADKOnly(t *testing.T) {
 	}
 	if len(c.Methods) != 13 {
 		t.Errorf("preset alone gives %d methods, want 13", len(c.Methods))
+	}
+}
+
+// TestPresetADKModes: every mode in adkapp.Methods is one config knows.
+func TestPresetADKModes(t *testing.T) {
+	for _, am := range adkapp.Methods {
+		if !slices.Contains(modes, am.Mode) {
+			t.Errorf("adkapp.Methods: %s has mode %q (want %s)", am.Name, am.Mode, oneOf(modes, true))
+		}
 	}
 }

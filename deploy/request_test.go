@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/config"
 )
 
@@ -240,20 +241,14 @@ func TestCreateRequestADKPreset(t *testing.T) {
 	if spec["agentFramework"] != "google-adk" {
 		t.Errorf("agentFramework = %v, want google-adk for the ADK preset", spec["agentFramework"])
 	}
-	var all map[string]map[string]any
-	if err := json.Unmarshal(adkAppParameters, &all); err != nil {
-		t.Fatal(err)
-	}
+	// adkapp's TestMethods checks that each has a description and parameters.
 	var want []ClassMethod
-	for _, am := range config.ADKMethods {
-		if adkAppDescriptions[am.Name] == "" || all[am.Name] == nil {
-			t.Errorf("AdkApp method %s: no description or parameters", am.Name)
-		}
-		want = append(want, ClassMethod{Name: am.Name, APIMode: am.Mode,
-			Description: adkAppDescriptions[am.Name], Parameters: all[am.Name]})
+	for _, am := range adkapp.Methods {
+		want = append(want, ClassMethod{Name: am.Name, APIMode: config.Mode(am.Mode),
+			Description: am.Description, Parameters: adkapp.Parameters(am.Name)})
 	}
-	if len(want) != 13 || len(all) != 13 || len(adkAppDescriptions) != 13 {
-		t.Fatalf("config.ADKMethods has %d methods, adkapp.json %d, descriptions %d: want AdkApp's 13", len(want), len(all), len(adkAppDescriptions))
+	if len(want) != 13 {
+		t.Fatalf("adkapp.Methods has %d methods: want AdkApp's 13", len(want))
 	}
 	checkClassMethods(t, spec["classMethods"], want)
 	// Spot checks of what the SDK would derive from AdkApp itself.

@@ -1,12 +1,12 @@
 """Prints the parameters schema of each AdkApp class method as the
 platform's Python SDK derives it (a pydantic model of the method's
 keyword arguments, titles dropped, Optional[X] as X plus nullable: true,
-required = the arguments without a default), for deploy's
-TestADKAppParameters. The signatures are AdkApp's
-(vertexai.agent_engines.templates.adk.AdkApp); **kwargs is not part of
-the schema.
+required = the arguments without a default), for adkapp's
+TestParameters, which compares it with parameters.json. The signatures
+are AdkApp's (vertexai.agent_engines.templates.adk.AdkApp); **kwargs is
+not part of the schema.
 
-    python3 deploy/testdata/adkapp_schema.py   # needs pydantic 2
+    python3 adk/adkapp/testdata/parameters.py > adk/adkapp/parameters.json   # needs pydantic 2
 """
 
 import inspect

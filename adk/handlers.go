@@ -1,0 +1,107 @@
+package adk
+
+import (
+	"encoding/json"
+
+	"github.com/sidecar-dev/sidecar/adk/adkapp"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// handler serves one adk.* handler of adkapp.Methods: a unary or a
+// streaming function, and the inputs the table requires of every call.
+type handler struct {
+	unary    func(*App, call) (json.RawMessage, error)
+	stream   func(*App, call) (upstream.Stream, func(), error)
+	required []string
+}
+
+// handlers are the functions that serve adkapp.Methods' handlers, each
+// with the inputs its rows require: unary and stream check those before
+// the function runs, and the function checks the rest. TestHandlers
+// checks that every handler the table names has a function here and
+// every function a row there.
+var handlers = withRequired(map[string]handler{
+	"adk.create_session":                  {unary: (*App).createSession},
+	"adk.get_session":                     {unary: (*App).getSession},
+	"adk.list_sessions":                   {unary: (*App).listSessions},
+	"adk.delete_session":                  {unary: (*App).deleteSession},
+	"adk.add_session_to_memory":           {unary: (*App).addSessionToMemory},
+	"adk.search_memory":                   {unary: (*App).searchMemory},
+	"adk.stream_query":                    {stream: (*App).streamQuery},
+	"adk.async_stream_query":              {stream: (*App).asyncStreamQuery},
+	"adk.streaming_agent_run_with_events": {stream: (*App).runWithEvents},
+})
+
+// withRequired gives each handler the inputs adkapp.Methods requires of
+// it (rows that share a handler require the same).
+func withRequired(hs map[string]handler) map[string]handler {
+	for _, am := range adkapp.Methods {
+		if h, ok := hs[am.Handler]; ok {
+			h.required = am.Required
+			hs[am.Handler] = h
+		}
+	}
+	return hs
+}
+
+// What a required input that is not a string must be, in the error for a
+// call without it.
+const (
+	wantContent = "a string or a Content {role, parts}"
+	wantSession = "a session object as get_session returns it"
+	wantRequest = "a JSON string {message, user_id, session_id?, events?}"
+)
+
+// shapes are the required inputs that are not strings, with what each
+// must be; the handler checks the shape of a present one.
+var shapes = map[string]string{
+	"message":      wantContent,
+	"session":      wantSession,
+	"request_json": wantRequest,
+}
+
+// checkRequired checks that in holds each of the required inputs, in
+// order: a string input a non-empty string, any other one present and not
+// null.
+func checkRequired(in upstream.Input, required []string) error {
+	for _, field := range required {
+		want, shaped := shapes[field]
+		if !shaped {
+			if _, err := requiredString(in, field); err != nil {
+				return err
+			}
+			continue
+		}
+		if v, ok := in.Fields[field]; !ok || string(v) == "null" {
+			return &upstream.InputError{Field: field, Msg: "is required: " + want}
+		}
+	}
+	return nil
+}
+
+// arg is a required string input, which checkRequired has checked.
+func (c call) arg(field string) string {
+	var s string
+	json.Unmarshal(c.in.Fields[field], &s)
+	return s
+}
+
+func requiredString(in upstream.Input, field string) (string, error) {
+	s, err := optionalString(in, field)
+	if err == nil && s == "" {
+		err = &upstream.InputError{Field: field, Msg: "is required"}
+	}
+	return s, err
+}
+
+func optionalString(in upstream.Input, field string) (string, error) {
+	v, ok := in.Fields[field]
+	if !ok || string(v) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", &upstream.InputError{Field: field, Msg: "must be a string"}
+	}
+	return s, nil
+}
