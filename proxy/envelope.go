@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // envelope is a normalized platform request.
@@ -94,20 +94,20 @@ func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 
 	var snake, camel, in []byte
 	var dup string
-	upstream.Members(body, func(key, value []byte) bool {
+	rawjson.Members(body, func(key, value []byte) bool {
 		var field *[]byte
 		switch {
-		case upstream.KeyIs(key, "class_method"):
+		case rawjson.KeyIs(key, "class_method"):
 			field = &snake
-		case upstream.KeyIs(key, "classMethod"):
+		case rawjson.KeyIs(key, "classMethod"):
 			field = &camel
-		case upstream.KeyIs(key, "input"):
+		case rawjson.KeyIs(key, "input"):
 			field = &in
 		default:
 			return true
 		}
 		if *field != nil {
-			dup = upstream.Key(key)
+			dup = rawjson.Key(key)
 			return false
 		}
 		*field = value
@@ -144,7 +144,7 @@ func decodeEnvelope(body []byte, stream bool) (envelope, error) {
 	case in[0] == '{':
 		// In place: compacting only ever drops bytes already read.
 		var ok bool
-		if env.input, ok = upstream.AppendCompact(in[:0], in); !ok {
+		if env.input, ok = rawjson.AppendCompact(in[:0], in); !ok {
 			return envelope{}, badRequest("input nests too deeply")
 		}
 	default:

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/metrics"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // failure is how one error reaches the caller: a status and detail before
@@ -125,9 +125,6 @@ func (f failure) withStatus(status int) failure {
 	return f
 }
 
-// errNotReady is a call that waited its bounded time for a booting agent.
-var errNotReady = errors.New("agent is not ready yet")
-
 // errClientGone is a call whose caller disconnected.
 var errClientGone = errors.New("client disconnected")
 
@@ -142,12 +139,12 @@ func failureOf(err error) failure {
 	var (
 		reqErr    *RequestError
 		maxErr    *http.MaxBytesError
-		inputErr  *upstream.InputError
-		statusErr *upstream.StatusError
-		dialErr   *upstream.DialError
-		timeout   *upstream.TimeoutError
-		agentErr  *upstream.AgentError
-		replyErr  *upstream.ReplyError
+		inputErr  *core.InputError
+		statusErr *core.StatusError
+		dialErr   *core.DialError
+		timeout   *core.TimeoutError
+		agentErr  *core.AgentError
+		replyErr  *core.ReplyError
 	)
 	switch {
 	case errors.As(err, &reqErr):
@@ -156,6 +153,8 @@ func failureOf(err error) failure {
 			f = f.withStatus(reqErr.Status)
 		}
 		return f
+	case errors.Is(err, core.ErrNoHandler):
+		return sidecarFailure("BAD_REQUEST", core.ErrNoHandler.Error()).withStatus(http.StatusNotImplemented)
 	case errors.As(err, &maxErr):
 		return sidecarFailure("REQUEST_TOO_LARGE",
 			"request body exceeds the limit of "+strconv.FormatInt(maxErr.Limit, 10)+" bytes")
@@ -182,18 +181,18 @@ func failureOf(err error) failure {
 		return f
 	case errors.As(err, &agentErr):
 		return agentFailure(agentErr)
-	case errors.Is(err, upstream.ErrRecordTooLarge):
-		return sidecarFailure("RECORD_TOO_LARGE", upstream.ErrRecordTooLarge.Error())
-	case errors.Is(err, upstream.ErrReplyTooLarge):
-		return sidecarFailure("REPLY_TOO_LARGE", upstream.ErrReplyTooLarge.Error())
+	case errors.Is(err, core.ErrRecordTooLarge):
+		return sidecarFailure("RECORD_TOO_LARGE", core.ErrRecordTooLarge.Error())
+	case errors.Is(err, core.ErrReplyTooLarge):
+		return sidecarFailure("REPLY_TOO_LARGE", core.ErrReplyTooLarge.Error())
 	case errors.As(err, &replyErr):
 		return sidecarFailure("BAD_REPLY", replyErr.Msg)
 	case errors.Is(err, ErrShuttingDown):
 		return sidecarFailure("SHUTTING_DOWN", ErrShuttingDown.Error())
-	case errors.Is(err, errBusy):
+	case errors.Is(err, core.ErrBusy):
 		return sidecarFailure("BUSY", err.Error())
-	case errors.Is(err, errNotReady):
-		return sidecarFailure("NOT_READY", errNotReady.Error())
+	case errors.Is(err, core.ErrNotReady):
+		return sidecarFailure("NOT_READY", core.ErrNotReady.Error())
 	case errors.Is(err, errClientGone):
 		return sidecarFailure("CALLER_LEFT", "client disconnected")
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
@@ -207,7 +206,7 @@ func failureOf(err error) failure {
 // byte (unary) it is a 502 with the agent's message; in a final line it is
 // the agent's own error if that is already in Google's shape, else 500
 // INTERNAL with its message and, when it gave one, its code as the reason.
-func agentFailure(e *upstream.AgentError) failure {
+func agentFailure(e *core.AgentError) failure {
 	f := sidecarFailure("AGENT_ERROR", e.Message)
 	if e.Code != "" {
 		f.reason = reasonToken(e.Code)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // Server serves the platform contract in front of one agent. Fill its
@@ -28,11 +28,11 @@ import (
 type Server struct {
 	// Config is the method map.
 	Config *config.Config
-	// Client reaches the agent.
-	Client *upstream.Client
+	// Agent answers the calls.
+	Agent core.Agent
 	// Prober reports the agent's readiness. If nil, the agent is taken to
 	// be ready and /healthz reports only the sidecar.
-	Prober *upstream.Prober
+	Prober Prober
 	// ReadyWait is how long a call waits for an agent that is not ready
 	// before it is answered 503. Zero means it does not wait.
 	ReadyWait time.Duration
@@ -43,9 +43,6 @@ type Server struct {
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
-	// Builtin serves the methods whose map entry names a handler (the
-	// ADK preset's "adk.*"). If nil, such methods answer 501.
-	Builtin Builtin
 
 	draining atomic.Bool
 	inFlight atomic.Int64
@@ -61,22 +58,20 @@ type Server struct {
 	endCalls context.CancelCauseFunc
 }
 
-// Builtin serves methods that take more than one request to the agent:
-// built-in code named by a method's handler key.
-type Builtin interface {
-	// Unary answers a unary call with the value of its {"output": …}.
-	Unary(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (json.RawMessage, error)
-	// Stream answers a streaming call with its records; the stream's Err
-	// is already explained, and close must be called once it is done.
-	Stream(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (records upstream.Stream, close func(), err error)
+// Prober reports the agent's readiness (upstream.Prober does).
+type Prober interface {
+	// Status reports whether the agent is ready, and why not.
+	Status() (ok bool, detail string)
+	// PublicDetail is why the agent is not ready in words fit for the
+	// public port, or "" for the generic ones.
+	PublicDetail() string
+	// Wait waits until the agent is ready or ctx ends.
+	Wait(ctx context.Context) error
 }
-
-// errNoHandler is a handler method on a server built without a Builtin.
-var errNoHandler = &RequestError{Status: http.StatusNotImplemented, Msg: "this method needs a built-in handler the sidecar was not given"}
 
 // ErrShuttingDown ends the calls still in flight when the drain budget
 // after SIGTERM runs out.
-var ErrShuttingDown = errors.New("the sidecar is shutting down")
+var ErrShuttingDown = core.ErrShuttingDown
 
 // Drain makes /healthz answer 503 and new calls get 503 with Retry-After
 // from now on, so the platform stops routing calls here while the calls in
@@ -175,7 +170,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, full bool) {
 		s.logReadiness(ok, detail)
 		if !ok {
 			if !full {
-				detail = errNotReady.Error()
+				detail = core.ErrNotReady.Error()
 				if public := s.Prober.PublicDetail(); public != "" {
 					detail = public
 				}
@@ -206,10 +201,9 @@ type call struct {
 	route   string
 	method  string
 	status  int
-	format  upstream.Format
+	notes   core.Notes // the reply's format and the agent's retries
 	records int
 	bytes   int64
-	retries int
 	outcome metrics.Outcome // who ended the call
 	phase   string          // the clock that ran out, for a timeout
 	reason  string          // the failure's reason, for a call that did not end ok
@@ -237,10 +231,6 @@ func Concurrency(cfg *config.Config) int {
 	return 2*runtime.GOMAXPROCS(0) + 1
 }
 
-// errBusy is a call that found every concurrency slot taken and the queue
-// full, or waited its queue timeout.
-var errBusy = errors.New("the sidecar is at its concurrency limit")
-
 // acquire takes a concurrency slot, waiting in the bounded queue for one
 // when they are all taken.
 func (s *Server) acquire(ctx context.Context) (func(), error) {
@@ -253,7 +243,7 @@ func (s *Server) acquire(ctx context.Context) (func(), error) {
 	lim := s.Config.Limits
 	if s.queued.Add(1) > int64(lim.Queue) {
 		s.queued.Add(-1)
-		return nil, fmt.Errorf("%w: %d calls in flight and %d waiting", errBusy, lim.Concurrency, lim.Queue)
+		return nil, fmt.Errorf("%w: %d calls in flight and %d waiting", core.ErrBusy, lim.Concurrency, lim.Queue)
 	}
 	defer s.queued.Add(-1)
 	t := time.NewTimer(lim.QueueTimeout)
@@ -264,14 +254,14 @@ func (s *Server) acquire(ctx context.Context) (func(), error) {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	case <-t.C:
-		return nil, fmt.Errorf("%w: no slot freed within %s", errBusy, lim.QueueTimeout)
+		return nil, fmt.Errorf("%w: no slot freed within %s", core.ErrBusy, lim.QueueTimeout)
 	}
 }
 
 // errLoop is a call that came from a sidecar's request to its agent: the
 // agent is a sidecar, this one most likely, and the call would go round.
 var errLoop = &RequestError{Status: http.StatusLoopDetected, Msg: "loop detected: this call came from a sidecar (it carries " +
-	upstream.HopHeader + "); is upstream.url the sidecar's own address?"}
+	core.HopHeader + "); is upstream.url the sidecar's own address?"}
 
 // smallBody is the largest request body read before its call waits for a
 // concurrency slot. Reading it lets net/http notice a queued caller who
@@ -288,39 +278,38 @@ const smallBody = 64 << 10
 // when Content-Length gives it (else in growing steps, up to about twice
 // it while reading), decoded in place (a JSON string holding the envelope
 // too), its input compacted in place and indexed without copying values
-// (upstream.ParseInput). Building the agent's request may copy the input
+// (core.ParseInput). Building the agent's request may copy the input
 // once more. So request bodies take at most Concurrency × request_bytes ×
 // 4, plus smallBody per queued call.
-func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
-	if r.Header.Get(upstream.HopHeader) != "" {
-		return nil, upstream.Input{}, errLoop
+func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (core.Call, error) {
+	if r.Header.Get(core.HopHeader) != "" {
+		return core.Call{}, errLoop
 	}
 	if s.draining.Load() {
-		return nil, upstream.Input{}, ErrShuttingDown
+		return core.Call{}, ErrShuttingDown
 	}
 	limit := s.Config.Limits.RequestBytes
 	if r.ContentLength > limit {
-		return nil, upstream.Input{}, &http.MaxBytesError{Limit: limit} // refused unread
+		return core.Call{}, &http.MaxBytesError{Limit: limit} // refused unread
 	}
 	// A small body is read and checked before the call queues: a bad
 	// request never takes a slot. A large one waits for its slot unread.
-	var m *config.Method
-	var in upstream.Input
+	var call core.Call
 	var err error
 	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
 	if early {
-		if m, in, err = s.request(w, r, c, stream); err != nil {
-			return nil, upstream.Input{}, err
+		if call, err = s.request(w, r, c, stream); err != nil {
+			return core.Call{}, err
 		}
 	}
 	release, err := s.acquire(ctx)
 	if err != nil {
-		return nil, upstream.Input{}, err
+		return core.Call{}, err
 	}
 	c.release = release
 	if !early {
-		if m, in, err = s.request(w, r, c, stream); err != nil {
-			return nil, upstream.Input{}, err
+		if call, err = s.request(w, r, c, stream); err != nil {
+			return core.Call{}, err
 		}
 	}
 	// Agents think for minutes: the server's read and write deadlines
@@ -329,36 +318,35 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
 	if err := s.waitReady(ctx); err != nil {
-		return nil, upstream.Input{}, err
+		return core.Call{}, err
 	}
-	return m, in, nil
+	return call, nil
 }
 
 // request reads the request body, decodes its envelope and finds its
-// method.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call, stream bool) (*config.Method, upstream.Input, error) {
+// method: the call for the agent.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call, stream bool) (core.Call, error) {
 	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
 	if err != nil {
-		return nil, upstream.Input{}, err
+		return core.Call{}, err
 	}
 	env, err := decodeEnvelope(body, stream)
 	if err != nil {
-		return nil, upstream.Input{}, err
+		return core.Call{}, err
 	}
 	c.method = env.method
 	m := s.Config.Lookup(env.method, stream)
 	if m == nil {
-		return nil, upstream.Input{}, s.methodNotFound(env.method, stream)
+		return core.Call{}, s.methodNotFound(env.method, stream)
 	}
 	c.entry = m.Name
-	in := upstream.Input{Raw: env.input}
-	if upstream.ReadsFields(m) {
-		if in, err = upstream.ParseInput(env.input); err != nil {
-			return nil, upstream.Input{}, badRequest("%v", err)
+	in := core.Input{Raw: env.input}
+	if core.ReadsFields(m) {
+		if in, err = core.ParseInput(env.input); err != nil {
+			return core.Call{}, badRequest("%v", err)
 		}
 	}
-	in.Route = c.route // for a {route} in the method's call
-	return m, in, nil
+	return core.Call{Method: m, Name: env.method, Input: in, Header: r.Header, Route: c.route, Notes: &c.notes}, nil
 }
 
 // readBody reads the request body, up to limit bytes: into a buffer of
@@ -416,7 +404,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return cause
 		}
 		_, detail := s.Prober.Status()
-		return fmt.Errorf("%w (%s, waited %s)", errNotReady, detail, s.ReadyWait)
+		return fmt.Errorf("%w (%s, waited %s)", core.ErrNotReady, detail, s.ReadyWait)
 	}
 	return nil
 }
@@ -424,7 +412,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 // handle wraps a route's serve function in what every call shares: it is
 // counted in flight, gets its context, has its request read and checked,
 // and ends with one log line.
-func (s *Server) handle(route string, stream bool, serve func(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input)) http.HandlerFunc {
+func (s *Server) handle(route string, stream bool, serve func(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{start: time.Now(), route: route}
 		defer s.log(r, c)
@@ -433,13 +421,13 @@ func (s *Server) handle(route string, stream bool, serve func(ctx context.Contex
 		defer s.inFlight.Add(-1)
 		ctx, done := s.callContext(r)
 		defer done()
-		m, in, err := s.begin(ctx, w, r, c, stream)
+		call, err := s.begin(ctx, w, r, c, stream)
 		if err != nil {
 			s.fail(w, r, c, err)
 			return
 		}
-		defer boundWrites(ctx, w, r, c.start, m.Timeouts.Total)()
-		serve(ctx, w, r, c, m, in)
+		defer boundWrites(ctx, w, r, c.start, call.Method.Timeouts.Total)()
+		serve(ctx, w, r, c, call)
 	}
 }
 
@@ -494,8 +482,8 @@ func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, st
 }
 
 // serveUnary answers POST /api/reasoning_engine with {"output": …}.
-func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input) {
-	out, err := s.output(ctx, r, m, c, in)
+func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
+	out, err := s.Agent.Unary(ctx, call)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
@@ -520,35 +508,15 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 }
 
-// output calls the agent for a unary method and returns the value of
-// its {"output": …}.
-func (s *Server) output(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (json.RawMessage, error) {
-	if m.Handler != "" {
-		if s.Builtin == nil {
-			return nil, errNoHandler
-		}
-		c.format = "handler"
-		return s.Builtin.Unary(ctx, m, c.method, in, r.Header)
-	}
-	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Close()
-	c.retries = resp.Retries
-	c.format = upstream.FormatFor(m.Reply, resp.Header.Get("Content-Type"))
-	return resp.Output(m, s.Config.Limits.ReplyBytes, s.Config.Limits.RecordBytes)
-}
-
 // serveStream answers POST /api/stream_reasoning_engine with one compact
 // JSON record per line, each flushed as soon as the agent produced it.
-func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, m *config.Method, in upstream.Input) {
-	records, done, err := s.openStream(ctx, r, m, c, in)
+func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
+	records, err := s.openStream(ctx, call)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
 	}
-	defer done()
+	defer records.Close()
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
@@ -577,8 +545,8 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		pending = false
 	}
 	perRecord := true // without the hook, flush after every record
-	if br, ok := records.(interface{ BeforeRead(func()) }); ok {
-		br.BeforeRead(flush)
+	if wr, ok := records.(core.Waiter); ok {
+		wr.BeforeWait(flush)
 		perRecord = false
 	}
 
@@ -625,39 +593,19 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 // 1,000 open idle streams this is 19 MB of stacks against 12 MB
 // (BENCHMARKS.md). A panic is raised again on the handler's goroutine, as
 // if the call had run there.
-func (s *Server) openStream(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (records upstream.Stream, done func(), err error) {
+func (s *Server) openStream(ctx context.Context, call core.Call) (records core.Records, err error) {
 	var panicked any
 	opened := make(chan struct{})
 	go func() {
 		defer close(opened)
 		defer func() { panicked = recover() }()
-		records, done, err = s.records(ctx, r, m, c, in)
+		records, err = s.Agent.Stream(ctx, call)
 	}()
 	<-opened
 	if panicked != nil {
 		panic(panicked)
 	}
-	return records, done, err
-}
-
-// records calls the agent for a streaming method and returns its records
-// (their errors explained) and the function that releases them.
-func (s *Server) records(ctx context.Context, r *http.Request, m *config.Method, c *call, in upstream.Input) (upstream.Stream, func(), error) {
-	if m.Handler != "" {
-		if s.Builtin == nil {
-			return nil, nil, errNoHandler
-		}
-		c.format = "handler"
-		return s.Builtin.Stream(ctx, m, c.method, in, r.Header)
-	}
-	resp, err := s.Client.Call(ctx, m, c.method, in, r.Header)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.retries = resp.Retries
-	records, format := resp.Stream(m.Reply, s.Config.Limits.RecordBytes)
-	c.format = format
-	return records, resp.Close, nil
+	return records, err
 }
 
 // fail answers a call that failed before its first byte.
@@ -676,7 +624,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 func (s *Server) log(r *http.Request, c *call) {
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
-		Records: c.records, Bytes: c.bytes, Retries: c.retries, Stream: c.route == config.RouteStream,
+		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.route == config.RouteStream,
 	})
 	level := zap.InfoLevel
 	if c.status >= 500 || (c.outcome != metrics.OK && c.status == http.StatusOK) {
@@ -690,7 +638,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		zap.String("class_method", c.method),
 		zap.String("route", c.route),
 		zap.Int("status", c.status),
-		zap.String("reply", string(c.format)),
+		zap.String("reply", c.notes.Reply),
 		zap.Int("records", c.records),
 		zap.Int64("bytes", c.bytes),
 		zap.Duration("duration", time.Since(c.start)),
@@ -702,8 +650,8 @@ func (s *Server) log(r *http.Request, c *call) {
 	if c.reason != "" {
 		fields = append(fields, zap.String("reason", c.reason))
 	}
-	if c.retries > 0 {
-		fields = append(fields, zap.Int("retries", c.retries))
+	if c.notes.Retries > 0 {
+		fields = append(fields, zap.Int("retries", c.notes.Retries))
 	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", clip(id)))
