@@ -40,6 +40,10 @@ type Server struct {
 	Logger *zap.Logger
 	// Metrics records every call. If nil, nothing is recorded.
 	Metrics *metrics.Metrics
+	// Map is the mapping stage between the agent's records and the
+	// caller's: each stream's records pass through it. If nil, they pass
+	// unchanged.
+	Map core.Stage
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
@@ -516,74 +520,46 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		s.fail(w, r, c, err)
 		return
 	}
+	records = s.mapped(records)
 	defer records.Close()
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	out := newNDJSON(w)
 	c.status = http.StatusOK
-	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
+	if err := out.begin(); err != nil {
 		c.callerLeft(err)
 		return
 	}
-
-	// Records that arrived in one read from the agent go out in one write;
-	// what was written is flushed before the sidecar waits for more. So
-	// every record reaches the caller as soon as the agent produced it,
-	// without a syscall per record when the agent sends many at once.
-	var pending bool
-	var flushErr error
-	flush := func() {
-		if pending && flushErr == nil {
-			flushErr = rc.Flush()
-		}
-		pending = false
+	err = out.Copy(records)
+	c.records, c.bytes = out.records, out.bytes
+	if out.records > 0 {
+		c.first = out.first.Sub(c.start)
 	}
-	perRecord := true // without the hook, flush after every record
-	if wr, ok := records.(core.Waiter); ok {
-		wr.BeforeWait(flush)
-		perRecord = false
+	if err != nil {
+		c.callerLeft(err)
+		return
 	}
-
-	line := make([]byte, 0, 512) // grows to the largest record
-	for records.Next() {
-		line = append(append(line[:0], records.Record()...), '\n')
-		n, err := w.Write(line)
-		c.bytes += int64(n)
-		pending = true
-		if perRecord {
-			flush()
-		}
-		if err == nil {
-			err = flushErr
-		}
-		if err != nil {
-			c.callerLeft(err)
-			return
-		}
-		if c.records == 0 {
-			c.first = time.Since(c.start)
-		}
-		c.records++
-	}
-	flush()
 	if err := records.Err(); err != nil {
 		err = explain(ctx, r.Context(), err)
 		f := c.failed(failureOf(err), err)
 		if f.outcome == metrics.CallerLeft {
 			return
 		}
-		n, _ := w.Write(errorLine(f))
-		c.bytes += int64(n)
-		rc.Flush()
+		out.final(errorLine(f))
+		c.bytes = out.bytes
 		return
 	}
 	c.outcome = metrics.OK
+}
+
+// mapped is the mapping stage of a stream's records: Map, or the records
+// unchanged.
+func (s *Server) mapped(r core.Records) core.Records {
+	if s.Map == nil {
+		return r
+	}
+	return s.Map(r)
 }
 
 // openStream runs records on a goroutine of its own and waits for it.

@@ -92,6 +92,16 @@ type Waiter interface {
 	BeforeWait(f func())
 }
 
+// Stage is the mapping stage of the record pipeline, between the
+// deframers and a front door's encoder: it turns the agent's records into
+// the records the caller gets (a framework's stream dialect into the
+// front door's, for one). A Stage that wraps its records passes on their
+// Waiter, so the encoder's flush policy still holds, and closes them.
+type Stage func(Records) Records
+
+// Pass is the Stage that passes records through unchanged.
+func Pass(r Records) Records { return r }
+
 // Mux is the Agent for a method map that mixes plain methods, answered by
 // Plain, and methods whose entry names a built-in handler ("adk.*"),
 // answered by Handlers. If Handlers is nil, a handler method fails with

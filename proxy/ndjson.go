@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// ndjson writes a stream's records to the caller, one compact JSON value
+// per line, and decides when what it wrote is flushed. Its one flush
+// policy: records that arrived in one read from the agent go out in one
+// write, and what was written is flushed before the records wait for the
+// agent (core.Waiter). So every record reaches the caller as soon as the
+// agent produced it, without a syscall per record when the agent sends
+// many at once. Records that cannot say when they wait are flushed one by
+// one.
+type ndjson struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+
+	line      []byte // the record being written, with its newline
+	pending   bool   // written since the last flush
+	perRecord bool   // flush after every record: the records are no Waiter
+	flushErr  error  // the first flush that failed, reported at the next write
+
+	// What went out, for the call's log line and metrics.
+	records int
+	bytes   int64
+	first   time.Time // when the first record was written
+}
+
+func newNDJSON(w http.ResponseWriter) *ndjson {
+	return &ndjson{w: w, rc: http.NewResponseController(w)}
+}
+
+// begin answers 200 with the stream's headers and flushes them, before
+// the first record, so the caller knows the call was accepted.
+func (n *ndjson) begin() error {
+	h := n.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	n.w.WriteHeader(http.StatusOK)
+	return n.rc.Flush()
+}
+
+// Copy writes every record of r and flushes. It returns the first error
+// writing to the caller (who has left, most likely), and nil when r ended:
+// r.Err says how.
+func (n *ndjson) Copy(r core.Records) error {
+	if wr, ok := r.(core.Waiter); ok {
+		wr.BeforeWait(n.flush)
+	} else {
+		n.perRecord = true
+	}
+	if n.line == nil {
+		n.line = make([]byte, 0, 512) // grows to the largest record
+	}
+	for r.Next() {
+		if err := n.write(r.Record()); err != nil {
+			return err
+		}
+	}
+	n.flush()
+	return n.flushErr
+}
+
+// write writes one record as a line, flushing it when the policy says.
+func (n *ndjson) write(rec []byte) error {
+	n.line = append(append(n.line[:0], rec...), '\n')
+	k, err := n.w.Write(n.line)
+	n.bytes += int64(k)
+	n.pending = true
+	if n.perRecord {
+		n.flush()
+	}
+	if err == nil {
+		err = n.flushErr
+	}
+	if err != nil {
+		return err
+	}
+	if n.records == 0 {
+		n.first = time.Now()
+	}
+	n.records++
+	return nil
+}
+
+// flush flushes what was written since the last flush, if anything.
+func (n *ndjson) flush() {
+	if n.pending && n.flushErr == nil {
+		n.flushErr = n.rc.Flush()
+	}
+	n.pending = false
+}
+
+// final writes the stream's last line (an error line) and flushes it. A
+// caller that left is not told.
+func (n *ndjson) final(line []byte) {
+	k, _ := n.w.Write(line)
+	n.bytes += int64(k)
+	n.rc.Flush()
+}
