@@ -15,10 +15,23 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
+// sliceRecords yields its records, then ends with err.
+type sliceRecords struct {
+	recs   []string
+	err    error
+	i      int
+	closed bool
+}
+
+func (r *sliceRecords) Next() bool     { r.i++; return r.i <= len(r.recs) }
+func (r *sliceRecords) Record() []byte { return []byte(r.recs[r.i-1]) }
+func (r *sliceRecords) Err() error     { return r.err }
+func (r *sliceRecords) Close()         { r.closed = true }
+
 // fakeAgent answers every call from its fields, and keeps the last call.
 type fakeAgent struct {
 	output  json.RawMessage
-	records *fakeRecords
+	records *sliceRecords
 	err     error
 	last    core.Call
 }
@@ -34,7 +47,7 @@ func (a *fakeAgent) Stream(_ context.Context, c core.Call) (core.Records, error)
 	if a.err != nil {
 		return nil, a.err
 	}
-	return waitingRecords{a.records}, nil
+	return a.records, nil
 }
 
 const fakeConfig = `
@@ -77,7 +90,7 @@ func TestFrontDoorUnary(t *testing.T) {
 // TestFrontDoorStream: a stream's records go out one per line, and an
 // error after them is the final line in Google's error model.
 func TestFrontDoorStream(t *testing.T) {
-	records := &fakeRecords{bursts: [][]string{{`{"i":1}`, `{"i":2}`}}, err: &core.TimeoutError{Phase: "idle", After: "1s"}}
+	records := &sliceRecords{recs: []string{`{"i":1}`, `{"i":2}`}, err: &core.TimeoutError{Phase: "idle", After: "1s"}}
 	w := serveFake(t, &fakeAgent{records: records}, config.RouteStream, `{"class_method":"stream_query","input":{}}`)
 	got := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
 	if w.Code != 200 || len(got) != 3 || got[0] != `{"i":1}` || got[1] != `{"i":2}` || !strings.Contains(got[2], `"reason":"TIMEOUT"`) {
@@ -134,7 +147,7 @@ func TestMapStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := &fakeAgent{records: &fakeRecords{bursts: [][]string{{`{"i":1}`}}}}
+	agent := &fakeAgent{records: &sliceRecords{recs: []string{`{"i":1}`}}}
 	var mapped int
 	s := &Server{Config: cfg, Agent: agent, Map: func(r core.Records) core.Records { mapped++; return core.Pass(r) }}
 	w := httptest.NewRecorder()

@@ -1,4 +1,4 @@
-package proxy
+package platform
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// ndjson writes a stream's records to the caller, one compact JSON value
+// NDJSON writes a stream's records to the caller, one compact JSON value
 // per line, and decides when what it wrote is flushed. Its one flush
 // policy: records that arrived in one read from the agent go out in one
 // write, and what was written is flushed before the records wait for the
@@ -15,7 +15,7 @@ import (
 // agent produced it, without a syscall per record when the agent sends
 // many at once. Records that cannot say when they wait are flushed one by
 // one.
-type ndjson struct {
+type NDJSON struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
 
@@ -24,19 +24,25 @@ type ndjson struct {
 	perRecord bool   // flush after every record: the records are no Waiter
 	flushErr  error  // the first flush that failed, reported at the next write
 
-	// What went out, for the call's log line and metrics.
 	records int
 	bytes   int64
-	first   time.Time // when the first record was written
+	first   time.Time
 }
 
-func newNDJSON(w http.ResponseWriter) *ndjson {
-	return &ndjson{w: w, rc: http.NewResponseController(w)}
+// Wrote is what went out, for the call's log line and metrics: the
+// records and bytes written, and when the first record was.
+func (n *NDJSON) Wrote() (records int, bytes int64, first time.Time) {
+	return n.records, n.bytes, n.first
 }
 
-// begin answers 200 with the stream's headers and flushes them, before
+// NewNDJSON is the writer of one stream to w.
+func NewNDJSON(w http.ResponseWriter) *NDJSON {
+	return &NDJSON{w: w, rc: http.NewResponseController(w)}
+}
+
+// Begin answers 200 with the stream's headers and flushes them, before
 // the first record, so the caller knows the call was accepted.
-func (n *ndjson) begin() error {
+func (n *NDJSON) Begin() error {
 	h := n.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache")
@@ -48,7 +54,7 @@ func (n *ndjson) begin() error {
 // Copy writes every record of r and flushes. It returns the first error
 // writing to the caller (who has left, most likely), and nil when r ended:
 // r.Err says how.
-func (n *ndjson) Copy(r core.Records) error {
+func (n *NDJSON) Copy(r core.Records) error {
 	if wr, ok := r.(core.Waiter); ok {
 		wr.BeforeWait(n.flush)
 	} else {
@@ -67,7 +73,7 @@ func (n *ndjson) Copy(r core.Records) error {
 }
 
 // write writes one record as a line, flushing it when the policy says.
-func (n *ndjson) write(rec []byte) error {
+func (n *NDJSON) write(rec []byte) error {
 	n.line = append(append(n.line[:0], rec...), '\n')
 	k, err := n.w.Write(n.line)
 	n.bytes += int64(k)
@@ -89,16 +95,16 @@ func (n *ndjson) write(rec []byte) error {
 }
 
 // flush flushes what was written since the last flush, if anything.
-func (n *ndjson) flush() {
+func (n *NDJSON) flush() {
 	if n.pending && n.flushErr == nil {
 		n.flushErr = n.rc.Flush()
 	}
 	n.pending = false
 }
 
-// final writes the stream's last line (an error line) and flushes it. A
+// Final writes the stream's last line (an error line) and flushes it. A
 // caller that left is not told.
-func (n *ndjson) final(line []byte) {
+func (n *NDJSON) Final(line []byte) {
 	k, _ := n.w.Write(line)
 	n.bytes += int64(k)
 	n.rc.Flush()

@@ -1,4 +1,4 @@
-package proxy
+package platform
 
 import (
 	"errors"
@@ -85,7 +85,7 @@ func TestNDJSONFlushPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &flushLog{ResponseRecorder: httptest.NewRecorder()}
-			out := newNDJSON(w)
+			out := NewNDJSON(w)
 			if err := out.Copy(tt.records); err != nil {
 				t.Fatalf("Copy = %v, want nil", err)
 			}
@@ -108,7 +108,7 @@ func TestNDJSONWriteError(t *testing.T) {
 	gone := errors.New("broken pipe")
 	w := &flushLog{ResponseRecorder: httptest.NewRecorder(), writeErr: gone}
 	r := &fakeRecords{bursts: [][]string{{`1`, `2`}}}
-	if err := newNDJSON(w).Copy(r); !errors.Is(err, gone) {
+	if err := NewNDJSON(w).Copy(r); !errors.Is(err, gone) {
 		t.Fatalf("Copy = %v, want %v", err, gone)
 	}
 	if r.i != 1 {
@@ -120,7 +120,7 @@ func TestNDJSONWriteError(t *testing.T) {
 // the first record.
 func TestNDJSONBegin(t *testing.T) {
 	w := &flushLog{ResponseRecorder: httptest.NewRecorder()}
-	if err := newNDJSON(w).begin(); err != nil {
+	if err := NewNDJSON(w).Begin(); err != nil {
 		t.Fatal(err)
 	}
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("X-Accel-Buffering") != "no" ||
