@@ -52,8 +52,8 @@ func (n *NDJSON) Begin() error {
 }
 
 // Copy writes every record of r and flushes. It returns the first error
-// writing to the caller (who has left, most likely), and nil when r ended:
-// r.Err says how.
+// writing a record to the caller (who has left, most likely), and nil
+// when r ended: r.Err says how.
 func (n *NDJSON) Copy(r core.Records) error {
 	if wr, ok := r.(core.Waiter); ok {
 		wr.BeforeWait(n.flush)
@@ -63,34 +63,29 @@ func (n *NDJSON) Copy(r core.Records) error {
 	if n.line == nil {
 		n.line = make([]byte, 0, 512) // grows to the largest record
 	}
+	// The loop is the per-record path: one copy into line, one write.
 	for r.Next() {
-		if err := n.write(r.Record()); err != nil {
+		n.line = append(append(n.line[:0], r.Record()...), '\n')
+		k, err := n.w.Write(n.line)
+		n.bytes += int64(k)
+		n.pending = true
+		if n.perRecord {
+			n.flush()
+		}
+		if err == nil {
+			err = n.flushErr
+		}
+		if err != nil {
 			return err
 		}
+		if n.records == 0 {
+			n.first = time.Now()
+		}
+		n.records++
 	}
+	// A flush that fails once every record is written is not reported:
+	// the stream is over, and its outcome is the records' own.
 	n.flush()
-	return n.flushErr
-}
-
-// write writes one record as a line, flushing it when the policy says.
-func (n *NDJSON) write(rec []byte) error {
-	n.line = append(append(n.line[:0], rec...), '\n')
-	k, err := n.w.Write(n.line)
-	n.bytes += int64(k)
-	n.pending = true
-	if n.perRecord {
-		n.flush()
-	}
-	if err == nil {
-		err = n.flushErr
-	}
-	if err != nil {
-		return err
-	}
-	if n.records == 0 {
-		n.first = time.Now()
-	}
-	n.records++
 	return nil
 }
 
