@@ -49,7 +49,7 @@ type Failure struct {
 }
 
 // RPC is a final line's code (an HTTP status) and status (the canonical
-// google.RPC.Code name with that HTTP mapping).
+// google.rpc.Code name with that HTTP mapping).
 type RPC struct {
 	Code   int
 	Status string
@@ -79,11 +79,11 @@ var reasons = map[string]struct {
 	"REPLY_TOO_LARGE":    {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"BAD_REPLY":          {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"AGENT_FAILED":       {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
-	"CALLER_LEFT":        {StatusClientGone, RPC{499, "CANCELLED"}, metrics.CallerLeft},
+	"CALLER_LEFT":        {statusClientGone, RPC{499, "CANCELLED"}, metrics.CallerLeft},
 }
 
 // rpcOfStatus is the line for a status that varies (a bad request's 501, an
-// agent's 4xx/5xx): the google.RPC.Code Google's APIs answer that HTTP
+// agent's 4xx/5xx): the google.rpc.Code Google's APIs answer that HTTP
 // status with, or the nearest one.
 func rpcOfStatus(status int) RPC {
 	switch status {
@@ -124,7 +124,7 @@ func ReasonFailure(reason, message string) Failure {
 	return f
 }
 
-// withStatus is f with a status of its own before the first byte (a bad
+// WithStatus is f with a status of its own before the first byte (a bad
 // request's 501, the agent's 4xx), and the line Google's APIs answer it with.
 func (f Failure) WithStatus(status int) Failure {
 	f.Status, f.Line = status, rpcOfStatus(status)
@@ -134,9 +134,9 @@ func (f Failure) WithStatus(status int) Failure {
 // ErrClientGone is a call whose caller disconnected.
 var ErrClientGone = errors.New("client disconnected")
 
-// StatusClientGone is logged (never sent) for a caller that left, as nginx
+// statusClientGone is logged (never sent) for a caller that left, as nginx
 // and Caddy do.
-const StatusClientGone = 499
+const statusClientGone = 499
 
 // FailureOf is the one place that maps a Failure to what the caller sees.
 // The sidecar's own failures get a message that names no internals; the
@@ -223,7 +223,7 @@ func agentFailure(e *AgentError) Failure {
 	return f
 }
 
-// rpcStatusNames are the canonical google.RPC.Code names other than OK.
+// rpcStatusNames are the canonical google.rpc.Code names other than OK.
 var rpcStatusNames = map[string]bool{
 	"CANCELLED": true, "UNKNOWN": true, "INVALID_ARGUMENT": true, "DEADLINE_EXCEEDED": true,
 	"NOT_FOUND": true, "ALREADY_EXISTS": true, "PERMISSION_DENIED": true, "RESOURCE_EXHAUSTED": true,
