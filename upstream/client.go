@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -190,30 +189,6 @@ func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
 		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header})
 }
 
-// Unary answers a unary call with the value of its {"output": …}, read
-// from the agent's reply as the method says.
-func (c *Client) Unary(ctx context.Context, call core.Call) (json.RawMessage, error) {
-	resp, err := c.Call(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Close()
-	call.Note(string(FormatFor(call.Method.Reply, resp.Header.Get("Content-Type"))), resp.Retries)
-	return resp.Output(call.Method, c.limits.ReplyBytes, c.limits.RecordBytes)
-}
-
-// Stream answers a streaming call with the records of the agent's reply,
-// deframed as the method says.
-func (c *Client) Stream(ctx context.Context, call core.Call) (core.Records, error) {
-	resp, err := c.Call(ctx, call)
-	if err != nil {
-		return nil, err
-	}
-	records, format := resp.Stream(call.Method.Reply, c.limits.RecordBytes)
-	call.Note(string(format), resp.Retries)
-	return records, nil
-}
-
 // Request is one HTTP call to the agent, for callers that build their own
 // (the ADK preset makes several per class_method).
 type Request struct {
@@ -362,43 +337,6 @@ func (r *Response) BeforeWait(f func()) { r.body.before = f }
 // Explain turns an error met while reading the reply into the clock that
 // caused it (a *TimeoutError) when one did.
 func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
-
-// Stream deframes a streamed reply. Its errors name the clock that ended
-// them, and it has the reply's BeforeWait and Close.
-func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Format) {
-	f := FormatFor(reply, r.Header.Get("Content-Type"))
-	if r.Status == http.StatusNoContent {
-		return &ReplyStream{NewStream(FormatJSON, strings.NewReader(""), maxRecord), r}, f
-	}
-	return &ReplyStream{newReplyStream(f, r.body, maxRecord, r.closeEnd), r}, f
-}
-
-// ReplyStream is the records of a streamed reply: a core.Records and a
-// core.Waiter.
-type ReplyStream struct {
-	Stream
-	resp *Response
-}
-
-// Err is the reason the stream ended, a *TimeoutError when a clock ran out.
-func (s *ReplyStream) Err() error {
-	if err := s.Stream.Err(); err != nil {
-		return s.resp.Explain(err)
-	}
-	return nil
-}
-
-// BeforeWait sets f to run before every read of the reply from the agent.
-func (s *ReplyStream) BeforeWait(f func()) { s.resp.BeforeWait(f) }
-
-// Close releases the reply (Response.Close).
-func (s *ReplyStream) Close() { s.resp.Close() }
-
-var (
-	_ core.Agent   = (*Client)(nil)
-	_ core.Records = (*ReplyStream)(nil)
-	_ core.Waiter  = (*ReplyStream)(nil)
-)
 
 func unwrapURL(err error) error {
 	var ue *url.Error
