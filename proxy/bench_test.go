@@ -31,3 +31,32 @@ func BenchmarkUnary(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// BenchmarkStreamSSE is one streamed call through the sidecar: the agent
+// sends 1,000 SSE events in a burst, the caller reads 1,000 ndjson lines.
+// It measures the per-record path: deframe, write, flush.
+func BenchmarkStreamSSE(b *testing.B) {
+	const n = 1000
+	var events strings.Builder
+	for range n {
+		events.WriteString("data: {\"text\": \"a token of the reply\", \"partial\": true}\n\n")
+	}
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, events.String())
+	}))
+	defer agent.Close()
+	h := newHarness(b, agent.URL, oneMethodConfig)
+	body := `{"class_method":"stream_query","input":{"message":"hello"}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Post(h.url+config.RouteStream, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}

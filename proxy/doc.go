@@ -1,6 +1,12 @@
-// Package proxy owns the inbound side of the sidecar: the platform's two
-// routes and /healthz, envelope normalization, the per-route method
-// whitelist, unary {"output": …} replies, the ndjson writer and its
-// flushing, and the one place that maps failures to a status code or to a
-// stream's final error line.
+// Package proxy owns the inbound side of the sidecar: the public server
+// and what every front door shares. A call is counted in flight, has its
+// request body bounded and read, waits in the concurrency queue and for
+// a ready agent, is answered by the core.Agent, and ends with one log line
+// and its metrics; draining, ending the calls at shutdown and /healthz
+// are here too. Failures are mapped once (core.FailureOf).
+//
+// Each protocol's wire format is a front door beside it: proxy/platform,
+// the Agent Platform contract (its routes, envelope, {"output": …}
+// replies, ndjson streams and error shapes), is the first. proxy imports
+// neither upstream nor adk: the program hands it a core.Agent.
 package proxy

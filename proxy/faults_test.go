@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestConcurrencyLimit: calls beyond limits.concurrency wait in a bounded
@@ -417,11 +417,11 @@ func TestAgentClosesBeforeAnswering(t *testing.T) {
 // panicky is a built-in handler with a bug: it panics.
 type panicky struct{}
 
-func (panicky) Unary(context.Context, *config.Method, string, upstream.Input, http.Header) (json.RawMessage, error) {
+func (panicky) Unary(context.Context, core.Call) (json.RawMessage, error) {
 	panic("bug in a built-in handler")
 }
 
-func (panicky) Stream(context.Context, *config.Method, string, upstream.Input, http.Header) (upstream.Stream, func(), error) {
+func (panicky) Stream(context.Context, core.Call) (core.Records, error) {
 	panic("bug in a built-in handler")
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -39,7 +40,7 @@ type harnessConfig struct {
 	writeTimeout time.Duration
 	probe        bool
 	readyWait    time.Duration
-	builtin      Builtin
+	builtin      core.Agent
 	wrapCore     func(zapcore.Core) zapcore.Core
 	metrics      *metrics.Metrics
 }
@@ -54,7 +55,7 @@ func withLogCore(wrap func(zapcore.Core) zapcore.Core) harnessOption {
 	return func(c *harnessConfig) { c.wrapCore = wrap }
 }
 
-func withBuiltin(b Builtin) harnessOption {
+func withBuiltin(b core.Agent) harnessOption {
 	return func(c *harnessConfig) { c.builtin = b }
 }
 
@@ -85,22 +86,24 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 		t.Fatalf("config.Parse: %v", err)
 	}
 	observed, logs := observer.New(zap.DebugLevel)
-	core := zapcore.Core(observed)
+	logCore := zapcore.Core(observed)
 	if hc.wrapCore != nil {
-		core = hc.wrapCore(core)
+		logCore = hc.wrapCore(logCore)
 	}
-	logger := zap.New(core)
+	logger := zap.New(logCore)
 	client, err := upstream.New(cfg, logger)
 	if err != nil {
 		t.Fatalf("upstream.New: %v", err)
 	}
 	h := &harness{t: t, logs: logs}
-	h.server = &Server{Config: cfg, Client: client, Logger: logger, ReadyWait: hc.readyWait, Builtin: hc.builtin, Metrics: hc.metrics}
+	agent := core.Mux{Plain: client, Handlers: hc.builtin}
+	h.server = &Server{Config: cfg, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
 	if hc.probe {
-		h.server.Prober = upstream.NewProber(cfg, client)
+		prober := upstream.NewProber(cfg, client)
+		h.server.Prober = prober
 		ctx, cancel := context.WithCancel(context.Background())
 		h.prober = cancel
-		h.proberW.Go(func() { h.server.Prober.Run(ctx) })
+		h.proberW.Go(func() { prober.Run(ctx) })
 	}
 	srv := httptest.NewUnstartedServer(h.server.Handler())
 	srv.Config.WriteTimeout = hc.writeTimeout

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -262,7 +263,7 @@ func TestSelfLoopRefused(t *testing.T) {
 	}
 	defer client.Close()
 	var calls atomic.Int32
-	handler := (&Server{Config: cfg, Client: client}).Handler()
+	handler := (&Server{Config: cfg, Agent: core.Mux{Plain: client}}).Handler()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		handler.ServeHTTP(w, r)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // scrape is the metrics' text exposition.
@@ -279,14 +279,14 @@ func TestAgentErrorCodesAddNoSeries(t *testing.T) {
 // returns the bare context error, as code that knows no cause does.
 type waiter struct{ started chan struct{} }
 
-func (b waiter) Unary(ctx context.Context, _ *config.Method, _ string, _ upstream.Input, _ http.Header) (json.RawMessage, error) {
+func (b waiter) Unary(ctx context.Context, _ core.Call) (json.RawMessage, error) {
 	b.started <- struct{}{}
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
 
-func (b waiter) Stream(ctx context.Context, _ *config.Method, _ string, _ upstream.Input, _ http.Header) (upstream.Stream, func(), error) {
-	return &waitStream{ctx: ctx, started: b.started}, func() {}, nil
+func (b waiter) Stream(ctx context.Context, _ core.Call) (core.Records, error) {
+	return &waitStream{ctx: ctx, started: b.started}, nil
 }
 
 // waitStream yields one record, then waits for its context to end.
@@ -307,6 +307,7 @@ func (s *waitStream) Next() bool {
 
 func (s *waitStream) Record() []byte { return []byte(`{"i":0}`) }
 func (s *waitStream) Err() error     { return s.ctx.Err() }
+func (s *waitStream) Close()         {}
 
 // TestCancelledWithItsCause: a call whose handler returns a bare "context
 // canceled" when the sidecar ends it is told why (shutting down), in the

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // Client sends class_method calls to the agent. It is safe for concurrent
@@ -30,12 +31,11 @@ type Client struct {
 	transport *transport
 	retrying  *retryablehttp.Client
 	logger    *zap.Logger
+	limits    config.Limits // bound replies and records
 }
 
-// HopHeader is set on every request to the agent. A sidecar refuses a call
-// that carries it: its agent is a sidecar (itself, most likely), and the
-// call would go round forever.
-const HopHeader = "X-Sidecar-Hop"
+// HopHeader is set on every request to the agent (core.HopHeader).
+const HopHeader = core.HopHeader
 
 // forwardHeaders is the allow-list of inbound headers the agent receives:
 // trace context and request ids, never credentials or cookies.
@@ -59,7 +59,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		idleTimeout: cfg.Upstream.IdleTimeout,
 	}
 	c := &Client{
-		up: cfg.Upstream, base: base, transport: t, logger: logger,
+		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
 		forward: append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
 		set:     cfg.Headers.Set,
 	}
@@ -175,17 +175,18 @@ func neverSent(err error) bool {
 // its response headers. A non-2xx reply is a *StatusError carrying the
 // agent's message. On success the Response owns the call's clocks and
 // body; the caller must Close it.
-func (c *Client) Call(ctx context.Context, m *config.Method, name string, in Input, inbound http.Header) (*Response, error) {
-	path, rawPath, query, err := buildPath(m, name, in)
+func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
+	m := call.Method
+	path, rawPath, query, err := buildPath(m, call.Name, call.Input, call.Route)
 	if err != nil {
 		return nil, err
 	}
-	body, err := buildBody(m, name, in)
+	body, err := buildBody(m, call.Name, call.Input)
 	if err != nil {
 		return nil, err
 	}
-	return c.Send(ctx, Request{Method: name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
-		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: inbound})
+	return c.Send(ctx, Request{Method: call.Name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
+		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header})
 }
 
 // Request is one HTTP call to the agent, for callers that build their own
@@ -328,41 +329,14 @@ func (r *Response) Close() {
 	r.clk.stop()
 }
 
-// BeforeRead sets f to run before every read of the reply from the
+// BeforeWait sets f to run before every read of the reply from the
 // agent, that is whenever the records read so far are used up and the
 // next may have to be waited for: the moment to flush what was written.
-func (r *Response) BeforeRead(f func()) { r.body.before = f }
+func (r *Response) BeforeWait(f func()) { r.body.before = f }
 
 // Explain turns an error met while reading the reply into the clock that
 // caused it (a *TimeoutError) when one did.
 func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
-
-// Stream deframes a streamed reply. Its errors name the clock that ended
-// them, and it has the reply's BeforeRead.
-func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Format) {
-	f := FormatFor(reply, r.Header.Get("Content-Type"))
-	if r.Status == http.StatusNoContent {
-		return &ReplyStream{NewStream(FormatJSON, strings.NewReader(""), maxRecord), r}, f
-	}
-	return &ReplyStream{newReplyStream(f, r.body, maxRecord, r.closeEnd), r}, f
-}
-
-// ReplyStream is the records of a streamed reply.
-type ReplyStream struct {
-	Stream
-	resp *Response
-}
-
-// Err is the reason the stream ended, a *TimeoutError when a clock ran out.
-func (s *ReplyStream) Err() error {
-	if err := s.Stream.Err(); err != nil {
-		return s.resp.Explain(err)
-	}
-	return nil
-}
-
-// BeforeRead sets f to run before every read of the reply from the agent.
-func (s *ReplyStream) BeforeRead(f func()) { s.resp.BeforeRead(f) }
 
 func unwrapURL(err error) error {
 	var ue *url.Error

@@ -2,5 +2,5 @@
 // the agent (loopback TCP or a Unix socket), building each request from the
 // method map, the retry policy, readiness probing, and turning the agent's
 // reply (SSE, ndjson, text chunks or one JSON value) into a Stream of
-// compact JSON records.
+// compact JSON records. Its Client is the core.Agent for plain methods.
 package upstream

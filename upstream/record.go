@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 const (
@@ -79,7 +81,7 @@ func (f *frame) stop(err error) bool {
 func (f *frame) setJSON(src []byte) bool {
 	f.rec.Reset()
 	f.rec.Grow(len(src)) // compacting never lengthens: no allocation below
-	b, ok := appendCompact(f.rec.AvailableBuffer(), src)
+	b, ok := rawjson.AppendCompact(f.rec.AvailableBuffer(), src)
 	if !ok {
 		return false
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // maxDetail bounds how much of an agent's error body is read and shown.
@@ -143,7 +144,7 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 // or string that stops short, may have been cut by it: an error wrapping
 // io.ErrUnexpectedEOF.
 func (r *Response) jsonOutput(b []byte) (json.RawMessage, bool, error) {
-	c, ok := appendCompact(make([]byte, 0, len(b)), b)
+	c, ok := rawjson.AppendCompact(make([]byte, 0, len(b)), b)
 	if r.closeEnd && (ok && endsInDigit(b) || !ok && cutJSON(b)) {
 		return nil, ok, errCutRecord
 	}

@@ -9,95 +9,16 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// InputError is a call whose input cannot fill the method's request: a
-// path field that is missing or not a scalar. It is the caller's fault.
-type InputError struct {
-	Field string
-	Msg   string
-}
-
-func (e *InputError) Error() string { return fmt.Sprintf("input.%s: %s", e.Field, e.Msg) }
-
-// Input is a call's input object with each field's JSON kept byte-exact, so
-// large integers and the agent's own key order survive.
-type Input struct {
-	Raw    json.RawMessage            // the whole object, compact
-	Fields map[string]json.RawMessage // its top-level fields
-	// Route is the inbound route the call came on, for a {route} in the
-	// method's path; "" means the route of the method's mode.
-	Route string
-}
-
-// MaxFields is how many top-level fields ParseInput indexes: an input
-// with more is refused, so indexing a caller's input costs at most this
-// many map entries whatever its size (the values are not copied).
-const MaxFields = 10000
+// Input is a call's input: core's, so adk's handlers and the serving side
+// share it.
+type Input = core.Input
 
 // ParseInput checks that raw is a JSON object and indexes its top-level
-// fields. The values are slices of raw.
-func ParseInput(raw json.RawMessage) (Input, error) {
-	if !json.Valid(raw) {
-		return Input{}, fmt.Errorf("input must be a JSON object")
-	}
-	fields := make(map[string]json.RawMessage)
-	tooMany := false
-	ok := Members(raw, func(key, value []byte) bool {
-		if len(fields) == MaxFields {
-			tooMany = true
-			return false
-		}
-		fields[Key(key)] = value // the last of duplicate keys wins, as in encoding/json
-		return true
-	})
-	if tooMany {
-		return Input{}, fmt.Errorf("input has more than %d top-level fields", MaxFields)
-	}
-	if !ok {
-		return Input{}, fmt.Errorf("input must be a JSON object")
-	}
-	return Input{Raw: raw, Fields: fields}, nil
-}
-
-// ReadsFields reports whether serving m reads single fields of the input
-// (a path field, a body template, a built-in handler), so the input must
-// be indexed with ParseInput; otherwise Input{Raw: …} is all it needs.
-func ReadsFields(m *config.Method) bool {
-	if m.Handler != "" || m.Body == config.BodyTemplate {
-		return true
-	}
-	for _, segs := range [2][]config.PathSegment{m.Segments, m.Query} {
-		for _, seg := range segs {
-			if seg.Field != "" && seg.Field != config.FieldClassMethod && seg.Field != config.FieldRoute {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// lookup finds a dotted field path ("a.b") in the input.
-func (in Input) lookup(path string) (json.RawMessage, bool) {
-	name, rest, nested := strings.Cut(path, ".")
-	v, ok := in.Fields[name]
-	for ok && nested {
-		// The object is searched, not indexed: its size costs no memory.
-		obj := v
-		name, rest, nested = strings.Cut(rest, ".")
-		v, ok = nil, false
-		Members(obj, func(key, value []byte) bool {
-			if KeyIs(key, name) {
-				v, ok = value, true // the last of duplicate keys wins
-			}
-			return true
-		})
-	}
-	if ok && string(v) == "null" {
-		return nil, false
-	}
-	return v, ok
-}
+// fields (core.ParseInput).
+func ParseInput(raw []byte) (Input, error) { return core.ParseInput(raw) }
 
 // buildPath fills the method's path template and query. Each path value is
 // escaped so it stays inside its one segment: "/", "?", "#", "%" and
@@ -107,7 +28,7 @@ func (in Input) lookup(path string) (json.RawMessage, bool) {
 // it is. Each query value is escaped as one query component ("&", "=",
 // "+", "#" encoded). It returns the decoded path, its escaped form for
 // url.URL's Path and RawPath, and the escaped query ("" for none).
-func buildPath(m *config.Method, name string, in Input) (path, raw, query string, err error) {
+func buildPath(m *config.Method, name string, in Input, route string) (path, raw, query string, err error) {
 	var p, r, q strings.Builder
 	for _, seg := range m.Segments {
 		if seg.Field == "" {
@@ -116,12 +37,12 @@ func buildPath(m *config.Method, name string, in Input) (path, raw, query string
 			continue
 		}
 		if seg.Field == config.FieldRoute {
-			route := routeOf(m, in)
+			route := routeOf(m, route)
 			p.WriteString(route)
 			r.WriteString(route)
 			continue
 		}
-		v, err := fieldValue(m, name, in, seg.Field, false)
+		v, err := fieldValue(m, name, in, route, seg.Field, false)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -133,7 +54,7 @@ func buildPath(m *config.Method, name string, in Input) (path, raw, query string
 			q.WriteString(seg.Literal)
 			continue
 		}
-		v, err := fieldValue(m, name, in, seg.Field, true)
+		v, err := fieldValue(m, name, in, route, seg.Field, true)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -142,12 +63,12 @@ func buildPath(m *config.Method, name string, in Input) (path, raw, query string
 	return p.String(), r.String(), q.String(), nil
 }
 
-// routeOf is the route a call came on: the one the proxy says, else the
-// one the method's mode is served on.
-func routeOf(m *config.Method, in Input) string {
+// routeOf is the route a call came on: the one the front door says, else
+// the one the method's mode is served on.
+func routeOf(m *config.Method, route string) string {
 	switch {
-	case in.Route != "":
-		return in.Route
+	case route != "":
+		return route
 	case m.Mode.Streaming():
 		return config.RouteStream
 	}
@@ -156,18 +77,18 @@ func routeOf(m *config.Method, in Input) string {
 
 // fieldValue is the text that fills a {field} of the path or, for
 // query, of the query string.
-func fieldValue(m *config.Method, name string, in Input, field string, query bool) (string, error) {
+func fieldValue(m *config.Method, name string, in Input, route, field string, query bool) (string, error) {
 	switch field {
 	case config.FieldClassMethod:
 		return name, nil
 	case config.FieldRoute:
-		return routeOf(m, in), nil
+		return routeOf(m, route), nil
 	}
 	part, fills := "path", "a path segment"
 	if query {
 		part, fills = "query", "a query parameter"
 	}
-	v, ok := in.lookup(field)
+	v, ok := in.Lookup(field)
 	if !ok {
 		return "", &InputError{Field: field, Msg: "is required by this method's " + part}
 	}
@@ -279,7 +200,7 @@ func fillTemplate(b *bytes.Buffer, t any, in Input) (bool, error) {
 				b.Write(in.Raw)
 				return true, nil
 			}
-			v, ok := in.lookup(field)
+			v, ok := in.Lookup(field)
 			if !ok {
 				return false, nil
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 func pathMethod() *config.Method {
@@ -35,7 +36,7 @@ func FuzzBuildPath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, escaped, query, err := buildPath(m, "m", in)
+		_, escaped, query, err := buildPath(m, "m", in, "")
 		if v == "" || v == "." || v == ".." {
 			if err == nil {
 				t.Fatalf("buildPath with the path value %q succeeded", v)
@@ -86,7 +87,7 @@ func TestBuildQuery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, q, err := buildPath(m, "m", in)
+		_, _, q, err := buildPath(m, "m", in, "")
 		if tt.err != "" {
 			if err == nil || err.Error() != tt.err {
 				t.Errorf("buildPath(%s) error = %v, want %q", tt.input, err, tt.err)
@@ -97,7 +98,7 @@ func TestBuildQuery(t *testing.T) {
 			t.Errorf("buildPath(%s) query = %q, %v; want %q", tt.input, q, err, tt.want)
 		}
 	}
-	if !ReadsFields(m) {
+	if !core.ReadsFields(m) {
 		t.Errorf("ReadsFields = false for a method whose query reads input fields")
 	}
 }
@@ -107,22 +108,22 @@ func TestBuildQuery(t *testing.T) {
 func TestRoutePath(t *testing.T) {
 	m := &config.Method{Name: "*", AllRoutes: true, Segments: []config.PathSegment{{Literal: "/v1"}, {Field: config.FieldRoute}}}
 	for _, tt := range []struct {
-		in   Input
-		mode config.Mode
-		want string
+		route string
+		mode  config.Mode
+		want  string
 	}{
-		{Input{Route: config.RouteStream}, "", "/v1/api/stream_reasoning_engine"},
-		{Input{Route: config.RouteUnary}, config.ModeStream, "/v1/api/reasoning_engine"},
-		{Input{}, config.ModeAsyncStream, "/v1/api/stream_reasoning_engine"},
-		{Input{}, config.ModeAsync, "/v1/api/reasoning_engine"},
+		{config.RouteStream, "", "/v1/api/stream_reasoning_engine"},
+		{config.RouteUnary, config.ModeStream, "/v1/api/reasoning_engine"},
+		{"", config.ModeAsyncStream, "/v1/api/stream_reasoning_engine"},
+		{"", config.ModeAsync, "/v1/api/reasoning_engine"},
 	} {
 		m.Mode = tt.mode
-		path, raw, _, err := buildPath(m, "x", tt.in)
+		path, raw, _, err := buildPath(m, "x", Input{}, tt.route)
 		if err != nil || path != tt.want || raw != tt.want {
-			t.Errorf("route %q mode %q: path %q raw %q, %v; want %q", tt.in.Route, tt.mode, path, raw, err, tt.want)
+			t.Errorf("route %q mode %q: path %q raw %q, %v; want %q", tt.route, tt.mode, path, raw, err, tt.want)
 		}
 	}
-	if ReadsFields(m) {
+	if core.ReadsFields(m) {
 		t.Errorf("ReadsFields = true for a method whose path has only {route}")
 	}
 }

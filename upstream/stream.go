@@ -1,12 +1,9 @@
 package upstream
 
-import (
-	"errors"
-	"fmt"
-)
-
 // Stream yields the records of an agent's streamed reply, each one compact
-// JSON value with no newline in it, in the order the agent sent them.
+// JSON value with no newline in it, in the order the agent sent them: what
+// the deframers produce, before a Response gives them a Close
+// (ReplyStream, a core.Records).
 //
 //	for s.Next() {
 //		use(s.Record())
@@ -25,27 +22,4 @@ type Stream interface {
 	Record() []byte
 	// Err is the reason the stream ended, nil for a clean end.
 	Err() error
-}
-
-// ErrRecordTooLarge ends a stream whose next record is larger than the
-// configured limit; the record is dropped rather than grown in memory.
-var ErrRecordTooLarge = errors.New("agent record exceeds the record size limit")
-
-// AgentError is an error the agent reported inside its reply.
-type AgentError struct {
-	// Code is the agent's own code when it gave one, else "".
-	Code string
-	// Message is the agent's text, or the raw record if it had none.
-	Message string
-	// Raw is the error as the agent sent it, compact JSON, when it was an
-	// object (so an error already in Google's shape can pass on as it
-	// is), else "".
-	Raw string
-}
-
-func (e *AgentError) Error() string {
-	if e.Code != "" {
-		return fmt.Sprintf("agent error %s: %s", e.Code, e.Message)
-	}
-	return "agent error: " + e.Message
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -43,12 +44,15 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	if cfg.Admin.Listen != "" {
 		m = metrics.New()
 	}
-	s := &proxy.Server{Config: cfg, Client: client, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
-		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
+	// The one Agent: methods that name a handler go to the ADK app, the
+	// rest to the agent over HTTP.
+	calls := core.Mux{Plain: client}
 	if cfg.ADK.App != "" {
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
-		s.Builtin, prober.Check = app, app.Ready
+		calls.Handlers, prober.Check = app.Agent(), app.Ready
 	}
+	s := &proxy.Server{Config: cfg, Agent: calls, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	srv := newHTTPServer(cfg, s.Handler(), logger, lim)
 
 	var wg sync.WaitGroup
@@ -308,8 +312,6 @@ func agentEnv(base []string, up config.Upstream) []string {
 	}
 	return append(env, "SIDECAR_UPSTREAM_URL="+up.URL)
 }
-
-var _ proxy.Builtin = (*adk.App)(nil)
 
 // envValue is NAME's value in env ("NAME=value" entries), or "".
 func envValue(env []string, name string) string {

@@ -1,4 +1,4 @@
-package proxy
+package platform
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 func TestDecodeEnvelope(t *testing.T) {
@@ -16,7 +18,7 @@ func TestDecodeEnvelope(t *testing.T) {
 		stream     bool
 		wantMethod string
 		wantInput  string
-		wantErr    string // substring of the RequestError; "" means success
+		wantErr    string // substring of the core.RequestError; "" means success
 	}{
 		{name: "plain", body: `{"class_method":"query","input":{"message":"hi"}}`, wantMethod: "query", wantInput: `{"message":"hi"}`},
 		{name: "double encoded", body: `"{\"class_method\":\"get_session\",\"input\":{\"user_id\":\"u\"}}"`, wantMethod: "get_session", wantInput: `{"user_id":"u"}`},
@@ -70,19 +72,19 @@ func TestDecodeEnvelope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, err := decodeEnvelope([]byte(tt.body), tt.stream)
+			env, err := Decode([]byte(tt.body), tt.stream)
 			if tt.wantErr != "" {
-				var re *RequestError
+				var re *core.RequestError
 				if !errors.As(err, &re) || !strings.Contains(re.Msg, tt.wantErr) {
-					t.Fatalf("decodeEnvelope(%q) error = %v, want a RequestError containing %q", tt.body, err, tt.wantErr)
+					t.Fatalf("Decode(%q) error = %v, want a core.RequestError containing %q", tt.body, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("decodeEnvelope(%q) error = %v", tt.body, err)
+				t.Fatalf("Decode(%q) error = %v", tt.body, err)
 			}
-			if env.method != tt.wantMethod || string(env.input) != tt.wantInput {
-				t.Errorf("decodeEnvelope(%q) = (%q, %s), want (%q, %s)", tt.body, env.method, env.input, tt.wantMethod, tt.wantInput)
+			if env.Method != tt.wantMethod || string(env.Input) != tt.wantInput {
+				t.Errorf("Decode(%q) = (%q, %s), want (%q, %s)", tt.body, env.Method, env.Input, tt.wantMethod, tt.wantInput)
 			}
 		})
 	}
@@ -99,14 +101,14 @@ func TestDecodeEnvelopeInPlace(t *testing.T) {
 		b := []byte(body)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		env, err := decodeEnvelope(b, false)
+		env, err := Decode(b, false)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		var want bytes.Buffer
 		json.Compact(&want, []byte(input))
-		if !bytes.Equal(env.input, want.Bytes()) {
+		if !bytes.Equal(env.Input, want.Bytes()) {
 			t.Errorf("%s: input not compacted byte-exact", name)
 		}
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(body))/8 {

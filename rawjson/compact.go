@@ -1,18 +1,14 @@
-package upstream
+package rawjson
 
 // maxDepth is how deeply values may nest, as in encoding/json.
 const maxDepth = 10000
 
-// AppendCompact is appendCompact for the inbound side: it compacts a
-// caller's input the way records are compacted.
-func AppendCompact(dst, src []byte) ([]byte, bool) { return appendCompact(dst, src) }
-
-// appendCompact appends src, one JSON value with optional whitespace
+// AppendCompact appends src, one JSON value with optional whitespace
 // around and inside it, to dst without the insignificant whitespace, and
 // reports whether src was valid. It does what json.Compact does, in one
 // pass without the standard scanner's per-byte function calls: records
 // are compacted on the per-record path. Strings are copied as written.
-func appendCompact(dst, src []byte) ([]byte, bool) {
+func AppendCompact(dst, src []byte) ([]byte, bool) {
 	var stack []byte // '{' or '[' for each open container
 	i := skipSpace(src, 0)
 	for {

@@ -1,4 +1,4 @@
-package proxy
+package platform
 
 import (
 	"bytes"
@@ -7,26 +7,18 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
-// envelope is a normalized platform request.
-type envelope struct {
-	method string          // class_method, the route's default when absent
-	input  json.RawMessage // a compact JSON object, "{}" when absent or null
+// Envelope is a normalized platform request.
+type Envelope struct {
+	Method string          // class_method, the route's default when absent
+	Input  json.RawMessage // a compact JSON object, "{}" when absent or null
 }
-
-// RequestError is a request the sidecar rejects as the caller's fault; it
-// is answered 400 (or Status, when set) with Msg as the detail.
-type RequestError struct {
-	Status int
-	Msg    string
-}
-
-func (e *RequestError) Error() string { return e.Msg }
 
 func badRequest(format string, args ...any) error {
-	return &RequestError{Msg: fmt.Sprintf(format, args...)}
+	return &core.RequestError{Msg: fmt.Sprintf(format, args...)}
 }
 
 // The REST API's defaults when a request names no method.
@@ -57,98 +49,98 @@ func validMethodName(name string) bool {
 	return true
 }
 
-// decodeEnvelope accepts every envelope variant the platform sends: the
+// Decode accepts every envelope variant the platform sends: the
 // object itself or a JSON string holding it (decoded one level, top level
 // only), class_method or classMethod, a missing or empty method (the
 // route's default), a missing or null input ({}). Extra keys are ignored;
 // the envelope's own keys are matched exactly (no other case), and one
 // given twice is an error. The input is compacted in place: body's memory
-// is reused, and env.input is a slice of it.
-func decodeEnvelope(body []byte, stream bool) (envelope, error) {
+// is reused, and env.Input is a slice of it.
+func Decode(body []byte, stream bool) (Envelope, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return envelope{}, badRequest(`request body is empty; want {"class_method": "…", "input": {…}}`)
+		return Envelope{}, badRequest(`request body is empty; want {"class_method": "…", "input": {…}}`)
 	}
 	wrapped := body[0] == '"'
 	if wrapped {
 		if !json.Valid(body) {
-			return envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
+			return Envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
 		}
 		body = bytes.TrimSpace(unquote(body))
 		if len(body) == 0 {
-			return envelope{}, badRequest(`request body is an empty string; want {"class_method": "…", "input": {…}}`)
+			return Envelope{}, badRequest(`request body is an empty string; want {"class_method": "…", "input": {…}}`)
 		}
 	}
 	if !json.Valid(body) {
 		if wrapped {
-			return envelope{}, badRequest(`request body is a JSON string, but the text it holds is not valid JSON (%v); want {"class_method": "…", "input": {…}}`, jsonError(body))
+			return Envelope{}, badRequest(`request body is a JSON string, but the text it holds is not valid JSON (%v); want {"class_method": "…", "input": {…}}`, jsonError(body))
 		}
-		return envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
+		return Envelope{}, badRequest("request body is not valid JSON: %v", jsonError(body))
 	}
 	if body[0] != '{' {
 		if wrapped {
-			return envelope{}, badRequest(`request body is a JSON string holding %s; want {"class_method": "…", "input": {…}}`, kindOf(body))
+			return Envelope{}, badRequest(`request body is a JSON string holding %s; want {"class_method": "…", "input": {…}}`, kindOf(body))
 		}
-		return envelope{}, badRequest(`request body must be a JSON object {"class_method": "…", "input": {…}}, got %s`, kindOf(body))
+		return Envelope{}, badRequest(`request body must be a JSON object {"class_method": "…", "input": {…}}, got %s`, kindOf(body))
 	}
 
 	var snake, camel, in []byte
 	var dup string
-	upstream.Members(body, func(key, value []byte) bool {
+	rawjson.Members(body, func(key, value []byte) bool {
 		var field *[]byte
 		switch {
-		case upstream.KeyIs(key, "class_method"):
+		case rawjson.KeyIs(key, "class_method"):
 			field = &snake
-		case upstream.KeyIs(key, "classMethod"):
+		case rawjson.KeyIs(key, "classMethod"):
 			field = &camel
-		case upstream.KeyIs(key, "input"):
+		case rawjson.KeyIs(key, "input"):
 			field = &in
 		default:
 			return true
 		}
 		if *field != nil {
-			dup = upstream.Key(key)
+			dup = rawjson.Key(key)
 			return false
 		}
 		*field = value
 		return true
 	})
 	if dup != "" {
-		return envelope{}, badRequest("request body has the key %q twice", dup)
+		return Envelope{}, badRequest("request body has the key %q twice", dup)
 	}
 
-	var env envelope
+	var env Envelope
 	raw := snake
 	if raw == nil || isNull(raw) {
 		raw = camel
 	}
 	if raw != nil && !isNull(raw) {
 		if raw[0] != '"' {
-			return envelope{}, badRequest("class_method must be a string, got %s", kindOf(raw))
+			return Envelope{}, badRequest("class_method must be a string, got %s", kindOf(raw))
 		}
-		json.Unmarshal(raw, &env.method) // a valid string
-		if env.method != "" && !validMethodName(env.method) {
-			return envelope{}, badRequest("class_method %q is not a method name (letters, digits, _, . and -, starting with a letter or _, at most %d bytes)", clip(env.method), maxMethodName)
+		json.Unmarshal(raw, &env.Method) // a valid string
+		if env.Method != "" && !validMethodName(env.Method) {
+			return Envelope{}, badRequest("class_method %q is not a method name (letters, digits, _, . and -, starting with a letter or _, at most %d bytes)", core.Clip(env.Method), maxMethodName)
 		}
 	}
-	if env.method == "" {
-		env.method = defaultUnaryMethod
+	if env.Method == "" {
+		env.Method = defaultUnaryMethod
 		if stream {
-			env.method = defaultStreamMethod
+			env.Method = defaultStreamMethod
 		}
 	}
 
 	switch {
 	case in == nil || isNull(in):
-		env.input = json.RawMessage("{}")
+		env.Input = json.RawMessage("{}")
 	case in[0] == '{':
 		// In place: compacting only ever drops bytes already read.
 		var ok bool
-		if env.input, ok = upstream.AppendCompact(in[:0], in); !ok {
-			return envelope{}, badRequest("input nests too deeply")
+		if env.Input, ok = rawjson.AppendCompact(in[:0], in); !ok {
+			return Envelope{}, badRequest("input nests too deeply")
 		}
 	default:
-		return envelope{}, badRequest("input must be a JSON object, got %s", kindOf(in))
+		return Envelope{}, badRequest("input must be a JSON object, got %s", kindOf(in))
 	}
 	return env, nil
 }
@@ -248,23 +240,6 @@ func kindOf(v []byte) string {
 		return "a number"
 	}
 }
-
-// clip shortens text the caller sent to what an error or a log line
-// carries: at most clipBytes bytes (never splitting a UTF-8 character),
-// then how long it was.
-func clip(s string) string {
-	if len(s) <= clipBytes {
-		return s
-	}
-	n := clipBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("…(%d bytes)", len(s))
-}
-
-// clipBytes is how much caller-supplied text errors and logs carry.
-const clipBytes = 200
 
 func jsonError(b []byte) error {
 	var v any

@@ -1,14 +1,16 @@
-package proxy
+package platform
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // FuzzDecodeEnvelope: any body either decodes to a method name and a
-// compact JSON object, or is rejected with a RequestError; never a panic.
+// compact JSON object, or is rejected with a core.RequestError; never a panic.
 func FuzzDecodeEnvelope(f *testing.F) {
 	for _, s := range []string{
 		`{"class_method":"query","input":{"message":"hi"}}`,
@@ -25,24 +27,24 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
-		env, err := decodeEnvelope(bytes.Clone(body), stream) // it reuses the body's memory
+		env, err := Decode(bytes.Clone(body), stream) // it reuses the body's memory
 		if err != nil {
-			var re *RequestError
+			var re *core.RequestError
 			if !errors.As(err, &re) {
-				t.Fatalf("decodeEnvelope(%q) error %T %v, want *RequestError", body, err, err)
+				t.Fatalf("Decode(%q) error %T %v, want *core.RequestError", body, err, err)
 			}
 			return
 		}
-		if env.method == "" {
-			t.Fatalf("decodeEnvelope(%q) gave an empty method", body)
+		if env.Method == "" {
+			t.Fatalf("Decode(%q) gave an empty method", body)
 		}
-		if !json.Valid(env.input) || env.input[0] != '{' {
-			t.Fatalf("decodeEnvelope(%q) input %q is not a JSON object", body, env.input)
+		if !json.Valid(env.Input) || env.Input[0] != '{' {
+			t.Fatalf("Decode(%q) input %q is not a JSON object", body, env.Input)
 		}
 		var c bytes.Buffer
-		json.Compact(&c, env.input)
-		if !bytes.Equal(c.Bytes(), env.input) {
-			t.Fatalf("decodeEnvelope(%q) input %q is not compact", body, env.input)
+		json.Compact(&c, env.Input)
+		if !bytes.Equal(c.Bytes(), env.Input) {
+			t.Fatalf("Decode(%q) input %q is not compact", body, env.Input)
 		}
 	})
 }
@@ -55,7 +57,7 @@ func FuzzUnquote(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, s []byte) {
-		s = bytes.TrimSpace(s) // as decodeEnvelope gives it
+		s = bytes.TrimSpace(s) // as Decode gives it
 		if len(s) < 2 || s[0] != '"' || !json.Valid(s) {
 			return
 		}

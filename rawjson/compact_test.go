@@ -1,4 +1,4 @@
-package upstream
+package rawjson
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzCompact: appendCompact agrees with json.Compact on every input:
+// FuzzCompact: AppendCompact agrees with json.Compact on every input:
 // the same verdict, and for valid input the same bytes.
 func FuzzCompact(f *testing.F) {
 	for _, s := range []string{
@@ -21,22 +21,22 @@ func FuzzCompact(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		var want bytes.Buffer
 		werr := json.Compact(&want, src)
-		got, ok := appendCompact(nil, src)
+		got, ok := AppendCompact(nil, src)
 		if ok != (werr == nil) {
-			t.Fatalf("appendCompact(%q) ok = %v, json.Compact error = %v", src, ok, werr)
+			t.Fatalf("AppendCompact(%q) ok = %v, json.Compact error = %v", src, ok, werr)
 		}
 		if ok && !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("appendCompact(%q) = %q, want %q", src, got, want.Bytes())
+			t.Fatalf("AppendCompact(%q) = %q, want %q", src, got, want.Bytes())
 		}
 	})
 }
 
 func BenchmarkCompact(b *testing.B) {
 	src := []byte(`{"id": "qirFzQ7G", "author": "weather", "content": {"role": "model", "parts": [{"text": "The weather in Paris is sunny, with a light breeze."}]}, "timestamp": 1795980797318, "partial": true}`)
-	b.Run("appendCompact", func(b *testing.B) {
+	b.Run("AppendCompact", func(b *testing.B) {
 		var dst []byte
 		for b.Loop() {
-			dst, _ = appendCompact(dst[:0], src)
+			dst, _ = AppendCompact(dst[:0], src)
 		}
 	})
 	b.Run("json.Compact", func(b *testing.B) {

@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
+)
+
+// call is one class_method call, from request to log line.
+type call struct {
+	start   time.Time
+	route   string
+	method  string
+	status  int
+	notes   core.Notes // the reply's format and the agent's retries
+	records int
+	bytes   int64
+	outcome metrics.Outcome // who ended the call
+	phase   string          // the clock that ran out, for a timeout
+	reason  string          // the failure's reason, for a call that did not end ok
+	err     error
+	release func()        // frees the call's concurrency slot, if it took one
+	entry   string        // the method map entry that served it
+	first   time.Duration // to the first line of a stream
+}
+
+func (c *call) done() {
+	if c.release != nil {
+		c.release()
+	}
+}
+
+// serveUnary answers POST /api/reasoning_engine with {"output": …}.
+func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
+	out, err := s.Agent.Unary(ctx, call)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
+	n, err := platform.WriteOutput(w, out)
+	c.bytes = int64(n)
+	if err != nil {
+		c.callerLeft(err)
+	}
+}
+
+// serveStream answers POST /api/stream_reasoning_engine with one compact
+// JSON record per line, each flushed as soon as the agent produced it.
+func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
+	records, err := s.openStream(ctx, call)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	records = s.mapped(records)
+	defer records.Close()
+
+	// The agent has answered 2xx: the 200 goes out now, before the first
+	// record, so the caller knows the call was accepted.
+	out := platform.NewNDJSON(w)
+	c.status = http.StatusOK
+	if err := out.Begin(); err != nil {
+		c.callerLeft(err)
+		return
+	}
+	err = out.Copy(records)
+	var first time.Time
+	c.records, c.bytes, first = out.Wrote()
+	if c.records > 0 {
+		c.first = first.Sub(c.start)
+	}
+	if err != nil {
+		c.callerLeft(err)
+		return
+	}
+	if err := records.Err(); err != nil {
+		err = explain(ctx, r.Context(), err)
+		f := c.failed(core.FailureOf(err), err)
+		if f.Outcome == metrics.CallerLeft {
+			return
+		}
+		out.Final(platform.ErrorLine(f))
+		_, c.bytes, _ = out.Wrote()
+		return
+	}
+	c.outcome = metrics.OK
+}
+
+// mapped is the mapping stage of a stream's records: Map, or the records
+// unchanged.
+func (s *Server) mapped(r core.Records) core.Records {
+	if s.Map == nil {
+		return r
+	}
+	return s.Map(r)
+}
+
+// openStream runs records on a goroutine of its own and waits for it.
+// The HTTP client's calls go deep, and a goroutine keeps the largest stack
+// it ever needed for as long as it lives; the handler's goroutine, which
+// then waits on the stream for as long as it is open, stays shallow. At
+// 1,000 open idle streams this is 19 MB of stacks against 12 MB
+// (BENCHMARKS.md). A panic is raised again on the handler's goroutine, as
+// if the call had run there.
+func (s *Server) openStream(ctx context.Context, call core.Call) (records core.Records, err error) {
+	var panicked any
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		defer func() { panicked = recover() }()
+		records, err = s.Agent.Stream(ctx, call)
+	}()
+	<-opened
+	if panicked != nil {
+		panic(panicked)
+	}
+	return records, err
+}
+
+// fail answers a call that failed before its first byte.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	err = explain(s.calls, r.Context(), err)
+	f := c.failed(core.FailureOf(err), err)
+	c.status = f.Status
+	if f.Outcome == metrics.CallerLeft {
+		return // nobody is listening
+	}
+	platform.WriteError(w, f)
+}
+
+// log writes the call's one log line and records its metrics. Bodies are
+// never logged.
+func (s *Server) log(r *http.Request, c *call) {
+	s.Metrics.Call(metrics.Call{
+		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
+		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.route == platform.RouteStream,
+	})
+	level := zap.InfoLevel
+	if c.status >= 500 || (c.outcome != metrics.OK && c.status == http.StatusOK) {
+		level = zap.WarnLevel
+	}
+	ce := s.Logger.Check(level, "call")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("class_method", c.method),
+		zap.String("route", c.route),
+		zap.Int("status", c.status),
+		zap.String("reply", c.notes.Reply),
+		zap.Int("records", c.records),
+		zap.Int64("bytes", c.bytes),
+		zap.Duration("duration", time.Since(c.start)),
+		zap.String("outcome", string(c.outcome)),
+	}
+	if c.phase != "" {
+		fields = append(fields, zap.String("phase", c.phase))
+	}
+	if c.reason != "" {
+		fields = append(fields, zap.String("reason", c.reason))
+	}
+	if c.notes.Retries > 0 {
+		fields = append(fields, zap.Int("retries", c.notes.Retries))
+	}
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		fields = append(fields, zap.String("request_id", core.Clip(id)))
+	}
+	fields = append(fields, traceFields(r.Header, s.Project)...)
+	if c.err != nil {
+		fields = append(fields, zap.String("error", c.err.Error()))
+	}
+	ce.Write(fields...)
+}

@@ -1,0 +1,142 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// HopHeader is set on every request to the agent. A sidecar refuses a call
+// that carries it: its agent is a sidecar (itself, most likely), and the
+// call would go round forever.
+const HopHeader = "X-Sidecar-Hop"
+
+// Call is one class_method call, as a front door hands it to an Agent.
+type Call struct {
+	// Method is the method map entry that serves the call.
+	Method *config.Method
+	// Name is the class_method called (the entry may be "*").
+	Name string
+	// Input is the call's input: Raw always, Fields when the method reads
+	// single fields (ReadsFields).
+	Input Input
+	// Header is the caller's request header. An Agent passes on only what
+	// it allows (trace context, request ids).
+	Header http.Header
+	// Route is the inbound route the call came on, for a {route} in the
+	// method's path; "" means the route of the method's mode.
+	Route string
+	// Notes, when set, is where the Agent writes what the call's log line
+	// reports about the agent's side.
+	Notes *Notes
+}
+
+// Notes are what an Agent learns while it answers a call that the call's
+// log line and metrics report.
+type Notes struct {
+	// Reply is how the agent's reply was read: a deframer's format ("sse",
+	// "ndjson", …) or "handler" for a built-in handler.
+	Reply string
+	// Retries is how many times the agent's request was retried.
+	Retries int
+}
+
+// Note records reply and retries on the call's Notes, if it has them.
+func (c Call) Note(reply string, retries int) {
+	if c.Notes != nil {
+		c.Notes.Reply, c.Notes.Retries = reply, retries
+	}
+}
+
+// Agent answers calls. The serving side consumes it; upstream's HTTP
+// client and the ADK handlers implement it.
+type Agent interface {
+	// Unary answers a unary call with the value of its {"output": …}.
+	Unary(ctx context.Context, c Call) (json.RawMessage, error)
+	// Stream answers a streaming call with its records. An error before
+	// the first record is returned here; one after it is the records' Err.
+	Stream(ctx context.Context, c Call) (Records, error)
+}
+
+// Records is the stream of an agent's reply, each record one compact JSON
+// value with no newline in it, in the order the agent sent them.
+//
+//	defer r.Close()
+//	for r.Next() {
+//		use(r.Record())
+//	}
+//	if err := r.Err(); err != nil { … }
+type Records interface {
+	// Next advances to the next record; false at the end or on error.
+	Next() bool
+	// Record is the current record. It stays valid only until the next
+	// call to Next.
+	Record() []byte
+	// Err is the reason the stream ended, nil for a clean end. Its errors
+	// are already explained: a clock that ran out is a *TimeoutError.
+	Err() error
+	// Close releases the stream. Closing before the end cancels the
+	// agent's request.
+	Close()
+}
+
+// Waiter is implemented by Records that can tell when they are about to
+// wait for the agent: the records read so far are used up, and the next
+// may take a while. A writer that buffers records flushes then, and only
+// then, so every record reaches the caller as soon as the agent produced
+// it without a flush per record when the agent sends many at once.
+type Waiter interface {
+	// BeforeWait sets f to run before every wait for the agent.
+	BeforeWait(f func())
+}
+
+// Stage is the mapping stage of the record pipeline, between the
+// deframers and a front door's encoder: it turns the agent's records into
+// the records the caller gets (a framework's stream dialect into the
+// front door's, for one). A Stage that wraps its records passes on their
+// Waiter, so the encoder's flush policy still holds, and closes them.
+type Stage func(Records) Records
+
+// Pass is the Stage that passes records through unchanged.
+func Pass(r Records) Records { return r }
+
+// Mux is the Agent for a method map that mixes plain methods, answered by
+// Plain, and methods whose entry names a built-in handler ("adk.*"),
+// answered by Handlers. If Handlers is nil, a handler method fails with
+// ErrNoHandler.
+type Mux struct {
+	Plain, Handlers Agent
+}
+
+// Unary answers c with Handlers or Plain.
+func (m Mux) Unary(ctx context.Context, c Call) (json.RawMessage, error) {
+	a, err := m.agent(c)
+	if err != nil {
+		return nil, err
+	}
+	return a.Unary(ctx, c)
+}
+
+// Stream answers c with Handlers or Plain.
+func (m Mux) Stream(ctx context.Context, c Call) (Records, error) {
+	a, err := m.agent(c)
+	if err != nil {
+		return nil, err
+	}
+	return a.Stream(ctx, c)
+}
+
+func (m Mux) agent(c Call) (Agent, error) {
+	if c.Method.Handler == "" {
+		return m.Plain, nil
+	}
+	if m.Handlers == nil {
+		return nil, ErrNoHandler
+	}
+	c.Note("handler", 0)
+	return m.Handlers, nil
+}
+
+var _ Agent = Mux{}

@@ -1,0 +1,14 @@
+// Package core is the seam between the sidecar's front doors and its
+// agent: one call (Call), its streamed reply (Records, a Waiter when they
+// can say when they wait, a Stage to map them), the Agent that answers
+// calls (Mux routes handler methods to the built-in ones), the errors a
+// call can end with, and the one mapping of an error to what the caller
+// sees (FailureOf: the README's Errors table).
+//
+// It is a leaf: it imports only config, metrics (for outcomes) and
+// rawjson, so the serving side (proxy and its front doors) and the agent
+// implementations (upstream's HTTP client, adk's handlers) can both import
+// it, and neither imports the other. It lives under proxy because the
+// serving side owns the seam: the Agent interface is what a front door
+// consumes.
+package core

@@ -1,0 +1,6 @@
+// Package rawjson reads JSON text in place, without decoding it: it
+// compacts a value in one pass (AppendCompact) and walks the members of an
+// object as slices of its text (Members, Key, KeyIs). Both sides of the
+// sidecar use it: the front door on a caller's envelope and input, the
+// upstream deframers on every record.
+package rawjson
