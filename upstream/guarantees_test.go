@@ -36,13 +36,7 @@ func roundTrip(t *testing.T, tr *transport, method, addr, body string) (status i
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	return readReply(tr.RoundTrip(req))
 }
 
 // TestTransportReplyHeadLimit: a reply head larger than maxReplyHead (a

@@ -37,7 +37,11 @@ func post(t *testing.T, tr http.RoundTripper, addr, body string) (int, string, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := tr.RoundTrip(req)
+	return readReply(tr.RoundTrip(req))
+}
+
+// readReply reads the whole reply of a round trip: its status and body.
+func readReply(resp *http.Response, err error) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
