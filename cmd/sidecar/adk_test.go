@@ -56,9 +56,7 @@ func testUnknownApp(t *testing.T, url string) {
 // delete, float-second timestamps, {"detail"} errors, the string-
 // interpolated /run_sse error event).
 func TestADKPython(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_SSE_DELAY_MS=20"}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t, "ADK_SSE_DELAY_MS=20")
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: true})
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
@@ -124,13 +122,21 @@ func TestADKTypeScript(t *testing.T) {
 
 // TestADKPythonMemory: with a memory service, a session goes to memory.
 func TestADKPythonMemory(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_MEMORY=1"}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t, "ADK_MEMORY=1")
 	base := adkSidecar(t, url)
 	if r := sessionToMemory(t, base, "async_create_session"); r.status != 200 || string(r.output) != "null" {
 		t.Errorf("add_session_to_memory = %d %s %q, want 200 null", r.status, r.output, r.detail)
 	}
+}
+
+// startPythonADK starts the stand-in for the Python ADK api server on a
+// free port, with env added to its environment, and returns its URL.
+func startPythonADK(t *testing.T, env ...string) string {
+	t.Helper()
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startServer(t, url, append([]string{fmt.Sprintf("PORT=%d", port)}, env...), "python3", "../../testdata/adkpy/server.py")
+	return url
 }
 
 // adkServer says what an ADK api server can do.
@@ -455,9 +461,7 @@ func testADK(t *testing.T, base string, srv adkServer) {
 // TestADKSnakeKeys: with adk.keys: snake, sessions and events carry
 // AdkApp's snake_case field names while user data keeps its own keys.
 func TestADKSnakeKeys(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port)}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t)
 	base := startSidecar(t, "upstream: {url: "+url+"}\npreset: adk\nadk: {app: weather, keys: snake}\n")
 	s := unaryCall(t, base, "create_session", `{"user_id":"u1","session_id":"s1","state":{"favoriteCity":"Oslo"}}`)
 	out := string(s.output)
