@@ -6,11 +6,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestServeStopsWithItsContext(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -6,11 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestWriteRequest(t *testing.T) {
 	var b bytes.Buffer
