@@ -3,7 +3,8 @@ package adk
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+
+	"github.com/sidecar-dev/sidecar/fieldname"
 )
 
 // userData are the keys whose values belong to the agent or the user, not
@@ -38,10 +39,10 @@ func renameKeys(v any) any {
 		out := make(map[string]any, len(v))
 		for k, e := range v {
 			if userData[k] {
-				out[snake(k)] = e
+				out[fieldname.Snake(k)] = e
 				continue
 			}
-			out[snake(k)] = renameKeys(e)
+			out[fieldname.Snake(k)] = renameKeys(e)
 		}
 		return out
 	case []any:
@@ -51,22 +52,4 @@ func renameKeys(v any) any {
 		return v
 	}
 	return v
-}
-
-// snake turns camelCase into snake_case; a name without capitals is kept.
-func snake(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

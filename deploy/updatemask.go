@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/fieldname"
 )
 
 // UpdateMask is the updateMask query parameter of the patch request that
@@ -25,7 +27,7 @@ func UpdateMask(body []byte) (string, error) {
 	}
 	for k, v := range top {
 		if k != "spec" {
-			paths[snake(k)] = true
+			paths[fieldname.Snake(k)] = true
 			continue
 		}
 		var sp map[string]json.RawMessage
@@ -34,7 +36,7 @@ func UpdateMask(body []byte) (string, error) {
 		}
 		for sk, sv := range sp {
 			if sk != "deploymentSpec" {
-				paths["spec."+snake(sk)] = true
+				paths["spec."+fieldname.Snake(sk)] = true
 				continue
 			}
 			var dp map[string]json.RawMessage
@@ -42,7 +44,7 @@ func UpdateMask(body []byte) (string, error) {
 				return "", fmt.Errorf("update mask: spec.deploymentSpec: %w", err)
 			}
 			for dk := range dp {
-				paths["spec.deployment_spec."+snake(dk)] = true
+				paths["spec.deployment_spec."+fieldname.Snake(dk)] = true
 			}
 		}
 	}
@@ -52,19 +54,4 @@ func UpdateMask(body []byte) (string, error) {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ","), nil
-}
-
-// snake turns a lowerCamelCase JSON name into its proto field name.
-func snake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,70 +21,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 )
-
-// scriptAgent is a raw TCP agent on 127.0.0.1 that runs script on every
-// connection it accepts (n counts them from 1), with the connection's
-// reader: each test writes the exact bytes it wants. done closes when the
-// test ends, for a script that stalls; cleanup then closes every
-// connection and waits for the scripts to return.
-type scriptAgent struct {
-	ln       net.Listener
-	accepted atomic.Int32
-	done     chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
-}
-
-type script func(n int, nc net.Conn, br *bufio.Reader, done <-chan struct{})
-
-func newScriptAgent(t *testing.T, script script) *scriptAgent {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &scriptAgent{ln: ln, done: make(chan struct{})}
-	a.wg.Go(func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n := int(a.accepted.Add(1))
-			a.mu.Lock()
-			a.conns = append(a.conns, nc)
-			a.mu.Unlock()
-			a.wg.Go(func() {
-				defer nc.Close()
-				script(n, nc, bufio.NewReader(nc), a.done)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		close(a.done)
-		ln.Close()
-		a.mu.Lock()
-		for _, c := range a.conns {
-			c.Close()
-		}
-		a.mu.Unlock()
-		a.wg.Wait()
-	})
-	return a
-}
-
-func (a *scriptAgent) addr() string { return a.ln.Addr().String() }
-
-// readRequest reads one request and its body, as an agent does.
-func readRequest(br *bufio.Reader) (*http.Request, error) {
-	req, err := http.ReadRequest(br)
-	if err != nil {
-		return nil, err
-	}
-	_, err = io.Copy(io.Discard, req.Body)
-	return req, err
-}
 
 // roundTrip sends one request through tr with a deadline, so a test
 // that fails does so fast, and reads the whole reply.
@@ -101,13 +36,7 @@ func roundTrip(t *testing.T, tr *transport, method, addr, body string) (status i
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	return readReply(tr.RoundTrip(req))
 }
 
 // TestTransportReplyHeadLimit: a reply head larger than maxReplyHead (a

@@ -16,76 +16,6 @@ import (
 	"time"
 )
 
-// rawAgent is an HTTP/1.1 agent written by hand on a real TCP listener,
-// so each test decides exactly what goes over the wire and when each
-// connection closes. serve is called once per request with the request
-// head and body, and writes the raw reply; it returns false to close the
-// connection afterwards.
-type rawAgent struct {
-	ln       net.Listener
-	accepted atomic.Int32
-	requests atomic.Int32
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
-}
-
-func newRawAgent(t *testing.T, serve func(n int, req *http.Request, body []byte, w *bufio.Writer) bool) *rawAgent {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &rawAgent{ln: ln}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			a.accepted.Add(1)
-			a.mu.Lock()
-			a.conns = append(a.conns, nc)
-			a.mu.Unlock()
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				defer nc.Close()
-				br, bw := bufio.NewReader(nc), bufio.NewWriter(nc)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					body, err := io.ReadAll(req.Body)
-					if err != nil {
-						return
-					}
-					n := int(a.requests.Add(1))
-					keep := serve(n, req, body, bw)
-					if bw.Flush() != nil || !keep {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		a.mu.Lock()
-		for _, c := range a.conns {
-			c.Close()
-		}
-		a.mu.Unlock()
-		a.wg.Wait()
-	})
-	return a
-}
-
-func (a *rawAgent) addr() string { return a.ln.Addr().String() }
-
 func ok(w *bufio.Writer, body string) {
 	w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
@@ -107,7 +37,11 @@ func post(t *testing.T, tr http.RoundTripper, addr, body string) (int, string, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := tr.RoundTrip(req)
+	return readReply(tr.RoundTrip(req))
+}
+
+// readReply reads the whole reply of a round trip: its status and body.
+func readReply(resp *http.Response, err error) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}

@@ -56,9 +56,7 @@ func testUnknownApp(t *testing.T, url string) {
 // delete, float-second timestamps, {"detail"} errors, the string-
 // interpolated /run_sse error event).
 func TestADKPython(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_SSE_DELAY_MS=20"}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t, "ADK_SSE_DELAY_MS=20")
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: true})
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
@@ -71,11 +69,7 @@ func TestADKPython(t *testing.T) {
 		}
 	})
 	t.Run("memory without a memory service", func(t *testing.T) {
-		s := unaryCall(t, base, "create_session", `{"user_id":"m1"}`)
-		var sess map[string]any
-		json.Unmarshal(s.output, &sess)
-		in, _ := json.Marshal(map[string]any{"session": sess})
-		r := unaryCall(t, base, "async_add_session_to_memory", string(in))
+		r := sessionToMemory(t, base, "create_session")
 		if r.status != 400 || !strings.Contains(r.detail, "memory service") {
 			t.Errorf("add_session_to_memory = %d %q, want 400 naming the memory service", r.status, r.detail)
 		}
@@ -119,11 +113,7 @@ func TestADKTypeScript(t *testing.T) {
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
 
 	t.Run("memory on a server without memory routes", func(t *testing.T) {
-		s := unaryCall(t, base, "create_session", `{"user_id":"m1"}`)
-		var sess map[string]any
-		json.Unmarshal(s.output, &sess)
-		in, _ := json.Marshal(map[string]any{"session": sess})
-		r := unaryCall(t, base, "async_add_session_to_memory", string(in))
+		r := sessionToMemory(t, base, "create_session")
 		if r.status != 400 || !strings.Contains(r.detail, "does not serve PATCH /apps/{app}/users/{user}/memory") || strings.Contains(r.detail, "<") {
 			t.Errorf("add_session_to_memory = %d %q, want 400 naming the missing route, no HTML", r.status, r.detail)
 		}
@@ -132,17 +122,21 @@ func TestADKTypeScript(t *testing.T) {
 
 // TestADKPythonMemory: with a memory service, a session goes to memory.
 func TestADKPythonMemory(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port), "ADK_MEMORY=1"}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t, "ADK_MEMORY=1")
 	base := adkSidecar(t, url)
-	s := unaryCall(t, base, "async_create_session", `{"user_id":"m1"}`)
-	var sess map[string]any
-	json.Unmarshal(s.output, &sess)
-	in, _ := json.Marshal(map[string]any{"session": sess})
-	if r := unaryCall(t, base, "async_add_session_to_memory", string(in)); r.status != 200 || string(r.output) != "null" {
+	if r := sessionToMemory(t, base, "async_create_session"); r.status != 200 || string(r.output) != "null" {
 		t.Errorf("add_session_to_memory = %d %s %q, want 200 null", r.status, r.output, r.detail)
 	}
+}
+
+// startPythonADK starts the stand-in for the Python ADK api server on a
+// free port, with env added to its environment, and returns its URL.
+func startPythonADK(t *testing.T, env ...string) string {
+	t.Helper()
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startServer(t, url, append([]string{fmt.Sprintf("PORT=%d", port)}, env...), "python3", "../../testdata/adkpy/server.py")
+	return url
 }
 
 // adkServer says what an ADK api server can do.
@@ -167,6 +161,17 @@ func unaryCall(t *testing.T, base, method, input string) unaryResult {
 		t.Fatalf("%s reply %q: %v", method, r.body, err)
 	}
 	return unaryResult{r.status, body.Output, body.Detail}
+}
+
+// sessionToMemory creates a session for user m1 with create (the sync or
+// async method) and adds it to memory: async_add_session_to_memory's reply.
+func sessionToMemory(t *testing.T, base, create string) unaryResult {
+	t.Helper()
+	s := unaryCall(t, base, create, `{"user_id":"m1"}`)
+	var sess map[string]any
+	json.Unmarshal(s.output, &sess)
+	in, _ := json.Marshal(map[string]any{"session": sess})
+	return unaryCall(t, base, "async_add_session_to_memory", string(in))
 }
 
 func streamCall(t *testing.T, base, method, input string) []string {
@@ -456,9 +461,7 @@ func testADK(t *testing.T, base string, srv adkServer) {
 // TestADKSnakeKeys: with adk.keys: snake, sessions and events carry
 // AdkApp's snake_case field names while user data keeps its own keys.
 func TestADKSnakeKeys(t *testing.T) {
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, []string{fmt.Sprintf("PORT=%d", port)}, "python3", "../../testdata/adkpy/server.py")
+	url := startPythonADK(t)
 	base := startSidecar(t, "upstream: {url: "+url+"}\npreset: adk\nadk: {app: weather, keys: snake}\n")
 	s := unaryCall(t, base, "create_session", `{"user_id":"u1","session_id":"s1","state":{"favoriteCity":"Oslo"}}`)
 	out := string(s.output)

@@ -6,42 +6,22 @@
 # messages from the package's build/protos/protos.json.
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
-# same package.json + package-lock.json (sha256 kept in a stamp file).
-# Prints the path of protos.json on stdout (everything else goes to stderr).
-# Works from any cwd. Needs npm and the npm registry (first run only).
+# same package.json + package-lock.json (sha256 kept in a stamp file; see
+# ../npm-cache.sh). Prints the path of protos.json on stdout (everything else
+# goes to stderr). Works from any cwd. Needs npm and the npm registry (first
+# run only).
 set -euo pipefail
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
-repo="$(cd -- "$here/../.." && pwd -P)"
-cache="${SIDECAR_CACHE:-$repo/.cache}"
-dest="$cache/aiplatform"
-stamp="$dest/.install-stamp"
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=../npm-cache.sh
+. "$here/../npm-cache.sh"
+dest="$(npm_cache_dir aiplatform)"
 protos="$dest/node_modules/@google-cloud/aiplatform/build/protos/protos.json"
 
-command -v npm >/dev/null || { echo "install.sh: npm not found" >&2; exit 1; }
-
-want="$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)"
-fresh() { [ -f "$protos" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }
-
-mkdir -p "$dest"
-if fresh; then
-  echo "install.sh: cache up to date ($dest)" >&2
-else
-  # One install at a time per cache directory.
-  exec 9>"$dest/.install-lock"
-  if command -v flock >/dev/null; then flock 9; fi
-  if fresh; then
-    echo "install.sh: cache up to date ($dest)" >&2
-  else
-    echo "install.sh: installing into $dest" >&2
-    rm -f "$stamp"
-    rm -rf "$dest/node_modules"
-    cp "$here/package.json" "$here/package-lock.json" "$dest/"
-    # Only the package's data is read: no install scripts run.
-    (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >&2
-    test -f "$protos"
-    printf '%s\n' "$want" >"$stamp"
-  fi
-fi
+npm_cache_need npm
+want="$(npm_cache_want "$here")"
+# Only the package's data is read: no install scripts run.
+npm_cache_install "$here" "$dest" "$want" "$protos" "" --ignore-scripts
 
 printf '%s\n' "$protos"

@@ -23,21 +23,13 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/bench/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	err := run(ctx, os.Args[1:])
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "goproxy:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("goproxy", run) }
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("goproxy", flag.ContinueOnError)
@@ -75,20 +67,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
-	}
-	return nil
+	return cli.Serve(ctx, ln, h)
 }
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

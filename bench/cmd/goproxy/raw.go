@@ -2,15 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/bench/internal/h1"
 )
 
 // raw is -mode raw: net/http's server in front, but a hand-written
@@ -64,35 +62,31 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	fmt.Fprintf(c.bw, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", r.Method, r.URL.Path, p.addr, len(body))
-	c.bw.Write(body)
+	h1.WriteRequest(c.bw, r.Method, r.URL.Path, p.addr, body)
 	if err := c.bw.Flush(); err != nil {
 		c.nc.Close()
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	status, length, chunked, ctype, err := readHead(c.br)
+	head, err := h1.ReadHead(c.br)
 	if err != nil {
 		c.nc.Close()
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	if ctype != "" {
-		w.Header().Set("Content-Type", ctype)
+	if head.ContentType != "" {
+		w.Header().Set("Content-Type", head.ContentType)
 	}
-	var src io.Reader
-	switch {
-	case chunked:
-		src = httputil.NewChunkedReader(c.br)
-	case length >= 0:
-		w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
-		src = io.LimitReader(c.br, length)
-	default:
+	src := head.Body(c.br)
+	if src == nil {
 		http.Error(w, "reply without a length", http.StatusBadGateway)
 		c.nc.Close()
 		return
 	}
-	w.WriteHeader(status)
+	if !head.Chunked {
+		w.Header().Set("Content-Length", strconv.FormatInt(head.Length, 10))
+	}
+	w.WriteHeader(head.Status)
 	rc := http.NewResponseController(w)
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
@@ -104,7 +98,7 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				c.nc.Close()
 				return
 			}
-			if chunked {
+			if head.Chunked {
 				rc.Flush()
 			}
 		}
@@ -116,52 +110,11 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
-	if chunked { // the trailer
-		for {
-			line, err := c.br.ReadSlice('\n')
-			if err != nil {
-				c.nc.Close()
-				return
-			}
-			if len(bytes.TrimRight(line, "\r\n")) == 0 {
-				break
-			}
+	if head.Chunked {
+		if err := h1.ReadTrailer(c.br); err != nil {
+			c.nc.Close()
+			return
 		}
 	}
 	p.put(c)
-}
-
-// readHead reads a reply's status line and the headers it needs.
-func readHead(br *bufio.Reader) (status int, length int64, chunked bool, ctype string, err error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		return 0, 0, false, "", err
-	}
-	if len(line) < 12 {
-		return 0, 0, false, "", errors.New("bad status line")
-	}
-	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
-		return 0, 0, false, "", err
-	}
-	length = -1
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return 0, 0, false, "", err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			return status, length, chunked, ctype, nil
-		}
-		name, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			length, _ = strconv.ParseInt(string(value), 10, 64)
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Content-Type")):
-			ctype = string(value)
-		}
-	}
 }

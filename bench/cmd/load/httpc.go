@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http/httputil"
-	"strconv"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/bench/internal/h1"
 )
 
 // conn is a minimal HTTP/1.1 client connection: pre-built requests out,
@@ -39,8 +39,7 @@ func (c *conn) Close() error { return c.nc.Close() }
 // request is a ready-to-send HTTP/1.1 POST.
 func request(addr, path string, body []byte) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, addr, len(body))
-	b.Write(body)
+	h1.WriteRequest(&b, "POST", path, addr, body)
 	return b.Bytes()
 }
 
@@ -59,51 +58,15 @@ func (c *conn) send(req []byte) (response, error) {
 	if _, err := c.nc.Write(req); err != nil {
 		return response{}, err
 	}
-	line, err := c.br.ReadSlice('\n')
+	head, err := h1.ReadHead(c.br)
 	if err != nil {
 		return response{}, err
 	}
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-		return response{}, fmt.Errorf("bad status line %q", line)
+	if head.Close {
+		c.reusable = false
 	}
-	status, err := strconv.Atoi(string(line[9:12]))
-	if err != nil {
-		return response{}, fmt.Errorf("bad status line %q", line)
-	}
-	length := int64(-1)
-	chunked := false
-	for {
-		line, err := c.br.ReadSlice('\n')
-		if err != nil {
-			return response{}, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			length, _ = strconv.ParseInt(string(value), 10, 64)
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			if bytes.EqualFold(value, []byte("close")) {
-				c.reusable = false
-			}
-		}
-	}
-	resp := response{status: status, chunked: chunked}
-	switch {
-	case chunked:
-		resp.body = httputil.NewChunkedReader(c.br)
-	case length >= 0:
-		resp.body = io.LimitReader(c.br, length)
-	default:
+	resp := response{status: head.Status, body: head.Body(c.br), chunked: head.Chunked}
+	if resp.body == nil {
 		c.reusable = false
 		resp.body = c.br
 	}
@@ -118,15 +81,9 @@ func (c *conn) finish(resp response) error {
 		return err
 	}
 	if resp.chunked {
-		for {
-			line, err := c.br.ReadSlice('\n')
-			if err != nil {
-				c.reusable = false
-				return err
-			}
-			if len(bytes.TrimRight(line, "\r\n")) == 0 {
-				break
-			}
+		if err := h1.ReadTrailer(c.br); err != nil {
+			c.reusable = false
+			return err
 		}
 	}
 	return nil

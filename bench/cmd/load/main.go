@@ -22,21 +22,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/bench/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	err := run(ctx, os.Args[1:])
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "load:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("load", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {

@@ -1,0 +1,78 @@
+# shellcheck shell=bash
+# What testdata/*/install.sh share: an npm package set, pinned by the
+# package.json and package-lock.json beside the script, installed once into
+#   ${SIDECAR_CACHE:-<repo>/.cache}/NAME/
+# and skipped while that cache holds node_modules installed from the same
+# inputs (their sha256 kept in NAME/.install-stamp). One install at a time
+# per cache directory (flock, where there is one). Everything it says goes
+# to stderr: the scripts' stdout is the path they print.
+# SRC below is the script's folder, which holds package.json and
+# package-lock.json. Sourced, not run.
+
+# npm_cache_dir NAME: the cache directory of the package set NAME.
+npm_cache_dir() {
+  local repo
+  repo="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)"
+  printf '%s\n' "${SIDECAR_CACHE:-$repo/.cache}/$1"
+}
+
+# npm_cache_need CMD...: exits 1 when a command is missing.
+npm_cache_need() {
+  local c
+  for c in "$@"; do
+    command -v "$c" >/dev/null || { echo "install.sh: $c not found" >&2; exit 1; }
+  done
+}
+
+# npm_cache_want SRC [EXTRA]: the sha256 of SRC's package.json,
+# package-lock.json (when there is one) and the line EXTRA (when given):
+# what the stamp holds.
+npm_cache_want() {
+  local src=$1
+  shift
+  {
+    cat "$src/package.json"
+    if [ -f "$src/package-lock.json" ]; then cat "$src/package-lock.json"; fi
+    if [ $# -gt 0 ]; then printf '%s\n' "$1"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+
+# npm_cache_install SRC DEST WANT PROBE NOTE [NPM_FLAG...]: installs SRC's
+# package set into DEST (npm ci with the flags; npm install without a lock file)
+# unless DEST's stamp is WANT and the file PROBE is there. NOTE, when not
+# empty, is said in parentheses after "installing into DEST". PROBE must
+# exist after an install; only then is the stamp written.
+npm_cache_install() {
+  local src=$1 dest=$2 want=$3 probe=$4 note=$5
+  shift 5
+  local stamp="$dest/.install-stamp"
+  mkdir -p "$dest"
+  if npm_cache_fresh "$stamp" "$want" "$probe"; then
+    echo "install.sh: cache up to date ($dest)" >&2
+    return
+  fi
+  exec 9>"$dest/.install-lock"
+  if command -v flock >/dev/null; then flock 9; fi
+  if npm_cache_fresh "$stamp" "$want" "$probe"; then
+    echo "install.sh: cache up to date ($dest)" >&2
+    return
+  fi
+  echo "install.sh: installing into $dest${note:+ ($note)}" >&2
+  rm -f "$stamp"
+  rm -rf "$dest/node_modules"
+  cp "$src/package.json" "$dest/package.json"
+  if [ -f "$src/package-lock.json" ]; then
+    cp "$src/package-lock.json" "$dest/package-lock.json"
+    (cd "$dest" && npm ci "$@" --no-audit --no-fund --loglevel=error) >&2
+  else
+    rm -f "$dest/package-lock.json"
+    (cd "$dest" && npm install "$@" --no-audit --no-fund --loglevel=error) >&2
+  fi
+  test -e "$probe"
+  printf '%s\n' "$want" >"$stamp"
+}
+
+# npm_cache_fresh STAMP WANT PROBE: the install is there and current.
+npm_cache_fresh() {
+  [ -e "$3" ] && [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]
+}
