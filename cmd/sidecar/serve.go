@@ -17,6 +17,7 @@ import (
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -51,7 +52,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
 		calls.Handlers, prober.Check = app.Agent(), app.Ready
 	}
-	s := &proxy.Server{Config: cfg, Agent: calls, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: calls, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	srv := newHTTPServer(cfg, s.Handler(), logger, lim)
 
