@@ -78,6 +78,18 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // InFlight is the number of calls being served.
 func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 
+// WaitIdle waits until deadline at most for the calls in flight to end. It
+// reports whether they did.
+func (s *Server) WaitIdle(deadline time.Time) bool {
+	for s.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
