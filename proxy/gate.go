@@ -81,9 +81,9 @@ const smallBody = 64 << 10
 // when Content-Length gives it (else in growing steps, up to about twice
 // it while reading), decoded in place by the Door (the platform's: a JSON
 // string holding the envelope too, its input compacted in place), the
-// input indexed without copying values (core.ParseInput). Building the agent's request may copy the input
-// once more. So request bodies take at most Concurrency × request_bytes ×
-// 4, plus smallBody per queued call.
+// input indexed without copying values (core.ParseInput). Building the
+// agent's request may copy the input once more. So request bodies take at
+// most Concurrency × request_bytes × 4, plus smallBody per queued call.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
 	if r.Header.Get(core.HopHeader) != "" {
 		return core.Call{}, errLoop
