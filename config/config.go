@@ -296,7 +296,7 @@ type Method struct {
 // Placeholders of a call path that are not input fields.
 const (
 	FieldClassMethod = "class_method" // the called method's name
-	FieldRoute       = "route"        // the inbound route, RouteUnary or RouteStream
+	FieldRoute       = "route"        // the inbound route the call came on
 )
 
 // PathSegment is a literal piece of a path or a {field} placeholder.
@@ -304,9 +304,3 @@ type PathSegment struct {
 	Literal string // set when Field is empty
 	Field   string // input field whose value fills this segment
 }
-
-// Route names, for messages.
-const (
-	RouteUnary  = "/api/reasoning_engine"
-	RouteStream = "/api/stream_reasoning_engine"
-)

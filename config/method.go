@@ -147,7 +147,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 	}
 	m.AllRoutes = m.Name == "*" && !modeSet
 	if outputLine > 0 && !m.AllRoutes && m.Mode.Streaming() {
-		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on %s)", m.Mode, RouteStream)
+		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on /api/stream_reasoning_engine)", m.Mode)
 	}
 	if m.Handler != "" {
 		m.Body = BodyNone // the handler builds its own requests

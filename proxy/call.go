@@ -9,13 +9,13 @@ import (
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 // call is one class_method call, from request to log line.
 type call struct {
 	start   time.Time
 	route   string
+	stream  bool // served on a streaming route
 	method  string
 	status  int
 	notes   core.Notes // the reply's format and the agent's retries
@@ -36,7 +36,7 @@ func (c *call) done() {
 	}
 }
 
-// serveUnary answers POST /api/reasoning_engine with {"output": …}.
+// serveUnary answers a unary call with the agent's output.
 func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
 	out, err := s.Agent.Unary(ctx, call)
 	if err != nil {
@@ -44,15 +44,15 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
-	n, err := platform.WriteOutput(w, out)
+	n, err := s.Door.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
 		c.callerLeft(err)
 	}
 }
 
-// serveStream answers POST /api/stream_reasoning_engine with one compact
-// JSON record per line, each flushed as soon as the agent produced it.
+// serveStream answers a streaming call with the agent's records, through
+// the mapping stage, written by the Door's encoder.
 func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
 	records, err := s.openStream(ctx, call)
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
-	out := platform.NewNDJSON(w)
+	out := s.Door.Encoder(w)
 	c.status = http.StatusOK
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
@@ -86,7 +86,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		if f.Outcome == metrics.CallerLeft {
 			return
 		}
-		out.Final(platform.ErrorLine(f))
+		out.Fail(f)
 		_, c.bytes, _ = out.Wrote()
 		return
 	}
@@ -132,7 +132,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	if f.Outcome == metrics.CallerLeft {
 		return // nobody is listening
 	}
-	platform.WriteError(w, f)
+	s.Door.WriteError(w, f)
 }
 
 // log writes the call's one log line and records its metrics. Bodies are
@@ -140,7 +140,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 func (s *Server) log(r *http.Request, c *call) {
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
-		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.route == platform.RouteStream,
+		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream,
 	})
 	level := zap.InfoLevel
 	if c.status >= 500 || (c.outcome != metrics.OK && c.status == http.StatusOK) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 // callContext is the context of one call: it ends when the caller leaves
@@ -74,18 +73,18 @@ var errLoop = &core.RequestError{Status: http.StatusLoopDetected, Msg: "loop det
 // by the callers, and a caller turned away gets its 503 before sending it.
 const smallBody = 64 << 10
 
-// begin takes a concurrency slot, reads and normalizes the request, finds
-// its method and waits for the agent to be ready. It returns what the
+// begin takes a concurrency slot, reads the request and has the Door
+// decode it, and waits for the agent to be ready. It returns what the
 // agent call needs.
 //
 // Memory: a call in a slot holds its body once: read at its exact length
 // when Content-Length gives it (else in growing steps, up to about twice
-// it while reading), decoded in place (a JSON string holding the envelope
-// too), its input compacted in place and indexed without copying values
-// (core.ParseInput). Building the agent's request may copy the input
-// once more. So request bodies take at most Concurrency × request_bytes ×
-// 4, plus smallBody per queued call.
-func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, stream bool) (core.Call, error) {
+// it while reading), decoded in place by the Door (the platform's: a JSON
+// string holding the envelope too, its input compacted in place), the
+// input indexed without copying values (core.ParseInput). Building the
+// agent's request may copy the input once more. So request bodies take at
+// most Concurrency × request_bytes × 4, plus smallBody per queued call.
+func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
 	if r.Header.Get(core.HopHeader) != "" {
 		return core.Call{}, errLoop
 	}
@@ -102,7 +101,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	var err error
 	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
 	if early {
-		if call, err = s.request(w, r, c, stream); err != nil {
+		if call, err = s.request(w, r, c); err != nil {
 			return core.Call{}, err
 		}
 	}
@@ -112,7 +111,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	c.release = release
 	if !early {
-		if call, err = s.request(w, r, c, stream); err != nil {
+		if call, err = s.request(w, r, c); err != nil {
 			return core.Call{}, err
 		}
 	}
@@ -127,30 +126,26 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	return call, nil
 }
 
-// request reads the request body, decodes its envelope and finds its
-// method: the call for the agent.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call, stream bool) (core.Call, error) {
+// request reads the request body and has the Door decode it into the call
+// for the agent, its input indexed when the method reads fields.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
 	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
 	if err != nil {
 		return core.Call{}, err
 	}
-	env, err := platform.Decode(body, stream)
+	call, err := s.Door.Call(s.Config, c.route, c.stream, r, body)
+	c.method = call.Name
 	if err != nil {
 		return core.Call{}, err
 	}
-	c.method = env.Method
-	m := s.Config.Lookup(env.Method, stream)
-	if m == nil {
-		return core.Call{}, platform.MethodNotFound(s.Config, env.Method, stream)
-	}
-	c.entry = m.Name
-	in := core.Input{Raw: env.Input}
-	if core.ReadsFields(m) {
-		if in, err = core.ParseInput(env.Input); err != nil {
+	c.entry = call.Method.Name
+	if call.Input.Fields == nil && core.ReadsFields(call.Method) {
+		if call.Input, err = core.ParseInput(call.Input.Raw); err != nil {
 			return core.Call{}, &core.RequestError{Msg: err.Error()}
 		}
 	}
-	return core.Call{Method: m, Name: env.Method, Input: in, Header: r.Header, Route: c.route, Notes: &c.notes}, nil
+	call.Notes = &c.notes
+	return call, nil
 }
 
 // readBody reads the request body, up to limit bytes: into a buffer of
@@ -194,19 +189,24 @@ func (s *Server) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// handle wraps a route's serve function in what every call shares: it is
-// counted in flight, gets its context, has its request read and checked,
-// and ends with one log line.
-func (s *Server) handle(route string, stream bool, serve func(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call)) http.HandlerFunc {
+// handle is the handler of the calls on one of the Door's routes, with
+// what every call shares: it is counted in flight, gets its context, has
+// its request read and checked, is served unary or streaming, and ends
+// with one log line.
+func (s *Server) handle(route string, stream bool) http.HandlerFunc {
+	serve := s.serveUnary
+	if stream {
+		serve = s.serveStream
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{start: time.Now(), route: route}
+		c := &call{start: time.Now(), route: route, stream: stream}
 		defer s.log(r, c)
 		defer c.done()
 		s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
 		ctx, done := s.callContext(r)
 		defer done()
-		call, err := s.begin(ctx, w, r, c, stream)
+		call, err := s.begin(ctx, w, r, c)
 		if err != nil {
 			s.fail(w, r, c, err)
 			return

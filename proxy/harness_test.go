@@ -19,6 +19,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -97,7 +98,7 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 	}
 	h := &harness{t: t, logs: logs}
 	agent := core.Mux{Plain: client, Handlers: hc.builtin}
-	h.server = &Server{Config: cfg, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
+	h.server = &Server{Config: cfg, Door: platform.Door{}, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
 	if hc.probe {
 		prober := upstream.NewProber(cfg, client)
 		h.server.Prober = prober
@@ -148,12 +149,12 @@ func (h *harness) post(route, body string) reply {
 
 func (h *harness) unary(method, input string) reply {
 	h.t.Helper()
-	return h.post(config.RouteUnary, `{"class_method":"`+method+`","input":`+input+`}`)
+	return h.post(platform.RouteUnary, `{"class_method":"`+method+`","input":`+input+`}`)
 }
 
 func (h *harness) stream(method, input string) reply {
 	h.t.Helper()
-	return h.post(config.RouteStream, `{"class_method":"`+method+`","input":`+input+`}`)
+	return h.post(platform.RouteStream, `{"class_method":"`+method+`","input":`+input+`}`)
 }
 
 // lines splits an ndjson body, checking each line is one compact JSON value.

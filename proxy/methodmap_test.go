@@ -21,6 +21,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -106,7 +107,7 @@ func TestStreamTotalFinalLine(t *testing.T) {
 	h := newHarness(t, agent.URL, "timeouts: {total: 300ms}\n"+oneMethodConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s := h.open(ctx, config.RouteStream, `{"class_method":"stream_query","input":{}}`)
+	s := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query","input":{}}`)
 	body, err := io.ReadAll(s.r)
 	if err != nil {
 		t.Fatalf("reading the stream: %v (got %q)", err, body)
@@ -263,7 +264,7 @@ func TestSelfLoopRefused(t *testing.T) {
 	}
 	defer client.Close()
 	var calls atomic.Int32
-	handler := (&Server{Config: cfg, Agent: core.Mux{Plain: client}}).Handler()
+	handler := (&Server{Config: cfg, Door: platform.Door{}, Agent: core.Mux{Plain: client}}).Handler()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		handler.ServeHTTP(w, r)
@@ -273,7 +274,7 @@ func TestSelfLoopRefused(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	resp, err := http.Post(srv.URL+config.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+	resp, err := http.Post(srv.URL+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestHopHeaderRefused(t *testing.T) {
 	if got := (<-seen).Get(upstream.HopHeader); got != "1" {
 		t.Errorf("the agent saw %s %q, want \"1\"", upstream.HopHeader, got)
 	}
-	for _, route := range []string{config.RouteUnary, config.RouteStream} {
+	for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
 		req, _ := http.NewRequest(http.MethodPost, h.url+route, strings.NewReader(`{"class_method":"query","input":{}}`))
 		req.Header.Set(upstream.HopHeader, "1")
 		resp, err := http.DefaultClient.Do(req)

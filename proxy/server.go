@@ -3,26 +3,24 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
-// Server serves the platform contract in front of one agent. Fill its
-// fields, then serve Handler.
+// Server serves a front door in front of one agent. Fill its fields, then
+// serve Handler.
 type Server struct {
 	// Config is the method map.
 	Config *config.Config
+	// Door is the front door: the protocol callers speak.
+	Door Door
 	// Agent answers the calls.
 	Agent core.Agent
 	// Prober reports the agent's readiness. If nil, the agent is taken to
@@ -80,13 +78,25 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // InFlight is the number of calls being served.
 func (s *Server) InFlight() int64 { return s.inFlight.Load() }
 
+// WaitIdle waits until deadline at most for the calls in flight to end. It
+// reports whether they did.
+func (s *Server) WaitIdle(deadline time.Time) bool {
+	for s.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
 func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
 
-// Handler is the sidecar's public HTTP surface: the two contract routes
-// and /healthz, nothing else. Call it once: it also sets the server up.
+// Handler is the sidecar's public HTTP surface: the Door's routes, its
+// calls and health served here. Call it once: it also sets the server up.
 func (s *Server) Handler() http.Handler {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
@@ -102,43 +112,11 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	s.slots = make(chan struct{}, Concurrency(s.Config))
-	// SkipClean: a path is served as sent or not at all. mux would answer
-	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
-	// with a 301 to the cleaned path, and a probe that gets a redirect
-	// counts as failed.
-	r := mux.NewRouter().SkipClean(true)
-	r.HandleFunc(platform.RouteUnary, s.handle(platform.RouteUnary, false, s.serveUnary)).Methods(http.MethodPost)
-	r.HandleFunc(platform.RouteStream, s.handle(platform.RouteStream, true, s.serveStream)).Methods(http.MethodPost)
-	r.HandleFunc(platform.RouteBidi, platform.BidiNotSupported).Methods(http.MethodPost)
-	for _, path := range healthPaths {
-		r.HandleFunc(path, s.ServeHealth).Methods(http.MethodGet, http.MethodHead)
-	}
-	r.NotFoundHandler = http.HandlerFunc(notFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(methodNotAllowed)
-	return r
+	return s.Door.Handler(func(route string, stream bool) http.Handler { return s.handle(route, stream) },
+		http.HandlerFunc(s.ServeHealth))
 }
 
-// healthPaths all answer as /healthz: the platform has been seen probing
-// "/" and "/health" too, and killing a container that answers a redirect.
-var healthPaths = []string{"/healthz", "/health", "/"}
-
-func notFound(w http.ResponseWriter, r *http.Request) {
-	platform.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
-		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
-		core.Clip(r.URL.Path), platform.RouteUnary, platform.RouteStream)})
-}
-
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	allow := http.MethodPost
-	if slices.Contains(healthPaths, r.URL.Path) {
-		allow = "GET, HEAD"
-	}
-	w.Header().Set("Allow", allow)
-	platform.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-		"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
-}
-
-// ServeHealth answers /healthz: 200 while the agent is ready, 503 while it is
+// ServeHealth answers the Door's health routes (/healthz): 200 while the agent is ready, 503 while it is
 // not or the sidecar drains. Why the agent is not ready (a dial error can
 // name its socket) is not said on the public port: it is logged, and
 // ServeHealthDetail says it.

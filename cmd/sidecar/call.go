@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 const callUsage = `Usage: sidecar call [flags] METHOD [key=value ...]
@@ -60,9 +62,9 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		*url = "http://127.0.0.1:" + port
 	}
-	route := "/api/reasoning_engine"
+	route := platform.RouteUnary
 	if *stream {
-		route = "/api/stream_reasoning_engine"
+		route = platform.RouteStream
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+route, bytes.NewReader(body))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
 )
@@ -26,7 +27,8 @@ type Call struct {
 	// it allows (trace context, request ids).
 	Header http.Header
 	// Route is the inbound route the call came on, for a {route} in the
-	// method's path; "" means the route of the method's mode.
+	// method's path. A front door always sets it; "" (a Call no front door
+	// built) means the Agent Platform route of the method's mode.
 	Route string
 	// Notes, when set, is where the Agent writes what the call's log line
 	// reports about the agent's side.
@@ -98,6 +100,25 @@ type Waiter interface {
 // front door's, for one). A Stage that wraps its records passes on their
 // Waiter, so the encoder's flush policy still holds, and closes them.
 type Stage func(Records) Records
+
+// Encoder is the record pipeline's last stage: it writes one stream's
+// records to the caller in a front door's wire format, and owns the
+// stream's one flush policy.
+type Encoder interface {
+	// Begin answers that the call was accepted (200 and the stream's
+	// headers) and flushes it, before the first record.
+	Begin() error
+	// Copy writes every record of r and flushes. It returns the first
+	// error writing to the caller (who has left, most likely), and nil
+	// when r ended: r.Err says how.
+	Copy(r Records) error
+	// Fail writes the stream's final error, after its records, and
+	// flushes it. A caller that left is not told.
+	Fail(f Failure)
+	// Wrote is what went out, for the call's log line and metrics: the
+	// records and bytes written, and when the first record was.
+	Wrote() (records int, bytes int64, first time.Time)
+}
 
 // Pass is the Stage that passes records through unchanged.
 func Pass(r Records) Records { return r }

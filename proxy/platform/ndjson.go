@@ -97,10 +97,12 @@ func (n *NDJSON) flush() {
 	n.pending = false
 }
 
-// Final writes the stream's last line (an error line) and flushes it. A
-// caller that left is not told.
-func (n *NDJSON) Final(line []byte) {
-	k, _ := n.w.Write(line)
+// Fail writes the stream's last line, the error line of f (ErrorLine),
+// and flushes it. A caller that left is not told.
+func (n *NDJSON) Fail(f core.Failure) {
+	k, _ := n.w.Write(ErrorLine(f))
 	n.bytes += int64(k)
 	n.rc.Flush()
 }
+
+var _ core.Encoder = (*NDJSON)(nil)

@@ -11,19 +11,9 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// The platform's routes: unary methods (api_mode "" and async) are
-// served on RouteUnary, streaming ones on RouteStream.
-const (
-	RouteUnary  = config.RouteUnary
-	RouteStream = config.RouteStream
-)
-
-// RouteBidi is the platform's route for api_mode bidi_stream methods.
-const RouteBidi = "/api/bidi_reasoning_engine"
-
 // BidiNotSupported answers the bidi route: 501, saying what to use.
 func BidiNotSupported(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, core.Failure{Status: http.StatusNotImplemented, Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
+	Door{}.WriteError(w, core.Failure{Status: http.StatusNotImplemented, Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
 		"serve the method as unary (:query) or streaming (:streamQuery)"})
 }
 
@@ -49,7 +39,7 @@ func MethodNotFound(cfg *config.Config, name string, stream bool) error {
 // WriteOutput answers a unary call: 200 with {"output": …}, flushed at
 // once so the reply leaves before the call's log line and metrics. It
 // returns the bytes written.
-func WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+func (Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	body := make([]byte, 0, len(out)+12)
 	body = append(body, `{"output":`...)
 	body = append(body, out...)
@@ -68,7 +58,7 @@ func WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 // WriteError answers a call that failed before its first byte. The body
 // stays {"detail": …}, the shape of the platform's reference servers: the
 // platform shows it to the caller inside its own 400 FAILED_PRECONDITION.
-func WriteError(w http.ResponseWriter, f core.Failure) {
+func (Door) WriteError(w http.ResponseWriter, f core.Failure) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if f.RetryAfter > 0 {

@@ -1,0 +1,43 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// Door is a front door: one protocol's way in. It routes its requests,
+// turns a call's request into a core.Call, and writes replies and failures
+// in its wire format. Everything between is the Server's, the same for
+// every door: the in-flight count, the body limit, the concurrency queue,
+// the readiness wait, drain, the call's log line and metrics, and mapping
+// an error to a core.Failure. proxy/platform, the Agent Platform
+// contract, is the first door; a new protocol is one more implementation.
+//
+// A door uses only core's types and the standard library's, so it need
+// not import proxy: the program hands the Server its door.
+type Door interface {
+	// Handler is the door's public surface: its own router, where each
+	// route of a call is served by call(route, stream) — the Server's
+	// handler for calls on that route, streaming or not — and each health
+	// route by health (200 while the agent is ready, else 503). The door
+	// answers every other request itself (404, 405, its own 501s).
+	Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler
+	// Call decodes the body of a call's request on route into the call
+	// for the agent: its Method (looked up in cfg), Name, Input.Raw,
+	// Header and Route. body is the whole request body, read and bounded
+	// by the Server; the door may reuse its memory. The Server then
+	// indexes the input when the method reads fields and sets Notes. On
+	// error, Name is the method called if the door read that far, for the
+	// log line.
+	Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error)
+	// WriteOutput answers a unary call with the agent's output, flushed at
+	// once. It returns the bytes written.
+	WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error)
+	// Encoder is the writer of one stream's records to w.
+	Encoder(w http.ResponseWriter) core.Encoder
+	// WriteError answers a call that failed before its first byte.
+	WriteError(w http.ResponseWriter, f core.Failure)
+}

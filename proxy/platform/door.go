@@ -1,0 +1,84 @@
+package platform
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/gorilla/mux"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// The platform's routes: unary methods (api_mode "" and async) are
+// served on RouteUnary, streaming ones on RouteStream.
+const (
+	RouteUnary  = "/api/reasoning_engine"
+	RouteStream = "/api/stream_reasoning_engine"
+)
+
+// RouteBidi is the platform's route for api_mode bidi_stream methods.
+const RouteBidi = "/api/bidi_reasoning_engine"
+
+// healthPaths all answer as /healthz: the platform has been seen probing
+// "/" and "/health" too, and killing a container that answers a redirect.
+var healthPaths = []string{"/healthz", "/health", "/"}
+
+// Door is the Agent Platform front door (a proxy.Door): its zero value
+// serves the contract.
+type Door struct{}
+
+// Handler routes the contract: POST RouteUnary and RouteStream to the
+// server's calls, RouteBidi to a 501, GET and HEAD /healthz (and "/",
+// "/health") to its health, nothing else.
+func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+	// SkipClean: a path is served as sent or not at all. mux would answer
+	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
+	// with a 301 to the cleaned path, and a probe that gets a redirect
+	// counts as failed.
+	r := mux.NewRouter().SkipClean(true)
+	r.Handle(RouteUnary, call(RouteUnary, false)).Methods(http.MethodPost)
+	r.Handle(RouteStream, call(RouteStream, true)).Methods(http.MethodPost)
+	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
+	for _, path := range healthPaths {
+		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
+	}
+	r.NotFoundHandler = http.HandlerFunc(d.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(d.methodNotAllowed)
+	return r
+}
+
+func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
+	d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
+		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
+		core.Clip(r.URL.Path), RouteUnary, RouteStream)})
+}
+
+func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := http.MethodPost
+	if slices.Contains(healthPaths, r.URL.Path) {
+		allow = "GET, HEAD"
+	}
+	w.Header().Set("Allow", allow)
+	d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
+		"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+}
+
+// Call decodes the envelope (Decode) and looks its class_method up on the
+// route, unary or streaming (stream); a method the route does not serve is
+// MethodNotFound.
+func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+	env, err := Decode(body, stream)
+	if err != nil {
+		return core.Call{}, err
+	}
+	m := cfg.Lookup(env.Method, stream)
+	if m == nil {
+		return core.Call{Name: env.Method}, MethodNotFound(cfg, env.Method, stream)
+	}
+	return core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}, nil
+}
+
+// Encoder is the ndjson writer of one stream (NDJSON).
+func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }

@@ -1,0 +1,87 @@
+package platform
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// Door is a proxy.Door, without importing proxy outside its tests.
+var _ proxy.Door = Door{}
+
+const doorConfig = `
+upstream: {url: "http://127.0.0.1:1"}
+methods:
+  query: {}
+  stream_query: {mode: stream}
+`
+
+// TestDoorCall: the envelope becomes the call for the agent, its method
+// looked up on the route it came on; a method the route does not serve
+// keeps its name, for the call's log line.
+func TestDoorCall(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte(doorConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, RouteStream, nil)
+	r.Header.Set("X-Request-Id", "r1")
+	c, err := Door{}.Call(cfg, RouteStream, true, r, []byte(`{"classMethod":"stream_query","input":{"a" : 1}}`))
+	if err != nil || c.Method == nil || c.Method.Name != "stream_query" || c.Name != "stream_query" || string(c.Input.Raw) != `{"a":1}` ||
+		c.Route != RouteStream || c.Header.Get("X-Request-Id") != "r1" {
+		t.Errorf("Call = %+v, %v; want stream_query on %s with its input and header", c, err, RouteStream)
+	}
+	c, err = Door{}.Call(cfg, RouteUnary, false, r, []byte(`{"class_method":"stream_query"}`))
+	var re *core.RequestError
+	if !errors.As(err, &re) || c.Name != "stream_query" || c.Method != nil || !strings.Contains(re.Msg, ":streamQuery") {
+		t.Errorf("a streaming method on the unary route: %+v, %v; want its name and a not-found error naming :streamQuery", c, err)
+	}
+	if c, err := (Door{}).Call(cfg, RouteUnary, false, r, []byte(`[]`)); !errors.As(err, &re) || c.Name != "" {
+		t.Errorf("a body that is no envelope: %+v, %v; want a request error", c, err)
+	}
+}
+
+// TestDoorRoutes: the contract's routes reach the server's handlers, the
+// health paths its health, the rest the door's own answers.
+func TestDoorRoutes(t *testing.T) {
+	var got []string
+	call := func(route string, stream bool) http.Handler {
+		return http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			got = append(got, route+map[bool]string{false: " unary", true: " stream"}[stream])
+		})
+	}
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, "health "+r.URL.Path) })
+	h := Door{}.Handler(call, health)
+	tests := []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodPost, RouteUnary, 200, ""},
+		{http.MethodPost, RouteStream, 200, ""},
+		{http.MethodHead, "/", 200, ""},
+		{http.MethodGet, "/health", 200, ""},
+		{http.MethodGet, "/healthz", 200, ""},
+		{http.MethodPost, RouteBidi, 501, ""},
+		{http.MethodGet, RouteUnary, 405, "POST"},
+		{http.MethodPost, "/healthz", 405, "GET, HEAD"},
+		{http.MethodPost, "/nope", 404, ""},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, nil))
+		if w.Code != tt.status || w.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d (Allow %q), want %d (Allow %q)", tt.method, tt.path, w.Code, w.Header().Get("Allow"), tt.status, tt.allow)
+		}
+	}
+	want := []string{RouteUnary + " unary", RouteStream + " stream", "health /", "health /health", "health /healthz"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("served %q, want %q", got, want)
+	}
+}
