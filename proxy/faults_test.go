@@ -25,17 +25,7 @@ import (
 // queued caller who leaves never reaches the agent.
 func TestConcurrencyLimit(t *testing.T) {
 	release := make(chan struct{})
-	var calls atomic.Int32
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		io.ReadAll(r.Body)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	}))
+	calls, agent := heldAgent(t, release, `{"ok":true}`)
 	defer agent.Close()
 	h := newHarness(t, agent.URL, "limits: {concurrency: 2, queue: 1, queue_timeout: 400ms}\n"+oneMethodConfig)
 

@@ -309,17 +309,7 @@ func readReply(t *testing.T, conn net.Conn) reply {
 // against full slots allocates next to nothing.
 func TestBodiesReadWithASlot(t *testing.T) {
 	release := make(chan struct{})
-	var calls atomic.Int32
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		io.ReadAll(r.Body)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"ok":true}`)
-	}))
+	calls, agent := heldAgent(t, release, `{"ok":true}`)
 	defer agent.Close()
 	released := false
 	defer func() {
@@ -404,17 +394,7 @@ func TestBodiesReadWithASlot(t *testing.T) {
 // 2 × GOMAXPROCS + 1, so the bodies held in memory are bounded by default.
 func TestDefaultConcurrency(t *testing.T) {
 	release := make(chan struct{})
-	var calls atomic.Int32
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		io.ReadAll(r.Body)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{}`)
-	}))
+	calls, agent := heldAgent(t, release, `{}`)
 	defer agent.Close()
 	defer close(release)
 	h := newHarness(t, agent.URL, "limits: {queue: 0}\n"+oneMethodConfig)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,4 +215,22 @@ func (l *lineReader) next(t *testing.T) string {
 		t.Fatalf("reading stream line: %v (got %q)", err, s)
 	}
 	return strings.TrimSuffix(s, "\n")
+}
+
+// heldAgent is an agent that reads each request, then answers body once
+// release is closed or its caller leaves; calls counts the requests.
+func heldAgent(t *testing.T, release <-chan struct{}, body string) (*atomic.Int32, *httptest.Server) {
+	t.Helper()
+	calls := new(atomic.Int32)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		io.ReadAll(r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, body)
+	}))
+	return calls, agent
 }
