@@ -154,7 +154,9 @@ func (e *emulator) call(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		if r.Context().Err() == nil {
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			writeError(w, http.StatusGatewayTimeout, "DEADLINE_EXCEEDED", "the stream was cut before the container answered (--dev-cut)")
+		} else if r.Context().Err() == nil {
 			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The service is currently unavailable: the sidecar's contract listener: "+err.Error())
 		}
 		return nil
