@@ -205,6 +205,10 @@ const (
 	frameJSON                 // $alt=json: a JSON array of google.api.HttpBody
 )
 
+// frameJSON is what @google-cloud/aiplatform's REST transport reads (its
+// StreamArrayParser: "[" first, then HttpBody objects as they come);
+// that the real service frames :streamQuery this way is unverified.
+
 // streamFraming reads the framing the request asks for. The Node client
 // sends "?$alt=json;enum-encoding=int" (its ";" escaped or not).
 func streamFraming(rawQuery string) framing {
