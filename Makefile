@@ -12,11 +12,14 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sidecar
 
-# The sidecar on :8080 (or $$PORT) in entrypoint mode: it starts the bundled
-# example agent (Python, standard library) on 127.0.0.1:8000 and supervises
-# it. Ctrl-C drains and stops both.
+# `sidecar dev`: the sidecar on :8080 (or $$PORT) in entrypoint mode (it
+# starts the bundled example agent, Python standard library, on
+# 127.0.0.1:8000 and supervises it), plus the platform's REST API and the
+# playground page on http://127.0.0.1:8081. Ctrl-C drains and stops all.
+# DEV_LISTEN moves the dev listener (loopback only).
+DEV_LISTEN ?= 127.0.0.1:8081
 run: build
-	cd examples/python && exec ../../$(BIN) --config sidecar.yaml -- python3 agent.py
+	cd examples/python && exec ../../$(BIN) dev --config sidecar.yaml --dev-listen $(DEV_LISTEN) -- python3 agent.py
 
 # The whole suite, under the race detector.
 test:

@@ -288,6 +288,10 @@ type Method struct {
 	// SDK; they do not change how a call is served. Default: none.
 	Description string
 	Parameters  map[string]any
+	// Example is an input for the method (any JSON value, nil when not
+	// given): sidecar dev's playground pre-fills its editor with it. It
+	// changes nothing about how a call is served.
+	Example any
 	// Line is where the method is declared in the file, for messages; 0
 	// for a method a preset added.
 	Line int

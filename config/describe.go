@@ -3,7 +3,7 @@ package config
 // The method keys that only describe a method to the platform's SDK,
 // description and parameters: package deploy puts them in the deploy
 // request's spec.classMethods; they change nothing about how a call is
-// served.
+// served. So does example, an input that sidecar dev's playground shows.
 
 // maxDescription bounds a method's description (the SDK makes it the
 // method's docstring).

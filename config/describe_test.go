@@ -74,3 +74,50 @@ methods:
 		}
 	}
 }
+
+// TestMethodExample: a method's example is any YAML value, read as JSON
+// (numbers stay numbers, strings stay strings), and validate --print
+// writes it back.
+func TestMethodExample(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(`
+upstream: {url: "http://127.0.0.1:8000"}
+methods:
+  query:
+    example: {message: hello, n: 3, big: 12345678901234567890, tags: [a, "1"], ok: true, none: null}
+  scalar: {example: "just text"}
+  list: {example: [1, x]}
+  plain: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{
+		map[string]any{"message": "hello", "n": json.Number("3"), "big": json.Number("12345678901234567890"),
+			"tags": []any{"a", "1"}, "ok": true, "none": nil},
+		"just text",
+		[]any{json.Number("1"), "x"},
+		nil,
+	}
+	for i, w := range want {
+		if !reflect.DeepEqual(c.Methods[i].Example, w) {
+			t.Errorf("%s: example = %#v, want %#v", c.Methods[i].Name, c.Methods[i].Example, w)
+		}
+	}
+	printed := string(c.Expanded())
+	if !strings.Contains(printed, "example:") {
+		t.Fatalf("Expanded() has no example:\n%s", printed)
+	}
+	again, err := Parse("printed.yaml", c.Expanded())
+	if err != nil {
+		t.Fatalf("Expanded() does not parse: %v\n%s", err, printed)
+	}
+	for i, w := range want {
+		if !reflect.DeepEqual(again.Methods[i].Example, w) {
+			t.Errorf("after Expanded, %s: example = %#v, want %#v", again.Methods[i].Name, again.Methods[i].Example, w)
+		}
+	}
+	if _, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {example: {n: .inf}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "methods.q.example.n: .inf is not a number JSON can carry") {
+		t.Errorf("an example JSON cannot carry: %v", err)
+	}
+}

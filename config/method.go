@@ -128,8 +128,10 @@ func (p *parser) method(e entry, path string) methodDraft {
 				p.description(f, key, m)
 			case "parameters":
 				p.parameters(f, key, m)
+			case "example":
+				m.Example = p.jsonValue(f.val, key, 0, false, nil)
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example")
 			}
 		}
 	}

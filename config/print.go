@@ -139,6 +139,13 @@ func methodNode(m *Method) *yaml.Node {
 			n.Content = append(n.Content, scalar("parameters"), doc.Content[0])
 		}
 	}
+	if m.Example != nil {
+		var doc yaml.Node
+		b, _ := json.Marshal(m.Example)
+		if yaml.Unmarshal(b, &doc) == nil && len(doc.Content) == 1 {
+			n.Content = append(n.Content, scalar("example"), doc.Content[0])
+		}
+	}
 	return n
 }
 

@@ -35,6 +35,8 @@ Usage:
   sidecar [serve] [flags] [-- CMD ARGS...]
                                        serve the platform's calls (the default);
                                        with a command, start and supervise the agent
+  sidecar dev [flags] [-- CMD ARGS...] serve, plus the platform's REST API and a
+                                       playground page on 127.0.0.1:8081
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
@@ -54,7 +56,7 @@ The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
 the config's listen, else :8080.
 
 deploy-request flags (besides --config):
-` + requestUsage
+` + requestUsage + "\n" + devUsage
 
 // run is the whole program: main only wires signals and the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -75,6 +77,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "deploy-request" {
 		request.register(fs)
 	}
+	var dev devFlags
+	if cmd == "dev" {
+		dev.register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -82,9 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: %v\n\n%s", err, usage)}
 	}
-	// Only serve takes arguments: the agent's command, after "--".
+	// Only serve and dev take arguments: the agent's command, after "--".
 	command := fs.Args()
-	if len(command) > 0 && cmd != "serve" {
+	if len(command) > 0 && cmd != "serve" && cmd != "dev" {
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unexpected argument %q\n\n%s", fs.Arg(0), usage)}
 	}
 	if *configPath == "" {
@@ -129,7 +135,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		return nil
-	case "serve":
+	case "serve", "dev":
+		if cmd == "dev" {
+			if err := dev.check(); err != nil {
+				return &exitError{code: 2, msg: "sidecar: " + err.Error()}
+			}
+		}
 		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
@@ -147,7 +158,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if len(command) > 0 {
 			cfg.Upstream.Command = command
 		}
-		return serve(ctx, cfg, ln, logger, agentIO{env: os.Environ(), stdout: stdout, stderr: stderr}, defaultServerLimits)
+		aio := agentIO{env: os.Environ(), stdout: stdout, stderr: stderr}
+		if cmd == "dev" {
+			return serveDev(ctx, dev, cfg, ln, logger, aio, defaultServerLimits, stderr)
+		}
+		return serve(ctx, cfg, ln, logger, aio, defaultServerLimits)
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
 	}

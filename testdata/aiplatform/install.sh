@@ -3,7 +3,9 @@
 # package-lock.json) into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/aiplatform/
 # for deploy's TestRequestMatchesProtos, which reads the ReasoningEngine
-# messages from the package's build/protos/protos.json.
+# messages from the package's build/protos/protos.json, and for
+# proxy/emulator's TestNodeClient, which runs client.js (NODE_PATH: the
+# node_modules directory above that path) against sidecar dev.
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see

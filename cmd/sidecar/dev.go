@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/emulator"
+)
+
+// sidecar dev: the normal sidecar plus the dev listener, where
+// proxy/emulator serves the platform's REST API and the playground in
+// front of the sidecar's own contract routes.
+
+const devUsage = `dev flags (besides serve's):
+  --dev-listen ADDR       the dev listener, loopback only (default 127.0.0.1:8081)
+  --dev-cut DURATION      cut :streamQuery streams after this long, as the platform
+                          does (default 15m; 0: never)
+  --dev-single-content-type
+                          send the contract routes one Content-Type, not the
+                          platform's duplicated application/json,application/json
+`
+
+// devFlags are sidecar dev's own flags.
+type devFlags struct {
+	listen            string
+	cut               time.Duration
+	singleContentType bool
+}
+
+func (d *devFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.listen, "dev-listen", "127.0.0.1:8081", "")
+	fs.DurationVar(&d.cut, "dev-cut", emulator.DefaultCut, "")
+	fs.BoolVar(&d.singleContentType, "dev-single-content-type", false, "")
+}
+
+// check refuses a dev listener that is not loopback: it has no
+// authentication, and it calls the agent as the platform would.
+func (d *devFlags) check() error {
+	host, _, err := net.SplitHostPort(d.listen)
+	if err != nil {
+		return fmt.Errorf("--dev-listen %q: %v (want 127.0.0.1:PORT)", d.listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--dev-listen %s is not a loopback address: the dev listener has no authentication, "+
+			"so it listens on 127.0.0.1, [::1] or localhost only", d.listen)
+	}
+	if d.cut < 0 {
+		return fmt.Errorf("--dev-cut %v is negative (0: never cut)", d.cut)
+	}
+	return nil
+}
+
+// serveDev runs serve on ln with the dev listener beside it, and stops
+// the dev listener once serve has drained: the emulator's calls go
+// through the contract listener, so its drain ends them too.
+func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listener, logger *zap.Logger,
+	aio agentIO, lim serverLimits, out io.Writer) error {
+	devLn, err := net.Listen("tcp", d.listen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("dev listener on %s: %w", d.listen, err)
+	}
+	opts := emulator.Options{Cut: d.cut, SingleContentType: d.singleContentType}
+	if d.cut == 0 {
+		opts.Cut = -1 // never
+	}
+	srv := &http.Server{
+		Handler:           emulator.New(cfg, contractURL(ln.Addr()), opts),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(logger.Named("dev")),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(devLn) }()
+	url := "http://" + devLn.Addr().String()
+	logger.Info("dev listening", zap.String("addr", devLn.Addr().String()), zap.String("contract", contractURL(ln.Addr())))
+	fmt.Fprintf(out, "sidecar: platform contract on %s (as in production)\n", ln.Addr())
+	fmt.Fprintf(out, "dev: the platform's REST API and the playground on %s\n", url)
+
+	err = serve(ctx, cfg, ln, logger, aio, lim)
+
+	// What is still open has had its contract call ended by the drain.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if srv.Shutdown(shutdownCtx) != nil {
+		srv.Close()
+	}
+	if e := <-served; !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("dev listener: %w", e)
+	}
+	return err
+}
+
+// contractURL is where the emulator reaches the contract listener: its
+// own address, 127.0.0.1 when it listens on every interface.
+func contractURL(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return "http://" + a.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return "http://" + net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDevListenRefused: the dev listener has no authentication, so
+// sidecar dev refuses any address that is not loopback, before it
+// starts anything.
+func TestDevListenRefused(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8081", ":8081", "[::]:8081", "10.1.2.3:8081", "example.com:8081", "8081"} {
+		err := run(context.Background(), []string{"dev", "--config", "nowhere.yaml", "--dev-listen", addr}, noEnv, io.Discard, io.Discard)
+		var e *exitError
+		if !errors.As(err, &e) || e.code != 2 || !strings.Contains(e.msg, "--dev-listen") {
+			t.Errorf("--dev-listen %s: %v, want exit 2 naming --dev-listen", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:8081"} {
+		d := devFlags{listen: addr}
+		if err := d.check(); err != nil {
+			t.Errorf("--dev-listen %s: %v", addr, err)
+		}
+	}
+	if d := (devFlags{listen: "127.0.0.1:0", cut: -time.Second}); d.check() == nil {
+		t.Error("a negative --dev-cut accepted")
+	}
+}
+
+func noEnv(string) string { return "" }
+
+// TestDevCommand: the built binary's sidecar dev in entrypoint mode
+// serves the contract routes and, on the dev listener, the platform's
+// REST API in front of them and the playground; SIGTERM drains both: a
+// stream begun on the dev listener ends whole, then the process exits 0.
+func TestDevCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sidecar.yaml")
+	yaml := fmt.Sprintf(`upstream: {url: "http://127.0.0.1:%d", ready: {path: /health}}
+shutdown: {drain: 5s}
+methods:
+  echo: {call: POST /echo, example: {message: hi}}
+  sse: {mode: stream, call: POST /sse}
+`, freePort(t))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "dev", "--config", cfg, "--listen", "127.0.0.1:0", "--dev-listen", "127.0.0.1:0", "--", "python3", "agent.py")
+	cmd.Dir = "../../testdata/agents"
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	urls := make(chan string, 1)
+	var logs strings.Builder
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		defer out.Close()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if u, ok := strings.CutPrefix(sc.Text(), "dev: the platform's REST API and the playground on "); ok {
+				urls <- u
+			}
+		}
+	}()
+	var dev string
+	select {
+	case dev = <-urls:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no dev: line after 15s")
+	}
+	if !strings.HasPrefix(dev, "http://127.0.0.1:") {
+		t.Fatalf("dev URL %q", dev)
+	}
+	engine := dev + "/v1/projects/p/locations/us-central1/reasoningEngines/1"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := func(url, body string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", url, err)
+		}
+		return resp
+	}
+
+	resp := call(engine+":query", `{"classMethod": "echo", "input": {"message": "hi"}}`)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `{"output":{"body":{"message":"hi"},`) {
+		t.Errorf(":query: %d %s", resp.StatusCode, b)
+	}
+	for path, want := range map[string]string{"/": "<html", "/playground/methods.json": `{"name":"echo","api_mode":"","example":{"message":"hi"}}`} {
+		resp, err := testClient.Get(dev + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+
+	// A stream on the dev listener, then SIGTERM: it is drained whole.
+	resp = call(engine+":streamQuery?alt=sse", `{"class_method": "sse", "input": {"n": 4, "gap_ms": 300}}`)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(first, `data: {"i":0`) {
+		t.Fatalf("first event %q, %v", first, err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	rest, err := io.ReadAll(br)
+	if err != nil || strings.Count(string(rest), "data: ") != 3 || !strings.Contains(string(rest), `data: {"i":3`) {
+		t.Errorf("after SIGTERM: %q, %v; want the 3 other events", rest, err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("sidecar dev exited with %v", waitErr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("sidecar dev still running 15s after SIGTERM")
+	}
+	<-scanned
+	if t.Failed() {
+		t.Logf("sidecar dev:\n%s", logs.String())
+	}
+}

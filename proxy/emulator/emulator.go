@@ -1,0 +1,203 @@
+// Package emulator is sidecar dev's front door: the platform's REST
+// surface (reasoningEngines/{id}:query and :streamQuery, as the
+// platform's clients call them) and the playground page, served on a
+// loopback listener in front of the sidecar's own contract routes.
+//
+// The emulator calls the contract listener over HTTP, as the platform
+// calls the container: what it shows is what the container answers. It
+// applies what the platform is known to do to the request and the reply
+// (CONTRACT.md §1, PROTOCOLS.md §0): the body as its clients send it,
+// {"output": …} for :query, the container's lines for :streamQuery
+// (framed for ?alt=sse and for $alt=json), a container's non-2xx as 400
+// FAILED_PRECONDITION, a duplicated Content-Type and the 15-minute cut.
+package emulator
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+//go:embed playground
+var playground embed.FS
+
+// DefaultCut is how long the platform lets a stream run before it cuts
+// it (PROTOCOLS.md F5).
+const DefaultCut = 15 * time.Minute
+
+// Options are the platform behaviours the emulator applies.
+type Options struct {
+	// Cut ends a :streamQuery stream this long after it began, as the
+	// platform does: the connection is closed mid-stream. Zero means
+	// DefaultCut; negative, never.
+	Cut time.Duration
+	// SingleContentType sends the container "Content-Type:
+	// application/json" instead of the platform's duplicated
+	// "application/json,application/json" (PROTOCOLS.md F3).
+	SingleContentType bool
+	// Client calls the contract listener; nil: a client of its own with
+	// no overall timeout (streams run for minutes).
+	Client *http.Client
+}
+
+// emulator is the dev listener's handler.
+type emulator struct {
+	cfg      *config.Config
+	contract string // the contract listener's base URL, no trailing "/"
+	opts     Options
+	client   *http.Client
+	files    fs.FS
+	methods  []byte // GET /playground/methods.json
+}
+
+// New returns the dev listener's handler for cfg, in front of the
+// sidecar's contract listener at contractURL (e.g.
+// "http://127.0.0.1:8080").
+func New(cfg *config.Config, contractURL string, opts Options) http.Handler {
+	if opts.Cut == 0 {
+		opts.Cut = DefaultCut
+	}
+	client := opts.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{
+			Proxy:               nil, // the contract listener is local: never through $HTTP_PROXY
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}}
+	}
+	files, err := fs.Sub(playground, "playground")
+	if err != nil {
+		panic(err) // the embed line names the directory: cannot happen
+	}
+	return &emulator{cfg: cfg, contract: strings.TrimRight(contractURL, "/"), opts: opts,
+		client: client, files: files, methods: methodsJSON(cfg)}
+}
+
+// methodInfo is one method of GET /playground/methods.json.
+type methodInfo struct {
+	Name    string `json:"name"`
+	APIMode string `json:"api_mode"`
+	Example any    `json:"example"`
+}
+
+// methodsJSON describes the method map to the playground: every class
+// method in the map's order ("*" is no method a page can list).
+func methodsJSON(cfg *config.Config) []byte {
+	out := struct {
+		Project  string       `json:"project"`
+		Location string       `json:"location"`
+		Engine   string       `json:"engine"`
+		API      string       `json:"api"`
+		Preset   string       `json:"preset"`
+		ADKApp   string       `json:"adk_app"`
+		Methods  []methodInfo `json:"methods"`
+	}{Project: "local", Location: "us-central1", Engine: "local", API: "v1",
+		Preset: cfg.Preset, ADKApp: cfg.ADK.App, Methods: []methodInfo{}}
+	for _, m := range cfg.Methods {
+		if m.Name == "*" {
+			continue
+		}
+		out.Methods = append(out.Methods, methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example})
+	}
+	b, _ := json.Marshal(out)
+	return append(b, '\n')
+}
+
+func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/" || p == "/playground/methods.json" || strings.HasPrefix(p, "/playground/"):
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed on "+p+"; use GET")
+			return
+		}
+		e.static(w, r)
+		return
+	}
+	verb, ok := restVerb(p)
+	if !ok {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+p+" was not found on this server. "+
+			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed on "+p+"; use POST")
+		return
+	}
+	if verb == "query" {
+		e.query(w, r)
+	} else {
+		e.streamQuery(w, r)
+	}
+}
+
+// restVerb reads "query" or "streamQuery" from a REST path of the
+// platform: /{v1|v1beta1}/projects/P/locations/L/reasoningEngines/E:verb.
+func restVerb(p string) (string, bool) {
+	seg := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(seg) != 7 || (seg[0] != "v1" && seg[0] != "v1beta1") ||
+		seg[1] != "projects" || seg[3] != "locations" || seg[5] != "reasoningEngines" ||
+		seg[2] == "" || seg[4] == "" {
+		return "", false
+	}
+	engine, verb, ok := strings.Cut(seg[6], ":")
+	if !ok || engine == "" || (verb != "query" && verb != "streamQuery") {
+		return "", false
+	}
+	return verb, true
+}
+
+// contentTypes are the playground's own types, the same on every machine
+// (mime's table also reads the system's).
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".json": "application/json",
+	".svg":  "image/svg+xml",
+	".png":  "image/png",
+	".ico":  "image/x-icon",
+	".txt":  "text/plain; charset=utf-8",
+}
+
+// static serves the playground: GET / is its index.html, GET
+// /playground/<file> the other files, /playground/methods.json the
+// method map. Never cached: the page changes with the binary.
+func (e *emulator) static(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Path == "/playground/methods.json" {
+		h.Set("Content-Type", "application/json")
+		w.Write(e.methods)
+		return
+	}
+	name := "index.html"
+	if r.URL.Path != "/" {
+		name = strings.TrimPrefix(r.URL.Path, "/playground/")
+	}
+	b, err := fs.ReadFile(e.files, name)
+	if err != nil || !fs.ValidPath(name) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+r.URL.Path+" was not found on this server.")
+		return
+	}
+	ct := contentTypes[path.Ext(name)]
+	if ct == "" {
+		ct = mime.TypeByExtension(path.Ext(name))
+	}
+	if ct == "" {
+		ct = http.DetectContentType(b)
+	}
+	h.Set("Content-Type", ct)
+	w.Write(b)
+}

@@ -1,0 +1,100 @@
+package emulator
+
+import (
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+func get(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := testClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestPlaygroundFiles: GET / is the embedded index.html, every other
+// embedded file is under /playground/, typed, never cached.
+func TestPlaygroundFiles(t *testing.T) {
+	dev := httptest.NewServer(New(newStackConfig(t), "http://127.0.0.1:9", Options{}))
+	defer dev.Close()
+	index, err := fs.ReadFile(playground, "playground/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, h, body := get(t, dev.URL+"/")
+	if code != 200 || body != string(index) || h.Get("Content-Type") != "text/html; charset=utf-8" || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("GET /: %d %q %q", code, h.Get("Content-Type"), h.Get("Cache-Control"))
+	}
+	files, _ := fs.Glob(playground, "playground/*")
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "playground/")
+		want, _ := fs.ReadFile(playground, f)
+		code, h, body := get(t, dev.URL+"/playground/"+name)
+		if code != 200 || body != string(want) || h.Get("Content-Type") == "" || h.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET /playground/%s: %d %q %q", name, code, h.Get("Content-Type"), h.Get("Cache-Control"))
+		}
+	}
+	for _, p := range []string{"/playground/nope.js", "/playground/", "/playground/../emulator.go", "/index.html"} {
+		if code, _, body := get(t, dev.URL+p); code != 404 || !strings.Contains(body, `"status":"NOT_FOUND"`) {
+			t.Errorf("GET %s: %d %s", p, code, body)
+		}
+	}
+}
+
+// TestMethodsJSON: the method map as the playground reads it, in the
+// map's order, without "*".
+func TestMethodsJSON(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{testMap, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
+			`{"name":"echo","api_mode":"","example":{"message":"hi","n":1}},` +
+			`{"name":"fail","api_mode":"","example":null},` +
+			`{"name":"stream","api_mode":"stream","example":null}]}`},
+		{`
+upstream: {url: AGENT}
+methods:
+  b: {mode: async_stream, example: [1, "two"]}
+  a: {mode: async, example: "text"}
+  "*": {}
+`, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
+			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text"}]}`},
+	} {
+		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(tt.yaml, "AGENT", "http://127.0.0.1:9")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := httptest.NewServer(New(cfg, "http://127.0.0.1:9", Options{}))
+		code, h, body := get(t, dev.URL+"/playground/methods.json")
+		dev.Close()
+		if code != 200 || body != tt.want+"\n" || h.Get("Content-Type") != "application/json" || h.Get("Cache-Control") != "no-store" {
+			t.Errorf("%d %q %q\n got %s\nwant %s", code, h.Get("Content-Type"), h.Get("Cache-Control"), body, tt.want)
+		}
+	}
+
+	// The ADK preset: every AdkApp method, the app's name.
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \"http://127.0.0.1:9\"}\npreset: adk\nadk: {app: helper}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := httptest.NewServer(New(cfg, "http://127.0.0.1:9", Options{}))
+	defer dev.Close()
+	_, _, body := get(t, dev.URL+"/playground/methods.json")
+	for _, want := range []string{`"preset":"adk"`, `"adk_app":"helper"`, `{"name":"async_create_session","api_mode":"async","example":null}`,
+		`{"name":"stream_query","api_mode":"stream","example":null}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the ADK preset: no %s in %s", want, body)
+		}
+	}
+}
