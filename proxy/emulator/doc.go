@@ -1,0 +1,4 @@
+// Package emulator is the dev listener of `sidecar dev`: the platform's
+// REST routes in front of the sidecar's own contract routes, and the
+// playground page (the embedded static files in playground/).
+package emulator
