@@ -167,7 +167,7 @@ methods:
 }
 
 // TestPlaygroundADKSession: with the ADK preset the page creates a
-// session, and two turns run in it (the api server's session holds both).
+// session, and three turns run in it (the api server's session holds them all).
 // The ADK api server is testdata/adkpy, the Python stand-in.
 func TestPlaygroundADKSession(t *testing.T) {
 	adkAddr := freeAddr(t)
@@ -201,6 +201,13 @@ func TestPlaygroundADKSession(t *testing.T) {
 			t.Errorf("%s: tool blocks = %q", city, got)
 		}
 	}
+	// With run_config streaming SSE, partial events grow one model message,
+	// which the final event replaces.
+	run(t, ctx, "asking about Oslo, streaming", setInput(`{"message": "Oslo", "run_config": {"streaming_mode": "SSE"}}`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the answer for Oslo", lastCall+`.dataset.state === "done"`)
+	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".msg.model .text")].map(e => e.textContent).join("|") + " " + `+lastCall+`.querySelectorAll(".raw .line").length`); got != "The weather in Oslo is sunny. 6" {
+		t.Errorf("Oslo: model messages and raw line count = %q, want one message from 3 partial events and the final one (6 lines)", got)
+	}
 	if got := evalString(t, ctx, `[...document.querySelectorAll("#session option")].map(o => o.value).filter(Boolean).join(",")`); got != sid {
 		t.Errorf("session picker = %q, want only %q (no session made per call)", got, sid)
 	}
@@ -218,8 +225,8 @@ func TestPlaygroundADKSession(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
-	if all := string(got.Output.Events); !strings.Contains(all, "Paris") || !strings.Contains(all, "Rome") {
-		t.Errorf("session %s events = %s, want both turns (Paris and Rome)", sid, all)
+	if all := string(got.Output.Events); !strings.Contains(all, "Paris") || !strings.Contains(all, "Rome") || !strings.Contains(all, "Oslo") {
+		t.Errorf("session %s events = %s, want the three turns (Paris, Rome, Oslo)", sid, all)
 	}
 
 	// The snippets name the platform's URL shape and the SDK.
@@ -240,8 +247,10 @@ func TestPlaygroundADKSession(t *testing.T) {
 	}
 
 	if *screenshot != "" {
-		run(t, ctx, "hiding the snippet", script(`document.getElementById("snippet").hidden = true; window.scrollTo(0, 0)`))
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		run(t, ctx, "hiding the snippet", script(`document.getElementById("snippet").hidden = true; document.activeElement.blur(); window.scrollTo(0, 0)`))
+		height := eval[int64](t, ctx, `document.querySelector("main").scrollHeight + document.querySelector("header").offsetHeight`)
+		run(t, ctx, "sizing the page", chromedp.EmulateViewport(1200, height))
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}

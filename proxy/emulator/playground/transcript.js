@@ -15,7 +15,13 @@
     return n;
   }
   const ms = (t) => `+${Math.round(t)} ms`;
-  const pretty = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
+  // pretty shows short JSON on one line and longer JSON indented.
+  function pretty(v) {
+    if (typeof v === "string") return v;
+    const flat = JSON.stringify(v);
+    return flat.length <= 90 ? flat.replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(v, null, 2);
+  }
+  const who = (name, t) => el("div", { class: "who" }, el("span", {}, name), el("span", { class: "t" }, ms(t)));
 
   // userText is the message a call sends, if it is a chat turn.
   function userText(input) {
@@ -92,7 +98,7 @@
     function modelText(ev, text, t) {
       if (ev.partial) {
         if (!growing) {
-          growing = el("div", { class: "msg model growing" }, el("div", { class: "who" }, ev.author || "model"), el("div", { class: "text" }, ""));
+          growing = el("div", { class: "msg model growing" }, who(ev.author || "model", t), el("div", { class: "text" }, ""));
           chat.append(growing);
         }
         growing.querySelector(".text").textContent += text;
@@ -100,11 +106,12 @@
       }
       if (growing) {
         growing.querySelector(".text").textContent = text;
+        growing.querySelector(".who .t").textContent = ms(t);
         growing.classList.remove("growing");
         growing = null;
         return;
       }
-      chat.append(el("div", { class: "msg model" }, el("div", { class: "who" }, ev.author || "model"), el("div", { class: "text" }, text)));
+      chat.append(el("div", { class: "msg model" }, who(ev.author || "model", t), el("div", { class: "text" }, text)));
     }
     function render(ev, t) {
       for (const p of ev.content.parts) {
