@@ -36,11 +36,25 @@ func devListener(t *testing.T, cfg *config.Config, contractURL string, examples 
 	return srv.URL
 }
 
+// buildSidecar builds cmd/sidecar into the test's temporary directory
+// (a link from the build cache after the first time).
+func buildSidecar(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sidecar")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/sidecar").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the sidecar: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // startSidecar runs the sidecar binary with the method map yaml on a free
-// loopback port, waits until /healthz is 200 and returns its contract URL
-// and the parsed map.
+// loopback port, as `sidecar --config F --listen ADDR` (the agent is
+// already running), waits until /healthz is 200 and returns its contract
+// URL and the parsed map.
 func startSidecar(t *testing.T, yaml string) (string, *config.Config) {
 	t.Helper()
+	bin := buildSidecar(t)
 	cfg, err := config.Parse("sidecar.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("config.Parse: %v", err)
@@ -51,7 +65,7 @@ func startSidecar(t *testing.T, yaml string) (string, *config.Config) {
 	}
 	addr := freeAddr(t)
 	var out bytes.Buffer
-	cmd := exec.Command(sidecarBinary, "--config", file, "--listen", addr)
+	cmd := exec.Command(bin, "--config", file, "--listen", addr)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the sidecar: %v", err)

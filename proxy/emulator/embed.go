@@ -2,8 +2,10 @@ package emulator
 
 import "embed"
 
-// Playground holds the playground page's static files under "playground/":
-// index.html, app.js and style.css. They use no CDN and no build step.
+// playground holds the playground page's static files under "playground/"
+// (index.html, app.js, transcript.js, style.css: no CDN, no build step).
+// The REST emulator (emulator.go) declares this same embed line; when the
+// two meet, this file goes.
 //
 //go:embed playground
-var Playground embed.FS
+var playground embed.FS

@@ -22,7 +22,7 @@ import (
 // platform's error wrapping and ?alt=sse framing. The browser test uses it
 // through devHandler only.
 func standIn(cfg *config.Config, contractURL string, examples map[string]any) http.Handler {
-	files, err := fs.Sub(Playground, "playground")
+	files, err := fs.Sub(playground, "playground")
 	if err != nil {
 		panic(err)
 	}

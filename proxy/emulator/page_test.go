@@ -3,51 +3,19 @@ package emulator
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"go.uber.org/goleak"
 )
 
 var screenshot = flag.String("screenshot", "", "write a PNG of the ADK conversation to this file (docs/playground.png)")
-
-// sidecarBinary is the sidecar built once for the tests that run it.
-var sidecarBinary string
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	dir, err := os.MkdirTemp("", "sidecar-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sidecarBinary = filepath.Join(dir, "sidecar")
-	build := exec.Command("go", "build", "-o", sidecarBinary, "../../cmd/sidecar")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the sidecar:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // holdingAgent answers /stream with one ADK event, then holds the second
 // until release is closed (or the call ends); /broken sends one event and
