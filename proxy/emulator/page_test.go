@@ -72,7 +72,7 @@ methods:
 	if got := evalString(t, ctx, `[...document.querySelectorAll("#methods li")].map(l => l.innerText.replace(/\s+/g, " ")).join("|")`); got != "query sync|stream_query stream|broken async_stream" {
 		t.Errorf("method list = %q, want the map's three methods with their api_mode", got)
 	}
-	if got := evalString(t, ctx, `document.getElementById("session-bar").hidden ? "hidden" : "shown"`); got != "hidden" {
+	if got := evalString(t, ctx, `getComputedStyle(document.getElementById("session-bar")).display === "none" ? "hidden" : "shown"`); got != "hidden" {
 		t.Errorf("session bar %s without the ADK preset", got)
 	}
 
@@ -100,8 +100,8 @@ methods:
 		t.Errorf("model messages = %q, want first,second", got)
 	}
 	run(t, ctx, "showing the raw lines", script(lastCall+`.querySelector("button.toggle").click()`))
-	if got := evalString(t, ctx, `(`+lastCall+`.querySelector(".raw").hidden ? "hidden" : "shown") + " " + `+lastCall+`.querySelectorAll(".raw .line code")[1].textContent`); !strings.HasPrefix(got, `shown {"author":"agent"`) {
-		t.Errorf("raw view = %q, want the second raw line shown", got)
+	if got := evalString(t, ctx, `[".raw", ".chat"].map(s => getComputedStyle(`+lastCall+`.querySelector(s)).display === "none" ? "hidden" : "shown").join(" ") + " " + `+lastCall+`.querySelectorAll(".raw .line code")[1].textContent`); !strings.HasPrefix(got, `shown hidden {"author":"agent"`) {
+		t.Errorf("raw view = %q, want the raw lines shown (the second one too) and the transcript hidden", got)
 	}
 
 	// A non-2xx reply: the sidecar's 502 becomes the platform's 400.

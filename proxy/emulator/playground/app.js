@@ -74,8 +74,8 @@ function pick(m) {
   $("method-title").textContent = m.name;
   $("method-mode").textContent = m.api_mode || "sync";
   $("method-route").textContent = "POST " + verb(m) + (streaming(m) ? "?alt=sse" : "");
-  $("input").value = state.inputs[m.name] ??
-    (m.example == null ? "{}" : JSON.stringify(m.example, null, 2));
+  const example = m.example != null ? m.example : (isADK() && ADK_EXAMPLES[m.name]) || {};
+  $("input").value = state.inputs[m.name] ?? JSON.stringify(example, null, 2);
   $("snippet").hidden = true;
   validate();
 }
@@ -97,6 +97,15 @@ function validate() {
   $("run").disabled = false;
   return v;
 }
+
+// Inputs for the ADK preset's methods when the map gives no example; the
+// session bar adds user_id and session_id.
+const ADK_EXAMPLES = {
+  stream_query: { message: "What is the weather in Paris?" },
+  async_stream_query: { message: "What is the weather in Paris?" },
+  streaming_agent_run_with_events: { request_json: JSON.stringify({ message: "What is the weather in Paris?" }) },
+  async_search_memory: { query: "weather" },
+};
 
 // Which methods take the session bar's user_id and session_id.
 const NO_USER = new Set(["async_add_session_to_memory"]);
@@ -292,7 +301,7 @@ async function run() {
     $("run").disabled = false;
     validate();
   }
-  if (isADK() && /session/.test(m.name)) refreshSessions();
+  if (isADK()) refreshSessions();
 }
 
 $("input").addEventListener("input", validate);
