@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +126,21 @@ methods:
 	}
 	if n := evalString(t, ctx, `String(`+lastCall+`.querySelectorAll(".error.http").length)`); n != "0" {
 		t.Errorf("the in-band error is also shown as an HTTP error")
+	}
+
+	// Each call's snippets: the Python ones parse, for each api_mode.
+	for _, m := range []string{"query", "stream_query", "broken"} {
+		card := `[...document.querySelectorAll("#calls > article.call")].find(c => c.dataset.method === "` + m + `")`
+		run(t, ctx, "copying "+m+" as Python", script(`[...`+card+`.querySelectorAll("header button")].find(b => b.textContent === "Python").click()`))
+		py := evalString(t, ctx, card+`.querySelector(".snippet").textContent`)
+		cmd := exec.Command("python3", "-c", "import ast, sys; ast.parse(sys.stdin.read())")
+		cmd.Stdin = strings.NewReader(py)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: the Python snippet does not parse: %v %s\n%s", m, err, out, py)
+		}
+		if want := "remote." + m + "(**payload)"; !strings.Contains(py, want) {
+			t.Errorf("%s: the Python snippet lacks %s:\n%s", m, want, py)
+		}
 	}
 
 	// An invalid input is refused before Run.
