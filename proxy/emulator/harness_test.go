@@ -16,6 +16,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -50,7 +51,7 @@ func newStack(t *testing.T, opts Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
+	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: core.Mux{Plain: client}}
 	contract := httptest.NewServer(s.Handler())
 	st.contract = contract.URL
 	dev := httptest.NewServer(New(cfg, contract.URL, opts))

@@ -1,0 +1,170 @@
+// One call's card: a chat transcript of ADK-shaped events (user message,
+// model text, tool calls and results), generic blocks for other replies,
+// errors, and the raw lines with their arrival times one toggle away.
+"use strict";
+
+(function () {
+  function el(tag, attrs, ...kids) {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") n.className = v;
+      else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+      else n.setAttribute(k, v);
+    }
+    for (const k of kids) if (k != null) n.append(k);
+    return n;
+  }
+  const ms = (t) => `+${Math.round(t)} ms`;
+  // pretty shows short JSON on one line and longer JSON indented.
+  function pretty(v) {
+    if (typeof v === "string") return v;
+    const flat = JSON.stringify(v);
+    return flat.length <= 90 ? flat.replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(v, null, 2);
+  }
+  const who = (name, t) => el("div", { class: "who" }, el("span", {}, name), el("span", { class: "t" }, ms(t)));
+
+  // userText is the message a call sends, if it is a chat turn.
+  function userText(input) {
+    let msg = input.message;
+    if (msg == null && typeof input.request_json === "string") {
+      try { msg = JSON.parse(input.request_json).message; } catch (e) { /* not JSON */ }
+    }
+    if (typeof msg === "string") return msg;
+    if (msg && Array.isArray(msg.parts)) return msg.parts.map((p) => p.text || "").join("");
+    return null;
+  }
+
+  // events returns the ADK events a line holds, or null when it holds none.
+  function events(obj) {
+    if (!obj || typeof obj !== "object") return null;
+    const list = Array.isArray(obj.events) ? obj.events : [obj];
+    const adk = list.filter((e) => e && e.content && Array.isArray(e.content.parts));
+    return adk.length ? adk : null;
+  }
+
+  function errorOf(obj) {
+    if (!obj || typeof obj !== "object" || obj.error == null || obj.content) return null;
+    const e = obj.error;
+    if (typeof e === "string") return { message: e };
+    return e;
+  }
+
+  function start(m, input, snip) {
+    const head = el("header", {});
+    const chat = el("div", { class: "chat" });
+    const raw = el("ol", { class: "raw", hidden: "" });
+    const snippet = el("pre", { class: "snippet", hidden: "" });
+    const status = el("span", { class: "status running" }, "running…");
+    const rawBtn = el("button", { type: "button", class: "toggle", "aria-pressed": "false" }, "Raw lines (0)");
+    const card = el("article", { class: "call", "data-state": "running", "data-method": m.name },
+      head, chat, raw, snippet);
+    head.append(
+      el("span", { class: "name" }, m.name),
+      el("span", { class: "mode" }, m.api_mode || "sync"),
+      status,
+      el("span", { class: "spacer" }),
+      rawBtn,
+      el("button", { type: "button", onclick: () => snip.copy(snip.curl(), snippet, "curl") }, "curl"),
+      el("button", { type: "button", onclick: () => snip.copy(snip.python(), snippet, "python") }, "Python"),
+    );
+    rawBtn.addEventListener("click", () => {
+      const show = raw.hidden;
+      raw.hidden = !show;
+      chat.hidden = show;
+      rawBtn.setAttribute("aria-pressed", String(show));
+    });
+    const calls = document.getElementById("calls");
+    calls.append(card);
+
+    const said = userText(input);
+    if (said != null) chat.append(el("div", { class: "msg user" }, el("div", { class: "who" }, "user"), el("div", { class: "text" }, said)));
+    else chat.append(el("div", { class: "invocation" }, el("code", {}, `${m.name}(${JSON.stringify(input)})`)));
+
+    let lines = 0, growing = null, failed = false;
+    const scroll = () => card.scrollIntoView({ block: "end" });
+
+    function addRaw(text, t) {
+      lines++;
+      raw.append(el("li", { class: "line" }, el("span", { class: "t" }, ms(t)), el("code", {}, text)));
+      rawBtn.textContent = `Raw lines (${lines})`;
+    }
+    function block(cls, label, body, t) {
+      const b = el("div", { class: cls },
+        el("div", { class: "label" }, el("span", {}, label), el("span", { class: "t" }, ms(t))),
+        body == null ? null : el("pre", {}, pretty(body)));
+      chat.append(b);
+      return b;
+    }
+    function modelText(ev, text, t) {
+      if (ev.partial) {
+        if (!growing) {
+          growing = el("div", { class: "msg model growing" }, who(ev.author || "model", t), el("div", { class: "text" }, ""));
+          chat.append(growing);
+        }
+        growing.querySelector(".text").textContent += text;
+        return;
+      }
+      if (growing) {
+        growing.querySelector(".text").textContent = text;
+        growing.querySelector(".who .t").textContent = ms(t);
+        growing.classList.remove("growing");
+        growing = null;
+        return;
+      }
+      chat.append(el("div", { class: "msg model" }, who(ev.author || "model", t), el("div", { class: "text" }, text)));
+    }
+    function render(ev, t) {
+      for (const p of ev.content.parts) {
+        const fc = p.function_call || p.functionCall;
+        const fr = p.function_response || p.functionResponse;
+        if (typeof p.text === "string" && !p.thought) modelText(ev, p.text, t);
+        else if (fc) block("tool call", `tool call · ${fc.name}`, fc.args || {}, t);
+        else if (fr) block("tool result", `tool result · ${fr.name}`, fr.response != null ? fr.response : null, t);
+      }
+    }
+    function inband(e, t) {
+      failed = true;
+      const label = "error line in the stream" + (e.code ? ` · ${e.code}` : "") + (e.reason ? ` · ${e.reason}` : "") + (e.status ? ` · ${e.status}` : "");
+      block("error inband", label, e.message || e, t);
+    }
+
+    return {
+      line(text, t) {
+        addRaw(text, t);
+        let obj;
+        try { obj = JSON.parse(text); } catch (e) { block("line", "line (not JSON)", text, t); scroll(); return; }
+        const err = errorOf(obj);
+        const evs = events(obj);
+        if (err) inband(err, t);
+        else if (evs) evs.forEach((ev) => render(ev, t));
+        else block("line", "line", obj, t);
+        status.textContent = `streaming… ${lines} line${lines === 1 ? "" : "s"}`;
+        scroll();
+      },
+      reply(text, body, t) {
+        addRaw(text, t);
+        const out = body && "output" in body ? body.output : body;
+        const evs = events(out) || (Array.isArray(out) ? out.flatMap((x) => events(x) || []) : null);
+        if (evs && evs.length) evs.forEach((ev) => render(ev, t));
+        else block("output", "output", out === undefined ? text : out, t);
+        scroll();
+      },
+      httpError(code, body, text, t) {
+        failed = true;
+        addRaw(text, t);
+        const e = (body && body.error) || {};
+        const label = code ? `HTTP ${code}` + (e.status ? ` · ${e.status}` : "") : "request failed";
+        block("error http", label, e.message || text, t);
+        scroll();
+      },
+      done(t) {
+        if (growing) growing.classList.remove("growing");
+        card.dataset.state = failed ? "error" : "done";
+        status.className = "status " + (failed ? "failed" : "ok");
+        status.textContent = (failed ? "failed" : "done") + ` · ${lines} line${lines === 1 ? "" : "s"} · ${Math.round(t)} ms`;
+      },
+    };
+  }
+
+  window.Transcript = { start };
+})();
