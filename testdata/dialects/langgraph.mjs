@@ -12,9 +12,10 @@
 // {"input": {"messages": [...]}, "stream_mode": [...]}, stream_mode default
 // ["messages-tuple", "updates"]; `messages`, `updates`, `values`, `custom`,
 // `debug` pass through as the library yields them.
-// POST /text: the model answers. POST /tool: the model calls get_weather,
-// a ToolNode runs it, the model answers. POST /error: the model streams
-// some text, then the next node throws.
+// POST /runs/stream with assistant_id (or POST /<assistant_id>): "text":
+// the model answers; "tool": the model calls get_weather, a ToolNode runs
+// it, the model answers; "error": the model streams some text, then the
+// next node throws.
 import { randomUUID } from 'node:crypto';
 import { AIMessage, AIMessageChunk, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
@@ -86,7 +87,8 @@ const serialise = (obj) =>
 const frame = (event, data) => new TextEncoder().encode(`event: ${event}\ndata: ${serialise(data)}\n\n`);
 
 serve('langgraph', (variant, body) => {
-  const app = graph(variant);
+  // POST /runs/stream names its graph by assistant_id; POST /<variant> too.
+  const app = graph(body.assistant_id ?? variant);
   if (!app) return undefined;
   const modes = body.stream_mode ? [].concat(body.stream_mode) : ['messages-tuple', 'updates'];
   const libModes = [...new Set(modes.map((m) => (m === 'messages-tuple' ? 'messages' : m)))];
