@@ -2,7 +2,6 @@ package producers
 
 import "fmt"
 
-
 const (
 	question  = "What is the weather in Paris?"
 	uiMessage = `{"id":"chat-1","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"` + question + `"}]}]}`
