@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the dialect producers' npm packages (ai, @ag-ui/core,
+# @ag-ui/encoder, @a2a-js/sdk + express, @langchain/langgraph +
+# @langchain/core, openai, zod; exact versions in package.json /
+# package-lock.json) into
+#   ${SIDECAR_CACHE:-<repo>/.cache}/dialects/
+# and links <repo>/testdata/dialects/node_modules to it, because the
+# producers are ES modules and node resolves their imports from the script's
+# own location (NODE_PATH is not honoured for `import`).
+#
+# Skips `npm ci` when the cache already holds node_modules installed from the
+# same package.json + package-lock.json (sha256 kept in a stamp file; see
+# ../npm-cache.sh). Prints the node_modules path on stdout (everything else
+# goes to stderr). Works from any cwd. Needs node + npm and the npm registry
+# (first run only).
+set -euo pipefail
+
+here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=../npm-cache.sh
+. "$here/../npm-cache.sh"
+dest="$(npm_cache_dir dialects)"
+target="$dest/node_modules"
+
+npm_cache_need node npm
+want="$(npm_cache_want "$here")"
+# Pure JavaScript: no install scripts needed.
+npm_cache_install "$here" "$dest" "$want" "$target/ai/package.json" "" --ignore-scripts
+
+# testdata/dialects/node_modules -> the cache (ignored by .gitignore here).
+link="$here/node_modules"
+if [ "$(readlink -- "$link" 2>/dev/null || true)" != "$target" ]; then
+  if [ -e "$link" ] && [ ! -L "$link" ]; then
+    echo "install.sh: $link exists and is not a symlink; remove it" >&2
+    exit 1
+  fi
+  ln -sfn -- "$target" "$link.tmp.$$"
+  mv -fT -- "$link.tmp.$$" "$link"
+fi
+
+printf '%s\n' "$target"
