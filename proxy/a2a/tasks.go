@@ -17,8 +17,9 @@ type task struct {
 	state         string
 	message       string    // the status message: a failure's text
 	updated       time.Time // when state last changed
-	parts         []part    // the artifact, at most maxTaskBytes of it
-	size          int       // the bytes of parts
+	parts         []part    // the artifact, at most maxTaskBytes of it, but for
+	text          []byte    // the text appended after its last part
+	size          int       // the bytes of parts and text
 	cancel        context.CancelCauseFunc
 }
 
@@ -79,20 +80,38 @@ func (s *store) addPart(t *task, p part) {
 		return
 	}
 	t.size += n
-	if k := len(t.parts) - 1; k >= 0 && p.Data == nil && t.parts[k].Data == nil {
-		t.parts[k].Text += p.Text // text parts append, as the updates do
+	if p.Data == nil {
+		t.text = append(t.text, p.Text...) // text parts append, as the updates do
 		return
 	}
+	t.flushText()
 	t.parts = append(t.parts, p)
+}
+
+// flushText makes the text appended since the last part a part.
+func (t *task) flushText() {
+	if len(t.text) > 0 {
+		t.parts = append(t.parts, part{Text: string(t.text)})
+		t.text = t.text[:0]
+	}
+}
+
+// clone is a copy of t whose artifact is all parts.
+func (t *task) clone() task {
+	c := *t
+	c.parts = append([]part(nil), t.parts...)
+	if len(t.text) > 0 {
+		c.parts = append(c.parts, part{Text: string(t.text)})
+	}
+	c.text = nil
+	return c
 }
 
 // copyOf is a copy of t, safe to encode without the lock.
 func (s *store) copyOf(t *task) task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := *t
-	c.parts = append([]part(nil), t.parts...)
-	return c
+	return t.clone()
 }
 
 // snapshot is a copy of task id, safe to encode without the lock.
@@ -103,9 +122,7 @@ func (s *store) snapshot(id string) (task, bool) {
 	if !ok {
 		return task{}, false
 	}
-	c := *t
-	c.parts = append([]part(nil), t.parts...)
-	return c, true
+	return t.clone(), true
 }
 
 // cancel cancels task id: a running task becomes canceled and its call

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // version is the A2A protocol version of one request: it names the
@@ -70,10 +72,18 @@ func partOf(record []byte) part {
 			return part{Text: s}
 		}
 	case '{':
-		var t struct{ Text *string }
-		var m map[string]json.RawMessage
-		if json.Unmarshal(record, &m) == nil && len(m) == 1 && m["text"] != nil && json.Unmarshal(record, &t) == nil && t.Text != nil {
-			return part{Text: *t.Text}
+		var text []byte
+		n := 0
+		rawjson.Members(record, func(key, value []byte) bool {
+			n++
+			if rawjson.KeyIs(key, "text") && value[0] == '"' {
+				text = value
+			}
+			return n == 1
+		})
+		var s string
+		if n == 1 && text != nil && json.Unmarshal(text, &s) == nil {
+			return part{Text: s}
 		}
 		return part{Data: bytes.Clone(record)}
 	}
