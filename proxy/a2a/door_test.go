@@ -291,3 +291,65 @@ func TestTasks(t *testing.T) {
 		t.Errorf("tasks/cancel of a canceled task: %+v, want %d", r.Error, codeTaskNotCancel)
 	}
 }
+
+// TestRefused: what the sidecar refuses before calling the agent is a
+// JSON-RPC error with the request's id, for message/stream too: an input
+// the method's request cannot be built from is -32602, a call from a
+// sidecar (a loop) -32603, a body over the limit 413 and -32600.
+func TestRefused(t *testing.T) {
+	url := serve(t, "needs_user")
+	if r := call(t, url, "", send0("1", "message/stream", "hi")); r.Error == nil || r.Error.Code != codeInvalidParams ||
+		string(r.ID) != "1" || !strings.Contains(r.Error.Message, "user_id") {
+		t.Errorf("an input without the path's field: %s %+v, want %d naming user_id", r.Result, r.Error, codeInvalidParams)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send1("2", "SendStreamingMessage", "hi")))
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("X-Sidecar-Hop", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rpcResult
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || r.Error == nil || r.Error.Code != codeInternal || string(r.ID) != "2" || !strings.Contains(r.Error.Message, "loop") {
+		t.Errorf("a call from a sidecar: %d %+v, want 200 and %d", resp.StatusCode, r.Error, codeInternal)
+	}
+	resp = rpc(t, url, "", send0("3", "message/send", strings.Repeat("x", 5000)))
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || r.Error == nil || r.Error.Code != codeInvalidRequest {
+		t.Errorf("a body over the limit: %d %+v, want 413 and %d", resp.StatusCode, r.Error, codeInvalidRequest)
+	}
+}
+
+// TestCancelSend: tasks/cancel of a message/send's task ends its call, and
+// the send answers the canceled task.
+func TestCancelSend(t *testing.T) {
+	url := serve(t, "slow")
+	done := make(chan rpcResult)
+	go func() {
+		var r rpcResult
+		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m","taskId":"t-1","parts":[{"text":"hi"}]}}}`))
+		req.Header.Set("A2A-Version", "1.0")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+		}
+		done <- r
+	}()
+	get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"t-1"}}`
+	eventually(t, "the task working with its first record", func() bool {
+		r := call(t, url, "1.0", get)
+		return r.Error == nil && decode[taskJSON](t, r.Result).text() == "thinking"
+	})
+	r := call(t, url, "1.0", `{"jsonrpc":"2.0","id":3,"method":"CancelTask","params":{"id":"t-1"}}`)
+	if tk := decode[taskJSON](t, r.Result); tk.Status.State != "TASK_STATE_CANCELED" {
+		t.Errorf("CancelTask: %s %+v", r.Result, r.Error)
+	}
+	sent := <-done
+	if tk := decode[struct{ Task taskJSON }](t, sent.Result).Task; tk.ID != "t-1" || tk.Status.State != "TASK_STATE_CANCELED" || tk.text() != "thinking" {
+		t.Errorf("the canceled SendMessage answered %s %+v", sent.Result, sent.Error)
+	}
+}

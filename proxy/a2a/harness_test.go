@@ -30,6 +30,8 @@ methods:
   stream_query: {mode: stream, call: POST /stream, reply: sse}
   fail: {mode: stream, call: POST /fail, reply: sse}
   slow: {mode: stream, call: POST /slow, reply: sse}
+  needs_user: {mode: stream, call: "POST /users/{user_id}", reply: sse}
+limits: {request_bytes: 4096}
 `
 
 // startAgent is the test agent: /echo answers {"text": "echo: <message>"};
@@ -50,7 +52,7 @@ func startAgent(t *testing.T) string {
 	sse := func(w http.ResponseWriter, data ...string) {
 		for _, d := range data {
 			fmt.Fprintf(w, "data: %s\n\n", d)
-			w.(http.Flusher).Flush()
+			http.NewResponseController(w).Flush()
 		}
 	}
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -181,7 +183,7 @@ func send1(id, method, text string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"text":%q}]}}}`, id, method, text)
 }
 
-// eventually retries f until it holds or a second passes.
+// eventually retries f until it holds, for 5 seconds at most.
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
 	for end := time.Now().Add(5 * time.Second); !f(); {
