@@ -1,0 +1,96 @@
+package a2a
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// cardVersion is the card's version of the agent, which the map does not
+// say.
+const cardVersion = "1.0.0"
+
+// agentInterface is an interface of the card's 1.0 supportedInterfaces.
+type agentInterface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// legacyInterface is an interface of the card's 0.3 additionalInterfaces.
+type legacyInterface struct {
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
+}
+
+type skill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	InputModes  []string `json:"inputModes"`
+	OutputModes []string `json:"outputModes"`
+}
+
+// card is the agent card in both versions' fields at once: A2A 0.3's
+// url, protocolVersion, preferredTransport and additionalInterfaces, and
+// 1.0's supportedInterfaces (each version ignores the other's fields; a
+// 1.0 client takes a card with supportedInterfaces for a 1.0 card, and
+// picks the 1.0 interface from it; a 0.3 client reads url and
+// preferredTransport).
+type card struct {
+	Name                 string            `json:"name"`
+	Description          string            `json:"description"`
+	URL                  string            `json:"url"`
+	Version              string            `json:"version"`
+	ProtocolVersion      string            `json:"protocolVersion"`
+	PreferredTransport   string            `json:"preferredTransport"`
+	AdditionalInterfaces []legacyInterface `json:"additionalInterfaces"`
+	SupportedInterfaces  []agentInterface  `json:"supportedInterfaces"`
+	Capabilities         struct {
+		Streaming         bool `json:"streaming"`
+		PushNotifications bool `json:"pushNotifications"`
+	} `json:"capabilities"`
+	DefaultInputModes  []string `json:"defaultInputModes"`
+	DefaultOutputModes []string `json:"defaultOutputModes"`
+	Skills             []skill  `json:"skills"`
+}
+
+// Card is the agent card the door serves, its JSON-RPC endpoint at url.
+func (d *Door) Card(url string) []byte {
+	in, out := []string{"text/plain"}, []string{"text/plain", "application/json"}
+	desc := d.opts.Card.Description
+	if desc == "" {
+		desc = "An agent served by sidecar: each message calls its method " + d.opts.Method + "."
+	}
+	name := d.opts.Card.Name
+	if name == "" {
+		name = d.opts.Method
+	}
+	c := card{
+		Name: name, Description: desc, URL: url, Version: cardVersion,
+		ProtocolVersion: "0.3.0", PreferredTransport: "JSONRPC",
+		AdditionalInterfaces: []legacyInterface{{url, "JSONRPC"}},
+		SupportedInterfaces:  []agentInterface{{url, "JSONRPC", "1.0"}, {url, "JSONRPC", "0.3"}},
+		DefaultInputModes:    in, DefaultOutputModes: out,
+		Skills: []skill{{ID: d.opts.Method, Name: d.opts.Method, Description: desc, Tags: []string{"sidecar"}, InputModes: in, OutputModes: out}},
+	}
+	c.Capabilities.Streaming = d.stream
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+// serveCard answers the card, with or without an A2A-Version header. Its
+// url is Options.URL, else the address the card was asked on.
+func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
+	url := d.opts.URL
+	if url == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		url = scheme + "://" + r.Host + Route
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(d.Card(url))
+}

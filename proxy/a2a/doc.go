@@ -1,0 +1,12 @@
+// Package a2a is the A2A (Agent2Agent) front door (Door, a proxy.Door): the
+// agent card at /.well-known/agent-card.json (and the older
+// /.well-known/agent.json) listing both the A2A 0.3 and the 1.0 JSON-RPC
+// interfaces, and the JSON-RPC binding at POST /: message/send,
+// message/stream (SSE), tasks/get and tasks/cancel of A2A 0.3, and
+// SendMessage, SendStreamingMessage, GetTask and CancelTask of A2A 1.0,
+// chosen by the A2A-Version header. Every message calls one method of the
+// map (Options.Method): its text parts become the method's input, its
+// records artifact updates, and its end the task's terminal state. A small
+// bounded in-memory store (tasks) answers tasks/get and tasks/cancel. Like
+// proxy/platform it uses only core's types and does not import proxy.
+package a2a

@@ -1,0 +1,91 @@
+package a2a
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sdkModules installs @a2a-js/sdk (testdata/a2a/install.sh, into
+// ${SIDECAR_CACHE:-<repo>/.cache}/a2a) and returns its node_modules.
+func sdkModules(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("installs @a2a-js/sdk from npm on a cold cache")
+	}
+	for _, tool := range []string{"npm", "node"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: cannot run the A2A SDK's client", tool)
+		}
+	}
+	cmd := exec.Command("bash", "../../testdata/a2a/install.sh")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testdata/a2a/install.sh: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestJSClient: the A2A project's JavaScript SDK, as a 1.0 client (its
+// default, picking the card's 1.0 interface) and as a 0.3 one, fetches
+// the card, sends a message, streams one and gets the task, against the
+// sidecar in front of a streaming agent and a failing one.
+func TestJSClient(t *testing.T) {
+	modules := sdkModules(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "../../testdata/a2a/client.mjs", serve(t, "stream_query"), serve(t, "fail"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client.mjs: %v\n%s\n%s", err, out, stderr.String())
+	}
+	t.Logf("client.mjs:\n%s", out)
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("client.mjs printed %q", line)
+		}
+		got = append(got, line)
+	}
+	stream := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","statusUpdate TASK_STATE_COMPLETED"]`
+	failed := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","statusUpdate TASK_STATE_FAILED"],"text":"partial","message":"the model is overloaded"`
+	want := []string{
+		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3"]}`,
+		`{"step":"version","version":"1.0"}`,
+		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
+		`{"step":"1.0 stream",` + stream,
+		`{"step":"1.0 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"version","version":"0.3`,
+		`{"step":"0.3 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
+		`{"step":"0.3 stream",` + stream,
+		`{"step":"0.3 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3"]}`,
+		`{"step":"version","version":"1.0"}`,
+		`{"step":"1.0 send","state":"TASK_STATE_FAILED","text":"partial","message":"the model is overloaded"}`,
+		`{"step":"1.0 stream",` + failed,
+		`{"step":"1.0 get","state":"TASK_STATE_FAILED","same":true}`,
+		`{"step":"version","version":"0.3`,
+		`{"step":"0.3 send","state":"TASK_STATE_FAILED","text":"partial","message":"the model is overloaded"}`,
+		`{"step":"0.3 stream",` + failed,
+		`{"step":"0.3 get","state":"TASK_STATE_FAILED","same":true}`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("client.mjs printed %d lines, want %d:\n%s", len(got), len(want), out)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d:\n got %s\nwant %s…", i+1, got[i], want[i])
+		}
+	}
+}

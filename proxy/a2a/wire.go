@@ -1,0 +1,266 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// version is the A2A protocol version of one request: it names the
+// methods and shapes the objects.
+type version int
+
+const (
+	v03 version = iota // A2A 0.3: "kind" discriminators, lower-case states, "final"
+	v10                // A2A 1.0: ProtoJSON, SCREAMING enums, StreamResponse wrappers
+)
+
+// versionOf reads the A2A-Version header: none is 0.3, as the 1.0
+// specification says; ok is false for a version the door does not speak.
+func versionOf(h string) (v version, ok bool) {
+	switch strings.TrimSpace(h) {
+	case "", "0.3", "0.3.0":
+		return v03, true
+	case "1.0", "1.0.0":
+		return v10, true
+	}
+	return 0, false
+}
+
+// The task states the door reaches, in A2A 0.3's spelling; 1.0 spells them
+// TASK_STATE_ and the upper-case name.
+const (
+	stateSubmitted = "submitted"
+	stateWorking   = "working"
+	stateCompleted = "completed"
+	stateFailed    = "failed"
+	stateCanceled  = "canceled"
+)
+
+func terminal(state string) bool {
+	return state == stateCompleted || state == stateFailed || state == stateCanceled
+}
+
+func (v version) state(s string) string {
+	if v == v10 {
+		return "TASK_STATE_" + strings.ToUpper(s)
+	}
+	return s
+}
+
+// part is one part of a message or artifact: text, or a JSON value.
+type part struct {
+	Text string
+	Data json.RawMessage // set for a data part
+}
+
+// partOf is the part a record (or a unary output) becomes: {"text": "…"}
+// alone, the shape of an emit: text record, is its text; a JSON string is
+// its value; an object is a data part; anything else is its JSON as text.
+func partOf(record []byte) part {
+	record = bytes.TrimSpace(record)
+	if len(record) == 0 {
+		return part{}
+	}
+	switch record[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(record, &s) == nil {
+			return part{Text: s}
+		}
+	case '{':
+		var text []byte
+		n := 0
+		rawjson.Members(record, func(key, value []byte) bool {
+			n++
+			if rawjson.KeyIs(key, "text") && value[0] == '"' {
+				text = value
+			}
+			return n == 1
+		})
+		var s string
+		if n == 1 && text != nil && json.Unmarshal(text, &s) == nil {
+			return part{Text: s}
+		}
+		return part{Data: bytes.Clone(record)}
+	}
+	return part{Text: string(record)}
+}
+
+func (v version) part(p part) any {
+	switch {
+	case v == v03 && p.Data != nil:
+		return struct {
+			Kind string          `json:"kind"`
+			Data json.RawMessage `json:"data"`
+		}{"data", p.Data}
+	case v == v03:
+		return struct {
+			Kind string `json:"kind"`
+			Text string `json:"text"`
+		}{"text", p.Text}
+	case p.Data != nil:
+		return struct {
+			Data      json.RawMessage `json:"data"`
+			MediaType string          `json:"mediaType"`
+		}{p.Data, "application/json"}
+	default:
+		return struct {
+			Text string `json:"text"`
+		}{p.Text}
+	}
+}
+
+func (v version) parts(ps []part) []any {
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		out[i] = v.part(p)
+	}
+	return out
+}
+
+// message is the agent's message of a status: the agent's text (a
+// failure's message).
+func (v version) message(t *task, text string) any {
+	type msg struct {
+		Kind      string `json:"kind,omitempty"`
+		Role      string `json:"role"`
+		MessageID string `json:"messageId"`
+		TaskID    string `json:"taskId"`
+		ContextID string `json:"contextId"`
+		Parts     []any  `json:"parts"`
+	}
+	m := msg{Role: "agent", MessageID: newID(), TaskID: t.id, ContextID: t.contextID, Parts: v.parts([]part{{Text: text}})}
+	if v == v03 {
+		m.Kind = "message"
+	} else {
+		m.Role = "ROLE_AGENT"
+	}
+	return m
+}
+
+type status struct {
+	State     string `json:"state"`
+	Message   any    `json:"message,omitempty"`
+	Timestamp string `json:"timestamp"`
+}
+
+func (v version) status(t *task) status {
+	s := status{State: v.state(t.state), Timestamp: t.updated.UTC().Format(time.RFC3339Nano)}
+	if t.message != "" {
+		s.Message = v.message(t, t.message)
+	}
+	return s
+}
+
+type artifact struct {
+	ArtifactID string `json:"artifactId"`
+	Name       string `json:"name"`
+	Parts      []any  `json:"parts"`
+}
+
+// artifactID is the one artifact of a task: the method's output.
+func artifactID(t *task) string { return t.id + "-output" }
+
+// task is the Task object of t, in v's shape.
+func (v version) task(t *task) any {
+	type taskObj struct {
+		Kind      string     `json:"kind,omitempty"`
+		ID        string     `json:"id"`
+		ContextID string     `json:"contextId"`
+		Status    status     `json:"status"`
+		Artifacts []artifact `json:"artifacts,omitempty"`
+	}
+	o := taskObj{ID: t.id, ContextID: t.contextID, Status: v.status(t)}
+	if v == v03 {
+		o.Kind = "task"
+	}
+	if len(t.parts) > 0 {
+		o.Artifacts = []artifact{{artifactID(t), "output", v.parts(t.parts)}}
+	}
+	return o
+}
+
+// wrap is a result in v's shape: 0.3 sends the object itself (its "kind"
+// says what it is), 1.0 a wrapper with one member naming it.
+func (v version) wrap(name string, obj any) any {
+	if v == v03 {
+		return obj
+	}
+	return map[string]any{name: obj}
+}
+
+// statusUpdate is the event of t's status: final (0.3 only) when the
+// state is terminal.
+func (v version) statusUpdate(t *task) any {
+	type event struct {
+		Kind      string `json:"kind,omitempty"`
+		TaskID    string `json:"taskId"`
+		ContextID string `json:"contextId"`
+		Status    status `json:"status"`
+		Final     *bool  `json:"final,omitempty"`
+	}
+	e := event{TaskID: t.id, ContextID: t.contextID, Status: v.status(t)}
+	if v == v03 {
+		final := terminal(t.state)
+		e.Kind, e.Final = "status-update", &final
+	}
+	return v.wrap("statusUpdate", e)
+}
+
+// artifactUpdate is the event of one record: a part of the task's one
+// artifact, appended to what came before.
+func (v version) artifactUpdate(t *task, p part, first bool) any {
+	type event struct {
+		Kind      string   `json:"kind,omitempty"`
+		TaskID    string   `json:"taskId"`
+		ContextID string   `json:"contextId"`
+		Artifact  artifact `json:"artifact"`
+		Append    bool     `json:"append"`
+		LastChunk bool     `json:"lastChunk"`
+	}
+	e := event{TaskID: t.id, ContextID: t.contextID, Artifact: artifact{artifactID(t), "output", v.parts([]part{p})}, Append: !first}
+	if v == v03 {
+		e.Kind = "artifact-update"
+	}
+	return v.wrap("artifactUpdate", e)
+}
+
+// JSON-RPC and A2A error codes.
+const (
+	codeParse            = -32700
+	codeInvalidRequest   = -32600
+	codeMethodNotFound   = -32601
+	codeInvalidParams    = -32602
+	codeInternal         = -32603
+	codeTaskNotFound     = -32001
+	codeTaskNotCancel    = -32002
+	codeUnsupported      = -32004
+	codeVersionUnsupport = -32009
+)
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// response is a JSON-RPC response: its result, or its error.
+func response(id json.RawMessage, result any, e *rpcError) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	type resp struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *rpcError       `json:"error,omitempty"`
+	}
+	b, err := json.Marshal(resp{"2.0", id, result, e})
+	if err != nil { // a record that is no valid JSON, which core.Records never are
+		b, _ = json.Marshal(resp{"2.0", id, nil, &rpcError{codeInternal, "encoding the response: " + err.Error()}})
+	}
+	return b
+}

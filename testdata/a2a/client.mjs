@@ -1,0 +1,110 @@
+// The A2A JavaScript SDK's client (@a2a-js/sdk, pinned in package.json)
+// against the sidecar's A2A door: proxy/a2a's TestJSClient runs it with
+// NODE_PATH set to the node_modules that install.sh prints.
+//
+//   node client.mjs <base URL of a streaming agent> <base URL of a failing one>
+//
+// With each URL it fetches the agent card, and talks to the agent twice:
+// as an A2A 1.0 client (the SDK's default: the card's 1.0 JSON-RPC
+// interface, A2A-Version: 1.0) and as an A2A 0.3 client (the SDK's 0.3
+// JSON-RPC transport at the card's 0.3 url). Each way it sends a message
+// (message/send, SendMessage) and streams one (message/stream,
+// SendStreamingMessage), then asks for the task (tasks/get, GetTask). It
+// prints one JSON line per step, which the test compares; a step that
+// throws prints its error.
+import { createRequire } from "node:module";
+
+// require, unlike import, finds the SDK through NODE_PATH.
+const require = createRequire(import.meta.url);
+const { ClientFactory, Client } = require("@a2a-js/sdk/client");
+const { LegacyJsonRpcTransport } = require("@a2a-js/sdk/compat/v0_3/client");
+const { Role, TaskState } = require("@a2a-js/sdk");
+
+const [, , streamURL, failURL] = process.argv;
+
+function say(obj) {
+  process.stdout.write(JSON.stringify(obj) + "\n");
+}
+
+function message(text) {
+  return {
+    message: {
+      messageId: crypto.randomUUID(),
+      contextId: "",
+      taskId: "",
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: "text", value: text }, filename: "", mediaType: "" }],
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    tenant: "",
+  };
+}
+
+// partsText is the text of parts, a data part as its JSON.
+function partsText(parts) {
+  return (parts ?? [])
+    .map((p) => (p.content?.$case === "text" ? p.content.value : JSON.stringify(p.content?.value)))
+    .join("");
+}
+
+function state(s) {
+  return TaskState[s] ?? String(s);
+}
+
+async function step(name, f) {
+  try {
+    say({ step: name, ...(await f()) });
+  } catch (e) {
+    say({ step: name, error: String(e?.message ?? e) });
+  }
+}
+
+async function talk(label, url, client) {
+  let taskId = "";
+  await step(`${label} send`, async () => {
+    const task = await client.sendMessage(message("hi"));
+    taskId = task.id;
+    return {
+      state: state(task.status?.state),
+      text: (task.artifacts ?? []).map((a) => partsText(a.parts)).join(""),
+      message: partsText(task.status?.message?.parts),
+    };
+  });
+  await step(`${label} stream`, async () => {
+    const events = [];
+    let text = "";
+    let statusText = "";
+    for await (const ev of client.sendMessageStream(message("hi"))) {
+      const { $case, value } = ev.payload ?? {};
+      if ($case === "artifactUpdate") {
+        text += partsText(value.artifact?.parts);
+        events.push($case);
+      } else {
+        events.push(`${$case} ${state(value.status?.state)}`);
+        if (value.status?.message) statusText = partsText(value.status.message.parts);
+      }
+    }
+    return { events, text, message: statusText };
+  });
+  await step(`${label} get`, async () => {
+    const task = await client.getTask({ id: taskId, tenant: "" });
+    return { state: state(task.status?.state), same: task.id === taskId };
+  });
+}
+
+for (const url of [streamURL, failURL]) {
+  const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json();
+  say({
+    step: "card",
+    name: card.name,
+    streaming: card.capabilities?.streaming,
+    interfaces: card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
+  });
+  const v1 = await new ClientFactory().createFromUrl(url);
+  say({ step: "version", version: v1.protocolVersion });
+  await talk("1.0", url, v1);
+  const v03 = new Client(new LegacyJsonRpcTransport({ endpoint: card.url }), card);
+  say({ step: "version", version: v03.protocolVersion });
+  await talk("0.3", url, v03);
+}
