@@ -123,10 +123,13 @@ type adkEmitter struct {
 	pending      strings.Builder // the turn's text so far
 	thought      strings.Builder // the turn's reasoning so far
 	complete     []json.RawMessage
+
+	newID func() string    // an event id
+	now   func() time.Time // an event's timestamp
 }
 
 func newADKEmitter(author string, snake bool) *adkEmitter {
-	return &adkEmitter{author: author, invocationID: "e-" + newID(), snake: snake}
+	return &adkEmitter{author: author, invocationID: "e-" + newID(), snake: snake, newID: newID, now: time.Now}
 }
 
 // adkPart is a part of an ADK event's content, in either key case.
@@ -145,8 +148,8 @@ func (a *adkEmitter) event(role string, partial bool, parts ...adkPart) []byte {
 		"content":                              map[string]any{"role": role, "parts": parts},
 		"author":                               a.author,
 		a.key("invocationId", "invocation_id"): a.invocationID,
-		"id":                                   newID(),
-		"timestamp":                            float64(time.Now().UnixMicro()) / 1e6,
+		"id":                                   a.newID(),
+		"timestamp":                            float64(a.now().UnixMicro()) / 1e6,
 	}
 	if partial {
 		ev["partial"] = true

@@ -66,8 +66,9 @@ func (m *vercelMapper) Flush(out []Event) []Event { return out }
 // TOOL_CALL_RESULT, the end from RUN_FINISHED, an error from RUN_ERROR.
 type aguiMapper struct {
 	calls map[string]*aguiCall
-	order []string // call ids not yet ended, in start order
-	last  string   // the last call id, for chunks that omit it
+	order []string          // call ids not yet ended, in start order
+	last  string            // the last call id, for chunks that omit it
+	names map[string]string // tool names by call id, for results
 }
 
 type aguiCall struct {
@@ -115,7 +116,7 @@ func (m *aguiMapper) Map(out []Event, _ string, rec []byte) []Event {
 		if json.Unmarshal(content, &s) == nil {
 			content = jsonOf(s) // tools often answer JSON as a string
 		}
-		return append(out, Event{Kind: ToolResult, ID: e.ToolCallID, JSON: orNull(content)})
+		return append(out, Event{Kind: ToolResult, ID: e.ToolCallID, Name: m.names[e.ToolCallID], JSON: orNull(content)})
 	case "RUN_FINISHED":
 		out = m.Flush(out)
 		return append(out, Event{Kind: End, Finish: "stop"})
@@ -146,6 +147,10 @@ func (m *aguiMapper) end(out []Event, id string) []Event {
 		return out
 	}
 	delete(m.calls, id)
+	if m.names == nil {
+		m.names = map[string]string{}
+	}
+	m.names[id] = c.name
 	for i, o := range m.order {
 		if o == id {
 			m.order = append(m.order[:i], m.order[i+1:]...)
