@@ -40,6 +40,13 @@ func newFixtureRecords(r io.Reader, header http.Header) *fixtureRecords {
 // mapFixture maps an SSE reply as a method with dialect d and emit e
 // would, and returns the lines out and then "error: …" if it failed.
 func mapFixture(t testing.TB, d config.Dialect, e config.Emit, r io.Reader, header http.Header) []string {
+	lines, _ := mapNoted(t, d, e, r, header)
+	return lines
+}
+
+// mapNoted is mapFixture that also returns the dialect noted for the log
+// line.
+func mapNoted(t testing.TB, d config.Dialect, e config.Emit, r io.Reader, header http.Header) ([]string, string) {
 	notes := &core.Notes{}
 	c := core.Call{Method: &config.Method{Dialect: d, Emit: e}, Notes: notes}
 	recs := Agent{Author: "root_agent"}.Map(c, newFixtureRecords(r, header))
@@ -52,7 +59,7 @@ func mapFixture(t testing.TB, d config.Dialect, e config.Emit, r io.Reader, head
 	if err := recs.Err(); err != nil {
 		out = append(out, "error: "+err.Error())
 	}
-	return out
+	return out, notes.Dialect
 }
 
 // steady makes ADK event ids and timestamps repeatable.
@@ -68,7 +75,7 @@ func steady(r *Records) {
 // fixtures are every testdata/dialects/<dialect>/*.sse: a capture added
 // there is replayed by the tests below with no code to write (run with
 // -update once to write its golden file, and read it).
-func fixtures(t *testing.T) []string {
+func fixtures(t testing.TB) []string {
 	files, err := filepath.Glob(filepath.Join("testdata", "dialects", "*", "*.sse"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
@@ -249,4 +256,8 @@ func TestCollect(t *testing.T) {
 			t.Errorf("Collect() = %s, not JSON", got)
 		}
 	}
+}
+
+func testCall(d config.Dialect, e config.Emit) core.Call {
+	return core.Call{Method: &config.Method{Dialect: d, Emit: e}}
 }
