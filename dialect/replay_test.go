@@ -261,3 +261,27 @@ func TestCollect(t *testing.T) {
 func testCall(d config.Dialect, e config.Emit) core.Call {
 	return core.Call{Method: &config.Method{Dialect: d, Emit: e}}
 }
+
+// TestSnakeKeys: with adk.keys snake the ADK events use AdkApp's
+// snake_case names; user data (args, response) keeps its own keys.
+func TestSnakeKeys(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "dialects", "vercel-ui", "tools.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Agent{SnakeKeys: true}.Map(testCall(config.DialectVercelUI, config.EmitADK), newFixtureRecords(bytes.NewReader(src), nil))
+	steady(r)
+	var got []string
+	for r.Next() {
+		got = append(got, string(r.Record()))
+	}
+	want := []string{
+		`{"author":"agent","content":{"parts":[{"function_call":{"args":{"city":"Paris"},"id":"call_1","name":"weather"}}],"role":"model"},"id":"ev-1","invocation_id":"e-test","timestamp":1754000000}`,
+		`{"author":"agent","content":{"parts":[{"function_response":{"id":"call_1","name":"weather","response":{"temperature":21}}}],"role":"user"},"id":"ev-2","invocation_id":"e-test","timestamp":1754000000}`,
+		`{"author":"agent","content":{"parts":[{"text":"It is 21°C in Paris."}],"role":"model"},"id":"ev-3","invocation_id":"e-test","partial":true,"timestamp":1754000000}`,
+		`{"author":"agent","content":{"parts":[{"text":"It is 21°C in Paris."}],"role":"model"},"id":"ev-4","invocation_id":"e-test","timestamp":1754000000}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || r.Err() != nil {
+		t.Errorf("snake ADK events =\n%s\n(err %v) want\n%s", strings.Join(got, "\n"), r.Err(), strings.Join(want, "\n"))
+	}
+}
