@@ -285,3 +285,17 @@ func TestSnakeKeys(t *testing.T) {
 		t.Errorf("snake ADK events =\n%s\n(err %v) want\n%s", strings.Join(got, "\n"), r.Err(), strings.Join(want, "\n"))
 	}
 }
+
+// TestCollectCap: a unary method's mapped reply is capped as a unary
+// reply is.
+func TestCollectCap(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "dialects", "vercel-ui", "tools.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Agent{}.Map(testCall(config.DialectVercelUI, config.EmitText), newFixtureRecords(bytes.NewReader(src), nil))
+	r.max = 100
+	if out, err := r.Collect(); !errors.Is(err, core.ErrReplyTooLarge) {
+		t.Errorf("Collect() over the cap = %s, %v, want ErrReplyTooLarge", out, err)
+	}
+}

@@ -20,6 +20,10 @@ type Agent struct {
 	Author string
 	// SnakeKeys writes ADK events with snake_case keys (adk.keys: snake).
 	SnakeKeys bool
+	// MaxReply caps what a unary method with emit text or adk reads from
+	// its agent's stream, as limits.reply_bytes caps a unary reply: more
+	// is core.ErrReplyTooLarge. 0: no cap.
+	MaxReply int64
 }
 
 // Stream answers c with the inner Agent's records, mapped as c's method
@@ -44,6 +48,7 @@ func (a Agent) Unary(ctx context.Context, c core.Call) (json.RawMessage, error) 
 	}
 	m := a.Map(c, r)
 	defer m.Close()
+	m.max = a.MaxReply
 	return m.Collect()
 }
 
@@ -88,6 +93,7 @@ type Records struct {
 	cur    []byte
 	done   bool
 	err    error
+	max    int64 // Collect's cap on the lines' bytes, 0 for none
 }
 
 // Next advances to the next line.
@@ -186,10 +192,14 @@ func (r *Records) BeforeWait(f func()) {
 
 // Collect reads the whole stream into one output (the emitter's whole
 // form: see the README's Dialects section). A stream that passes through
-// is the array of its records.
+// is the array of its records, as a unary reply in SSE or ndjson is.
 func (r *Records) Collect() (json.RawMessage, error) {
 	var lines [][]byte
+	var n int64
 	for r.Next() {
+		if n += int64(len(r.cur)); r.max > 0 && n > r.max {
+			return nil, core.ErrReplyTooLarge
+		}
 		lines = append(lines, append([]byte(nil), r.cur...))
 	}
 	if r.err != nil {
