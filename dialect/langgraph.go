@@ -11,14 +11,29 @@ import (
 // chunks accumulated by index), the JS SDK's "messages/partial" and
 // "messages/complete" (whole messages so far: the text that grew),
 // "updates" ({node: {messages: […]}}: each new message whole) and
-// "values" (the whole state: the messages past those seen). "metadata"
-// and subgraph events ("updates|ns") are skipped; "error" ends the stream
-// in the deframer.
+// "values" (the whole state: the messages past those seen). With several
+// modes at once (stream_mode: [messages, updates]) the finest one seen
+// wins: once a messages event came, updates and values are skipped, and
+// once an updates event came, values are. "metadata" and subgraph events
+// ("updates|ns") are skipped; "error" ends the stream in the deframer.
 type langgraphMapper struct {
 	calls    chatMapper      // messages mode: tool call chunks
 	partial  map[string]int  // messages/partial: text length seen by message id
 	complete map[string]bool // messages/complete: ids whose calls are out
 	values   int             // values mode: messages seen
+	finest   int             // the finest mode seen: lgValues, …
+}
+
+// The modes, coarsest first.
+const (
+	lgValues = iota + 1
+	lgUpdates
+	lgMessages
+)
+
+var lgModes = map[string]int{
+	"values": lgValues, "updates": lgUpdates,
+	"messages": lgMessages, "messages-tuple": lgMessages, "messages/partial": lgMessages, "messages/complete": lgMessages,
 }
 
 type lgMessage struct {
@@ -66,6 +81,11 @@ func (m *lgMessage) isAI() bool {
 func (m *lgMessage) isTool() bool { return m.Type == "tool" || m.Type == "ToolMessage" }
 
 func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
+	mode := lgModes[event]
+	if mode < l.finest {
+		return out // a coarser view of what a finer mode already said
+	}
+	l.finest = mode
 	switch event {
 	case "messages", "messages-tuple":
 		var pair []json.RawMessage
