@@ -38,6 +38,7 @@ func TestParseDialectProblems(t *testing.T) {
 		{"upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {dialect: a2a, emit: raw}\n", `has no effect with emit: raw`},
 		{"upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {headers: {forward: [X-A]}}\n", `applies to the top-level headers only`},
 		{"upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {headers: {set: {Content-Type: x}}}\n", `managed by the sidecar`},
+		{"upstream: {url: \"http://127.0.0.1:8000\"}\nadk: {app: a}\nmethods:\n  q: {handler: adk.stream_query, headers: {set: {X-A: b}}}\n", `methods.q.headers: does not apply to a method with a handler`},
 	}
 	for _, tt := range tests {
 		_, err := Parse("t.yaml", []byte(tt.src))

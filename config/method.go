@@ -135,6 +135,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 			case "emit":
 				p.emitKey(f, key, m)
 			case "headers":
+				shapeKeys = append(shapeKeys, f.name) // a handler's requests are its own
 				p.methodHeaders(f.val, key, m)
 			default:
 				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example", "dialect", "emit", "headers")
