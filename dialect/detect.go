@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -12,8 +13,13 @@ import (
 // its first record and that record (PROTOCOLS.md §2.9's table), or
 // returns DialectRaw when it cannot.
 func Detect(h http.Header, event []byte, rec []byte) config.Dialect {
-	if h.Get("X-Vercel-Ai-Ui-Message-Stream") != "" {
+	if h.Get("X-Vercel-Ai-Ui-Message-Stream") != "" || h.Get("X-Vercel-Ai-Data-Stream") != "" {
 		return config.DialectVercelUI
+	}
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); strings.HasPrefix(mt, "text/") && mt != "text/event-stream" {
+		if _, ok := outputText(rec); ok {
+			return dialectText
+		}
 	}
 	ev := string(event)
 	switch {

@@ -71,6 +71,8 @@ func NewMapper(d config.Dialect) Mapper {
 		return &langgraphMapper{}
 	case config.DialectADK:
 		return &adkMapper{}
+	case dialectText:
+		return textMapper{}
 	}
 	return nil
 }

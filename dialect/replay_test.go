@@ -26,15 +26,28 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/di
 // as the mapping stage gets them from upstream: records with their event
 // type and the reply's header.
 type fixtureRecords struct {
-	upstream.EventStream
+	upstream.Stream
 	header http.Header
 }
 
 func (f *fixtureRecords) Close()              {}
 func (f *fixtureRecords) Header() http.Header { return f.header }
 
+func (f *fixtureRecords) Event() []byte {
+	if e, ok := f.Stream.(upstream.EventStream); ok {
+		return e.Event()
+	}
+	return nil
+}
+
+// newFixtureRecords deframes a reply as its Content-Type says (SSE when
+// it has none), as upstream does.
 func newFixtureRecords(r io.Reader, header http.Header) *fixtureRecords {
-	return &fixtureRecords{upstream.NewStream(upstream.FormatSSE, r, 0).(upstream.EventStream), header}
+	f := upstream.FormatFor(config.ReplyAuto, header.Get("Content-Type"))
+	if header.Get("Content-Type") == "" {
+		f = upstream.FormatSSE
+	}
+	return &fixtureRecords{upstream.NewStream(f, r, 0), header}
 }
 
 // mapFixture maps an SSE reply as a method with dialect d and emit e
@@ -72,24 +85,32 @@ func steady(r *Records) {
 	}
 }
 
-// fixtures are every testdata/dialects/<dialect>/*.sse: a capture added
-// there is replayed by the tests below with no code to write (run with
-// -update once to write its golden file, and read it).
+// fixtures are every testdata/dialects/<dialect>/*.sse (an event stream)
+// and *.txt (a text reply): a capture added there is replayed by the
+// tests below with no code to write (run with -update once to write its
+// golden file, and read it).
 func fixtures(t testing.TB) []string {
-	files, err := filepath.Glob(filepath.Join("testdata", "dialects", "*", "*.sse"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
+	sse, err := filepath.Glob(filepath.Join("testdata", "dialects", "*", "*.sse"))
+	txt, err2 := filepath.Glob(filepath.Join("testdata", "dialects", "*", "*.txt"))
+	if err != nil || err2 != nil || len(sse) == 0 {
+		t.Fatalf("no fixtures: %v %v", err, err2)
 	}
-	return files
+	return append(sse, txt...)
 }
+
+// trimExt is a fixture's path without its extension.
+func trimExt(file string) string { return strings.TrimSuffix(file, filepath.Ext(file)) }
 
 func dialectOf(file string) config.Dialect { return config.Dialect(filepath.Base(filepath.Dir(file))) }
 
 // headerOf is the reply header a fixture was captured with: the lines of
 // <name>.header ("Name: value"), when there is one.
 func headerOf(t testing.TB, file string) http.Header {
-	h := http.Header{"Content-Type": {"text/event-stream"}}
-	b, err := os.ReadFile(strings.TrimSuffix(file, ".sse") + ".header")
+	h := http.Header{}
+	if filepath.Ext(file) == ".sse" {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	b, err := os.ReadFile(trimExt(file) + ".header")
 	if errors.Is(err, os.ErrNotExist) {
 		return h
 	}
@@ -120,7 +141,7 @@ func TestGolden(t *testing.T) {
 					got.WriteString(l + "\n")
 				}
 			}
-			golden := strings.TrimSuffix(file, ".sse") + ".golden"
+			golden := trimExt(file) + ".golden"
 			if *update {
 				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
@@ -146,18 +167,43 @@ func TestSplits(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, h := dialectOf(file), headerOf(t, file)
-		want := strings.Join(mapFixture(t, d, config.EmitText, bytes.NewReader(src), h), "\n")
-		got := strings.Join(mapFixture(t, d, config.EmitText, iotest.OneByteReader(bytes.NewReader(src)), h), "\n")
+		want := merged(mapFixture(t, d, config.EmitText, bytes.NewReader(src), h))
+		got := merged(mapFixture(t, d, config.EmitText, iotest.OneByteReader(bytes.NewReader(src)), h))
 		if got != want {
 			t.Errorf("%s one byte at a time:\n%s\nwant\n%s", file, got, want)
 		}
 		for i := 1; i < len(src); i++ {
 			r := io.MultiReader(bytes.NewReader(src[:i]), bytes.NewReader(src[i:]))
-			if got := strings.Join(mapFixture(t, d, config.EmitText, r, h), "\n"); got != want {
+			if got := merged(mapFixture(t, d, config.EmitText, r, h)); got != want {
 				t.Fatalf("%s split at %d:\n%s\nwant\n%s", file, i, got, want)
 			}
 		}
 	}
+}
+
+// merged joins lines, consecutive text lines into one: a text reply's
+// chunks are cut where the reads fell, its text is the same.
+func merged(lines []string) string {
+	var out []string
+	var text strings.Builder
+	for _, l := range lines {
+		var t struct {
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal([]byte(l), &t) == nil && t.Text != nil && strings.HasPrefix(l, `{"text":`) {
+			text.WriteString(*t.Text)
+			continue
+		}
+		if text.Len() > 0 {
+			out = append(out, "text: "+text.String())
+			text.Reset()
+		}
+		out = append(out, l)
+	}
+	if text.Len() > 0 {
+		out = append(out, "text: "+text.String())
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestDetect: dialect auto places every fixture in its own dialect, maps

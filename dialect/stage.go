@@ -89,7 +89,8 @@ type Records struct {
 	pass    bool
 
 	events []Event
-	lines  [][]byte // lines ready, the first is current once taken
+	tools  map[string]string // tool names by call id, for results without one
+	lines  [][]byte          // lines ready, the first is current once taken
 	cur    []byte
 	done   bool
 	err    error
@@ -165,10 +166,18 @@ func (r *Records) place(rec []byte) {
 func (r *Records) apply(events []Event) {
 	r.events = events
 	for _, e := range events {
-		if e.Kind == Error {
+		switch {
+		case e.Kind == Error:
 			r.done = true
 			r.err = &core.AgentError{Code: e.Code, Message: e.Text, Raw: string(e.JSON)}
 			return
+		case e.Kind == ToolCall && e.ID != "":
+			if r.tools == nil {
+				r.tools = map[string]string{}
+			}
+			r.tools[e.ID] = e.Name
+		case e.Kind == ToolResult && e.Name == "":
+			e.Name = r.tools[e.ID]
 		}
 		r.lines = r.emit.line(r.lines, e)
 	}

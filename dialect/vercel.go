@@ -10,8 +10,12 @@ import (
 // reasoning-delta, a tool call from tool-input-available, its result from
 // tool-output-available (or tool-output-error), the end from finish or
 // abort, an error from error. [DONE] ends the stream in the deframer.
+//
+// A text reply of the legacy v4 data stream protocol (its records
+// {"output": "<chunk>"}) is read as that protocol (dataStream).
 type vercelMapper struct {
 	names map[string]string // tool names by call id
+	v4    dataStream
 }
 
 type vercelChunk struct {
@@ -27,6 +31,9 @@ type vercelChunk struct {
 }
 
 func (m *vercelMapper) Map(out []Event, _ string, rec []byte) []Event {
+	if chunk, ok := outputText(rec); ok {
+		return m.v4.mapChunk(out, chunk)
+	}
 	var c vercelChunk
 	if json.Unmarshal(rec, &c) != nil {
 		return out
@@ -57,4 +64,4 @@ func (m *vercelMapper) Map(out []Event, _ string, rec []byte) []Event {
 	return out
 }
 
-func (m *vercelMapper) Flush(out []Event) []Event { return out }
+func (m *vercelMapper) Flush(out []Event) []Event { return m.v4.flush(out) }
