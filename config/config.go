@@ -292,6 +292,19 @@ type Method struct {
 	// given): sidecar dev's playground pre-fills its editor with it. It
 	// changes nothing about how a call is served.
 	Example any
+	// Dialect is the stream dialect the agent speaks, for the mapping
+	// stage. Default: "", read as DialectAuto (detected from the reply;
+	// see Speaking).
+	Dialect Dialect
+	// Emit is what the caller gets: the agent's records (EmitRaw), text
+	// lines (EmitText) or ADK events (EmitADK). Default: "", read as EmitRaw
+	// (see Emitting).
+	Emit Emit
+	// Headers are added to this method's requests to the agent, after the
+	// top-level Headers.Set (values already expanded); HeaderTemplates are
+	// them as written. Default: none.
+	Headers         map[string]string
+	HeaderTemplates map[string]string
 	// Line is where the method is declared in the file, for messages; 0
 	// for a method a preset added.
 	Line int

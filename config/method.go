@@ -58,7 +58,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 	}
 	d := methodDraft{m: m}
 	var modeSet, callSet, bodySet bool
-	var outputLine, handlerLine int
+	var outputLine, handlerLine, dialectLine int
 	var shapeKeys []string // keys a handler replaces
 	if p.mapping(e.val, path, "a mapping of mode, call, body, reply, output and timeouts (or nothing, for all defaults)") {
 		for _, f := range p.entries(e.val, path) {
@@ -130,8 +130,15 @@ func (p *parser) method(e entry, path string) methodDraft {
 				p.parameters(f, key, m)
 			case "example":
 				m.Example = p.jsonValue(f.val, key, 0, false, nil)
+			case "dialect":
+				dialectLine = p.dialectKey(f, key, m)
+			case "emit":
+				p.emitKey(f, key, m)
+			case "headers":
+				shapeKeys = append(shapeKeys, f.name) // a handler's requests are its own
+				p.methodHeaders(f.val, key, m)
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example", "dialect", "emit", "headers")
 			}
 		}
 	}
@@ -148,6 +155,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 		}
 	}
 	m.AllRoutes = m.Name == "*" && !modeSet
+	p.checkDialect(m, path, dialectLine)
 	if outputLine > 0 && !m.AllRoutes && m.Mode.Streaming() {
 		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on /api/stream_reasoning_engine)", m.Mode)
 	}

@@ -128,6 +128,7 @@ func methodNode(m *Method) *yaml.Node {
 		n.Content = append(n.Content, scalar("idempotent"), scalar("true"))
 	}
 	n.Content = append(n.Content, scalar("timeouts"), timeoutsNode(m.Timeouts))
+	dialectNodes(m, n)
 	if m.Description != "" {
 		n.Content = append(n.Content, scalar("description"), quoted(m.Description))
 	}

@@ -224,13 +224,15 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 }
 
 // DefaultFramework is the agentFramework for cfg when none is given:
-// "google-adk" for the ADK preset or any adk.* handler, else "custom".
+// "google-adk" for the ADK preset, any adk.* handler or any method that
+// emits ADK events (emit: adk, so the console playground renders them),
+// else "custom".
 func DefaultFramework(cfg *config.Config) string {
 	if cfg.Preset == config.PresetADK {
 		return FrameworkADK
 	}
 	for _, m := range cfg.Methods {
-		if strings.HasPrefix(m.Handler, "adk.") {
+		if strings.HasPrefix(m.Handler, "adk.") || m.Emitting() == config.EmitADK {
 			return FrameworkADK
 		}
 	}

@@ -289,6 +289,17 @@ methods:
 	if got := DefaultFramework(one); got != FrameworkADK {
 		t.Errorf("DefaultFramework with one adk.* handler = %q, want google-adk", got)
 	}
+	emits := parse(t, `
+upstream: {url: "http://127.0.0.1:8000"}
+methods:
+  stream_query: {mode: stream, call: POST /api/chat, emit: adk}
+`)
+	if got := DefaultFramework(emits); got != FrameworkADK {
+		t.Errorf("DefaultFramework with a method that emits adk = %q, want google-adk", got)
+	}
+	if got := DefaultFramework(parse(t, "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods: {q: {emit: text}}\n")); got != FrameworkCustom {
+		t.Errorf("DefaultFramework with emit text = %q, want custom", got)
+	}
 }
 
 // TestCreateRequestGolden pins the whole body for the smallest request, so

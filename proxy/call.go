@@ -166,6 +166,9 @@ func (s *Server) log(r *http.Request, c *call) {
 	if c.reason != "" {
 		fields = append(fields, zap.String("reason", c.reason))
 	}
+	if c.notes.Dialect != "" {
+		fields = append(fields, zap.String("dialect", c.notes.Dialect))
+	}
 	if c.notes.Retries > 0 {
 		fields = append(fields, zap.Int("retries", c.notes.Retries))
 	}

@@ -65,6 +65,19 @@ func (s *ReplyStream) Err() error {
 // BeforeWait sets f to run before every read of the reply from the agent.
 func (s *ReplyStream) BeforeWait(f func()) { s.resp.BeforeWait(f) }
 
+// Header is the agent's response header (the mapping stage detects a
+// dialect by it).
+func (s *ReplyStream) Header() http.Header { return s.resp.Header }
+
+// Event is the SSE event type of the current record, nil when the reply
+// is not an event stream or the event has none.
+func (s *ReplyStream) Event() []byte {
+	if e, ok := s.Stream.(EventStream); ok {
+		return e.Event()
+	}
+	return nil
+}
+
 // Close releases the reply (Response.Close).
 func (s *ReplyStream) Close() { s.resp.Close() }
 

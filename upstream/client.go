@@ -186,7 +186,7 @@ func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
 		return nil, err
 	}
 	return c.Send(ctx, Request{Method: call.Name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
-		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header})
+		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers})
 }
 
 // Request is one HTTP call to the agent, for callers that build their own
@@ -209,6 +209,8 @@ type Request struct {
 	// Header is the caller's request header: only the allow-listed trace
 	// and request-id headers reach the agent.
 	Header http.Header
+	// Set are the method's own headers, set after the client's.
+	Set map[string]string
 }
 
 // SegmentPath joins parts into a path, each part escaped as exactly one
@@ -265,6 +267,9 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		}
 	}
 	for name, v := range c.set {
+		req.Header.Set(name, v)
+	}
+	for name, v := range r.Set {
 		req.Header.Set(name, v)
 	}
 

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestSendHeadersAllowList: of the caller's headers, only the built-in
@@ -149,4 +152,42 @@ func TestSendRetriesRefusedDial(t *testing.T) {
 			t.Errorf("the agent was called %d times, want 1", n)
 		}
 	})
+}
+
+// TestMethodHeaders: a method's own headers.set reach the agent on its
+// calls, after the top-level ones (an A2A 1.0 producer's A2A-Version).
+func TestMethodHeaders(t *testing.T) {
+	got := make(chan http.Header, 2)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: "+agent.URL+"}\nheaders: {set: {X-Api-Key: top, X-Both: top}}\n"+
+		"methods:\n  a2a: {headers: {set: {A2A-Version: \"1.0\", X-Both: method}}}\n  plain: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, want := range []map[string]string{
+		{"A2a-Version": "1.0", "X-Both": "method", "X-Api-Key": "top"},
+		{"A2a-Version": "", "X-Both": "top", "X-Api-Key": "top"},
+	} {
+		m := cfg.Methods[i]
+		if _, err := c.Unary(ctx, core.Call{Method: m, Name: m.Name, Input: core.Input{Raw: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		h := <-got
+		for name, v := range want {
+			if h.Get(name) != v {
+				t.Errorf("%s: %s = %q, want %q", m.Name, name, h.Get(name), v)
+			}
+		}
+	}
 }

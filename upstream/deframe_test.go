@@ -886,3 +886,19 @@ func BenchmarkLines(b *testing.B) {
 	const n = 1000
 	benchmarkDeframe(b, FormatLines, linesBenchReply(n), n)
 }
+
+func TestSSEEvent(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	in := "event: response.output_text.delta\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\nevent: " + long + "\ndata: 3\n\n"
+	for _, f := range []Format{FormatSSE, ""} {
+		s := NewStream(f, strings.NewReader(in), 0).(EventStream)
+		var got []string
+		for s.Next() {
+			got = append(got, string(s.Event()))
+		}
+		want := []string{"response.output_text.delta", "", long[:maxEventName]}
+		if !slices.Equal(got, want) || s.Err() != nil {
+			t.Errorf("format %q: Event() = %q (err %v), want %q", f, got, s.Err(), want)
+		}
+	}
+}

@@ -129,6 +129,15 @@ func (s *sniffStream) Record() []byte {
 	return s.stream.Record()
 }
 
+// Event is the SSE event type of the current record, when the reply is
+// an event stream (see EventStream).
+func (s *sniffStream) Event() []byte {
+	if e, ok := s.stream.(EventStream); ok {
+		return e.Event()
+	}
+	return nil
+}
+
 func (s *sniffStream) Err() error {
 	if s.stream == nil {
 		return nil

@@ -32,11 +32,25 @@ type sseStream struct {
 
 	data    []byte // the event's data lines, joined with "\n"
 	hasData bool   // a data line was seen, even an empty one
-	event   [len("error")]byte
+	event   [maxEventName]byte
 	// eventLen is the event type's length, saturated one past len(event):
-	// only "error" means anything here.
+	// "error" ends the stream, and the mapping stage reads the rest
+	// (Event), up to maxEventName bytes.
 	eventLen int
+
+	// cur is the event type of the current record, for Event.
+	cur    [maxEventName]byte
+	curLen int
 }
+
+// maxEventName is as much of an event type as is kept: the longest a
+// dialect names (OpenAI's response.function_call_arguments.delta and
+// kin) with room to spare. A longer one is kept cut to this length.
+const maxEventName = 64
+
+// Event is the SSE event type of the current record ("" for none), cut to
+// maxEventName bytes. It stays valid only until the next call to Next.
+func (s *sseStream) Event() []byte { return s.cur[:min(s.curLen, maxEventName)] }
 
 // Where the current line is.
 const (
@@ -244,7 +258,10 @@ func (s *sseStream) endLine() error {
 // stream, and resets the event.
 func (s *sseStream) dispatch() bool {
 	data := s.data
-	isError := s.eventLen == len("error") && string(s.event[:]) == "error"
+	isError := s.eventLen == len("error") && string(s.event[:len("error")]) == "error"
+	if s.curLen = s.eventLen; s.curLen > 0 {
+		s.cur = s.event
+	}
 	s.data, s.hasData, s.eventLen = s.data[:0], false, 0
 	if isError {
 		return s.stop(eventError(data))

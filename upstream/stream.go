@@ -23,3 +23,12 @@ type Stream interface {
 	// Err is the reason the stream ended, nil for a clean end.
 	Err() error
 }
+
+// EventStream is a Stream whose records carry an SSE event type: the
+// event-stream deframer's.
+type EventStream interface {
+	Stream
+	// Event is the current record's event type, "" when it had none; cut
+	// to 64 bytes. It stays valid only until the next call to Next.
+	Event() []byte
+}

@@ -32,7 +32,7 @@ const requestUsage = `  --image URI              spec.containerSpec.imageUri (re
   --display-name NAME      displayName (required)
   --description TEXT       description
   --framework NAME         spec.agentFramework (default google-adk with the ADK
-                           preset or an adk.* handler, else custom)
+                           preset, an adk.* handler or emit: adk, else custom)
   --service-account EMAIL  spec.serviceAccount
   --method NAME[:MODE]     declare a class method the map cannot list (one a "*"
                            method serves); MODE async, stream or async_stream

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk"
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/dialect"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -43,7 +44,10 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
 		calls.Handlers, prober.Check = app.Agent(), app.Ready
 	}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: calls, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+	// The mapping stage: a method that emits text or ADK events gets its
+	// agent's dialect mapped; the rest pass through untouched.
+	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes}
+	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	srv := newHTTPServer(cfg, s.Handler(), logger, lim)
 

@@ -43,6 +43,9 @@ type Notes struct {
 	Reply string
 	// Retries is how many times the agent's request was retried.
 	Retries int
+	// Dialect is the stream dialect the mapping stage read the reply in
+	// ("raw" when it passed it through), "" when it did not map it.
+	Dialect string
 }
 
 // Note records reply and retries on the call's Notes, if it has them.

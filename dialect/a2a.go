@@ -1,0 +1,140 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// a2aMapper reads A2A streaming responses (PROTOCOLS.md §1.3, §2.8), both
+// 0.3's JSON-RPC results told apart by "kind" and 1.0's StreamResponse
+// wrappers ({"statusUpdate": …}), in a JSON-RPC envelope or bare (the
+// REST binding): text from artifact-update parts and from the agent's
+// status messages, the end at a terminal state or final:true, an error
+// from a failed or rejected task or a JSON-RPC error.
+type a2aMapper struct{}
+
+type a2aPart struct {
+	Kind string          `json:"kind"`
+	Text *string         `json:"text"`
+	Data json.RawMessage `json:"data"`
+}
+
+type a2aMessage struct {
+	Role  string    `json:"role"`
+	Parts []a2aPart `json:"parts"`
+}
+
+type a2aStatus struct {
+	State   string      `json:"state"`
+	Message *a2aMessage `json:"message"`
+}
+
+type a2aResult struct {
+	Kind     string     `json:"kind"`
+	Final    bool       `json:"final"`
+	Status   *a2aStatus `json:"status"`
+	Artifact *struct {
+		Parts []a2aPart `json:"parts"`
+	} `json:"artifact"`
+	Artifacts []struct {
+		Parts []a2aPart `json:"parts"`
+	} `json:"artifacts"`
+	Role  string    `json:"role"`
+	Parts []a2aPart `json:"parts"`
+
+	// A2A 1.0's StreamResponse: one of these.
+	Task           *a2aResult `json:"task"`
+	Message        *a2aResult `json:"message"`
+	StatusUpdate   *a2aResult `json:"statusUpdate"`
+	ArtifactUpdate *a2aResult `json:"artifactUpdate"`
+}
+
+func (a2aMapper) Map(out []Event, _ string, rec []byte) []Event {
+	var env struct {
+		Result *a2aResult      `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(rec, &env) != nil {
+		return out
+	}
+	if compact(env.Error) != nil {
+		return append(out, errorEvent(env.Error))
+	}
+	r := env.Result
+	if r == nil {
+		if json.Unmarshal(rec, &r) != nil {
+			return out
+		}
+	}
+	switch {
+	case r.Task != nil:
+		return a2aTask(out, r.Task, false)
+	case r.Message != nil:
+		return a2aText(out, r.Message.Parts)
+	case r.StatusUpdate != nil:
+		return a2aTask(out, r.StatusUpdate, false)
+	case r.ArtifactUpdate != nil:
+		return a2aTask(out, r.ArtifactUpdate, false)
+	}
+	switch r.Kind {
+	case "message":
+		return a2aText(out, r.Parts)
+	case "task", "status-update", "artifact-update":
+		return a2aTask(out, r, r.Final)
+	}
+	return out
+}
+
+// a2aTask maps a task, a status update or an artifact update.
+func a2aTask(out []Event, r *a2aResult, final bool) []Event {
+	if r.Artifact != nil {
+		out = a2aText(out, r.Artifact.Parts)
+	}
+	for _, a := range r.Artifacts {
+		out = a2aText(out, a.Parts)
+	}
+	if r.Status == nil {
+		return out
+	}
+	state := strings.ToLower(strings.TrimPrefix(r.Status.State, "TASK_STATE_"))
+	state = strings.ReplaceAll(state, "_", "-")
+	var msg string
+	if m := r.Status.Message; m != nil {
+		for _, p := range m.Parts {
+			if p.Text != nil {
+				msg += *p.Text
+			}
+		}
+	}
+	switch state {
+	case "failed", "rejected":
+		if msg == "" {
+			msg = "task " + state
+		}
+		return append(out, Event{Kind: Error, Text: msg, Code: state})
+	case "canceled", "cancelled":
+		return append(out, Event{Kind: Error, Text: "task canceled", Code: "CANCELLED"})
+	}
+	if m := r.Status.Message; m != nil && !strings.EqualFold(strings.TrimPrefix(m.Role, "ROLE_"), "user") {
+		out = a2aText(out, m.Parts)
+	}
+	switch state {
+	case "completed", "input-required", "auth-required":
+		return append(out, Event{Kind: End, Finish: state})
+	}
+	if final {
+		return append(out, Event{Kind: End, Finish: state})
+	}
+	return out
+}
+
+func a2aText(out []Event, parts []a2aPart) []Event {
+	for _, p := range parts {
+		if p.Text != nil && *p.Text != "" {
+			out = append(out, Event{Kind: Text, Text: *p.Text})
+		}
+	}
+	return out
+}
+
+func (a2aMapper) Flush(out []Event) []Event { return out }

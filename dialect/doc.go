@@ -1,0 +1,22 @@
+// Package dialect owns the mapping stage of the record pipeline: it reads
+// an agent framework's stream dialect (OpenAI Chat Completions and
+// Responses, the Vercel AI SDK's UI message stream, AG-UI, A2A, LangGraph,
+// ADK) into one event model (Event: text, reasoning, tool call, tool
+// result, end, error) and writes it back out as the method's emit says:
+// text lines or ADK events.
+//
+// Invariants:
+//   - emit raw (the default) never touches a record: Agent returns the
+//     inner Agent's records themselves.
+//   - A stream whose dialect cannot be placed passes through unchanged,
+//     never dropped.
+//   - Every line out is one compact JSON value; text deltas come out in
+//     order and complete.
+//   - An error in any dialect ends the stream with a *core.AgentError
+//     carrying the agent's message; terminators ([DONE], finish events)
+//     are never passed on.
+//
+// The proxy does not import this package: cmd/sidecar wraps its Agent in
+// an Agent of this package, which picks the mapping per call from the
+// method entry.
+package dialect

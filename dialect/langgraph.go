@@ -1,0 +1,205 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// langgraphMapper reads a LangGraph server's run stream (PROTOCOLS.md
+// §1.4, §2.5), by SSE event type: "messages" (messages-tuple: each data
+// a [chunk, metadata] pair, text from the chunk's content, tool call
+// chunks accumulated by index), the JS SDK's "messages/partial" and
+// "messages/complete" (whole messages so far: the text that grew),
+// "updates" ({node: {messages: […]}}: each new message whole) and
+// "values" (the whole state: the messages past those seen). With several
+// modes at once (stream_mode: [messages, updates]) the finest one seen
+// wins: once a messages event came, updates and values are skipped, and
+// once an updates event came, values are. "metadata" and subgraph events
+// ("updates|ns") are skipped; "error" ends the stream in the deframer.
+type langgraphMapper struct {
+	calls    chatMapper      // messages mode: tool call chunks
+	partial  map[string]int  // messages/partial: text length seen by message id
+	complete map[string]bool // messages/complete: ids whose calls are out
+	values   int             // values mode: messages seen
+	finest   int             // the finest mode seen: lgValues, …
+}
+
+// The modes, coarsest first.
+const (
+	lgValues = iota + 1
+	lgUpdates
+	lgMessages
+)
+
+var lgModes = map[string]int{
+	"values": lgValues, "updates": lgUpdates,
+	"messages": lgMessages, "messages-tuple": lgMessages, "messages/partial": lgMessages, "messages/complete": lgMessages,
+}
+
+type lgMessage struct {
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"tool_calls"`
+	ToolCallChunks []struct {
+		Index *int   `json:"index"`
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		Args  string `json:"args"`
+	} `json:"tool_call_chunks"`
+}
+
+// text is the message's text: content as a string, or its text parts.
+func (m *lgMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(m.Content, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func (m *lgMessage) isAI() bool {
+	return m.Type == "ai" || m.Type == "AIMessageChunk" || m.Type == "AIMessage"
+}
+func (m *lgMessage) isTool() bool { return m.Type == "tool" || m.Type == "ToolMessage" }
+
+func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
+	mode := lgModes[event]
+	if mode < l.finest {
+		return out // a coarser view of what a finer mode already said
+	}
+	l.finest = mode
+	switch event {
+	case "messages", "messages-tuple":
+		var pair []json.RawMessage
+		var msg lgMessage
+		if json.Unmarshal(rec, &pair) != nil || len(pair) == 0 || json.Unmarshal(pair[0], &msg) != nil {
+			return out
+		}
+		if msg.isTool() {
+			out = l.calls.Flush(out)
+			return append(out, toolResult(&msg))
+		}
+		if !msg.isAI() {
+			return out
+		}
+		for _, c := range msg.ToolCallChunks {
+			i := 0
+			if c.Index != nil {
+				i = *c.Index
+			}
+			call := l.calls.call(i)
+			if c.ID != "" {
+				call.id = c.ID
+			}
+			if c.Name != "" {
+				call.name = c.Name
+			}
+			call.args.WriteString(c.Args)
+		}
+		return append(out, Event{Kind: Text, Text: msg.text()})
+	case "messages/partial":
+		var msgs []lgMessage
+		json.Unmarshal(rec, &msgs)
+		for i := range msgs {
+			m := &msgs[i]
+			if !m.isAI() {
+				continue
+			}
+			if l.partial == nil {
+				l.partial = map[string]int{}
+			}
+			t := m.text()
+			if seen := l.partial[m.ID]; len(t) > seen {
+				out = append(out, Event{Kind: Text, Text: t[seen:]})
+				l.partial[m.ID] = len(t)
+			}
+		}
+	case "messages/complete":
+		var msgs []lgMessage
+		json.Unmarshal(rec, &msgs)
+		for i := range msgs {
+			m := &msgs[i]
+			if l.complete[m.ID] {
+				continue
+			}
+			if l.complete == nil {
+				l.complete = map[string]bool{}
+			}
+			l.complete[m.ID] = true
+			if m.isAI() {
+				if t := m.text(); len(t) > l.partial[m.ID] {
+					out = append(out, Event{Kind: Text, Text: t[l.partial[m.ID]:]})
+				}
+			}
+			out = wholeMessage(out, m, false)
+		}
+	case "updates":
+		var nodes map[string]struct {
+			Messages []lgMessage `json:"messages"`
+		}
+		json.Unmarshal(rec, &nodes)
+		for _, n := range nodes {
+			for i := range n.Messages {
+				out = wholeMessage(out, &n.Messages[i], true)
+			}
+		}
+	case "values":
+		var state struct {
+			Messages []lgMessage `json:"messages"`
+		}
+		json.Unmarshal(rec, &state)
+		if len(state.Messages) > l.values {
+			for i := range state.Messages[l.values:] {
+				out = wholeMessage(out, &state.Messages[l.values+i], true)
+			}
+			l.values = len(state.Messages)
+		}
+	}
+	return out
+}
+
+// wholeMessage maps a whole message: an AI message's text (when withText)
+// and tool calls, a tool message's result.
+func wholeMessage(out []Event, m *lgMessage, withText bool) []Event {
+	switch {
+	case m.isAI():
+		if withText {
+			out = append(out, Event{Kind: Text, Text: m.text()})
+		}
+		for _, c := range m.ToolCalls {
+			out = append(out, Event{Kind: ToolCall, ID: c.ID, Name: c.Name, JSON: orEmpty(compact(c.Args))})
+		}
+	case m.isTool():
+		out = append(out, toolResult(m))
+	}
+	return out
+}
+
+func toolResult(m *lgMessage) Event {
+	content := compact(m.Content)
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		content = jsonOf(s)
+	}
+	return Event{Kind: ToolResult, ID: m.ToolCallID, Name: m.Name, JSON: orNull(content)}
+}
+
+func (l *langgraphMapper) Flush(out []Event) []Event { return l.calls.Flush(out) }

@@ -1,0 +1,172 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// chatMapper reads OpenAI Chat Completions chunks (PROTOCOLS.md §2.1):
+// text from choices[0].delta.content, reasoning from
+// delta.reasoning_content (the field several compatible servers add),
+// tool calls accumulated by index until a finish_reason or the end, usage
+// from the last chunk. [DONE] ends the stream in the deframer.
+type chatMapper struct {
+	calls []*chatCall
+}
+
+type chatCall struct {
+	index    int
+	id, name string
+	args     strings.Builder
+	done     bool
+}
+
+type chatChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (m *chatMapper) Map(out []Event, _ string, rec []byte) []Event {
+	var c chatChunk
+	if json.Unmarshal(rec, &c) != nil {
+		return out
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return append(out, errorEvent(c.Error))
+	}
+	for _, ch := range c.Choices {
+		d := ch.Delta
+		if r := d.ReasoningContent + d.Reasoning; r != "" {
+			out = append(out, Event{Kind: Reasoning, Text: r})
+		}
+		if d.Content != "" {
+			out = append(out, Event{Kind: Text, Text: d.Content})
+		}
+		for _, tc := range d.ToolCalls {
+			call := m.call(tc.Index)
+			if tc.ID != "" {
+				call.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				call.name = tc.Function.Name
+			}
+			call.args.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != "" {
+			out = m.Flush(out)
+			out = append(out, Event{Kind: End, Finish: ch.FinishReason})
+		}
+		break // choices[0]: n > 1 is not a chat
+	}
+	if u := compact(c.Usage); u != nil {
+		out = append(out, Event{Kind: End, Usage: u})
+	}
+	return out
+}
+
+func (m *chatMapper) call(index int) *chatCall {
+	for _, c := range m.calls {
+		if c.index == index && !c.done {
+			return c
+		}
+	}
+	c := &chatCall{index: index}
+	m.calls = append(m.calls, c)
+	return c
+}
+
+func (m *chatMapper) Flush(out []Event) []Event {
+	for _, c := range m.calls {
+		if !c.done {
+			c.done = true
+			out = append(out, Event{Kind: ToolCall, ID: c.id, Name: c.name, JSON: jsonOf(c.args.String())})
+		}
+	}
+	m.calls = m.calls[:0]
+	return out
+}
+
+// responsesMapper reads OpenAI Responses API events (PROTOCOLS.md §2.2),
+// by the data's type (the SSE event type is the same): text from
+// response.output_text.delta, reasoning from the reasoning text and
+// summary deltas, a tool call from each function_call output item when it
+// is done, the end from response.completed or response.incomplete, an
+// error from response.failed or an error event.
+type responsesMapper struct{}
+
+type responsesEvent struct {
+	Type     string          `json:"type"`
+	Delta    string          `json:"delta"`
+	Message  string          `json:"message"`
+	Code     json.RawMessage `json:"code"`
+	Item     json.RawMessage `json:"item"`
+	Response struct {
+		Status            string          `json:"status"`
+		Usage             json.RawMessage `json:"usage"`
+		Error             json.RawMessage `json:"error"`
+		IncompleteDetails struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+	} `json:"response"`
+}
+
+func (responsesMapper) Map(out []Event, event string, rec []byte) []Event {
+	var e responsesEvent
+	if json.Unmarshal(rec, &e) != nil {
+		return out
+	}
+	if e.Type == "" {
+		e.Type = event
+	}
+	switch e.Type {
+	case "response.output_text.delta":
+		return append(out, Event{Kind: Text, Text: e.Delta})
+	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
+		return append(out, Event{Kind: Reasoning, Text: e.Delta})
+	case "response.output_item.done":
+		var item struct {
+			Type      string          `json:"type"`
+			CallID    string          `json:"call_id"`
+			Name      string          `json:"name"`
+			Arguments string          `json:"arguments"`
+			Output    json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(e.Item, &item) == nil && item.Type == "function_call" {
+			return append(out, Event{Kind: ToolCall, ID: item.CallID, Name: item.Name, JSON: jsonOf(item.Arguments)})
+		}
+	case "response.completed":
+		return append(out, Event{Kind: End, Finish: "stop", Usage: compact(e.Response.Usage)})
+	case "response.incomplete":
+		return append(out, Event{Kind: End, Finish: e.Response.IncompleteDetails.Reason, Usage: compact(e.Response.Usage)})
+	case "response.failed":
+		if compact(e.Response.Error) != nil {
+			return append(out, errorEvent(e.Response.Error))
+		}
+		return append(out, Event{Kind: Error, Text: "response failed"})
+	case "error":
+		ev := Event{Kind: Error, Text: e.Message, Code: codeOf(e.Code), JSON: compact(rec)}
+		if ev.Text == "" {
+			ev.Text = string(rec)
+		}
+		return append(out, ev)
+	}
+	return out
+}
+
+func (responsesMapper) Flush(out []Event) []Event { return out }
