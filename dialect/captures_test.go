@@ -77,7 +77,7 @@ type capture struct {
 	records func(io.Reader) *fixtureRecords
 }
 
-func captures(t *testing.T) []capture {
+func captures(t testing.TB) []capture {
 	files, err := filepath.Glob(filepath.Join(producers.Dir(), "captures", "*", "*.txt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captures: %v", err)
