@@ -89,6 +89,9 @@ func liveSidecar(t *testing.T, yaml string) string {
 // emit adk in ADK events whose text is the producer's text, with its tool
 // call and result (the "Done means").
 func TestLiveProducers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the node producers")
+	}
 	bases := map[string]string{}
 	for _, m := range liveMaps {
 		if bases[m.script] == "" {

@@ -248,6 +248,9 @@ func TestPlaygroundADKSession(t *testing.T) {
 // adk renders in the playground as an ADK agent's chat: the tool call, its
 // result, and the model's text.
 func TestPlaygroundVercelProducer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the node producers")
+	}
 	agent := producers.Start(t, "vercel.mjs")
 	contract, cfg := startSidecar(t, `upstream: {url: `+agent+`}
 methods:
