@@ -8,8 +8,9 @@ import (
 // a2aMapper reads A2A streaming responses (PROTOCOLS.md §1.3, §2.8), both
 // 0.3's JSON-RPC results told apart by "kind" and 1.0's StreamResponse
 // wrappers ({"statusUpdate": …}), in a JSON-RPC envelope or bare (the
-// REST binding): text from artifact-update parts and from the agent's
-// status messages, the end at a terminal state or final:true, an error
+// REST binding): text from artifact-update parts, from a message and from
+// the agent's status message at completed or input-required (a status
+// message while working is progress: reasoning), the end at a terminal state or final:true, an error
 // from a failed or rejected task or a JSON-RPC error.
 type a2aMapper struct{}
 
@@ -115,11 +116,15 @@ func a2aTask(out []Event, r *a2aResult, final bool) []Event {
 	case "canceled", "cancelled":
 		return append(out, Event{Kind: Error, Text: "task canceled", Code: "CANCELLED"})
 	}
+	answered := state == "completed" || state == "input-required" || state == "auth-required"
 	if m := r.Status.Message; m != nil && !strings.EqualFold(strings.TrimPrefix(m.Role, "ROLE_"), "user") {
-		out = a2aText(out, m.Parts)
+		if answered {
+			out = a2aText(out, m.Parts)
+		} else {
+			out = a2aProgress(out, m.Parts)
+		}
 	}
-	switch state {
-	case "completed", "input-required", "auth-required":
+	if answered {
 		return append(out, Event{Kind: End, Finish: state})
 	}
 	if final {
@@ -132,6 +137,19 @@ func a2aText(out []Event, parts []a2aPart) []Event {
 	for _, p := range parts {
 		if p.Text != nil && *p.Text != "" {
 			out = append(out, Event{Kind: Text, Text: *p.Text})
+		}
+	}
+	return out
+}
+
+// a2aProgress maps the text of a status message sent while the task is
+// still working (@a2a-js/sdk agents and ADK's A2A executor report progress
+// there, and the answer in artifacts) as reasoning, kept apart from the
+// answer.
+func a2aProgress(out []Event, parts []a2aPart) []Event {
+	for _, p := range parts {
+		if p.Text != nil && *p.Text != "" {
+			out = append(out, Event{Kind: Reasoning, Text: *p.Text})
 		}
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,9 @@ func FuzzStage(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(uint8(0), b)
+	}
+	for _, c := range captures(f) { // the real producers' streams
+		f.Add(uint8(slices.Index(fuzzDialects, c.dialect)), c.body)
 	}
 	f.Add(uint8(3), []byte("data: {\"type\":\"text-delta\",\"delta\":\"a\\nb\"}\n\ndata: {\"type\":\"tool-input-available\",\"input\":7}\n\n"))
 	f.Fuzz(func(t *testing.T, which uint8, src []byte) {

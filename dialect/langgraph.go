@@ -100,6 +100,12 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 		if !msg.isAI() {
 			return out
 		}
+		if len(msg.ToolCallChunks) == 0 && len(msg.ToolCalls) > 0 {
+			// A message the model did not stream in pieces (a chat model's
+			// invoke, @langchain/core's fake models): its tool calls whole.
+			out = l.calls.Flush(out)
+			return wholeMessage(out, &msg, true)
+		}
 		for _, c := range msg.ToolCallChunks {
 			i := 0
 			if c.Index != nil {

@@ -111,6 +111,7 @@ func TestADKTypeScript(t *testing.T) {
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: false})
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
+	t.Run("its stream mapped to text", func(t *testing.T) { testADKDialect(t, url) })
 
 	t.Run("memory on a server without memory routes", func(t *testing.T) {
 		r := sessionToMemory(t, base, "create_session")
@@ -118,6 +119,42 @@ func TestADKTypeScript(t *testing.T) {
 			t.Errorf("add_session_to_memory = %d %q, want 400 naming the missing route, no HTML", r.status, r.detail)
 		}
 	})
+}
+
+// testADKDialect: the ADK api server's own /run_sse stream, called as a
+// plain method with dialect auto and emit text, is placed as the adk
+// dialect and mapped to text lines: the tool call, its result, the
+// streamed answer once (its partial events, not the complete event that
+// repeats them), the end.
+func testADKDialect(t *testing.T, url string) {
+	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\nmethods:\n"+
+		"  new_session: {call: POST /apps/weather/users/u1/sessions, body: {}}\n"+
+		"  ask: {mode: stream, call: POST /run_sse, dialect: auto, emit: text, body: {appName: weather, userId: u1, "+
+		"sessionId: \"{input.session_id}\", streaming: true, newMessage: {role: user, parts: [{text: \"{input.message}\"}]}}}\n")
+	s := unaryCall(t, base, "new_session", `{}`)
+	var sess struct{ ID string }
+	if json.Unmarshal(s.output, &sess); s.status != 200 || sess.ID == "" {
+		t.Fatalf("new_session = %d %s %q", s.status, s.output, s.detail)
+	}
+	got := streamCall(t, base, "ask", `{"session_id":"`+sess.ID+`","message":"Paris"}`)
+	var text strings.Builder
+	var rest []string
+	for _, l := range got {
+		var line struct{ Text *string }
+		if json.Unmarshal([]byte(l), &line); line.Text != nil && strings.HasPrefix(l, `{"text":`) {
+			text.WriteString(*line.Text)
+			continue
+		}
+		rest = append(rest, l)
+	}
+	wantRest := []string{`{"tool_call":{"id":`, `{"tool_result":{"id":`, `{"end":`}
+	ok := len(rest) == len(wantRest)
+	for i := 0; ok && i < len(rest); i++ {
+		ok = strings.HasPrefix(rest[i], wantRest[i]) && strings.Contains(rest[i], "get_weather") == (i < 2)
+	}
+	if text.String() != "The weather in Paris is sunny." || !ok {
+		t.Errorf("ask = %q,\nwant a get_weather call and result, the text once, the end", got)
+	}
 }
 
 // TestADKPythonMemory: with a memory service, a session goes to memory.

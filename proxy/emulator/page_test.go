@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sidecar-dev/sidecar/internal/producers"
 )
 
 var screenshot = flag.String("screenshot", "", "write a PNG of the ADK conversation to this file (docs/playground.png)")
@@ -238,5 +240,37 @@ func TestPlaygroundADKSession(t *testing.T) {
 		if err := os.WriteFile(*screenshot, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPlaygroundVercelProducer: a Vercel AI SDK agent (the live producer
+// of testdata/dialects, the SDK's own stream) behind the sidecar with emit
+// adk renders in the playground as an ADK agent's chat: the tool call, its
+// result, and the model's text.
+func TestPlaygroundVercelProducer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the node producers")
+	}
+	agent := producers.Start(t, "vercel.mjs")
+	contract, cfg := startSidecar(t, `upstream: {url: `+agent+`}
+methods:
+  stream_query:
+    mode: stream
+    call: POST /api/chat/tool
+    body: {id: chat-1, messages: [{id: m1, role: user, parts: [{type: text, text: "{input.message}"}]}]}
+    emit: adk
+    example: {message: "What is the weather in Paris?"}
+`)
+	dev := devListener(t, cfg, contract)
+	ctx := browser(t)
+
+	run(t, ctx, "running stream_query", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream_query"]`),
+		chromedp.Click(`#methods button[data-method="stream_query"]`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the answer", lastCall+`?.dataset.state === "done"`)
+	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".msg.model .text")].map(e => e.textContent).join("|")`); got != "It is sunny in Paris." {
+		t.Errorf("model messages = %q, want the model's text", got)
+	}
+	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".tool .label span:first-child")].map(e => e.textContent).join(",")`); got != "tool call · get_weather,tool result · get_weather" {
+		t.Errorf("tool blocks = %q, want the call and its result", got)
 	}
 }
