@@ -243,34 +243,54 @@ func TestPlaygroundADKSession(t *testing.T) {
 	}
 }
 
-// TestPlaygroundVercelProducer: a Vercel AI SDK agent (the live producer
-// of testdata/dialects, the SDK's own stream) behind the sidecar with emit
-// adk renders in the playground as an ADK agent's chat: the tool call, its
-// result, and the model's text.
-func TestPlaygroundVercelProducer(t *testing.T) {
+// TestPlaygroundProducers: agents built with three frameworks — the
+// Vercel AI SDK, LangGraph and an A2A server (@a2a-js/sdk, 1.0) — each
+// answer stream_query through the sidecar with emit: adk, and the
+// playground renders each as a chat: the model's text, and the tool call
+// and result where the agent makes one.
+func TestPlaygroundProducers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the node producers")
 	}
-	agent := producers.Start(t, "vercel.mjs")
-	contract, cfg := startSidecar(t, `upstream: {url: `+agent+`}
+	for _, tc := range []struct {
+		name, script, method string
+		tools                string // the tool blocks, in order
+	}{
+		{"vercel-ui", "vercel.mjs", `
+    call: POST /api/chat/tool
+    body: {id: chat-1, messages: [{id: m1, role: user, parts: [{type: text, text: "{input.message}"}]}]}`,
+			"tool call · get_weather,tool result · get_weather"},
+		{"langgraph", "langgraph.mjs", `
+    call: POST /runs/stream
+    body: {assistant_id: tool, input: {messages: [{role: user, content: "{input.message}"}]}, stream_mode: [messages-tuple, updates]}`,
+			"tool call · get_weather,tool result · get_weather"},
+		{"a2a", "a2a.mjs", `
+    call: POST /
+    body: {jsonrpc: "2.0", id: 1, method: SendStreamingMessage, params: {message: {role: ROLE_USER, messageId: m1, parts: [{text: "{input.message}"}]}}}
+    headers: {set: {A2A-Version: "1.0"}}`,
+			""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := producers.Start(t, tc.script)
+			contract, cfg := startSidecar(t, `upstream: {url: `+agent+`}
 methods:
   stream_query:
-    mode: stream
-    call: POST /api/chat/tool
-    body: {id: chat-1, messages: [{id: m1, role: user, parts: [{type: text, text: "{input.message}"}]}]}
+    mode: stream`+tc.method+`
     emit: adk
     example: {message: "What is the weather in Paris?"}
 `)
-	dev := devListener(t, cfg, contract)
-	ctx := browser(t)
+			dev := devListener(t, cfg, contract)
+			ctx := browser(t)
 
-	run(t, ctx, "running stream_query", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream_query"]`),
-		chromedp.Click(`#methods button[data-method="stream_query"]`), chromedp.Click(`#run`))
-	waitJS(t, ctx, "the answer", lastCall+`?.dataset.state === "done"`)
-	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".msg.model .text")].map(e => e.textContent).join("|")`); got != "It is sunny in Paris." {
-		t.Errorf("model messages = %q, want the model's text", got)
-	}
-	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".tool .label span:first-child")].map(e => e.textContent).join(",")`); got != "tool call · get_weather,tool result · get_weather" {
-		t.Errorf("tool blocks = %q, want the call and its result", got)
+			run(t, ctx, "running stream_query", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream_query"]`),
+				chromedp.Click(`#methods button[data-method="stream_query"]`), chromedp.Click(`#run`))
+			waitJS(t, ctx, "the answer", lastCall+`?.dataset.state === "done"`)
+			if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".msg.model .text")].map(e => e.textContent).join("|")`); !strings.HasSuffix(got, "It is sunny in Paris.") {
+				t.Errorf("model messages = %q, want the model's text last", got)
+			}
+			if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".tool .label span:first-child")].map(e => e.textContent).join(",")`); got != tc.tools {
+				t.Errorf("tool blocks = %q, want %q", got, tc.tools)
+			}
+		})
 	}
 }
