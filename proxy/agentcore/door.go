@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/sse"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -168,5 +169,18 @@ func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
 	w.Write(b)
 }
 
-// Encoder is the SSE writer of one stream.
-func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return newSSE(w) }
+// Encoder is the SSE writer of one stream (sse.Writer): one data event
+// per record, flushed, and the SDK's final event for a failure after the
+// first byte.
+func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return sse.New(w, streamError) }
+
+// streamError is the SDK's final event for an exception mid-stream;
+// error_type is the failure's reason (the SDK's is the exception class).
+func streamError(f core.Failure) []byte {
+	b, _ := json.Marshal(struct {
+		Error     string `json:"error"`
+		ErrorType string `json:"error_type"`
+		Message   string `json:"message"`
+	}{f.Message, f.Reason, "An error occurred during streaming"})
+	return b
+}

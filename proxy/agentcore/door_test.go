@@ -186,10 +186,10 @@ func TestHeaders(t *testing.T) {
 		"X-Amzn-Bedrock-AgentCore-Runtime-Request-Id":  "req-1",
 		"X-Amzn-Bedrock-AgentCore-Runtime-User-Id":     "user-1",
 		"X-Amzn-Bedrock-AgentCore-Runtime-Custom-Team": "pricing",
-		"X-Amzn-Trace-Id":                              "Root=1-5759e988-bd862e3fe1be46a994272793",
-		"Traceparent":                                  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-		"Tracestate":                                   "a=b",
-		"Baggage":                                      "k=v",
+		"X-Amzn-Trace-Id": "Root=1-5759e988-bd862e3fe1be46a994272793",
+		"Traceparent":     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"Tracestate":      "a=b",
+		"Baggage":         "k=v",
 	}
 	var header []string
 	for k, v := range sent {
