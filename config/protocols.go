@@ -230,6 +230,11 @@ func (p *parser) checkProtocols(c *Config, adminLine int) {
 		}
 		pr.Stream = m.Mode.Streaming()
 	}
+	for _, pr := range c.Protocols.others() {
+		if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, pr.Listen) {
+			p.addf(pr.Line, "protocols."+pr.name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", pr.Listen, c.Upstream.URL)
+		}
+	}
 	listens := c.Listens()
 	for i, a := range listens {
 		for _, b := range listens[:i] {

@@ -99,6 +99,9 @@ protocols:
 		{"enabled not a bool", `
 protocols:
   agent_platform: {enabled: maybe}`, `protocols.agent_platform.enabled: want true or false, not "maybe"`},
+		{"the agent's port", `
+protocols:
+  foundry: {listen: ":8000", method: query}`, `protocols.foundry.listen: ":8000" is the agent's address`},
 		{"admin on a protocol's port", `
 admin: {listen: "127.0.0.1:8088"}
 protocols:
