@@ -27,6 +27,9 @@ type Config struct {
 	// Admin is the private listener for /metrics.
 	Admin Admin
 
+	// Protocols are the front doors served, each on its own listener.
+	Protocols Protocols
+
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.
 	Methods []*Method

@@ -19,6 +19,8 @@ const maxNodes = 100_000
 type parser struct {
 	problems []Problem
 	nodes    int // nodes visited so far, aliases and merges expanded
+	// adminLine is where admin is declared, for checkProtocols.
+	adminLine int
 }
 
 // addf records a problem.

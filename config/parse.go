@@ -62,6 +62,9 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	c.expandPreset()
 	c.index()
+	if p.checkProtocols(c, p.adminLine); len(p.problems) > 0 {
+		return nil, &Errors{File: name, Problems: p.sorted()}
+	}
 	return c, nil
 }
 
@@ -78,6 +81,7 @@ func (p *parser) file(data []byte) *Config {
 	c.Upstream.Restart = Restart{Policy: RestartNever, Max: 5, Backoff: time.Second}
 	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
 	c.ADK.Keys = "as_is"
+	c.Protocols.AgentPlatform = true
 
 	root, ok := p.document(data)
 	if !ok {
@@ -115,7 +119,7 @@ func (p *parser) file(data []byte) *Config {
 		case "headers":
 			p.headers(e.val, e.name, &c.Headers)
 		case "admin":
-			adminLine = e.key.Line
+			adminLine, p.adminLine = e.key.Line, e.key.Line
 			p.admin(e.val, e.name, &c.Admin)
 		case "methods":
 			haveMethods = true
@@ -129,8 +133,10 @@ func (p *parser) file(data []byte) *Config {
 			}
 		case "adk":
 			p.adk(e.val, e.name, &c.ADK)
+		case "protocols":
+			p.protocols(e.val, e.name, &c.Protocols)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "methods")
 		}
 	}
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {

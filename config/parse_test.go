@@ -317,7 +317,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk or methods)"},
+		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: camel, model: x}\n",
@@ -330,7 +330,7 @@ var problemTests = []struct {
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command, restart or idle_timeout)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",

@@ -25,6 +25,7 @@ type Metrics struct {
 	streamEnds *prometheus.CounterVec
 	timeouts   *prometheus.CounterVec
 	restarts   prometheus.Counter
+	protocols  *prometheus.CounterVec
 }
 
 // Outcome is who ended a call. It is a label value, so it comes from this
@@ -59,6 +60,8 @@ type Call struct {
 	Bytes     int64
 	Retries   int
 	Stream    bool
+	// Protocol is the front door's protocol (proxy.Protocols, a fixed set).
+	Protocol string
 }
 
 // New registers the sidecar's metrics, plus the Go runtime and process
@@ -93,11 +96,14 @@ func New() *Metrics {
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_timeouts_total", Help: "Calls ended by a timeout, by method map entry, route and phase: connect, first_byte, idle, total.",
 		}, []string{"class_method", "route", "phase"}),
+		protocols: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_protocol_calls_total", Help: "Calls served, by front door protocol (agent_platform, agentcore, foundry, a2a, other) and outcome.",
+		}, []string{"protocol", "outcome"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_agent_restarts_total", Help: "Times a started agent was restarted after it failed.",
 		}),
 	}
-	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.timeouts, m.restarts)
+	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.timeouts, m.restarts, m.protocols)
 	return m
 }
 
@@ -107,6 +113,9 @@ func (m *Metrics) Call(c Call) {
 		return
 	}
 	m.calls.WithLabelValues(c.Method, c.Route, string(c.Outcome)).Inc()
+	if c.Protocol != "" {
+		m.protocols.WithLabelValues(c.Protocol, string(c.Outcome)).Inc()
+	}
 	if c.Outcome == Timeout {
 		m.timeouts.WithLabelValues(c.Method, c.Route, c.Phase).Inc()
 	}

@@ -13,21 +13,23 @@ import (
 
 // call is one class_method call, from request to log line.
 type call struct {
-	start   time.Time
-	route   string
-	stream  bool // served on a streaming route
-	method  string
-	status  int
-	notes   core.Notes // the reply's format and the agent's retries
-	records int
-	bytes   int64
-	outcome metrics.Outcome // who ended the call
-	phase   string          // the clock that ran out, for a timeout
-	reason  string          // the failure's reason, for a call that did not end ok
-	err     error
-	release func()        // frees the call's concurrency slot, if it took one
-	entry   string        // the method map entry that served it
-	first   time.Duration // to the first line of a stream
+	start    time.Time
+	door     Door   // the front door it came in by
+	protocol string // its protocol, for the log line and metrics
+	route    string
+	stream   bool // served on a streaming route
+	method   string
+	status   int
+	notes    core.Notes // the reply's format and the agent's retries
+	records  int
+	bytes    int64
+	outcome  metrics.Outcome // who ended the call
+	phase    string          // the clock that ran out, for a timeout
+	reason   string          // the failure's reason, for a call that did not end ok
+	err      error
+	release  func()        // frees the call's concurrency slot, if it took one
+	entry    string        // the method map entry that served it
+	first    time.Duration // to the first line of a stream
 }
 
 func (c *call) done() {
@@ -44,7 +46,7 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
-	n, err := s.Door.WriteOutput(w, out)
+	n, err := c.door.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
 		c.callerLeft(err)
@@ -64,7 +66,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
-	out := s.Door.Encoder(w)
+	out := c.door.Encoder(w)
 	c.status = http.StatusOK
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
@@ -132,7 +134,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	if f.Outcome == metrics.CallerLeft {
 		return // nobody is listening
 	}
-	s.Door.WriteError(w, f)
+	c.door.WriteError(w, f)
 }
 
 // log writes the call's one log line and records its metrics. Bodies are
@@ -140,7 +142,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 func (s *Server) log(r *http.Request, c *call) {
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
-		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream,
+		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,
 	})
 	level := zap.InfoLevel
 	if c.status >= 500 || (c.outcome != metrics.OK && c.status == http.StatusOK) {
@@ -152,6 +154,7 @@ func (s *Server) log(r *http.Request, c *call) {
 	}
 	fields := []zap.Field{
 		zap.String("class_method", c.method),
+		zap.String("protocol", c.protocol),
 		zap.String("route", c.route),
 		zap.Int("status", c.status),
 		zap.String("reply", c.notes.Reply),

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -40,4 +41,25 @@ type Door interface {
 	Encoder(w http.ResponseWriter) core.Encoder
 	// WriteError answers a call that failed before its first byte.
 	WriteError(w http.ResponseWriter, f core.Failure)
+}
+
+// Protocols are the values of a call's protocol log field and metrics
+// label: the protocols config names, and "other" for a door that names
+// none of them.
+var Protocols = []string{config.ProtocolAgentPlatform, config.ProtocolAgentCore, config.ProtocolFoundry, config.ProtocolA2A, "other"}
+
+// Named is a Door that names its protocol, one of Protocols.
+type Named interface {
+	Protocol() string
+}
+
+// ProtocolOf is door's protocol: its name when it is a Named door with one
+// of Protocols, else "other". The set is fixed: it is a metrics label.
+func ProtocolOf(door Door) string {
+	if n, ok := door.(Named); ok {
+		if p := n.Protocol(); slices.Contains(Protocols, p) {
+			return p
+		}
+	}
+	return "other"
 }

@@ -133,7 +133,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call) (core.
 	if err != nil {
 		return core.Call{}, err
 	}
-	call, err := s.Door.Call(s.Config, c.route, c.stream, r, body)
+	call, err := c.door.Call(s.Config, c.route, c.stream, r, body)
 	c.method = call.Name
 	if err != nil {
 		return core.Call{}, err
@@ -193,13 +193,13 @@ func (s *Server) waitReady(ctx context.Context) error {
 // what every call shares: it is counted in flight, gets its context, has
 // its request read and checked, is served unary or streaming, and ends
 // with one log line.
-func (s *Server) handle(route string, stream bool) http.HandlerFunc {
+func (s *Server) handle(door Door, protocol, route string, stream bool) http.HandlerFunc {
 	serve := s.serveUnary
 	if stream {
 		serve = s.serveStream
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{start: time.Now(), route: route, stream: stream}
+		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
 		defer s.log(r, c)
 		defer c.done()
 		s.inFlight.Add(1)

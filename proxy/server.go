@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,8 +42,9 @@ type Server struct {
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
 
-	draining atomic.Bool
-	inFlight atomic.Int64
+	setupOnce sync.Once
+	draining  atomic.Bool
+	inFlight  atomic.Int64
 	// notReady is the readiness detail last logged.
 	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
@@ -96,8 +98,22 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
 
 // Handler is the sidecar's public HTTP surface: the Door's routes, its
-// calls and health served here. Call it once: it also sets the server up.
-func (s *Server) Handler() http.Handler {
+// calls and health served here (HandlerFor(s.Door)).
+func (s *Server) Handler() http.Handler { return s.HandlerFor(s.Door) }
+
+// HandlerFor is door's public surface, its calls served here: every door
+// of one Server shares its in-flight count, concurrency slots and queue,
+// readiness, drain, log line and metrics, each call labelled with its
+// door's protocol (ProtocolOf). Serve each door on a listener of its own.
+func (s *Server) HandlerFor(door Door) http.Handler {
+	s.setupOnce.Do(s.setup)
+	protocol := ProtocolOf(door)
+	return door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
+		http.HandlerFunc(s.ServeHealth))
+}
+
+// setup readies the server for its first handler.
+func (s *Server) setup() {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
@@ -112,8 +128,21 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	s.slots = make(chan struct{}, Concurrency(s.Config))
-	return s.Door.Handler(func(route string, stream bool) http.Handler { return s.handle(route, stream) },
-		http.HandlerFunc(s.ServeHealth))
+}
+
+// Ready reports whether calls are being taken: the agent is ready (or
+// there is no Prober) and the sidecar is not draining. It is what
+// ServeHealth answers, for a door whose health route has its own shape.
+func (s *Server) Ready() bool {
+	if s.draining.Load() {
+		return false
+	}
+	if s.Prober == nil {
+		return true
+	}
+	ok, detail := s.Prober.Status()
+	s.logReadiness(ok, detail)
+	return ok
 }
 
 // ServeHealth answers the Door's health routes (/healthz): 200 while the agent is ready, 503 while it is

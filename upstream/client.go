@@ -186,7 +186,7 @@ func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
 		return nil, err
 	}
 	return c.Send(ctx, Request{Method: call.Name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
-		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers})
+		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers, Pass: call.Pass})
 }
 
 // Request is one HTTP call to the agent, for callers that build their own
@@ -211,6 +211,9 @@ type Request struct {
 	Header http.Header
 	// Set are the method's own headers, set after the client's.
 	Set map[string]string
+	// Pass are headers the agent receives as they are, besides the
+	// allow-list: a front door's own (core.Call.Pass). headers.set wins.
+	Pass http.Header
 }
 
 // SegmentPath joins parts into a path, each part escaped as exactly one
@@ -265,6 +268,9 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}
+	}
+	for name, v := range r.Pass {
+		req.Header[name] = v
 	}
 	for name, v := range c.set {
 		req.Header.Set(name, v)

@@ -30,6 +30,8 @@ type proc struct {
 	logs   []map[string]any // its JSON log lines
 	output bytes.Buffer     // everything it (and the agent) wrote
 	events chan map[string]any
+	// listens are the addresses of its listeners, by protocol.
+	listens map[string]string
 }
 
 // startProc runs `sidecar --config F --listen 127.0.0.1:0 args…` and waits
@@ -74,7 +76,19 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 			}
 			switch msg, _ := e["message"].(string); {
 			case msg == "listening":
-				listening <- e["addr"].(string)
+				// The first listener is the platform's (or the only
+				// one); the others are found by their protocol.
+				p.mu.Lock()
+				if p.listens == nil {
+					p.listens = map[string]string{}
+				}
+				proto, _ := e["protocol"].(string)
+				p.listens[proto] = e["addr"].(string)
+				p.mu.Unlock()
+				select {
+				case listening <- e["addr"].(string):
+				default:
+				}
 			case strings.HasPrefix(msg, "agent "):
 				e["event"] = strings.TrimPrefix(msg, "agent ")
 				select {

@@ -150,10 +150,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 		}
 		defer logger.Sync()
-		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listenPlatform(cfg, listenAddr(*listen, getenv("PORT"), cfg.Listen), cmd == "dev")
 		if err != nil {
-			return fmt.Errorf("listening on %s: %w", addr, err)
+			return err
 		}
 		if len(command) > 0 {
 			cfg.Upstream.Command = command
@@ -166,6 +165,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
 	}
+}
+
+// listenPlatform opens the Agent Platform contract's listener on addr, or
+// none (nil) when protocols.agent_platform is off, which sidecar dev
+// cannot do without.
+func listenPlatform(cfg *config.Config, addr string, dev bool) (net.Listener, error) {
+	if !cfg.Protocols.AgentPlatform {
+		if dev {
+			return nil, &exitError{code: 2, msg: "sidecar: sidecar dev serves the Agent Platform contract: protocols.agent_platform must be on"}
+		}
+		return nil, nil
+	}
+	if err := cfg.CheckListen(addr); err != nil {
+		return nil, &exitError{code: 1, msg: "sidecar: " + err.Error()}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 func listenAddr(flagValue, port, configured string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
-// serve runs the sidecar on ln until ctx ends or a started agent exits
+// serve runs the sidecar, the platform's contract on ln (nil when
+// protocols.agent_platform is off) and every other protocol on its own
+// listener (openDoors), until ctx ends or a started agent exits
 // for good, then shuts down within cfg.Shutdown.Budget(): /healthz turns
 // 503, calls in flight get the drain to finish, what is left is ended with
 // a shutting_down error and its connection closed, and only then is the
@@ -28,7 +31,9 @@ import (
 func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger, aio agentIO, lim serverLimits) error {
 	client, err := upstream.New(cfg, logger)
 	if err != nil {
-		ln.Close()
+		if ln != nil {
+			ln.Close()
+		}
 		return err
 	}
 	defer client.Close()
@@ -49,7 +54,15 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes}
 	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
-	srv := newHTTPServer(cfg, s.Handler(), logger, lim)
+	doors, err := openDoors(cfg, s, ln, aio.env, logger, lim)
+	if err != nil {
+		return err
+	}
+	closeDoors := func() {
+		for _, d := range doors {
+			d.ln.Close()
+		}
+	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -76,7 +89,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 	if len(cfg.Upstream.Command) > 0 {
 		if agent, err = superviseAgent(cfg.Upstream, aio, logger); err != nil {
-			ln.Close()
+			closeDoors()
 			// 127, as a shell answers a command it cannot run.
 			return &exitError{code: 127, msg: "sidecar: starting the agent: " + err.Error()}
 		}
@@ -95,23 +108,30 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 
 	if cfg.Admin.Listen != "" {
-		stopAdmin, err := serveAdmin(cfg.Admin.Listen, ln.Addr(), m, s, logger)
+		stopAdmin, err := serveAdmin(cfg.Admin.Listen, doors[0].ln.Addr(), m, s, logger)
 		if err != nil {
-			ln.Close()
+			closeDoors()
 			stopAgent(agentBudget())
 			return err
 		}
 		defer stopAdmin()
 	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("listening", zap.String("addr", ln.Addr().String()),
-		zap.String("upstream", cfg.Upstream.URL), zap.Int("methods", len(cfg.Methods)), zap.String("version", version))
+	errc := make(chan error, len(doors))
+	srvs := make([]*http.Server, len(doors))
+	for i, d := range doors {
+		srvs[i] = d.srv
+		go func() { errc <- d.srv.Serve(d.ln) }()
+		logger.Info("listening", zap.String("protocol", d.protocol), zap.String("addr", d.ln.Addr().String()),
+			zap.String("upstream", cfg.Upstream.URL), zap.Int("methods", len(cfg.Methods)), zap.String("version", version))
+	}
 
 	agentExited := false
 	select {
 	case err := <-errc:
+		for _, srv := range srvs {
+			srv.Close()
+		}
 		stopAgent(agentBudget())
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
@@ -126,7 +146,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	// One budget for the whole shutdown, whatever callers and the agent
 	// do: nothing below waits past its own share of it.
 	begun := time.Now()
-	drained := drain(srv, s, errc, begun.Add(cfg.Shutdown.Drain))
+	drained := drain(srvs, s, errc, begun.Add(cfg.Shutdown.Drain))
 	stopAgent(begun.Add(cfg.Shutdown.Budget()))
 	// Calls whose connections were closed unwind meanwhile; give them
 	// what is left, so the process exits with its handlers done.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy"
@@ -15,7 +16,11 @@ import (
 // at end every connection still open is closed, whatever its call is
 // doing: reading a body the caller sends slowly, writing to a caller
 // that does not read, or ignoring its cancellation.
-func drain(srv *http.Server, s *proxy.Server, served <-chan error, end time.Time) bool {
+//
+// Every door's server drains in the one budget: the calls are the one
+// proxy.Server's, and the servers shut down side by side; served gets
+// one value from each.
+func drain(srvs []*http.Server, s *proxy.Server, served <-chan error, end time.Time) bool {
 	s.Drain()
 	drained := s.WaitIdle(end.Add(-endWindow(time.Until(end))))
 	if !drained {
@@ -29,10 +34,18 @@ func drain(srv *http.Server, s *proxy.Server, served <-chan error, end time.Time
 	defer cancel()
 	ctx, cancelSecond := context.WithTimeout(ctx, time.Second)
 	defer cancelSecond()
-	if srv.Shutdown(ctx) != nil {
-		srv.Close()
+	var wg sync.WaitGroup
+	for _, srv := range srvs {
+		wg.Go(func() {
+			if srv.Shutdown(ctx) != nil {
+				srv.Close()
+			}
+		})
 	}
-	<-served
+	wg.Wait()
+	for range srvs {
+		<-served
+	}
 	return drained
 }
 

@@ -93,6 +93,9 @@ func (r *reply) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 type exchangeKey struct{}
 
+// Protocol names the door in the call's log line and metrics.
+func (*Door) Protocol() string { return config.ProtocolA2A }
+
 // Handler serves the card, the JSON-RPC endpoint (whose message methods
 // go to the Server's call handler of the method's mode), and /healthz.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {

@@ -26,6 +26,12 @@ type Call struct {
 	// Header is the caller's request header. An Agent passes on only what
 	// it allows (trace context, request ids).
 	Header http.Header
+	// Pass are headers the front door passes to the agent as they are,
+	// besides the Agent's allow-list: its runtime's session, user and
+	// trace ids (AgentCore's X-Amzn-Bedrock-AgentCore-Runtime-*, say).
+	// Names are canonical; the door picks them and never passes
+	// credentials. Nil passes none.
+	Pass http.Header
 	// Route is the inbound route the call came on, for a {route} in the
 	// method's path. A front door always sets it; "" (a Call no front door
 	// built) means the Agent Platform route of the method's mode.

@@ -80,5 +80,8 @@ func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request,
 	return core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}, nil
 }
 
+// Protocol names the door for the call's log line and metrics.
+func (Door) Protocol() string { return config.ProtocolAgentPlatform }
+
 // Encoder is the ndjson writer of one stream (NDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }

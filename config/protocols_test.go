@@ -1,0 +1,118 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const protocolsBase = `
+upstream: {url: "http://127.0.0.1:8000"}
+methods:
+  query: {}
+  stream_query: {mode: stream}
+`
+
+// TestProtocols: the protocols section turns doors on, each on its own
+// port with a method of the map, and validate --print writes it back.
+func TestProtocols(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(protocolsBase+`
+protocols:
+  agentcore: {listen: ":8081", method: stream_query}
+  foundry: {method: query}
+  a2a: {listen: ":9000", method: stream_query, card: {name: Price agent, description: Prices things}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.Protocols
+	if !ps.AgentPlatform || ps.AgentCore == nil || ps.AgentCore.Listen != ":8081" || !ps.AgentCore.Stream ||
+		ps.Foundry == nil || ps.Foundry.Listen != ":8088" || ps.Foundry.Stream || ps.Foundry.Method != "query" ||
+		ps.A2A == nil || ps.A2A.Card.Name != "Price agent" || ps.A2A.Card.Description != "Prices things" || ps.A2A.Listen != ":9000" {
+		t.Fatalf("Protocols = %+v", ps)
+	}
+	if got := c.Listens(); len(got) != 4 || got[0] != [2]string{"agent_platform", ":8080"} || got[3] != [2]string{"a2a", ":9000"} {
+		t.Errorf("Listens = %v", got)
+	}
+	again, err := Parse("printed.yaml", c.Expanded())
+	if err != nil {
+		t.Fatalf("the printed map does not parse: %v\n%s", err, c.Expanded())
+	}
+	if string(again.Expanded()) != string(c.Expanded()) || again.Protocols.A2A.Card != ps.A2A.Card {
+		t.Errorf("printed twice differs:\n%s\n---\n%s", c.Expanded(), again.Expanded())
+	}
+	if err := c.CheckListen("0.0.0.0:8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
+		t.Errorf("CheckListen($PORT on foundry's port) = %v, want an error naming foundry", err)
+	}
+	if err := c.CheckListen("0.0.0.0:8080"); err != nil {
+		t.Errorf("CheckListen(:8080) = %v", err)
+	}
+
+	off, err := Parse("sidecar.yaml", []byte(protocolsBase+`
+protocols:
+  agent_platform: {enabled: false}
+  agentcore: {method: "query"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Protocols.AgentPlatform || off.Protocols.AgentCore.Listen != ":8080" || len(off.Listens()) != 1 {
+		t.Errorf("agent_platform off: %+v, %v", off.Protocols, off.Listens())
+	}
+	if !strings.Contains(string(off.Expanded()), "enabled: false") {
+		t.Errorf("Expanded does not keep agent_platform off:\n%s", off.Expanded())
+	}
+	plain, _ := Parse("sidecar.yaml", []byte(protocolsBase))
+	if !plain.Protocols.AgentPlatform || strings.Contains(string(plain.Expanded()), "protocols") {
+		t.Errorf("no protocols section: platform on, nothing printed; got %+v\n%s", plain.Protocols, plain.Expanded())
+	}
+}
+
+// TestProtocolProblems: the validate errors of the protocols section.
+func TestProtocolProblems(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"same port as the platform", `
+protocols:
+  agentcore: {method: query}`, `protocols.agentcore.listen: ":8080" is the port of agent_platform too`},
+		{"two protocols on one port", `
+protocols:
+  agent_platform: {enabled: false}
+  agentcore: {listen: ":9000", method: query}
+  a2a: {listen: "127.0.0.1:9000", method: query}`, `protocols.a2a.listen: "127.0.0.1:9000" is the port of agentcore too`},
+		{"unknown method", `
+protocols:
+  foundry: {method: nope}`, `protocols.foundry.method: "nope" is not a method of the map (want "query" or "stream_query")`},
+		{"no method", `
+protocols:
+  foundry: {listen: ":8088"}`, `protocols.foundry.method: missing`},
+		{"bad listen", `
+protocols:
+  foundry: {listen: "8088", method: query}`, `protocols.foundry.listen: "8088" is not host:port`},
+		{"unknown protocol", `
+protocols:
+  mcp: {method: query}`, `protocols.mcp: unknown key (want agent_platform, agentcore, foundry or a2a)`},
+		{"card on foundry", `
+protocols:
+  foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen or method)`},
+		{"card key", `
+protocols:
+  a2a: {method: query, card: {title: x}}`, `protocols.a2a.card.title: unknown key (want name or description)`},
+		{"enabled not a bool", `
+protocols:
+  agent_platform: {enabled: maybe}`, `protocols.agent_platform.enabled: want true or false, not "maybe"`},
+		{"the agent's port", `
+protocols:
+  foundry: {listen: ":8000", method: query}`, `protocols.foundry.listen: ":8000" is the agent's address`},
+		{"admin on a protocol's port", `
+admin: {listen: "127.0.0.1:8088"}
+protocols:
+  foundry: {method: query}`, `admin.listen: "127.0.0.1:8088" is the port of foundry`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("sidecar.yaml", []byte(protocolsBase+tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

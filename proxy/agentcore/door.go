@@ -1,0 +1,186 @@
+package agentcore
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/sse"
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// The runtime's routes.
+const (
+	RouteInvocations = "/invocations"
+	RoutePing        = "/ping"
+)
+
+// Door is the AgentCore front door for one method of the map. Build it
+// with New.
+type Door struct {
+	method string
+	stream bool
+	ping   *pinger
+}
+
+// New is the door that serves p's method. inFlight is the number of calls
+// the sidecar is serving on every door (proxy.Server.InFlight): /ping says
+// HealthyBusy while it is above 0.
+func New(p config.Protocol, inFlight func() int64) *Door {
+	return &Door{method: p.Method, stream: p.Stream, ping: newPinger(inFlight)}
+}
+
+// Protocol names the door for the call's log line and metrics.
+func (*Door) Protocol() string { return config.ProtocolAgentCore }
+
+// Handler routes POST /invocations to the server's calls and GET /ping to
+// the ping; every other request is a 404 or 405 with {"error": …}.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http.Handler) http.Handler {
+	r := mux.NewRouter().SkipClean(true)
+	r.Handle(RouteInvocations, call(RouteInvocations, d.stream)).Methods(http.MethodPost)
+	r.HandleFunc(RoutePing, d.ping.serve).Methods(http.MethodGet, http.MethodHead)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
+			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RoutePing)})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := http.MethodPost
+		if r.URL.Path == RoutePing {
+			allow = "GET, HEAD"
+		}
+		w.Header().Set("Allow", allow)
+		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
+			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+	})
+	return r
+}
+
+// The SDK's messages for a body that is no JSON; the door's failure
+// message is one of them, ": ", and the details.
+const (
+	invalidJSON     = "Invalid JSON"
+	invalidEncoding = "Invalid encoding"
+)
+
+// Call makes the payload, any JSON value, compacted in place, the input
+// of the door's method. A body that is not UTF-8 or not JSON is a 400.
+func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+	if !utf8.Valid(body) {
+		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidEncoding + ": the request body is not UTF-8"}
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v) // for its message
+		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidJSON + ": " + err.Error()}
+	}
+	in, ok := rawjson.AppendCompact(body[:0], body)
+	if !ok {
+		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidJSON + ": the payload nests too deeply"}
+	}
+	m := cfg.Lookup(d.method, d.stream)
+	if m == nil {
+		return core.Call{Name: d.method}, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
+	}
+	return core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: Passed(r.Header), Route: route}, nil
+}
+
+// passed are the runtime's headers the agent receives, besides the
+// sidecar's allow-list (traceparent, tracestate, X-Request-Id): the
+// session, request and user ids, X-Amzn-Trace-Id and baggage. Credentials
+// (Authorization, the workload access token) reach it only when listed in
+// headers.forward.
+var passed = []string{
+	"X-Amzn-Bedrock-Agentcore-Runtime-Session-Id",
+	"X-Amzn-Bedrock-Agentcore-Runtime-Request-Id",
+	"X-Amzn-Bedrock-Agentcore-Runtime-User-Id",
+	"X-Amzn-Trace-Id",
+	"Baggage",
+}
+
+// customPrefix starts the custom headers the runtime passes through.
+const customPrefix = "X-Amzn-Bedrock-Agentcore-Runtime-Custom-"
+
+// Passed is what of h the agent receives as it is (core.Call.Pass): the
+// runtime's ids and trace headers, and its custom headers. Nil for none.
+func Passed(h http.Header) http.Header {
+	var p http.Header
+	add := func(name string, v []string) {
+		if p == nil {
+			p = http.Header{}
+		}
+		p[name] = v
+	}
+	for _, name := range passed {
+		if v := h[name]; len(v) > 0 {
+			add(name, v)
+		}
+	}
+	for name, v := range h {
+		if len(name) > len(customPrefix) && strings.EqualFold(name[:len(customPrefix)], customPrefix) {
+			add(name, v)
+		}
+	}
+	return p
+}
+
+// WriteOutput answers a unary call with its output as it is: 200 JSON, no
+// envelope, flushed at once.
+func (*Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	n, err := w.Write(out)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	return n, err
+}
+
+// WriteError answers a call that failed before its first byte: its status
+// with {"error": message}, or {"error": "Invalid JSON", "details": …} for a
+// payload that is no JSON, as the SDK answers.
+func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if f.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	var b []byte
+	msg, details, found := strings.Cut(f.Message, ": ")
+	if f.Reason == "BAD_REQUEST" && found && (msg == invalidJSON || msg == invalidEncoding) {
+		b, _ = json.Marshal(struct {
+			Error   string `json:"error"`
+			Details string `json:"details"`
+		}{msg, details})
+	} else {
+		b, _ = json.Marshal(struct {
+			Error string `json:"error"`
+		}{f.Message})
+	}
+	w.WriteHeader(f.Status)
+	w.Write(b)
+}
+
+// Encoder is the SSE writer of one stream (sse.Writer): one data event
+// per record, flushed, and the SDK's final event for a failure after the
+// first byte.
+func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return sse.New(w, streamError) }
+
+// streamError is the SDK's final event for an exception mid-stream;
+// error_type is the failure's reason (the SDK's is the exception class).
+func streamError(f core.Failure) []byte {
+	b, _ := json.Marshal(struct {
+		Error     string `json:"error"`
+		ErrorType string `json:"error_type"`
+		Message   string `json:"message"`
+	}{f.Message, f.Reason, "An error occurred during streaming"})
+	return b
+}

@@ -1,0 +1,184 @@
+package foundry
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/sse"
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// The protocol's routes.
+const (
+	RouteInvocations = "/invocations"
+	RouteReadiness   = "/readiness"
+)
+
+// The protocol's headers and query parameter.
+const (
+	HeaderInvocationID = "X-Agent-Invocation-Id"
+	HeaderSessionID    = "X-Agent-Session-Id"
+	QuerySessionID     = "agent_session_id"
+	// EnvSessionID names the session's environment variable.
+	EnvSessionID = "FOUNDRY_AGENT_SESSION_ID"
+)
+
+// passed are the request headers the agent receives as they are: the
+// resolved ids, and the user and call ids of container protocol 2.0.0.
+var passed = []string{HeaderInvocationID, HeaderSessionID, "X-Agent-User-Id", "X-Agent-Foundry-Call-Id"}
+
+// Door is the Foundry front door for one method of the map. Build it with
+// New.
+type Door struct {
+	method  string
+	stream  bool
+	session string // $FOUNDRY_AGENT_SESSION_ID
+}
+
+// New is the door that serves p's method; session is the value of
+// $FOUNDRY_AGENT_SESSION_ID ("" when unset).
+func New(p config.Protocol, session string) *Door {
+	return &Door{method: p.Method, stream: p.Stream, session: session}
+}
+
+// Protocol names the door for the call's log line and metrics.
+func (*Door) Protocol() string { return config.ProtocolFoundry }
+
+// Handler routes POST /invocations to the server's calls, with the ids
+// resolved first, and GET /readiness to its health.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+	r := mux.NewRouter().SkipClean(true)
+	r.Handle(RouteInvocations, d.ids(call(RouteInvocations, d.stream))).Methods(http.MethodPost)
+	r.Handle(RouteReadiness, health).Methods(http.MethodGet, http.MethodHead)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Reason: "NOT_FOUND", Message: fmt.Sprintf(
+			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RouteReadiness)})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := http.MethodPost
+		if r.URL.Path == RouteReadiness {
+			allow = "GET, HEAD"
+		}
+		w.Header().Set("Allow", allow)
+		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Reason: "METHOD_NOT_ALLOWED", Message: fmt.Sprintf(
+			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+	})
+	return r
+}
+
+// ids resolves the call's invocation and session ids, puts them on the
+// reply, whatever it is, and in the request's header, for the agent.
+func (d *Door) ids(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inv := r.Header.Get(HeaderInvocationID)
+		if inv == "" || !config.ValidHeaderValue(inv) {
+			inv = newID()
+		}
+		session := r.URL.Query().Get(QuerySessionID)
+		if session == "" || !config.ValidHeaderValue(session) {
+			session = d.session
+		}
+		if session == "" {
+			session = newID()
+		}
+		r.Header.Set(HeaderInvocationID, inv)
+		r.Header.Set(HeaderSessionID, session)
+		w.Header().Set(HeaderInvocationID, inv)
+		w.Header().Set(HeaderSessionID, session)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// newID is a random (version 4) UUID.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Call makes the body the input of the door's method: a JSON body as it
+// is (compacted in place), any other body, the empty one included, a JSON
+// string of its text. A body that is not UTF-8 is a 400.
+func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+	var in []byte
+	switch {
+	case json.Valid(body):
+		var ok bool
+		if in, ok = rawjson.AppendCompact(body[:0], body); !ok {
+			return core.Call{Name: d.method}, &core.RequestError{Msg: "the JSON body nests too deeply"}
+		}
+	case utf8.Valid(body):
+		in, _ = json.Marshal(string(body))
+	default:
+		return core.Call{Name: d.method}, &core.RequestError{Msg: "the request body is neither JSON nor UTF-8 text"}
+	}
+	m := cfg.Lookup(d.method, d.stream)
+	if m == nil {
+		return core.Call{Name: d.method}, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
+	}
+	var pass http.Header
+	for _, name := range passed {
+		if v := r.Header[name]; len(v) > 0 {
+			if pass == nil {
+				pass = http.Header{}
+			}
+			pass[name] = v
+		}
+	}
+	return core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: pass, Route: route}, nil
+}
+
+// WriteOutput answers a unary call with its output as it is, 200 JSON,
+// flushed at once.
+func (*Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	n, err := w.Write(out)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	return n, err
+}
+
+// errorBody is a failure's JSON: {"error": {"code": <reason>, "message": …}}.
+func errorBody(f core.Failure) []byte {
+	type detail struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		Error detail `json:"error"`
+	}{detail{f.Reason, f.Message}})
+	return b
+}
+
+// WriteError answers a call that failed before its first byte: its status
+// with {"error": {"code": <reason>, "message": …}}.
+func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if f.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	w.WriteHeader(f.Status)
+	w.Write(errorBody(f))
+}
+
+// Encoder is the SSE writer of one stream: one data event per record,
+// flushed; a failure after the first byte is a last data event with the
+// error body.
+func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return sse.New(w, errorBody) }

@@ -1,0 +1,209 @@
+// Package doortest is what the front doors' tests share: a test agent
+// behind a real listener, a proxy.Server in front of it whose doors are
+// served on listeners of their own, and a strict SSE reader. Only tests
+// import it.
+package doortest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// Methods is the test agent's method map, for config.Parse: "query" echoes
+// (unary), "stream_query" streams three records, "cut" streams one and
+// drops the connection, "hold" waits for Agent.Release before it answers
+// {"held":true}, "hold_stream" streams {"n":1} at once and {"held":true}
+// when released.
+const Methods = `
+methods:
+  query: {}
+  stream_query: {mode: stream}
+  cut: {mode: stream}
+  hold: {}
+  hold_stream: {mode: stream}
+`
+
+// Agent is the test agent: it answers the Methods and keeps the last
+// request's header.
+type Agent struct {
+	URL string
+	// Release, closed, lets the held calls answer.
+	Release chan struct{}
+	// Held counts the calls waiting for Release.
+	Held atomic.Int32
+
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+}
+
+// Header is the last request's header; Body its body.
+func (a *Agent) Header() http.Header { a.mu.Lock(); defer a.mu.Unlock(); return a.header }
+
+// Body is the last request's body.
+func (a *Agent) Body() string { a.mu.Lock(); defer a.mu.Unlock(); return string(a.body) }
+
+// NewAgent starts the test agent.
+func NewAgent(t testing.TB) *Agent {
+	a := &Agent{Release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		a.mu.Lock()
+		a.header, a.body = r.Header.Clone(), body
+		a.mu.Unlock()
+		ndjson := func(lines ...string) {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			for _, l := range lines {
+				fmt.Fprintln(w, l)
+				w.(http.Flusher).Flush()
+			}
+		}
+		switch r.URL.Path {
+		case "/query":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"got":%s}`, body)
+		case "/stream_query":
+			ndjson(`{"i":1}`, `{"i":2,"s":"a\nb"}`, `{"i":3}`)
+		case "/cut":
+			ndjson(`{"i":1}`)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		case "/hold", "/hold_stream":
+			if r.URL.Path == "/hold_stream" {
+				ndjson(`{"n":1}`)
+			}
+			a.Held.Add(1)
+			defer a.Held.Add(-1)
+			select {
+			case <-a.Release:
+			case <-r.Context().Done():
+				return
+			}
+			if r.URL.Path == "/hold" {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"held":true}`)
+				return
+			}
+			ndjson(`{"held":true}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	a.URL = srv.URL
+	t.Cleanup(srv.Close)
+	// First (cleanups run last first): a test that failed holding calls
+	// lets them go, so the servers can close.
+	t.Cleanup(func() {
+		select {
+		case <-a.Release:
+		default:
+			close(a.Release)
+		}
+	})
+	return a
+}
+
+// Sidecar is a proxy.Server in front of an Agent.
+type Sidecar struct {
+	*proxy.Server
+	Config *config.Config
+	Logs   *observer.ObservedLogs
+}
+
+// NewSidecar parses head (the protocols section, limits, …) with the
+// agent's upstream and Methods, and builds the Server; Serve serves its
+// doors.
+func NewSidecar(t testing.TB, a *Agent, head string) *Sidecar {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \""+a.URL+"\"}\n"+head+Methods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed, logs := observer.New(zap.InfoLevel)
+	logger := zap.New(observed)
+	client, err := upstream.New(cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}, Logger: logger}
+	return &Sidecar{Server: s, Config: cfg, Logs: logs}
+}
+
+// Serve serves door on a listener of its own; it returns its URL.
+func (s *Sidecar) Serve(t testing.TB, door proxy.Door) string {
+	srv := httptest.NewServer(s.HandlerFor(door))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Prober is a proxy.Prober whose answer the test sets.
+type Prober struct{ Ok atomic.Bool }
+
+func (p *Prober) Status() (bool, string) { return p.Ok.Load(), "test agent down" }
+func (p *Prober) PublicDetail() string   { return "" }
+func (p *Prober) Wait(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// SSE reads a text/event-stream strictly: every event is "data: ", one
+// compact JSON value, and a blank line; nothing else is allowed (no other
+// field, no comment, no [DONE], no bare line).
+type SSE struct {
+	t testing.TB
+	r *bufio.Reader
+}
+
+// NewSSE reads body.
+func NewSSE(t testing.TB, body io.Reader) *SSE { return &SSE{t: t, r: bufio.NewReader(body)} }
+
+// Next is the next event's JSON, or "" at the end of the stream.
+func (s *SSE) Next() string {
+	s.t.Helper()
+	line, err := s.r.ReadString('\n')
+	if err == io.EOF && line == "" {
+		return ""
+	}
+	if err != nil {
+		s.t.Fatalf("SSE: reading an event: %v (read %q)", err, line)
+	}
+	data, ok := strings.CutPrefix(line, "data: ")
+	data, nl := strings.CutSuffix(data, "\n")
+	if !ok || !nl || !json.Valid([]byte(data)) || strings.ContainsAny(data, "\r\n") {
+		s.t.Fatalf("SSE: line %q is not data: <one JSON value>", line)
+	}
+	if blank, err := s.r.ReadString('\n'); blank != "\n" {
+		s.t.Fatalf("SSE: after %q, %q (%v), want the blank line that ends the event", line, blank, err)
+	}
+	return data
+}
+
+// All reads the events to the end of the stream.
+func (s *SSE) All() []string {
+	s.t.Helper()
+	var events []string
+	for e := s.Next(); e != ""; e = s.Next() {
+		events = append(events, e)
+	}
+	return events
+}
