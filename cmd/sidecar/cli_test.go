@@ -206,3 +206,31 @@ func TestDeployRequest(t *testing.T) {
 		t.Errorf("deploy-request without --image = exit %d, want 1", code)
 	}
 }
+
+// TestA2ACard: sidecar a2a-card prints the card protocols.a2a serves,
+// advertising --url or localhost and its port, and refuses a map without
+// protocols.a2a.
+func TestA2ACard(t *testing.T) {
+	cfg := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\n"+
+		"protocols:\n  a2a: {listen: \":9000\", method: stream_query, card: {name: Price agent, description: Prices things}}\n"+
+		"methods:\n  stream_query: {mode: stream, call: POST /stream}\n")
+	out, errOut, code := runCLI([]string{"a2a-card", "--config", cfg}, nil)
+	var card struct {
+		Name, Description, URL string
+		Capabilities           struct{ Streaming bool }
+		SupportedInterfaces    []struct{ URL, ProtocolBinding, ProtocolVersion string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &card) != nil {
+		t.Fatalf("a2a-card = %d %q %q", code, out, errOut)
+	}
+	if card.Name != "Price agent" || card.Description != "Prices things" || card.URL != "http://localhost:9000/" || !card.Capabilities.Streaming || len(card.SupportedInterfaces) != 2 {
+		t.Errorf("card = %+v", card)
+	}
+	out, _, _ = runCLI([]string{"a2a-card", "--config", cfg, "--url", "https://agents.example/price/"}, nil)
+	if !strings.Contains(out, `"url": "https://agents.example/price/"`) {
+		t.Errorf("a2a-card --url: %s", out)
+	}
+	if _, errOut, code := runCLI([]string{"a2a-card", "--config", writeConfig(t, validConfig)}, nil); code != 1 || !strings.Contains(errOut, "no protocols.a2a") {
+		t.Errorf("a2a-card without protocols.a2a = %d %q", code, errOut)
+	}
+}

@@ -81,3 +81,25 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 	}
 	return doors, nil
 }
+
+// a2aCard is the agent card the A2A door of cfg serves, advertising url:
+// by default http://localhost and protocols.a2a's port, as a local
+// client reaches it.
+func a2aCard(cfg *config.Config, url string) ([]byte, error) {
+	p := cfg.Protocols.A2A
+	if p == nil {
+		return nil, fmt.Errorf("the config has no protocols.a2a")
+	}
+	if url == "" {
+		_, port, err := net.SplitHostPort(p.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("protocols.a2a.listen %q: %v", p.Listen, err)
+		}
+		url = "http://localhost:" + port + "/"
+	}
+	door, err := doorOf(config.ProtocolA2A, cfg, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return door.(*a2a.Door).Card(url), nil
+}

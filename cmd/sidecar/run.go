@@ -40,6 +40,8 @@ Usage:
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
+  sidecar a2a-card [flags] [--url URL] print the A2A agent card protocols.a2a serves
+                                       (--url: the public URL it advertises)
   sidecar deploy-request [flags]       print the Agent Platform create request
                                        (deploy/agent-platform/deploy.sh sends it)
   sidecar call [--stream] METHOD k=v…  call a running sidecar as the platform does
@@ -73,6 +75,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	listen := fs.String("listen", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	print := fs.Bool("print", false, "")
+	cardURL := new(string)
+	if cmd == "a2a-card" {
+		fs.StringVar(cardURL, "url", "", "")
+	}
 	var request requestFlags
 	if cmd == "deploy-request" {
 		request.register(fs)
@@ -125,6 +131,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		b, _ := json.MarshalIndent(deploy.ClassMethods(cfg), "", "  ")
 		fmt.Fprintln(stdout, string(b))
+		return nil
+	case "a2a-card":
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		card, err := a2aCard(cfg, *cardURL)
+		if err != nil {
+			return &exitError{code: 1, msg: "sidecar a2a-card: " + err.Error()}
+		}
+		stdout.Write(card)
 		return nil
 	case "deploy-request":
 		cfg, err := config.Load(*configPath)
