@@ -61,7 +61,6 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		s.fail(w, r, c, err)
 		return
 	}
-	records = s.mapped(records)
 	defer records.Close()
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
@@ -93,15 +92,6 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		return
 	}
 	c.outcome = metrics.OK
-}
-
-// mapped is the mapping stage of a stream's records: Map, or the records
-// unchanged.
-func (s *Server) mapped(r core.Records) core.Records {
-	if s.Map == nil {
-		return r
-	}
-	return s.Map(r)
 }
 
 // openStream runs records on a goroutine of its own and waits for it.

@@ -140,20 +140,3 @@ func TestFrontDoorErrors(t *testing.T) {
 		}
 	}
 }
-
-// TestMapStage: a stream's records pass through the server's mapping
-// stage on their way to the caller.
-func TestMapStage(t *testing.T) {
-	cfg, err := config.Parse("test.yaml", []byte(fakeConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := &fakeAgent{records: &sliceRecords{recs: []string{`{"i":1}`}}}
-	var mapped int
-	s := &Server{Config: cfg, Door: platform.Door{}, Agent: agent, Map: func(r core.Records) core.Records { mapped++; return core.Pass(r) }}
-	w := httptest.NewRecorder()
-	s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, platform.RouteStream, strings.NewReader(`{"class_method":"stream_query","input":{}}`)))
-	if mapped != 1 || w.Body.String() != "{\"i\":1}\n" {
-		t.Errorf("stream through a stage: mapped %d times, body %q; want once, the record", mapped, w.Body)
-	}
-}

@@ -34,10 +34,6 @@ type Server struct {
 	Logger *zap.Logger
 	// Metrics records every call. If nil, nothing is recorded.
 	Metrics *metrics.Metrics
-	// Map is the mapping stage between the agent's records and the
-	// caller's: each stream's records pass through it. If nil, they pass
-	// unchanged.
-	Map core.Stage
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string

@@ -103,13 +103,6 @@ type Waiter interface {
 	BeforeWait(f func())
 }
 
-// Stage is the mapping stage of the record pipeline, between the
-// deframers and a front door's encoder: it turns the agent's records into
-// the records the caller gets (a framework's stream dialect into the
-// front door's, for one). A Stage that wraps its records passes on their
-// Waiter, so the encoder's flush policy still holds, and closes them.
-type Stage func(Records) Records
-
 // Encoder is the record pipeline's last stage: it writes one stream's
 // records to the caller in a front door's wire format, and owns the
 // stream's one flush policy.
@@ -128,9 +121,6 @@ type Encoder interface {
 	// records and bytes written, and when the first record was.
 	Wrote() (records int, bytes int64, first time.Time)
 }
-
-// Pass is the Stage that passes records through unchanged.
-func Pass(r Records) Records { return r }
 
 // Mux is the Agent for a method map that mixes plain methods, answered by
 // Plain, and methods whose entry names a built-in handler ("adk.*"),

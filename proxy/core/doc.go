@@ -1,7 +1,7 @@
 // Package core is the seam between the sidecar's front doors and its
 // agent: one call (Call), its streamed reply (Records, a Waiter when they
-// can say when they wait, a Stage to map them, a front door's Encoder to
-// write them), the Agent that answers calls (Mux routes handler methods
+// can say when they wait, a front door's Encoder to write them; the
+// mapping stage is an Agent that wraps another, dialect.Agent), the Agent that answers calls (Mux routes handler methods
 // to the built-in ones), the errors a call can end with, and the one
 // mapping of an error to what the caller sees (FailureOf: the README's
 // Errors table).
