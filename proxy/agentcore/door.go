@@ -12,7 +12,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/internal/sse"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -169,10 +169,12 @@ func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
 	w.Write(b)
 }
 
-// Encoder is the SSE writer of one stream (sse.Writer): one data event
+// Encoder is the SSE writer of one stream (frames.Writer): one data event
 // per record, flushed, and the SDK's final event for a failure after the
 // first byte.
-func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return sse.New(w, streamError) }
+func (*Door) Encoder(w http.ResponseWriter) core.Encoder {
+	return frames.New(w, "text/event-stream", "data: ", "\n\n", streamError)
+}
 
 // streamError is the SDK's final event for an exception mid-stream;
 // error_type is the failure's reason (the SDK's is the exception class).

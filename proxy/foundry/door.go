@@ -13,7 +13,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/internal/sse"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -181,4 +181,6 @@ func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
 // Encoder is the SSE writer of one stream: one data event per record,
 // flushed; a failure after the first byte is a last data event with the
 // error body.
-func (*Door) Encoder(w http.ResponseWriter) core.Encoder { return sse.New(w, errorBody) }
+func (*Door) Encoder(w http.ResponseWriter) core.Encoder {
+	return frames.New(w, "text/event-stream", "data: ", "\n\n", errorBody)
+}

@@ -95,8 +95,8 @@ func TestNDJSONFlushPolicy(t *testing.T) {
 			if body := w.Body.String(); body != "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n" {
 				t.Errorf("body = %q, want one record per line", body)
 			}
-			if out.records != 3 || out.bytes != 24 || out.first.IsZero() {
-				t.Errorf("records %d bytes %d first %v, want 3, 24 and a time", out.records, out.bytes, out.first)
+			if records, bytes, first := out.Wrote(); records != 3 || bytes != 24 || first.IsZero() {
+				t.Errorf("records %d bytes %d first %v, want 3, 24 and a time", records, bytes, first)
 			}
 		})
 	}

@@ -79,12 +79,15 @@ const errorDomain = "sidecar"
 //
 //	{"error":{"code":504,"message":"…","status":"DEADLINE_EXCEEDED",
 //	  "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TIMEOUT","domain":"sidecar"}]}}
-func ErrorLine(f core.Failure) []byte {
+func ErrorLine(f core.Failure) []byte { return append(errorJSON(f), '\n') }
+
+// errorJSON is ErrorLine without its newline.
+func errorJSON(f core.Failure) []byte {
 	if f.AgentLine != nil {
 		b := make([]byte, 0, len(f.AgentLine)+11)
 		b = append(b, `{"error":`...)
 		b = append(b, f.AgentLine...)
-		return append(b, "}\n"...)
+		return append(b, '}')
 	}
 	type errorInfo struct {
 		Type   string `json:"@type"`
@@ -101,5 +104,5 @@ func ErrorLine(f core.Failure) []byte {
 		Error status `json:"error"`
 	}{status{f.Line.Code, f.Message, f.Line.Status, []errorInfo{{
 		"type.googleapis.com/google.rpc.ErrorInfo", f.Reason, errorDomain}}}})
-	return append(b, '\n')
+	return b
 }
