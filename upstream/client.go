@@ -265,6 +265,9 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	}
 	req.Header.Set(HopHeader, "1")
 	for _, h := range c.forward {
+		if namedInConnection(r.Header, h) {
+			continue
+		}
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}
@@ -308,6 +311,20 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	}
 	out.closeEnd = closeDelimited(resp)
 	return out, nil
+}
+
+// namedInConnection reports whether the caller's Connection header names
+// name, in any case: such a header is for the caller's hop only, and a
+// proxy must not pass it on (RFC 9110 §7.6.1), allow-listed or not.
+func namedInConnection(h http.Header, name string) bool {
+	for _, v := range h.Values("Connection") {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // closeDelimited reports whether only the agent closing the connection
