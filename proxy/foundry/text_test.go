@@ -34,7 +34,9 @@ func TestTextBodyBounded(t *testing.T) {
 
 	for _, body := range []string{strings.Repeat("\x01", 1_048_000), strings.Repeat("\x01", 1<<20/6+1)} {
 		resp, got = do(t, http.MethodPost, url+RouteInvocations, body)
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if json.Unmarshal([]byte(got), &e); resp.StatusCode != 413 || !strings.Contains(e.Error.Message, "as a JSON string") {
 			t.Errorf("%d control characters = %d %.200s, want 413 naming the string", len(body), resp.StatusCode, got)
 		}
