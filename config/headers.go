@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -149,9 +150,21 @@ func (p *parser) admin(n *yaml.Node, path string, a *Admin) {
 	}
 }
 
-// samePort reports whether two listen addresses share their port.
+// samePort reports whether two listen addresses share their port. Ports
+// are compared as numbers, as the kernel sees them: ":018170" and
+// ":18170" are one port.
 func samePort(a, b string) bool {
-	_, pa, errA := net.SplitHostPort(a)
-	_, pb, errB := net.SplitHostPort(b)
-	return errA == nil && errB == nil && pa == pb && pa != "0"
+	pa, okA := portOf(a)
+	pb, okB := portOf(b)
+	return okA && okB && pa == pb && pa != 0
+}
+
+// portOf is the port of a "host:port" address as a number.
+func portOf(addr string) (uint16, bool) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	return uint16(n), err == nil
 }

@@ -72,3 +72,20 @@ methods:
 		t.Errorf("Parse error =\n%v\nwant\n%s", err, strings.Join(want, "\n"))
 	}
 }
+
+// TestHopHeadersAnyCase: the connection-level headers cannot be forwarded
+// or set however the file spells them.
+func TestHopHeadersAnyCase(t *testing.T) {
+	for _, name := range []string{"upgrade", "te", "connection", "keep-alive", "proxy-connection", "trailer", "transfer-encoding", "host", "UPGRADE", "tE"} {
+		for _, yaml := range []string{
+			"headers: {forward: [" + name + "]}\nmethods: {q: {}}\n",
+			"headers: {set: {" + name + ": x}}\nmethods: {q: {}}\n",
+			"methods: {q: {headers: {set: {" + name + ": x}}}}\n",
+		} {
+			_, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\n"+yaml))
+			if err == nil || !strings.Contains(err.Error(), "is managed by the sidecar and cannot be forwarded or set") {
+				t.Errorf("Parse(%q) = %v, want %s refused", yaml, err, name)
+			}
+		}
+	}
+}

@@ -22,12 +22,12 @@ func selfListen(listen string) string {
 // machine's own but does not say so (a LAN IP, a host name) is not
 // judged; the hop header catches those at run time.
 func loopsBack(upstream, listen string) bool {
-	uh, up, err := net.SplitHostPort(upstream)
+	uh, _, err := net.SplitHostPort(upstream)
 	if err != nil {
 		return false
 	}
-	lh, lp, err := net.SplitHostPort(listen)
-	if err != nil || up != lp || lp == "0" {
+	lh, _, err := net.SplitHostPort(listen)
+	if err != nil || !samePort(upstream, listen) {
 		return false
 	}
 	switch {

@@ -21,6 +21,8 @@ func TestSelfLoop(t *testing.T) {
 		{"[::]:9000", "http://127.0.0.1:9000", "", true},
 		{"localhost:9000", "http://[::1]:9000", "", true},
 		{"127.0.0.1:9000", "http://0.0.0.0:9000", "", true},
+		{"127.0.0.1:09000", "http://localhost:9000", "", true}, // ports compared as numbers
+		{"", "http://127.0.0.1:008080", "", true},
 		{"", "http://127.0.0.1:8001", "8001", true}, // $PORT wins over listen
 		{"", "http://127.0.0.1:8080", "8001", false},
 		{"", "http://127.0.0.1:8000", "", false},

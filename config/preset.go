@@ -35,6 +35,19 @@ func handlerNames() []string {
 	return names
 }
 
+// ServesADK reports whether the "adk.*" handlers serve a method: the ADK
+// preset's, or one whose entry names a handler. Only then is the agent an
+// ADK api server that must list adk.app to be ready: adk.app alone (the
+// author of emit: adk events) says nothing of the agent's routes.
+func (c *Config) ServesADK() bool {
+	for _, m := range c.Methods {
+		if m.Handler != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // expandPreset adds the preset's methods the file did not declare.
 func (c *Config) expandPreset() {
 	if c.Preset != PresetADK {

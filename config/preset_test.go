@@ -76,3 +76,27 @@ func TestPresetADKModes(t *testing.T) {
 		}
 	}
 }
+
+// TestServesADK: the ADK handlers serve methods with the preset or a
+// method naming one, never because adk.app is set: adk.app alone names
+// the author of emit: adk events.
+func TestServesADK(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want bool
+	}{
+		{"adk: {app: weather}\nmethods: {q: {mode: stream, emit: adk}}\n", false},
+		{"methods: {q: {}}\n", false},
+		{"preset: adk\nadk: {app: weather}\n", true},
+		{"adk: {app: weather}\nmethods: {s: {handler: adk.create_session}}\n", true},
+	}
+	for _, tt := range tests {
+		c, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\n"+tt.yaml))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.yaml, err)
+		}
+		if got := c.ServesADK(); got != tt.want {
+			t.Errorf("ServesADK() with %q = %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}

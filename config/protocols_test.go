@@ -43,6 +43,9 @@ protocols:
 	if err := c.CheckListen("0.0.0.0:8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
 		t.Errorf("CheckListen($PORT on foundry's port) = %v, want an error naming foundry", err)
 	}
+	if err := c.CheckListen("0.0.0.0:08088"); err == nil || !strings.Contains(err.Error(), "foundry") {
+		t.Errorf("CheckListen($PORT 08088 on foundry's port 8088) = %v, want an error naming foundry", err)
+	}
 	if err := c.CheckListen("0.0.0.0:8080"); err != nil {
 		t.Errorf("CheckListen(:8080) = %v", err)
 	}
@@ -78,6 +81,15 @@ protocols:
   agent_platform: {enabled: false}
   agentcore: {listen: ":9000", method: query}
   a2a: {listen: "127.0.0.1:9000", method: query}`, `protocols.a2a.listen: "127.0.0.1:9000" is the port of agentcore too`},
+		{"one port written two ways", `
+protocols:
+  agent_platform: {enabled: false}
+  agentcore: {listen: ":18170", method: query}
+  foundry: {listen: ":018170", method: query}`, `protocols.foundry.listen: ":018170" is the port of agentcore too`},
+		{"admin on a port written two ways", `
+admin: {listen: "127.0.0.1:08088"}
+protocols:
+  foundry: {method: query}`, `admin.listen: "127.0.0.1:08088" is the port of foundry`},
 		{"unknown method", `
 protocols:
   foundry: {method: nope}`, `protocols.foundry.method: "nope" is not a method of the map (want "query" or "stream_query")`},

@@ -186,7 +186,24 @@ func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
 		return nil, err
 	}
 	return c.Send(ctx, Request{Method: call.Name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
-		Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers, Pass: call.Pass})
+		Accept: acceptFor(m), Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers, Pass: call.Pass})
+}
+
+// The Accept header a method's requests carry unless headers.set gives
+// one: a stream method takes any framing the deframers read, a unary one
+// JSON. Servers that choose by it need it: an MCP Streamable HTTP server
+// answers 406 without text/event-stream and application/json, and a route
+// that serves both JSON and SSE answers JSON to a request without it.
+const (
+	acceptStream = "text/event-stream, application/x-ndjson, application/json"
+	acceptUnary  = "application/json"
+)
+
+func acceptFor(m *config.Method) string {
+	if m.Mode.Streaming() {
+		return acceptStream
+	}
+	return acceptUnary
 }
 
 // Request is one HTTP call to the agent, for callers that build their own
@@ -202,7 +219,10 @@ type Request struct {
 	// RawQuery is the escaped query string, without "?"; "" for none.
 	RawQuery string
 	// Body is sent as application/json; nil sends none.
-	Body     []byte
+	Body []byte
+	// Accept is the request's Accept header, "" for none: the client's
+	// default, which headers.forward and headers.set override.
+	Accept   string
 	Timeouts config.Timeouts
 	// Idempotent allows retrying a 429 or 503 with Retry-After.
 	Idempotent bool
@@ -264,7 +284,13 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
 	req.Header.Set(HopHeader, "1")
+	if r.Accept != "" {
+		req.Header.Set("Accept", r.Accept)
+	}
 	for _, h := range c.forward {
+		if namedInConnection(r.Header, h) {
+			continue
+		}
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}
@@ -308,6 +334,20 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	}
 	out.closeEnd = closeDelimited(resp)
 	return out, nil
+}
+
+// namedInConnection reports whether the caller's Connection header names
+// name, in any case: such a header is for the caller's hop only, and a
+// proxy must not pass it on (RFC 9110 §7.6.1), allow-listed or not.
+func namedInConnection(h http.Header, name string) bool {
+	for _, v := range h.Values("Connection") {
+		for token := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // closeDelimited reports whether only the agent closing the connection

@@ -191,3 +191,45 @@ func TestMethodHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestSendConnectionNamed: a header the caller's Connection header names,
+// in any case, is for its hop only: it does not reach the agent even when
+// headers.forward lists it; the other listed headers do.
+func TestSendConnectionNamed(t *testing.T) {
+	got := make(chan http.Header, 1)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	cfg := testConfig(t, agent.URL, "headers: {forward: [X-Tenant, X-Region, X-Keep]}\n")
+	c, err := New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inbound := http.Header{
+		"Connection": {"keep-alive, x-tenant", "UPGRADE,X-REGION"},
+		"X-Tenant":   {"acme"},
+		"X-Region":   {"eu"},
+		"X-Keep":     {"k"},
+		"Upgrade":    {"websocket"},
+		"Te":         {"trailers"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Send(ctx, Request{Method: "query", Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Header: inbound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Close()
+	h := <-got
+	for _, name := range []string{"X-Tenant", "X-Region", "Upgrade", "Te"} {
+		if v := h.Values(name); len(v) > 0 {
+			t.Errorf("%s reached the agent as %q, want it dropped", name, v)
+		}
+	}
+	if h.Get("X-Keep") != "k" {
+		t.Errorf("X-Keep = %q, want k", h.Get("X-Keep"))
+	}
+}

@@ -76,9 +76,12 @@ func newConn(t *transport, nc net.Conn) *conn {
 // readerSize is the connection's read buffer. Reply heads and chunk
 // headers are read through it; a body read that asks for at least this
 // much while it is empty (the deframer reads 4 KiB blocks) goes straight
-// to the connection. 4 KiB measured no faster and costs 2 KB more per
-// open stream (BENCHMARKS.md).
-const readerSize = 2 << 10
+// to the connection. It is also the cap on a chunked reply's trailer and
+// on a chunk-size line (net/http peeks for the trailer's end within the
+// buffer): 4 KiB, net/http's own, so a reply its client reads whole is
+// read whole here. 2 KiB saved 2 KB per open stream (BENCHMARKS.md) but
+// failed complete replies whose trailer was over 2 KiB.
+const readerSize = 4 << 10
 
 // errServerClosedIdle is a reused connection the agent closed before
 // sending any of its reply: the request is taken as never received.

@@ -43,9 +43,12 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		m = metrics.New()
 	}
 	// The one Agent: methods that name a handler go to the ADK app, the
-	// rest to the agent over HTTP.
+	// rest to the agent over HTTP. Readiness waits for the ADK api server
+	// to list the app only when its handlers serve a method: adk.app may
+	// only name the author of emit: adk events, in front of an agent that
+	// has no /list-apps.
 	calls := core.Mux{Plain: client}
-	if cfg.ADK.App != "" {
+	if cfg.ServesADK() {
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
 		calls.Handlers, prober.Check = app.Agent(), app.Ready
 	}

@@ -24,11 +24,14 @@ func newPinger(inFlight func() int64) *pinger {
 	return &pinger{inFlight: inFlight, now: time.Now}
 }
 
-// status is the status now and when it last changed.
+// status is the status now and when it last changed. The count is read
+// under the lock, so the pings commit in the order they read: read
+// before it, a ping that saw a call could commit after one that saw the
+// call end, turning the status back to busy and moving the stamp twice.
 func (p *pinger) status() (busy bool, stamp int64) {
-	busy = p.inFlight() > 0
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	busy = p.inFlight() > 0
 	if busy != p.busy || p.stamp == 0 { // 0: the first ping
 		p.busy, p.stamp = busy, p.now().Unix()
 	}

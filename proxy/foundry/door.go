@@ -110,7 +110,8 @@ func newID() string {
 
 // Call makes the body the input of the door's method: a JSON body as it
 // is (compacted in place), any other body, the empty one included, a JSON
-// string of its text. A body that is not UTF-8 is a 400.
+// string of its text (textInput: no HTML escaping, within
+// limits.request_bytes). A body that is not UTF-8 is a 400.
 func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
 	var in []byte
 	switch {
@@ -120,7 +121,10 @@ func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Reque
 			return core.Call{Name: d.method}, &core.RequestError{Msg: "the JSON body nests too deeply"}
 		}
 	case utf8.Valid(body):
-		in, _ = json.Marshal(string(body))
+		var err error
+		if in, err = textInput(body, cfg.Limits.RequestBytes); err != nil {
+			return core.Call{Name: d.method}, err
+		}
 	default:
 		return core.Call{Name: d.method}, &core.RequestError{Msg: "the request body is neither JSON nor UTF-8 text"}
 	}

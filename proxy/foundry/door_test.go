@@ -159,3 +159,29 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("a call while draining: %d %s, want 503 SHUTTING_DOWN", resp.StatusCode, body)
 	}
 }
+
+// TestBadSessionID: an agent_session_id that is no header value (CR, LF,
+// NUL, DEL, other control characters) is not used: the session id is
+// $FOUNDRY_AGENT_SESSION_ID, else a new UUID, on the reply and to the
+// agent, and the call goes on.
+func TestBadSessionID(t *testing.T) {
+	agent := doortest.NewAgent(t)
+	s := doortest.NewSidecar(t, agent, "")
+	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
+	withEnv := s.Serve(t, New(config.Protocol{Method: "query"}, "env-session"))
+	for _, bad := range []string{"a%0D%0AX-Injected:%201", "a%0Ab", "a%0Db", "a%00b", "a%7Fb", "a%1Bb", "%0D%0A"} {
+		for _, base := range []string{url, withEnv} {
+			resp, body := do(t, http.MethodPost, base+RouteInvocations+"?agent_session_id="+bad, `{}`)
+			got, sent := resp.Header.Get(HeaderSessionID), agent.Header().Get(HeaderSessionID)
+			want := got
+			if base == withEnv {
+				want = "env-session"
+			}
+			if resp.StatusCode != 200 || got != want || sent != got || (base == url && !uuid.MatchString(got)) ||
+				resp.Header.Get("X-Injected") != "" || agent.Header().Get("X-Injected") != "" {
+				t.Errorf("agent_session_id=%s: %d %s, session %q on the reply and %q to the agent, want %q and a 200",
+					bad, resp.StatusCode, body, got, sent, map[bool]string{true: "a new UUID", false: "env-session"}[base == url])
+			}
+		}
+	}
+}

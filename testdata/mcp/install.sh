@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs @modelcontextprotocol/sdk, the MCP TypeScript SDK (exact version
+# in package.json / package-lock.json), into
+#   ${SIDECAR_CACHE:-<repo>/.cache}/mcp/
+# for upstream's TestAcceptMCPServer, which runs server.mjs (NODE_PATH: the
+# node_modules directory this prints) as an agent behind the sidecar.
+#
+# Skips `npm ci` when the cache already holds node_modules installed from the
+# same package.json + package-lock.json (sha256 kept in a stamp file; see
+# ../npm-cache.sh). Prints the path of node_modules on stdout (everything
+# else goes to stderr). Works from any cwd. Needs npm and the npm registry
+# (first run only).
+set -euo pipefail
+
+here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+# shellcheck source-path=SCRIPTDIR
+# shellcheck source=../npm-cache.sh
+. "$here/../npm-cache.sh"
+dest="$(npm_cache_dir mcp)"
+probe="$dest/node_modules/@modelcontextprotocol/sdk/package.json"
+
+npm_cache_need npm
+want="$(npm_cache_want "$here")"
+# Only the server's JavaScript is used: no install scripts run.
+npm_cache_install "$here" "$dest" "$want" "$probe" "" --ignore-scripts
+
+printf '%s\n' "$dest/node_modules"
