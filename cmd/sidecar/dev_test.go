@@ -108,6 +108,7 @@ methods:
 	defer cancel()
 	call := func(url, body string) *http.Response {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatalf("POST %s: %v", url, err)
