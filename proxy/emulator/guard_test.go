@@ -178,3 +178,34 @@ func TestDevPageHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestDevMethodNamedTwice: a body naming one method as class_method and
+// another as classMethod is a 400 on the REST routes and on the contract
+// routes behind them, whichever comes first; the agent is never called.
+// The same method under both names is served.
+func TestDevMethodNamedTwice(t *testing.T) {
+	agent, calls := countingAgent(t)
+	st := newStackAt(t, agent, Options{})
+	for _, body := range []string{
+		`{"class_method": "echo", "classMethod": "fail", "input": {}}`,
+		`{"classMethod": "fail", "class_method": "echo"}`,
+		`{"class_method": "", "classMethod": "echo"}`,
+	} {
+		code, _, got := postRead(t, st.dev+engine("v1", "query"), body)
+		if code != 400 || !strings.Contains(got, `"status":"INVALID_ARGUMENT"`) || !strings.Contains(got, "name two methods") {
+			t.Errorf(":query %s: %d %s, want 400 INVALID_ARGUMENT naming both", body, code, got)
+		}
+		code, _, got = postRead(t, st.contract+"/api/reasoning_engine", body)
+		if code != 400 || !strings.Contains(got, `"detail"`) || !strings.Contains(got, "names two methods") {
+			t.Errorf("the contract route, %s: %d %s, want 400 naming both", body, code, got)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the agent was called %d times for a body naming two methods", n)
+	}
+	for _, url := range []string{st.dev + engine("v1", "query"), st.contract + "/api/reasoning_engine"} {
+		if code, _, got := postRead(t, url, `{"class_method": "echo", "classMethod": "echo"}`); code != 200 || !strings.Contains(got, "the agent's reply") {
+			t.Errorf("%s, one method under both names: %d %s, want 200", url, code, got)
+		}
+	}
+}
