@@ -90,8 +90,8 @@ func TestDevBrowserCrossOrigin(t *testing.T) {
 		t.Errorf("the playground loaded in another site's frame (url %q); want it refused", f.URL)
 	}
 	host := strings.TrimPrefix(dev, "http://")
-	if got.count("GET / "+host) != 1 {
-		t.Errorf("the dev listener got GET / %d times, want the frame's one request", got.count("GET / "+host))
+	if got.count("GET / "+host) == 0 {
+		t.Errorf("the dev listener never got the frame's GET /: the test proves nothing")
 	}
 	if n := got.count("GET /playground/methods.json " + host); n != 0 {
 		t.Errorf("the playground ran in the frame: methods.json fetched %d times", n)
