@@ -115,7 +115,8 @@ func TestDevBrowserCrossOrigin(t *testing.T) {
 // TestDevBrowserRebinding: Chromium loads the dev listener under a
 // foreign name that resolves to 127.0.0.1 (--host-resolver-rules, as a
 // rebinding DNS answer would): the page is refused, and a same-origin
-// call from it neither runs the agent nor reads its reply.
+// call from it neither runs the agent nor reads its reply. Loaded as
+// localhost, the playground and its calls work.
 func TestDevBrowserRebinding(t *testing.T) {
 	dev, calls, got := watchedDev(t)
 	ctx := browser(t, chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"), chromedp.Flag("no-proxy-server", true))
@@ -139,5 +140,16 @@ func TestDevBrowserRebinding(t *testing.T) {
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the agent ran %d calls from the page under rebind.test", n)
+	}
+
+	// Under its own name the same browser gets the playground, and its
+	// calls run.
+	run(t, ctx, "loading the playground as localhost", chromedp.Navigate("http://localhost:"+devPort(dev)+"/"),
+		chromedp.WaitVisible(`#methods button[data-method="echo"]`))
+	out = eval[string](t, ctx, `fetch("/v1/projects/p/locations/l/reasoningEngines/1:query", {method: "POST",
+		headers: {"Content-Type": "application/json"}, body: JSON.stringify({class_method: "echo", input: {}})})
+		.then(async r => r.status + " " + await r.text(), e => String(e))`, chromedp.EvalAwaitPromise)
+	if !strings.HasPrefix(out, "200 ") || !strings.Contains(out, "the agent's reply") || calls.Load() != 1 {
+		t.Errorf("a call from the playground at localhost: %s (the agent ran %d), want 200 and the agent's reply", out, calls.Load())
 	}
 }
