@@ -59,6 +59,21 @@ func (d *devFlags) check() error {
 	return nil
 }
 
+// loopback is addr (the contract listener's address from $PORT or the
+// config) on 127.0.0.1, unless it already names a loopback host: under
+// sidecar dev the contract listener is as unauthenticated as the dev
+// listener, so only --listen may open it to other machines.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // listening fails on it with its own message
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
+
 // serveDev runs serve on ln with the dev listener beside it, and stops
 // the dev listener once serve has drained: the emulator's calls go
 // through the contract listener, so its drain ends them too.

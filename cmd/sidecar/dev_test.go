@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,6 +109,7 @@ methods:
 	defer cancel()
 	call := func(url, body string) *http.Response {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatalf("POST %s: %v", url, err)
@@ -157,4 +159,97 @@ methods:
 	if t.Failed() {
 		t.Logf("sidecar dev:\n%s", logs.String())
 	}
+}
+
+// TestDevContractLoopback: under sidecar dev the contract listener is on
+// 127.0.0.1 whatever $PORT or the config's listen say (another machine
+// cannot reach it: dialing a non-loopback address of this machine, when
+// it has one, is refused); --listen still opens it wider.
+func TestDevContractLoopback(t *testing.T) {
+	port := freePort(t)
+	tests := []struct {
+		name, listen, configured string
+		env                      map[string]string
+		wantHost                 string
+	}{
+		{name: "PORT", env: map[string]string{"PORT": fmt.Sprint(port)}, wantHost: "127.0.0.1"},
+		{name: "config listen", configured: fmt.Sprintf("0.0.0.0:%d", port), wantHost: "127.0.0.1"},
+		{name: "config listen on [::1]", configured: fmt.Sprintf("[::1]:%d", port), wantHost: "::1"},
+		{name: "--listen", listen: "0.0.0.0:0", env: map[string]string{"PORT": fmt.Sprint(port)}, wantHost: "every interface"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.wantHost == "::1" {
+				ln, err := net.Listen("tcp", "[::1]:0")
+				if err != nil {
+					t.Skipf("no IPv6 loopback here: %v", err)
+				}
+				ln.Close()
+			}
+			yaml := "upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n"
+			if tt.configured != "" {
+				yaml += fmt.Sprintf("listen: %q\n", tt.configured)
+			}
+			path := filepath.Join(t.TempDir(), "sidecar.yaml")
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"dev", "--config", path, "--dev-listen", "127.0.0.1:0"}
+			if tt.listen != "" {
+				args = append(args, "--listen", tt.listen)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			logs := &logWatch{listening: make(chan string, 1)}
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, args, func(k string) string { return tt.env[k] }, io.Discard, logs) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
+			var addr string
+			select {
+			case addr = <-logs.listening:
+			case err := <-done:
+				done <- err
+				t.Fatalf("run returned before listening: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("sidecar dev did not log listening")
+			}
+			host, p, err := net.SplitHostPort(addr)
+			if ip := net.ParseIP(host); err != nil || host != tt.wantHost && !(tt.wantHost == "every interface" && ip != nil && ip.IsUnspecified()) {
+				t.Fatalf("the contract listener is on %q, want host %s", addr, tt.wantHost)
+			}
+			if tt.listen == "" && p != fmt.Sprint(port) {
+				t.Errorf("the contract listener is on %q, want port %d", addr, port)
+			}
+			for _, ip := range nonLoopbackIPs(t) {
+				c, err := net.Dial("tcp", net.JoinHostPort(ip, p))
+				if err == nil {
+					c.Close()
+				}
+				if open := tt.listen != ""; (err == nil) != open {
+					t.Errorf("dialing the contract listener on %s: %v, want it reachable only with --listen", net.JoinHostPort(ip, p), err)
+				}
+			}
+		})
+	}
+}
+
+// nonLoopbackIPs are this machine's own IPv4 addresses that are not
+// loopback (none on a machine without a network).
+func nonLoopbackIPs(t *testing.T) []string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatalf("net.InterfaceAddrs: %v", err)
+	}
+	var ips []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ips = append(ips, n.IP.String())
+		}
+	}
+	return ips
 }

@@ -55,7 +55,8 @@ Flags:
   --log-level LVL   debug, info, warn or error (default info)
 
 The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
-the config's listen, else :8080.
+the config's listen, else :8080. Under dev, without --listen, its host is
+127.0.0.1: the contract routes have no authentication.
 
 deploy-request flags (besides --config):
 ` + requestUsage + "\n" + devUsage
@@ -167,7 +168,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 		}
 		defer logger.Sync()
-		ln, err := listenPlatform(cfg, listenAddr(*listen, getenv("PORT"), cfg.Listen), cmd == "dev")
+		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
+		if cmd == "dev" && *listen == "" {
+			addr = loopback(addr)
+		}
+		ln, err := listenPlatform(cfg, addr, cmd == "dev")
 		if err != nil {
 			return err
 		}

@@ -164,9 +164,10 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser opens headless Chromium, 1200 px wide, and returns a tab's
-// context; closing it at the end of the test ends the browser.
-func browser(t *testing.T) context.Context {
+// browser opens headless Chromium, 1200 px wide, with the extra options,
+// and returns a tab's context; closing it at the end of the test ends the
+// browser.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -180,6 +181,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1200, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc() })
@@ -208,11 +210,11 @@ func evalString(t *testing.T, ctx context.Context, js string) string {
 
 // eval evaluates a JavaScript expression into a T, failing the test on an
 // error.
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
+func eval[T any](t *testing.T, ctx context.Context, js string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
 	if err != nil {
 		t.Fatalf("evaluating %s: %v", js, err)
 	}

@@ -10,6 +10,11 @@
 // {"output": …} for :query, the container's lines for :streamQuery
 // (framed for ?alt=sse and for $alt=json), a container's non-2xx as 400
 // FAILED_PRECONDITION, a duplicated Content-Type and the 15-minute cut.
+//
+// It has no authentication: besides its loopback address, it refuses
+// what only another site's page in the user's browser would send (a
+// foreign Host or Origin, a REST call not declared JSON) and forbids
+// framing its page (guard.go).
 package emulator
 
 import (
@@ -112,6 +117,12 @@ func methodsJSON(cfg *config.Config) []byte {
 }
 
 func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for k, v := range securityHeaders {
+		w.Header().Set(k, v)
+	}
+	if !guard(w, r) {
+		return
+	}
 	p := r.URL.Path
 	switch {
 	case p == "/" || p == "/playground/methods.json" || strings.HasPrefix(p, "/playground/"):
@@ -132,6 +143,9 @@ func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed on "+p+"; use POST")
+		return
+	}
+	if !jsonBody(w, r) {
 		return
 	}
 	if verb == "query" {
@@ -176,7 +190,6 @@ var contentTypes = map[string]string{
 func (e *emulator) static(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
 	if r.URL.Path == "/playground/methods.json" {
 		h.Set("Content-Type", "application/json")
 		w.Write(e.methods)

@@ -41,7 +41,13 @@ type stack struct {
 
 func newStack(t *testing.T, opts Options) *stack {
 	t.Helper()
-	st := &stack{agent: startAgent(t)}
+	return newStackAt(t, startAgent(t), opts)
+}
+
+// newStackAt is a stack in front of the agent at agentURL.
+func newStackAt(t *testing.T, agentURL string, opts Options) *stack {
+	t.Helper()
+	st := &stack{agent: agentURL}
 	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", st.agent)))
 	if err != nil {
 		t.Fatal(err)

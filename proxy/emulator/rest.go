@@ -63,6 +63,8 @@ func containerFailed(w http.ResponseWriter, resp *http.Response) {
 // parser does (class_method or classMethod, input a Struct, no other
 // field) and returns the container's envelope. input goes through
 // JSON numbers as doubles, as a google.protobuf.Struct carries them.
+// class_method and classMethod may both be given only with the same
+// method: otherwise which one won would be the map's order.
 func envelope(r *http.Request) ([]byte, string, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequest))
 	if err != nil {
@@ -74,17 +76,19 @@ func envelope(r *http.Request) ([]byte, string, bool) {
 			return nil, fmt.Sprintf("Invalid JSON payload received. %s", jsonProblem(err)), false
 		}
 	}
-	var method string
 	var input map[string]any
+	named := map[string]string{}
 	for k, v := range fields {
 		switch k {
 		case "class_method", "classMethod":
 			if string(v) == "null" {
 				continue
 			}
-			if err := json.Unmarshal(v, &method); err != nil {
-				return nil, fmt.Sprintf("Invalid value at '%s' (TYPE_STRING), %s", k, v), false
+			var m string
+			if err := json.Unmarshal(v, &m); err != nil {
+				return nil, fmt.Sprintf("Invalid value at '%s' (TYPE_STRING), %s", k, clip(v)), false
 			}
+			named[k] = m
 		case "input":
 			if string(v) == "null" {
 				continue
@@ -95,6 +99,16 @@ func envelope(r *http.Request) ([]byte, string, bool) {
 		default:
 			return nil, fmt.Sprintf("Invalid JSON payload received. Unknown name %q: Cannot find field.", k), false
 		}
+	}
+	snake, hasSnake := named["class_method"]
+	camel, hasCamel := named["classMethod"]
+	if hasSnake && hasCamel && snake != camel {
+		return nil, fmt.Sprintf("Invalid JSON payload received. class_method %q and classMethod %q name two methods: give one.",
+			clip([]byte(snake)), clip([]byte(camel))), false
+	}
+	method := snake
+	if !hasSnake {
+		method = camel
 	}
 	if input == nil {
 		input = map[string]any{}

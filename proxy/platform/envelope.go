@@ -54,8 +54,10 @@ func validMethodName(name string) bool {
 // only), class_method or classMethod, a missing or empty method (the
 // route's default), a missing or null input ({}). Extra keys are ignored;
 // the envelope's own keys are matched exactly (no other case), and one
-// given twice is an error. The input is compacted in place: body's memory
-// is reused, and env.Input is a slice of it.
+// given twice is an error, as are class_method and classMethod naming two
+// methods (the same method under both is accepted). The input is
+// compacted in place: body's memory is reused, and env.Input is a slice
+// of it.
 func Decode(body []byte, stream bool) (Envelope, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -110,18 +112,12 @@ func Decode(body []byte, stream bool) (Envelope, error) {
 	}
 
 	var env Envelope
-	raw := snake
-	if raw == nil || isNull(raw) {
-		raw = camel
+	var err error
+	if env.Method, err = methodOf(snake, camel); err != nil {
+		return Envelope{}, err
 	}
-	if raw != nil && !isNull(raw) {
-		if raw[0] != '"' {
-			return Envelope{}, badRequest("class_method must be a string, got %s", kindOf(raw))
-		}
-		json.Unmarshal(raw, &env.Method) // a valid string
-		if env.Method != "" && !validMethodName(env.Method) {
-			return Envelope{}, badRequest("class_method %q is not a method name (letters, digits, _, . and -, starting with a letter or _, at most %d bytes)", core.Clip(env.Method), maxMethodName)
-		}
+	if env.Method != "" && !validMethodName(env.Method) {
+		return Envelope{}, badRequest("class_method %q is not a method name (letters, digits, _, . and -, starting with a letter or _, at most %d bytes)", core.Clip(env.Method), maxMethodName)
 	}
 	if env.Method == "" {
 		env.Method = defaultUnaryMethod
@@ -143,6 +139,33 @@ func Decode(body []byte, stream bool) (Envelope, error) {
 		return Envelope{}, badRequest("input must be a JSON object, got %s", kindOf(in))
 	}
 	return env, nil
+}
+
+// methodOf is the method a body names under class_method or classMethod
+// (raw values, nil when absent; null is absent too). Both may be given
+// only with the same method: neither spelling wins over the other, so a
+// caller never gets a method it did not mean.
+func methodOf(snake, camel []byte) (string, error) {
+	var method string
+	named := false
+	for _, f := range []struct {
+		key string
+		raw []byte
+	}{{"class_method", snake}, {"classMethod", camel}} {
+		if f.raw == nil || isNull(f.raw) {
+			continue
+		}
+		if f.raw[0] != '"' {
+			return "", badRequest("%s must be a string, got %s", f.key, kindOf(f.raw))
+		}
+		var m string
+		json.Unmarshal(f.raw, &m) // a valid string
+		if named && m != method {
+			return "", badRequest("request body names two methods, class_method %q and classMethod %q; give one", core.Clip(method), core.Clip(m))
+		}
+		method, named = m, true
+	}
+	return method, nil
 }
 
 // unquote decodes the valid JSON string s, quotes included, as

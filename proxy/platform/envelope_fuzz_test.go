@@ -10,7 +10,9 @@ import (
 )
 
 // FuzzDecodeEnvelope: any body either decodes to a method name and a
-// compact JSON object, or is rejected with a core.RequestError; never a panic.
+// compact JSON object, or is rejected with a core.RequestError; never a
+// panic. A decoded method is the one the body names, under either key:
+// class_method and classMethod naming two methods never decode.
 func FuzzDecodeEnvelope(f *testing.F) {
 	for _, s := range []string{
 		`{"class_method":"query","input":{"message":"hi"}}`,
@@ -22,6 +24,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`[1,2]`, `""`, ``, `{`, `"\"{}\""`,
 		`{"class_method":"a","class_method":"b"}`, `{"CLASS_METHOD":"a","Input":{}}`,
 		`{"input": { "a" : [ 1 , " x " ] } }`, `{"class_method":"a\nb"}`,
+		`{"class_method":"a","classMethod":"b"}`, `{"classMethod":"b","class_method":"a"}`, `{"class_method":"a","classMethod":"a"}`,
+		`{"class_method":null,"classMethod":"b"}`, `{"class_method":"","classMethod":"b"}`, `"{\"classMethod\":\"b\",\"class_method\":\"a\"}"`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -46,7 +50,27 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if !bytes.Equal(c.Bytes(), env.Input) {
 			t.Fatalf("Decode(%q) input %q is not compact", body, env.Input)
 		}
+		for _, key := range []string{"class_method", "classMethod"} {
+			if named, ok := namedMethod(body, key); ok && named != "" && named != env.Method {
+				t.Fatalf("Decode(%q) method %q, but the body's %s is %q", body, env.Method, key, named)
+			}
+		}
 	})
+}
+
+// namedMethod is the string the body (or the JSON string holding it)
+// gives key, read by encoding/json.
+func namedMethod(body []byte, key string) (string, bool) {
+	var wrapped string
+	if json.Unmarshal(body, &wrapped) == nil {
+		body = []byte(wrapped)
+	}
+	var fields map[string]json.RawMessage
+	var m string
+	if json.Unmarshal(body, &fields) != nil || json.Unmarshal(fields[key], &m) != nil {
+		return "", false
+	}
+	return m, true
 }
 
 // FuzzUnquote: decoding a JSON string in place gives what encoding/json

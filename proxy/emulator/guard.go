@@ -1,0 +1,134 @@
+package emulator
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// The dev listener has no authentication: only its loopback address
+// keeps other machines out. A web page in the user's own browser is
+// still a way in, so the listener also refuses what only a foreign page
+// would send (the checks of guard and jsonBody):
+//
+//   - a Host that is not a loopback name with the listener's port: a page
+//     at a name an attacker's DNS points to 127.0.0.1 (DNS rebinding) is
+//     same-origin with its own name, and could otherwise read the
+//     listener's answers;
+//   - a request that changes something (every method but GET, HEAD and
+//     OPTIONS) with an Origin other than the listener's own: a page of
+//     another origin can send a no-cors POST, unread but run (CSRF);
+//   - a REST call whose Content-Type is not JSON: the types a page can
+//     send without a CORS preflight (text/plain, forms) never call the
+//     agent, and a preflight is never answered;
+//
+// and every answer forbids framing (clickjacking) and sniffing.
+
+// securityHeaders go on every answer of the dev listener. The page loads
+// its own scripts, styles and data only; nothing may frame it.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+		"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+	"X-Frame-Options":              "DENY",
+	"X-Content-Type-Options":       "nosniff",
+	"Cross-Origin-Resource-Policy": "same-origin",
+	"Referrer-Policy":              "no-referrer",
+}
+
+// guard answers 403 and reports false for a request a web page of
+// another origin could have sent: a foreign Host, or a foreign Origin on
+// a method that changes something.
+func guard(w http.ResponseWriter, r *http.Request) bool {
+	port := localPort(r)
+	if !ownHost(r.Host, port) {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Host "+strconv.Quote(clip([]byte(r.Host)))+
+			" is not the dev listener's: it answers only its loopback names "+ownNames(port)+
+			" (a page under another name may be DNS rebinding)")
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	origin, sent := r.Header["Origin"]
+	if sent && (len(origin) != 1 || !ownOrigin(origin[0], port)) {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Origin "+strconv.Quote(clip([]byte(strings.Join(origin, ", "))))+
+			" is not the dev listener's: a "+r.Method+" is accepted from its own page ("+ownNames(port)+
+			") or from a client that sends no Origin, never from another site's page")
+		return false
+	}
+	return true
+}
+
+// localPort is the port the request came in on ("" if unknown).
+func localPort(r *http.Request) string {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return ""
+	}
+	return port
+}
+
+// ownHost reports whether host (a Host header, or an Origin's host) names
+// the listener: localhost or a loopback IP address, with the listener's
+// port (none: 80). An IP address cannot be rebound; localhost resolves
+// to loopback without asking DNS (RFC 6761 §6.3; browsers hard-code it).
+func ownHost(host, port string) bool {
+	name, p, err := net.SplitHostPort(host)
+	if err != nil {
+		name, p = host, "80"
+		if strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]") {
+			name = name[1 : len(name)-1]
+		}
+	}
+	if port == "" || p != port {
+		return false
+	}
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ownOrigin reports whether a request's Origin is a page of the
+// listener's own: http, a name ownHost accepts, nothing else.
+func ownOrigin(origin, port string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	return ownHost(u.Host, port)
+}
+
+// ownNames lists the origins the listener answers, for messages.
+func ownNames(port string) string {
+	if port == "" {
+		port = "PORT"
+	}
+	return "http://127.0.0.1:" + port + ", http://localhost:" + port + ", http://[::1]:" + port
+}
+
+// jsonBody answers 415 and reports false for a REST call whose body is
+// not declared JSON (application/json, parameters such as charset
+// allowed), as the platform's clients all declare it.
+func jsonBody(w http.ResponseWriter, r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return true
+	}
+	got := "none"
+	if ct != "" {
+		got = strconv.Quote(clip([]byte(ct)))
+	}
+	writeError(w, http.StatusUnsupportedMediaType, "INVALID_ARGUMENT",
+		"Content-Type "+got+" is not JSON: send the body as Content-Type: application/json")
+	return false
+}
