@@ -218,19 +218,26 @@ func (l *lineReader) next(t *testing.T) string {
 }
 
 // heldAgent is an agent that reads each request, then answers body once
-// release is closed or its caller leaves; calls counts the requests.
+// release is closed or its caller leaves; calls counts the requests. It
+// closes when the test ends, after the test's own defers: so that a test
+// that fails (t.Fatal, on any path) holding calls cannot hang in a Close
+// that waits for them, it lets them answer as the test ends (t.Context),
+// before any cleanup closes a server.
 func heldAgent(t *testing.T, release <-chan struct{}, body string) (*atomic.Int32, *httptest.Server) {
 	t.Helper()
 	calls := new(atomic.Int32)
+	ended := t.Context()
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		io.ReadAll(r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():
+		case <-ended.Done():
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, body)
 	}))
+	t.Cleanup(agent.Close)
 	return calls, agent
 }
