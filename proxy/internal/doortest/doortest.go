@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -149,6 +150,31 @@ func (s *Sidecar) Serve(t testing.TB, door proxy.Door) string {
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// Prompt bounds the wait for what a door must flush while the agent holds
+// the rest: it comes at once or never (the agent waits for the test), so
+// the bound is the behaviour, not the machine's speed.
+const Prompt = 2 * time.Second
+
+// Promptly returns read's result, failing the test when read has not
+// returned within Prompt: then it says so and calls stop, which must end
+// the read (cancel the call), so a door that holds back what it should
+// have flushed fails in Prompt, not at a deadline, nor never.
+func Promptly[T any](t testing.TB, stop func(), read func() T) T {
+	t.Helper()
+	fired := make(chan struct{})
+	late := time.AfterFunc(Prompt, func() {
+		defer close(fired)
+		t.Errorf("nothing within %v while the agent holds the rest: not flushed", Prompt)
+		stop()
+	})
+	defer func() {
+		if !late.Stop() {
+			<-fired
+		}
+	}()
+	return read()
 }
 
 // Prober is a proxy.Prober whose answer the test sets.
