@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
 
-.PHONY: all build run test test-short bench bench-go fuzz lint clean image image-check
+.PHONY: all build run deps test test-short bench bench-go fuzz lint clean image image-check
 
 all: build
 
@@ -21,11 +21,36 @@ DEV_LISTEN ?= 127.0.0.1:8081
 run: build
 	cd examples/python && exec ../../$(BIN) dev --config sidecar.yaml --dev-listen $(DEV_LISTEN) -- python3 agent.py
 
-# The whole suite, under the race detector.
-test:
+# What the tests need, installed before any test starts (no test installs:
+# one that finds its packages missing fails at once, naming `make deps`):
+# python3, node, npm and chromium (from apt-get when one is missing and we
+# are root, else a message naming them), then every testdata/*/install.sh,
+# whose npm package sets go into $${SIDECAR_CACHE:-.cache} (a no-op while the
+# cache is current; a cold one takes a few minutes).
+DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium
+deps:
+	@missing=; for t in $(DEPS_TOOLS); do \
+	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "deps: apt-get install$$missing"; \
+	    apt-get update -q && apt-get install -y -q $$missing || exit 1; \
+	  else \
+	    echo "deps: missing:$$missing. Install (as root: apt-get install -y$$missing), then run make deps again" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+	@for s in testdata/*/install.sh; do \
+	  echo "deps: $$s"; bash $$s >/dev/null || exit 1; \
+	done
+
+# The whole suite, under the race detector, after `make deps`.
+test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+# The quick tests: -short skips those that need `make deps`.
 test-short:
 	$(GO) test -count=1 -short ./...
 

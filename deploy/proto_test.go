@@ -1,18 +1,18 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
 // describedMap gives its methods descriptions and parameters.
@@ -36,7 +36,7 @@ methods:
 // ReasoningEngine messages of google.cloud.aiplatform.v1 and v1beta1 as
 // the official @google-cloud/aiplatform npm package ships them
 // (build/protos/protos.json, protobuf.js's JSON form of the .proto files).
-// testdata/aiplatform/install.sh puts the package, at the version its
+// testdata/aiplatform/install.sh (run by `make deps`) puts the package, at the version its
 // package-lock.json pins, into ${SIDECAR_CACHE:-<repo>/.cache}/aiplatform.
 
 // protoNode is a namespace, message or enum of protos.json.
@@ -249,23 +249,10 @@ func (s protoSchema) single(v any, typ string, scope []string, at string) []stri
 	return s.check(v, path, at)
 }
 
-// loadProtos installs (when the cache is cold) and reads protos.json.
+// loadProtos reads protos.json, as `make deps` installed it.
 func loadProtos(t *testing.T) protoSchema {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("installs @google-cloud/aiplatform from npm on a cold cache")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed: cannot fetch @google-cloud/aiplatform's protos")
-	}
-	cmd := exec.Command("bash", "../testdata/aiplatform/install.sh")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testdata/aiplatform/install.sh: %v\n%s", err, stderr.String())
-	}
-	b, err := os.ReadFile(strings.TrimSpace(string(out)))
+	b, err := os.ReadFile(deps.NPM(t, "aiplatform"))
 	if err != nil {
 		t.Fatal(err)
 	}

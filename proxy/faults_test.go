@@ -26,7 +26,6 @@ import (
 func TestConcurrencyLimit(t *testing.T) {
 	release := make(chan struct{})
 	calls, agent := heldAgent(t, release, `{"ok":true}`)
-	defer agent.Close()
 	h := newHarness(t, agent.URL, "limits: {concurrency: 2, queue: 1, queue_timeout: 400ms}\n"+oneMethodConfig)
 
 	results := make(chan reply, 2)
@@ -38,6 +37,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	// The queue holds one: a caller who waits there and leaves is never
 	// sent to the agent.
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	left := make(chan struct{})
 	go func() {
 		defer close(left)

@@ -310,13 +310,6 @@ func readReply(t *testing.T, conn net.Conn) reply {
 func TestBodiesReadWithASlot(t *testing.T) {
 	release := make(chan struct{})
 	calls, agent := heldAgent(t, release, `{"ok":true}`)
-	defer agent.Close()
-	released := false
-	defer func() {
-		if !released {
-			close(release) // unblocks the agent's handlers when the test fails
-		}
-	}()
 	h := newHarness(t, agent.URL, "limits: {concurrency: 2, queue: 2, queue_timeout: 10s, request_bytes: 1MiB}\n"+oneMethodConfig)
 	big := `{"class_method":"query","input":{"x":"` + strings.Repeat("a", 900<<10) + `"}}`
 
@@ -372,7 +365,6 @@ func TestBodiesReadWithASlot(t *testing.T) {
 
 	// The slots free: the queued callers are served once they send their bodies.
 	close(release)
-	released = true
 	for range 2 {
 		if r := <-results; r.status != 200 {
 			t.Errorf("a call holding a slot = %d %s", r.status, r.body)
@@ -395,7 +387,6 @@ func TestBodiesReadWithASlot(t *testing.T) {
 func TestDefaultConcurrency(t *testing.T) {
 	release := make(chan struct{})
 	calls, agent := heldAgent(t, release, `{}`)
-	defer agent.Close()
 	defer close(release)
 	h := newHarness(t, agent.URL, "limits: {queue: 0}\n"+oneMethodConfig)
 	want := 2*runtime.GOMAXPROCS(0) + 1

@@ -193,19 +193,46 @@ func detail(t *testing.T, r reply) string {
 
 // lineReader reads a live stream line by line.
 type lineReader struct {
-	resp *http.Response
-	r    *bufio.Reader
+	resp   *http.Response
+	r      *bufio.Reader
+	cancel context.CancelFunc // ends the call
 }
 
 func (h *harness) open(ctx context.Context, route, body string) *lineReader {
 	h.t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+route, strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		cancel()
 		h.t.Fatalf("POST %s: %v", route, err)
 	}
-	h.t.Cleanup(func() { resp.Body.Close() })
-	return &lineReader{resp: resp, r: bufio.NewReader(resp.Body)}
+	h.t.Cleanup(func() { resp.Body.Close(); cancel() })
+	return &lineReader{resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
+}
+
+// promptly bounds the wait for a line the sidecar must flush while the
+// agent holds the rest: it comes at once, or never (the agent waits for
+// the test), so the bound is the behaviour, not the machine's speed.
+const promptly = 2 * time.Second
+
+// nextPrompt is next for such a line: when it has not come within
+// promptly, the test fails then, saying so, instead of at the call's
+// deadline.
+func (l *lineReader) nextPrompt(t *testing.T) string {
+	t.Helper()
+	fired := make(chan struct{})
+	late := time.AfterFunc(promptly, func() {
+		defer close(fired)
+		t.Errorf("no stream line within %v while the agent holds the rest: not flushed", promptly)
+		l.cancel()
+	})
+	defer func() {
+		if !late.Stop() {
+			<-fired
+		}
+	}()
+	return l.next(t)
 }
 
 func (l *lineReader) next(t *testing.T) string {
@@ -218,19 +245,26 @@ func (l *lineReader) next(t *testing.T) string {
 }
 
 // heldAgent is an agent that reads each request, then answers body once
-// release is closed or its caller leaves; calls counts the requests.
+// release is closed or its caller leaves; calls counts the requests. It
+// closes when the test ends, after the test's own defers: so that a test
+// that fails (t.Fatal, on any path) holding calls cannot hang in a Close
+// that waits for them, it lets them answer as the test ends (t.Context),
+// before any cleanup closes a server.
 func heldAgent(t *testing.T, release <-chan struct{}, body string) (*atomic.Int32, *httptest.Server) {
 	t.Helper()
 	calls := new(atomic.Int32)
+	ended := t.Context()
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		io.ReadAll(r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():
+		case <-ended.Done():
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, body)
 	}))
+	t.Cleanup(agent.Close)
 	return calls, agent
 }

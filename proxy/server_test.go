@@ -458,9 +458,9 @@ func TestStreamFlushesEachLine(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			lr := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query"}`)
-			first := lr.next(t) // blocks until line 1 arrives; the agent is still holding line 2
+			first := lr.nextPrompt(t) // line 1 arrives while the agent is still holding line 2
 			close(release)
-			second := lr.next(t)
+			second := lr.nextPrompt(t)
 			want0, want1 := `{"i":0}`, `{"i":1}`
 			if ct == "text/plain" {
 				want0, want1 = `{"output":"t0"}`, `{"output":"t1"}`
@@ -811,7 +811,7 @@ func TestEndCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lr := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query"}`)
-	if got := lr.next(t); got != `{"i":0}` {
+	if got := lr.nextPrompt(t); got != `{"i":0}` {
 		t.Fatalf("first line = %q", got)
 	}
 	unary := make(chan reply, 1)

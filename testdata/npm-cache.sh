@@ -7,7 +7,18 @@
 # per cache directory (flock, where there is one). Everything it says goes
 # to stderr: the scripts' stdout is the path they print.
 # SRC below is the script's folder, which holds package.json and
-# package-lock.json. Sourced, not run.
+# package-lock.json. Sourced, not run, at the script's top level: it reads
+# the script's arguments.
+#
+# `install.sh --check` installs nothing: it prints the same path when the
+# cache holds what an install would leave there, and otherwise exits 1 with a
+# message naming `make deps`. Tests run that, so no install ever runs inside a
+# test's timeout; `make deps` (which `make test` runs first) installs.
+case "$*" in
+  "") NPM_CACHE_CHECK= ;;
+  --check) NPM_CACHE_CHECK=1 ;;
+  *) echo "usage: install.sh [--check]" >&2; exit 2 ;;
+esac
 
 # npm_cache_dir NAME: the cache directory of the package set NAME.
 npm_cache_dir() {
@@ -41,16 +52,21 @@ npm_cache_want() {
 # package set into DEST (npm ci with the flags; npm install without a lock file)
 # unless DEST's stamp is WANT and the file PROBE is there. NOTE, when not
 # empty, is said in parentheses after "installing into DEST". PROBE must
-# exist after an install; only then is the stamp written.
+# exist after an install; only then is the stamp written. With --check, a
+# missing or stale install is an error instead.
 npm_cache_install() {
   local src=$1 dest=$2 want=$3 probe=$4 note=$5
   shift 5
   local stamp="$dest/.install-stamp"
-  mkdir -p "$dest"
   if npm_cache_fresh "$stamp" "$want" "$probe"; then
     echo "install.sh: cache up to date ($dest)" >&2
     return
   fi
+  if [ -n "$NPM_CACHE_CHECK" ]; then
+    npm_cache_missing "$src" "$dest has no current install"
+  fi
+  npm_cache_need npm
+  mkdir -p "$dest"
   exec 9>"$dest/.install-lock"
   if command -v flock >/dev/null; then flock 9; fi
   if npm_cache_fresh "$stamp" "$want" "$probe"; then
@@ -70,6 +86,30 @@ npm_cache_install() {
   fi
   test -e "$probe"
   printf '%s\n' "$want" >"$stamp"
+}
+
+# npm_cache_link SRC TARGET: links SRC/node_modules to TARGET (the cache's
+# node_modules), for package sets whose ES module imports resolve from the
+# importing file's folder, where NODE_PATH does not apply. Ignored by git.
+npm_cache_link() {
+  local link="$1/node_modules" target=$2
+  if [ "$(readlink -- "$link" 2>/dev/null || true)" = "$target" ]; then return; fi
+  if [ -n "$NPM_CACHE_CHECK" ]; then
+    npm_cache_missing "$1" "$link does not point at $target"
+  fi
+  if [ -e "$link" ] && [ ! -L "$link" ]; then
+    echo "install.sh: $link exists and is not a symlink; remove it" >&2
+    exit 1
+  fi
+  ln -sfn -- "$target" "$link.tmp.$$"
+  mv -fT -- "$link.tmp.$$" "$link"
+}
+
+# npm_cache_missing SRC WHAT: the --check failure: exits 1 saying WHAT and
+# how to install.
+npm_cache_missing() {
+  echo "install.sh --check: $2: run \`make deps\` (or testdata/${1##*/}/install.sh) before the tests" >&2
+  exit 1
 }
 
 # npm_cache_fresh STAMP WANT PROBE: the install is there and current.

@@ -36,7 +36,37 @@ func roundTrip(t *testing.T, tr *transport, method, addr, body string) (status i
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readReply(tr.RoundTrip(req))
+	settle(t, ctx, func() { status, reply, err = readReply(tr.RoundTrip(req)) })
+	return status, reply, err
+}
+
+// settleGrace is how long a round trip may go on once its context has
+// ended: it ends with its context (its connection closed), at once.
+const settleGrace = time.Second
+
+// settle runs call, a round trip and the read of its reply, and fails the
+// test when call has not returned settleGrace after ctx ended: so a
+// transport that waits past its context (for a request body's writer, on
+// a connection it kept) fails within the call's deadline and a second,
+// not at the pool's idle timeout a minute later. Once the test has ended,
+// its cleanups close the connections, which ends call.
+func settle(t *testing.T, ctx context.Context, call func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(settleGrace):
+		t.Fatalf("the round trip went on %v after its context ended (%v)", settleGrace, context.Cause(ctx))
+	}
 }
 
 // TestTransportReplyHeadLimit: a reply head larger than maxReplyHead (a
@@ -507,14 +537,16 @@ func TestTransportGuarantees(t *testing.T) {
 			}
 			req, _ := http.NewRequestWithContext(ctx, method, "http://"+a.addr()+"/run", rb)
 			var r result
-			resp, err := tr.RoundTrip(req)
-			if err == nil {
-				var b []byte
-				b, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
-				r = result{status: resp.StatusCode, body: string(b), trailer: resp.Trailer}
-			}
-			r.err = err
+			settle(t, ctx, func() {
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					r = result{status: resp.StatusCode, body: string(b), trailer: resp.Trailer}
+				}
+				r.err = err
+			})
 			if !tt.want(r) {
 				t.Fatalf("got %d %.40q, trailer %v, error %v", r.status, r.body, r.trailer, r.err)
 			}

@@ -30,14 +30,19 @@ func newTestTransport(addr string, idle time.Duration) *transport {
 	}
 }
 
-// post sends one POST through t and returns the reply body.
-func post(t *testing.T, tr http.RoundTripper, addr, body string) (int, string, error) {
+// post sends one POST through t and returns the reply body. The agents
+// here answer at once: the call's deadline only turns a hang into a
+// failure (see settle).
+func post(t *testing.T, tr http.RoundTripper, addr, body string) (status int, reply string, err error) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/run", strings.NewReader(body))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/run", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readReply(tr.RoundTrip(req))
+	settle(t, ctx, func() { status, reply, err = readReply(tr.RoundTrip(req)) })
+	return status, reply, err
 }
 
 // readReply reads the whole reply of a round trip: its status and body.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
 // adkSidecar starts a sidecar with the ADK preset in front of url.
@@ -78,17 +80,18 @@ func TestADKPython(t *testing.T) {
 
 // TestADKTypeScript runs every AdkApp method through the sidecar against
 // the real TypeScript ADK api server (@google/adk-devtools 2.0.0) and an
-// offline model whose agent calls a tool. testdata/adk/start.sh installs
-// the npm packages into .cache/adk on first use (about a minute).
+// offline model whose agent calls a tool. `make deps` installs the npm
+// packages into .cache/adk (testdata/adk/install.sh).
 func TestADKTypeScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the TypeScript ADK api server")
 	}
+	deps.NPM(t, "adk")
 	port := freePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	// SIGINT: the server cleans its temp dirs on it.
 	p := startProcess(t, syscall.SIGINT, nil, nil, "bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
-	deadline := time.Now().Add(5 * time.Minute) // a cold npm install included
+	deadline := time.Now().Add(time.Minute) // it lists the app after ~2.3 s, idle
 	for {
 		resp, err := http.Get(url + "/list-apps")
 		if err == nil {

@@ -7,15 +7,19 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy"
+	"go.uber.org/zap"
 )
 
 // drain stops the server by end: it reports whether every call finished
 // on its own. The listener stays open meanwhile, so /healthz can answer
 // 503 and new calls a 503 with Retry-After. Calls still running in the
-// drain's last stretch (endWindow) are ended with a shutting_down error;
-// at end every connection still open is closed, whatever its call is
-// doing: reading a body the caller sends slowly, writing to a caller
-// that does not read, or ignoring its cancellation.
+// drain's last stretch (endWindow) are ended with a shutting_down error
+// (logged as "ending calls"); at end every connection still open is
+// closed, whatever its call is doing: reading a body the caller sends
+// slowly, writing to a caller that does not read, or ignoring its
+// cancellation. It returns as soon as no call is in flight and the
+// connections are closed, so the agent, stopped next, gets its SIGTERM
+// when the last call is over, at the latest at end.
 //
 // Every door's server drains in the one budget: the calls are the one
 // proxy.Server's, and the servers shut down side by side; served gets
@@ -24,6 +28,7 @@ func drain(srvs []*http.Server, s *proxy.Server, served <-chan error, end time.T
 	s.Drain()
 	drained := s.WaitIdle(end.Add(-endWindow(time.Until(end))))
 	if !drained {
+		s.Logger.Info("ending calls", zap.Int64("in_flight", s.InFlight()), zap.Duration("left", time.Until(end)))
 		s.EndCalls()
 		s.WaitIdle(end)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -125,12 +126,29 @@ const trappingAgent = `trap 'echo agent-got-sig"term" >&2' TERM; python3 agent.p
 
 // TestEntrypointShutdownBudget: whatever the callers do, the whole
 // shutdown fits shutdown.drain + agent_grace + ShutdownMargin, and the
-// agent gets its SIGTERM when the drain ends, not later: a caller that
-// sent the headers and 10 bytes of a 1,000-byte body, and a caller that
-// stopped reading a stream, cannot stretch it.
+// agent gets its SIGTERM once no call is in flight, at the latest when the
+// drain ends: a caller that sent the headers and 10 bytes of a 1,000-byte
+// body, and a caller that stopped reading a stream, cannot stretch it.
+// Each holds its call past the drain's wait, so the calls are ended
+// ("ending calls") and the agent's SIGTERM ("agent stopping") comes after
+// that, when the call is over: at once when its final line fits in the
+// socket's buffers, at the drain's end, when its connection is closed,
+// when they are full. The order and the drain's bound are read from the
+// sidecar's own log.
 func TestEntrypointShutdownBudget(t *testing.T) {
 	const drain, grace = 1500 * time.Millisecond, time.Second
 	budget := config.Shutdown{Drain: drain, AgentGrace: grace}.Budget()
+	stream := func(t *testing.T, p *proc, body string) net.Conn {
+		c := dial(t, p)
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(c, "POST /api/stream_reasoning_engine HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		// Read the head and a little, then stop reading.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "200") {
+			t.Fatalf("stream answered %q, %v", line, err)
+		}
+		return c
+	}
 	tests := []struct {
 		name   string
 		caller func(t *testing.T, p *proc) net.Conn // holds a call in flight
@@ -141,17 +159,16 @@ func TestEntrypointShutdownBudget(t *testing.T) {
 			io.WriteString(c, `{"class_me`)
 			return c
 		}},
-		{"caller not reading", func(t *testing.T, p *proc) net.Conn {
-			c := dial(t, p)
-			c.(*net.TCPConn).SetReadBuffer(4096)
-			body := `{"class_method":"sse","input":{"n":400000}}`
-			fmt.Fprintf(c, "POST /api/stream_reasoning_engine HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-			// Read the head and a little, then stop reading.
-			c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "200") {
-				t.Fatalf("stream answered %q, %v", line, err)
-			}
-			return c
+		// 400,000 records fill the socket's buffers on most machines: the
+		// final line cannot be written, the connection is closed at the
+		// drain's end.
+		{"caller not reading a long stream", func(t *testing.T, p *proc) net.Conn {
+			return stream(t, p, `{"class_method":"sse","input":{"n":400000}}`)
+		}},
+		// A stream that waits after its first line: the final line fits,
+		// the call is over as soon as it is ended.
+		{"caller not reading a waiting stream", func(t *testing.T, p *proc) net.Conn {
+			return stream(t, p, `{"class_method":"hang","input":{}}`)
 		}},
 	}
 	for _, tt := range tests {
@@ -169,33 +186,29 @@ func TestEntrypointShutdownBudget(t *testing.T) {
 
 			signalled := time.Now()
 			p.cmd.Process.Signal(syscall.SIGTERM)
-			var agentAt time.Duration
-			for agentAt == 0 {
-				if strings.Contains(p.out(), agentSignalled) {
-					agentAt = time.Since(signalled)
-				}
-				select {
-				case <-p.done:
-					if agentAt == 0 {
-						t.Fatalf("the sidecar exited after %v without signalling the agent", time.Since(signalled))
-					}
-				case <-time.After(5 * time.Millisecond):
-				}
-				if time.Since(signalled) > 2*budget {
-					t.Fatalf("the agent had no SIGTERM %v after the sidecar's", time.Since(signalled))
-				}
-			}
 			p.wait(2 * budget)
-			exited := time.Since(signalled)
 			// Slack for a loaded machine; without the budget the agent's
 			// SIGTERM came 2s late.
 			const slack = 600 * time.Millisecond
-			t.Logf("agent signalled after %v, sidecar exited after %v", agentAt, exited)
-			if agentAt < drain-100*time.Millisecond || agentAt > drain+slack {
-				t.Errorf("the agent got SIGTERM %v after the sidecar, want at the end of the %v drain", agentAt, drain)
-			}
-			if exited > budget+slack {
+			if exited := time.Since(signalled); exited > budget+slack {
 				t.Errorf("the sidecar exited %v after SIGTERM, over its %v budget", exited, budget)
+			}
+			if !strings.Contains(p.out(), agentSignalled) {
+				t.Errorf("the agent never got SIGTERM")
+			}
+			draining, ending, stopping := p.logTime("draining"), p.logTime("ending calls"), p.logTime("agent stopping")
+			t.Logf("calls ended %v and the agent signalled %v into the drain", ending.Sub(draining), stopping.Sub(draining))
+			if ending.IsZero() || stopping.IsZero() {
+				t.Fatalf("logged ending calls at %v, agent stopping at %v: want both", ending, stopping)
+			}
+			if at := ending.Sub(draining); at < drain-endWindow(drain) {
+				t.Errorf("calls ended %v into the drain, want not before its last %v", at, endWindow(drain))
+			}
+			if stopping.Before(ending) {
+				t.Errorf("the agent got SIGTERM %v before the calls were ended", ending.Sub(stopping))
+			}
+			if at := stopping.Sub(draining); at > drain+slack {
+				t.Errorf("the agent got SIGTERM %v into the drain, want by its end (%v)", at, drain)
 			}
 		})
 	}
@@ -208,4 +221,21 @@ func dial(t *testing.T, p *proc) net.Conn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// logTime is the time of the sidecar's first log line with the message
+// msg, zero when there is none.
+func (p *proc) logTime(msg string) time.Time {
+	for _, line := range strings.Split(p.out(), "\n") {
+		var e struct{ Message, Time string }
+		if json.Unmarshal([]byte(line), &e) != nil || e.Message != msg {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil {
+			p.t.Fatalf("log line %q: %v", line, err)
+		}
+		return at
+	}
+	return time.Time{}
 }

@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
 // A Variant is one request to one producer and what its reply must show.
@@ -101,32 +103,15 @@ func Capture(resp *http.Response, body []byte) []byte {
 	return b.Bytes()
 }
 
-var (
-	installOnce sync.Once
-	installErr  error
-)
-
-// Start runs a producer's node server (installing the npm packages into the
-// cache first, once per test binary) and returns its base URL. The server
-// stops when the test ends. Skips the test when node or npm is missing.
+// Start runs a producer's node server and returns its base URL. The server
+// stops when the test ends. Skips the test when node is missing; fails it
+// at once when `make deps` has not installed the npm packages.
 func Start(t testing.TB, script string) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the dialect producers are node servers", tool)
-		}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not found: the dialect producers are node servers")
 	}
-	installOnce.Do(func() {
-		var out bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(Dir(), "install.sh"))
-		cmd.Stdout, cmd.Stderr = io.Discard, &out
-		if err := cmd.Run(); err != nil {
-			installErr = fmt.Errorf("testdata/dialects/install.sh: %v\n%s", err, out.String())
-		}
-	})
-	if installErr != nil {
-		t.Fatal(installErr)
-	}
+	deps.NPM(t, "dialects")
 	port := freePort(t)
 	var out syncBuffer
 	cmd := exec.Command("node", script, fmt.Sprint(port))

@@ -9,28 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
-// sdkModules installs @a2a-js/sdk (testdata/a2a/install.sh, into
-// ${SIDECAR_CACHE:-<repo>/.cache}/a2a) and returns its node_modules.
+// sdkModules is @a2a-js/sdk's node_modules, as `make deps` installed it
+// (testdata/a2a/install.sh, into ${SIDECAR_CACHE:-<repo>/.cache}/a2a).
 func sdkModules(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("installs @a2a-js/sdk from npm on a cold cache")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed: cannot run the A2A SDK's client")
 	}
-	for _, tool := range []string{"npm", "node"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: cannot run the A2A SDK's client", tool)
-		}
-	}
-	cmd := exec.Command("bash", "../../testdata/a2a/install.sh")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testdata/a2a/install.sh: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return deps.NPM(t, "a2a")
 }
 
 // TestJSClient: the A2A project's JavaScript SDK, as a 1.0 client (its

@@ -1,6 +1,7 @@
 package agentcore
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -92,14 +93,20 @@ func TestStream(t *testing.T) {
 	}
 
 	// Flushed per record: the first event arrives while the agent holds the rest.
-	resp = post(t, serve(t, s, "hold_stream"), `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, serve(t, s, "hold_stream")+RouteInvocations, strings.NewReader(`{}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sse := doortest.NewSSE(t, resp.Body)
-	if e := sse.Next(); e != `{"n":1}` {
+	if e := doortest.Promptly(t, cancel, sse.Next); e != `{"n":1}` {
 		t.Errorf("held stream's first event = %q", e)
 	}
 	waitHeld(t, agent, 1)
 	close(agent.Release)
-	if e := sse.Next(); e != `{"held":true}` {
+	if e := doortest.Promptly(t, cancel, sse.Next); e != `{"held":true}` {
 		t.Errorf("held stream's event = %q", e)
 	}
 	if e := sse.Next(); e != "" {

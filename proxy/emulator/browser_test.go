@@ -147,7 +147,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // chromiumPath finds Debian's chromium (or another Chrome). Without one
-// the browser tests fail when CI is set (.ci/run installs chromium) and
+// the browser tests fail when CI is set (make deps installs chromium) and
 // are skipped otherwise, saying how to get it.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
@@ -156,7 +156,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	msg := "no chromium binary on PATH: apt-get install -y chromium (.ci/run installs it)"
+	msg := "no chromium binary on PATH: apt-get install -y chromium (make deps installs it)"
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}

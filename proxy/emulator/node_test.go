@@ -9,28 +9,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
-// nodeModules installs @google-cloud/aiplatform when the cache is cold
-// (testdata/aiplatform/install.sh, into ${SIDECAR_CACHE:-<repo>/.cache})
-// and returns its node_modules directory.
+// nodeModules is @google-cloud/aiplatform's node_modules, as `make deps`
+// installed it (testdata/aiplatform/install.sh, into
+// ${SIDECAR_CACHE:-<repo>/.cache}/aiplatform).
 func nodeModules(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("installs @google-cloud/aiplatform from npm on a cold cache")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm not installed: cannot fetch @google-cloud/aiplatform")
-	}
-	cmd := exec.Command("bash", "../../testdata/aiplatform/install.sh")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testdata/aiplatform/install.sh: %v\n%s", err, stderr.String())
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed: cannot run @google-cloud/aiplatform's client")
 	}
 	// It prints <cache>/aiplatform/node_modules/@google-cloud/aiplatform/build/protos/protos.json.
-	protos := strings.TrimSpace(string(out))
+	protos := deps.NPM(t, "aiplatform")
 	dir, ok := strings.CutSuffix(protos, filepath.FromSlash("/@google-cloud/aiplatform/build/protos/protos.json"))
 	if !ok {
 		t.Fatalf("install.sh printed %q", protos)

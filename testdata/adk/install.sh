@@ -10,7 +10,8 @@
 # same package.json + package-lock.json and Node ABI (sha256 kept in a stamp
 # file; see ../npm-cache.sh). Prints the node_modules path on stdout
 # (everything else goes to stderr). Works from any cwd. Needs node + npm and
-# the npm registry (first run only).
+# the npm registry (first run only). --check: installs nothing, fails
+# naming `make deps` when the cache lacks the install (see ../npm-cache.sh).
 set -euo pipefail
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -20,7 +21,7 @@ here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 dest="$(npm_cache_dir adk)"
 target="$dest/node_modules"
 
-npm_cache_need node npm
+npm_cache_need node
 # The node major version matters: sqlite3 builds a native addon.
 abi="$(node -p 'process.versions.modules')"
 want="$(npm_cache_want "$here" "$abi")"
@@ -31,14 +32,6 @@ npm_cache_install "$here" "$dest" "$want" \
 # esbuild (used by the api server to bundle agent.ts) resolves `@google/adk`
 # and `zod` from the agent file's directory upwards: point
 # testdata/adk/node_modules at the cache (ignored by testdata/adk/.gitignore).
-link="$here/node_modules"
-if [ "$(readlink -- "$link" 2>/dev/null || true)" != "$target" ]; then
-  if [ -e "$link" ] && [ ! -L "$link" ]; then
-    echo "install.sh: $link exists and is not a symlink; remove it" >&2
-    exit 1
-  fi
-  ln -sfn -- "$target" "$link.tmp.$$"
-  mv -fT -- "$link.tmp.$$" "$link"
-fi
+npm_cache_link "$here" "$target"
 
 printf '%s\n' "$target"

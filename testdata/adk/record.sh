@@ -14,6 +14,7 @@ S="$B/apps/weather/users/u1/sessions"
 J='Content-Type: application/json'
 log="$(mktemp)"
 
+"$here/install.sh" >/dev/null
 t0=$(date +%s%N)
 "$here/start.sh" "$port" >"$log" 2>&1 &
 pid=$!

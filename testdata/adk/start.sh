@@ -12,7 +12,8 @@
 # load lazily (agent.ts is bundled with esbuild on the first request that
 # needs one, ~1.2 s more). Readiness probe: `GET /list-apps` returns a JSON
 # array containing "weather" (~2.3 s after start). Logs go to stdout/stderr.
-# Runs install.sh first (a no-op taking ~0.1 s when the cache is warm).
+# Installs nothing: `make deps` (or install.sh) installs the npm packages
+# first; without them this exits 1 naming `make deps`.
 set -euo pipefail
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -24,7 +25,7 @@ fi
 port="$1"
 shift
 
-node_modules="$("$here/install.sh")"
+node_modules="$("$here/install.sh" --check)"
 cli="$node_modules/@google/adk-devtools/dist/esm/cli_entrypoint.js"
 
 # The CLI calls dotenv.config(), which reads ./.env: run from a directory that

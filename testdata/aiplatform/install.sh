@@ -21,7 +21,6 @@ here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 dest="$(npm_cache_dir aiplatform)"
 protos="$dest/node_modules/@google-cloud/aiplatform/build/protos/protos.json"
 
-npm_cache_need npm
 want="$(npm_cache_want "$here")"
 # Only the package's data is read: no install scripts run.
 npm_cache_install "$here" "$dest" "$want" "$protos" "" --ignore-scripts

@@ -12,7 +12,8 @@
 # same package.json + package-lock.json (sha256 kept in a stamp file; see
 # ../npm-cache.sh). Prints the node_modules path on stdout (everything else
 # goes to stderr). Works from any cwd. Needs node + npm and the npm registry
-# (first run only).
+# (first run only). --check: installs nothing, fails naming `make deps`
+# when the cache lacks the install (see ../npm-cache.sh).
 set -euo pipefail
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -22,20 +23,12 @@ here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 dest="$(npm_cache_dir dialects)"
 target="$dest/node_modules"
 
-npm_cache_need node npm
+npm_cache_need node
 want="$(npm_cache_want "$here")"
 # Pure JavaScript: no install scripts needed.
 npm_cache_install "$here" "$dest" "$want" "$target/ai/package.json" "" --ignore-scripts
 
 # testdata/dialects/node_modules -> the cache (ignored by .gitignore here).
-link="$here/node_modules"
-if [ "$(readlink -- "$link" 2>/dev/null || true)" != "$target" ]; then
-  if [ -e "$link" ] && [ ! -L "$link" ]; then
-    echo "install.sh: $link exists and is not a symlink; remove it" >&2
-    exit 1
-  fi
-  ln -sfn -- "$target" "$link.tmp.$$"
-  mv -fT -- "$link.tmp.$$" "$link"
-fi
+npm_cache_link "$here" "$target"
 
 printf '%s\n' "$target"

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -60,9 +61,12 @@ func (a *Agent) Header() http.Header { a.mu.Lock(); defer a.mu.Unlock(); return 
 // Body is the last request's body.
 func (a *Agent) Body() string { a.mu.Lock(); defer a.mu.Unlock(); return string(a.body) }
 
-// NewAgent starts the test agent.
+// NewAgent starts the test agent. Its held calls also answer when the test
+// ends (t.Context is done before any cleanup runs): a test that fails
+// holding calls cannot hang in a server's Close waiting for them.
 func NewAgent(t testing.TB) *Agent {
 	a := &Agent{Release: make(chan struct{})}
+	ended := t.Context()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		a.mu.Lock()
@@ -95,6 +99,7 @@ func NewAgent(t testing.TB) *Agent {
 			defer a.Held.Add(-1)
 			select {
 			case <-a.Release:
+			case <-ended.Done():
 			case <-r.Context().Done():
 				return
 			}
@@ -110,15 +115,6 @@ func NewAgent(t testing.TB) *Agent {
 	}))
 	a.URL = srv.URL
 	t.Cleanup(srv.Close)
-	// First (cleanups run last first): a test that failed holding calls
-	// lets them go, so the servers can close.
-	t.Cleanup(func() {
-		select {
-		case <-a.Release:
-		default:
-			close(a.Release)
-		}
-	})
 	return a
 }
 
@@ -154,6 +150,31 @@ func (s *Sidecar) Serve(t testing.TB, door proxy.Door) string {
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// Prompt bounds the wait for what a door must flush while the agent holds
+// the rest: it comes at once or never (the agent waits for the test), so
+// the bound is the behaviour, not the machine's speed.
+const Prompt = 2 * time.Second
+
+// Promptly returns read's result, failing the test when read has not
+// returned within Prompt: then it says so and calls stop, which must end
+// the read (cancel the call), so a door that holds back what it should
+// have flushed fails in Prompt, not at a deadline, nor never.
+func Promptly[T any](t testing.TB, stop func(), read func() T) T {
+	t.Helper()
+	fired := make(chan struct{})
+	late := time.AfterFunc(Prompt, func() {
+		defer close(fired)
+		t.Errorf("nothing within %v while the agent holds the rest: not flushed", Prompt)
+		stop()
+	})
+	defer func() {
+		if !late.Stop() {
+			<-fired
+		}
+	}()
+	return read()
 }
 
 // Prober is a proxy.Prober whose answer the test sets.
