@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -81,26 +81,12 @@ methods:
 	}
 }
 
-// mcpModules installs @modelcontextprotocol/sdk (testdata/mcp/install.sh,
-// into ${SIDECAR_CACHE:-<repo>/.cache}/mcp) and returns its node_modules.
+// mcpModules is the node_modules of @modelcontextprotocol/sdk, which
+// `make deps` installs (testdata/mcp/install.sh, into
+// ${SIDECAR_CACHE:-<repo>/.cache}/mcp).
 func mcpModules(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("installs @modelcontextprotocol/sdk from npm on a cold cache")
-	}
-	for _, tool := range []string{"npm", "node"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: cannot run the MCP SDK's server", tool)
-		}
-	}
-	cmd := exec.Command("bash", "../testdata/mcp/install.sh")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testdata/mcp/install.sh: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
+	return deps.NPM(t, "mcp")
 }
 
 // TestAcceptMCPServer: the MCP TypeScript SDK's Streamable HTTP server

@@ -9,7 +9,8 @@
 # same package.json + package-lock.json (sha256 kept in a stamp file; see
 # ../npm-cache.sh). Prints the path of node_modules on stdout (everything
 # else goes to stderr). Works from any cwd. Needs npm and the npm registry
-# (first run only).
+# (first run only). --check: installs nothing, fails naming `make deps`
+# when the cache lacks the install (see ../npm-cache.sh).
 set -euo pipefail
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -19,7 +20,6 @@ here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 dest="$(npm_cache_dir mcp)"
 probe="$dest/node_modules/@modelcontextprotocol/sdk/package.json"
 
-npm_cache_need npm
 want="$(npm_cache_want "$here")"
 # Only the server's JavaScript is used: no install scripts run.
 npm_cache_install "$here" "$dest" "$want" "$probe" "" --ignore-scripts
