@@ -77,7 +77,7 @@ func FuzzStage(f *testing.F) {
 			}
 			if e == config.EmitText && !failed && text.Len() > 0 {
 				// The unary whole is the same text, in the same order.
-				c := Agent{}.Map(testCall(d, e), newFixtureRecords(bytes.NewReader(src), nil))
+				c := Agent{}.mapped(testCall(d, e), newFixtureRecords(bytes.NewReader(src), nil), true)
 				out, err := c.Collect()
 				var whole struct{ Text string }
 				if err == nil && json.Unmarshal(out, &whole) == nil && whole.Text != text.String() {
