@@ -40,6 +40,8 @@ func Detect(h http.Header, event []byte, rec []byte) config.Dialect {
 		return config.DialectOpenAIChat
 	case strings.HasPrefix(typ, "response."):
 		return config.DialectOpenAIResponses
+	case agentsEvents[typ]:
+		return config.DialectOpenAIAgents
 	case obj["jsonrpc"] != nil && (obj["error"] != nil || a2aResultShaped(obj["result"])):
 		return config.DialectA2A
 	case len(obj) == 1 && a2aWrapper(obj):
@@ -94,6 +96,11 @@ func a2aWrapper(obj map[string]json.RawMessage) bool {
 }
 
 func isObject(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
+
+// agentsEvents are the OpenAI Agents SDK's RunStreamEvent types.
+var agentsEvents = map[string]bool{
+	"raw_model_stream_event": true, "run_item_stream_event": true, "agent_updated_stream_event": true,
+}
 
 // langgraphEvents are the SSE event types of a LangGraph run stream.
 var langgraphEvents = map[string]bool{

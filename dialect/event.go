@@ -78,6 +78,8 @@ func newMapper(d config.Dialect, max int) Mapper {
 		return &chatMapper{max: max}
 	case config.DialectOpenAIResponses:
 		return &responsesMapper{}
+	case config.DialectOpenAIAgents:
+		return &agentsMapper{}
 	case config.DialectVercelUI:
 		return &vercelMapper{names: table[string]{max: max}, v4: dataStream{max: max}}
 	case config.DialectAGUI:

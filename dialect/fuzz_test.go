@@ -12,7 +12,7 @@ import (
 )
 
 var fuzzDialects = []config.Dialect{config.DialectAuto, config.DialectOpenAIChat, config.DialectOpenAIResponses,
-	config.DialectVercelUI, config.DialectAGUI, config.DialectA2A, config.DialectLangGraph, config.DialectADK}
+	config.DialectVercelUI, config.DialectAGUI, config.DialectA2A, config.DialectLangGraph, config.DialectADK, config.DialectOpenAIAgents}
 
 // FuzzStage maps any SSE reply in every dialect with emit text and adk:
 // no panic, every line one compact JSON value, and the text deltas out in
