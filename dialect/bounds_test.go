@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/producers"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
@@ -404,25 +406,23 @@ func TestAutoPassesUnplacedThrough(t *testing.T) {
 	}
 }
 
-// agentsSDKStream is the OpenAI Agents SDK's run stream as SSE: what an
-// openai-responses method sees in front of it.
-const agentsSDKStream = `data: {"type":"agent_updated_stream_event","agent":{"name":"a"}}
-
-data: {"type":"raw_model_stream_event","data":{"type":"output_text_delta","delta":"Hi"}}
-
-data: {"type":"run_item_stream_event","name":"message_output_created","item":{"type":"message_output_item"}}
-
-`
-
 // TestForcedDialectMismatch: a forced dialect that recognises nothing in
 // the stream (a2a in front of the Vercel AI SDK, openai-responses in
 // front of the OpenAI Agents SDK) ends with one final dialect_mismatch
 // line, not a clean {"end":{}}.
 func TestForcedDialectMismatch(t *testing.T) {
 	vercel := vercelAgent(t)
+	resp, err := producers.ReadCapture(filepath.Join(producers.Dir(), "captures", "openai-agents", "tool.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	agents := streamAgent(t, "text/event-stream", nil, nil, func(i int) []byte {
 		if i == 0 {
-			return []byte(agentsSDKStream)
+			return sdk // the real OpenAI Agents SDK's stream
 		}
 		return nil
 	})
