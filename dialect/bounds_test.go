@@ -441,6 +441,21 @@ func TestForcedDialectMismatch(t *testing.T) {
 	}
 }
 
+// TestDialectShapedNotMismatch: records of the named dialect that map to
+// nothing (an A2A task still working, a LangGraph run with no messages)
+// are not a mismatch: the stream ends as it did.
+func TestDialectShapedNotMismatch(t *testing.T) {
+	for _, tt := range []struct{ dialect, src string }{
+		{"a2a", `data: {"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t","status":{"state":"working"}}}` + "\n\n"},
+		{"langgraph", "event: metadata\ndata: {\"run_id\":\"r\"}\n\nevent: values\ndata: {\"count\":1}\n\n"},
+	} {
+		got := mapFixture(t, config.Dialect(tt.dialect), config.EmitText, strings.NewReader(tt.src), nil)
+		if strings.Join(got, "\n") != `{"end":{}}` {
+			t.Errorf("dialect %s = %q, want the end line", tt.dialect, got)
+		}
+	}
+}
+
 // TestErrorLastNoEnd: a data stream whose last line is an error (3:"boom"
 // with no newline after it) ends with the error line, and no {"end":…}
 // before it.

@@ -119,6 +119,7 @@ type Records struct {
 	next   int     // the first of events not written yet
 	mapped int     // events mapped so far
 	read   int     // records mapped so far
+	shaped bool    // a record had the dialect's shape (Detect)
 	tools  table[string]
 	lines  [][]byte // lines ready
 	line   int      // the first of lines not taken yet
@@ -179,6 +180,11 @@ func (r *Records) Next() bool {
 		}
 		r.read++
 		r.mapEvents(r.m.Map(r.events[:0], event, rec))
+		if r.mapped == 0 && !r.shaped {
+			// A record of the dialect that maps to nothing (an A2A task
+			// still working) is not a mismatch.
+			r.shaped = Detect(nil, []byte(event), rec) == r.dialect
+		}
 	}
 }
 
@@ -189,11 +195,11 @@ func (r *Records) mapEvents(events []Event) {
 }
 
 // end writes the lines of a clean end. A stream whose records all mapped
-// to nothing was not in the dialect: it ends with a *core.DialectError,
-// not with an end that says it was answered.
+// to nothing, none of them shaped as the dialect's, was not in it: it ends
+// with a *core.DialectError, not with an end that says it was answered.
 func (r *Records) end() {
 	r.done = true
-	if r.read > 0 && r.mapped == 0 {
+	if r.read > 0 && r.mapped == 0 && !r.shaped {
 		r.err = &core.DialectError{Dialect: string(r.dialect), Records: r.read}
 		return
 	}
