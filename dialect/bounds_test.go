@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -610,6 +611,42 @@ func TestLinesFitTheCap(t *testing.T) {
 		}
 		if !errors.Is(r.Err(), core.ErrRecordTooLarge) {
 			t.Errorf("emit %s max 8: error %v, want ErrRecordTooLarge", e, r.Err())
+		}
+	}
+}
+
+// TestTextEventAsMarshal: the text events written by hand are byte for
+// byte the ones encoding/json writes, in both key cases, for text of every
+// kind JSON escapes.
+func TestTextEventAsMarshal(t *testing.T) {
+	texts := []string{"", "a", "Hello, world!", "\"\\/<>&", "\b\f\n\r\t\x00\x01\x1f\x7f", "é😀\u2028\u2029\ufeff",
+		"\xff\xfe", "a\xc3", strings.Repeat("x", 5000)}
+	for c := 0; c < 256; c++ {
+		texts = append(texts, string([]byte{byte(c)}), "a"+string(rune(c))+"b")
+	}
+	for _, snake := range []bool{false, true} {
+		a := newADKEmitter("agent <\"x\">", snake)
+		a.max = 1 << 20
+		a.newID = func() string { return "ev-1" }
+		a.now = func() time.Time { return time.Unix(1754000000, 123456000) }
+		for i, thought := range texts {
+			text := texts[(i*7)%len(texts)]
+			if thought == "" && text == "" {
+				continue // never written: an event has a part
+			}
+			for _, partial := range []bool{false, true} {
+				var parts []adkPart
+				if thought != "" {
+					parts = append(parts, adkPart{"text": thought, "thought": true})
+				}
+				if text != "" {
+					parts = append(parts, adkPart{"text": text})
+				}
+				want := a.eventID("ev-1", "model", partial, parts...)
+				if got := a.textEvent(partial, thought, text, escapedLen(thought)+escapedLen(text)); string(got) != string(want) {
+					t.Fatalf("textEvent(%v, %q, %q) =\n%s\nwant\n%s", partial, thought, text, got, want)
+				}
+			}
 		}
 	}
 }

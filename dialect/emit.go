@@ -242,15 +242,16 @@ func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 					return lines, err
 				}
 			}
-			part := adkPart{"text": head}
+			var ev []byte
 			if e.Kind == Reasoning {
 				a.thought.WriteString(head)
-				part["thought"] = true
+				ev = a.textEvent(true, head, "", n)
 			} else {
 				a.pending.WriteString(head)
+				ev = a.textEvent(true, "", head, n)
 			}
 			a.held += n
-			lines = append(lines, a.event("model", true, part))
+			lines = append(lines, ev)
 			s = s[len(head):]
 		}
 		return lines, nil
@@ -287,20 +288,102 @@ func (a *adkEmitter) completeEvent(lines [][]byte, ev []byte) ([][]byte, error) 
 
 // flush writes the complete event of the turn's text, if it has any.
 func (a *adkEmitter) flush(lines [][]byte) ([][]byte, error) {
-	var parts []adkPart
-	if a.thought.Len() > 0 {
-		parts = append(parts, adkPart{"text": a.thought.String(), "thought": true})
+	if a.thought.Len() == 0 && a.pending.Len() == 0 {
+		return lines, nil
 	}
-	if a.pending.Len() > 0 {
-		parts = append(parts, adkPart{"text": a.pending.String()})
-	}
+	ev := a.textEvent(false, a.thought.String(), a.pending.String(), a.held)
 	a.thought.Reset()
 	a.pending.Reset()
 	a.held = 0
-	if len(parts) == 0 {
-		return lines, nil
+	return a.completeEvent(lines, ev)
+}
+
+// textEvent is the model's event of a thought and a text part (an empty
+// one left out), as event writes it, written by hand into one buffer:
+// its text may be most of the cap, and an encoder would copy it several
+// times. escaped is at most how long the two are escaped.
+func (a *adkEmitter) textEvent(partial bool, thought, text string, escaped int) []byte {
+	a.textBudget() // a.overhead known
+	b := make([]byte, 0, a.overhead+escaped)
+	b = append(b, `{"author":`...)
+	b = appendString(b, a.author)
+	b = append(b, `,"content":{"parts":[`...)
+	if thought != "" {
+		b = append(b, `{"text":`...)
+		b = appendString(b, thought)
+		b = append(b, `,"thought":true}`...)
+		if text != "" {
+			b = append(b, ',')
+		}
 	}
-	return a.completeEvent(lines, a.event("model", false, parts...))
+	if text != "" {
+		b = append(b, `{"text":`...)
+		b = appendString(b, text)
+		b = append(b, '}')
+	}
+	b = append(b, `],"role":"model"},"id":`...)
+	b = appendString(b, a.newID())
+	b = append(b, `,"`...)
+	b = append(b, a.key("invocationId", "invocation_id")...)
+	b = append(b, `":`...)
+	b = appendString(b, a.invocationID)
+	if partial {
+		b = append(b, `,"partial":true`...)
+	}
+	b = append(b, `,"timestamp":`...)
+	b = append(b, marshal(float64(a.now().UnixMicro())/1e6)...)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string as marshal writes it:
+// encoding/json's escapes, without the HTML ones.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 func (a *adkEmitter) close(lines [][]byte) ([][]byte, error) { return a.flush(lines) }
