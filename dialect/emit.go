@@ -124,12 +124,12 @@ func (t *textEmitter) fit(lines [][]byte, l []byte) ([][]byte, error) {
 func textLines(lines [][]byte, key, s string, max int) ([][]byte, error) {
 	budget := max - len(`{"":""}`) - len(key)
 	for s != "" {
-		head, _ := cut(s, budget)
+		head, n := cut(s, budget)
 		if head == "" {
 			return lines, errLineTooLarge
 		}
-		l := append([]byte(`{"`+key+`":`), marshal(head)...)
-		lines = append(lines, append(l, '}'))
+		l := append(make([]byte, 0, max-budget+n), `{"`+key+`":`...)
+		lines = append(lines, append(appendString(l, head), '}'))
 		s = s[len(head):]
 	}
 	return lines, nil
