@@ -18,6 +18,7 @@ const (
 	DialectVercelUI        Dialect = "vercel-ui"
 	DialectOpenAIChat      Dialect = "openai-chat"
 	DialectOpenAIResponses Dialect = "openai-responses"
+	DialectOpenAIAgents    Dialect = "openai-agents"
 	DialectLangGraph       Dialect = "langgraph"
 	DialectAGUI            Dialect = "ag-ui"
 	DialectA2A             Dialect = "a2a"
@@ -36,7 +37,7 @@ const (
 
 var (
 	dialects = []string{string(DialectAuto), string(DialectRaw), string(DialectVercelUI), string(DialectOpenAIChat),
-		string(DialectOpenAIResponses), string(DialectLangGraph), string(DialectAGUI), string(DialectA2A), string(DialectADK)}
+		string(DialectOpenAIResponses), string(DialectOpenAIAgents), string(DialectLangGraph), string(DialectAGUI), string(DialectA2A), string(DialectADK)}
 	emits = []string{string(EmitRaw), string(EmitText), string(EmitADK)}
 )
 

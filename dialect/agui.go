@@ -10,16 +10,21 @@ import (
 // REASONING_* and THINKING_* content events, a tool call from
 // TOOL_CALL_START, its ARGS and its END (or the chunks), its result from
 // TOOL_CALL_RESULT, the end from RUN_FINISHED, an error from RUN_ERROR.
+// The open calls' names and arguments together are held up to max bytes:
+// past it the stream ends with errArgsTooLarge.
 type aguiMapper struct {
 	calls map[string]*aguiCall
-	order []string          // call ids not yet ended, in start order
-	last  string            // the last call id, for chunks that omit it
-	names map[string]string // tool names by call id, for results
+	order []string      // call ids in start order, some of them ended
+	last  string        // the last call id, for chunks that omit it
+	names table[string] // tool names by call id, for results
+	held  int           // the bytes the open calls hold
+	max   int
 }
 
 type aguiCall struct {
 	name string
 	args strings.Builder
+	held int // the bytes it holds, counted in m.held
 }
 
 type aguiEvent struct {
@@ -49,6 +54,15 @@ func (m *aguiMapper) Map(out []Event, _ string, rec []byte) []Event {
 			id = m.last
 		}
 		c := m.call(id)
+		max := m.max
+		if max <= 0 {
+			max = defaultMaxRecord
+		}
+		add := len(e.ToolCallName) + len(e.Delta)
+		if m.held += add; m.held > max {
+			return append(out, Event{Kind: Error, Err: errArgsTooLarge})
+		}
+		c.held += add
 		if e.ToolCallName != "" {
 			c.name = e.ToolCallName
 		}
@@ -62,7 +76,8 @@ func (m *aguiMapper) Map(out []Event, _ string, rec []byte) []Event {
 		if json.Unmarshal(content, &s) == nil {
 			content = jsonOf(s) // tools often answer JSON as a string
 		}
-		return append(out, Event{Kind: ToolResult, ID: e.ToolCallID, Name: m.names[e.ToolCallID], JSON: orNull(content)})
+		name, _ := m.names.get(e.ToolCallID)
+		return append(out, Event{Kind: ToolResult, ID: e.ToolCallID, Name: name, JSON: orNull(content)})
 	case "RUN_FINISHED":
 		out = m.Flush(out)
 		return append(out, Event{Kind: End, Finish: "stop"})
@@ -79,11 +94,27 @@ func (m *aguiMapper) call(id string) *aguiCall {
 	m.last = id
 	c, ok := m.calls[id]
 	if !ok {
-		c = &aguiCall{}
+		c = &aguiCall{held: len(id) + entryCost}
 		m.calls[id] = c
+		m.held += c.held
+		if len(m.order) > 2*len(m.calls)+16 {
+			m.order = m.openOrder() // drop the ended ids, now and then
+		}
 		m.order = append(m.order, id)
 	}
 	return c
+}
+
+// openOrder is order without the calls that ended.
+func (m *aguiMapper) openOrder() []string {
+	open := m.order[:0]
+	for _, id := range m.order {
+		if _, ok := m.calls[id]; ok {
+			open = append(open, id)
+		}
+	}
+	clear(m.order[len(open):])
+	return open
 }
 
 // end emits the call id if it is open.
@@ -93,22 +124,15 @@ func (m *aguiMapper) end(out []Event, id string) []Event {
 		return out
 	}
 	delete(m.calls, id)
-	if m.names == nil {
-		m.names = map[string]string{}
-	}
-	m.names[id] = c.name
-	for i, o := range m.order {
-		if o == id {
-			m.order = append(m.order[:i], m.order[i+1:]...)
-			break
-		}
-	}
+	m.held -= c.held
+	m.names.put(id, c.name, len(c.name))
 	return append(out, Event{Kind: ToolCall, ID: id, Name: c.name, JSON: jsonOf(c.args.String())})
 }
 
 func (m *aguiMapper) Flush(out []Event) []Event {
-	for len(m.order) > 0 {
-		out = m.end(out, m.order[0])
+	for _, id := range m.order {
+		out = m.end(out, id) // an id ended already is skipped
 	}
+	m.order = m.order[:0]
 	return out
 }

@@ -34,7 +34,7 @@ const (
 
 // captured: every capture under testdata/dialects/captures, by
 // <dialect>/<variant>, and what its producer sent (read from vercel.mjs,
-// agui.mjs, a2a.mjs, langgraph.mjs, openai.mjs).
+// agui.mjs, a2a.mjs, langgraph.mjs, openai.mjs, openai-agents.mjs).
 var captured = map[string]produced{
 	"vercel-ui/text":  {text: "Hello, world!"},
 	"vercel-ui/tool":  {text: "It is sunny in Paris.", calls: []string{weatherCall}, results: []string{weatherResult}},
@@ -67,6 +67,10 @@ var captured = map[string]produced{
 	"openai-responses/tool":   {calls: []string{openaiCall}},
 	"openai-responses/error":  {text: "Partial answer", err: openaiFailure},
 	"openai-responses/failed": {text: "Partial answer", err: openaiFailure},
+
+	"openai-agents/text":  {text: "Hello, world!"},
+	"openai-agents/tool":  {text: "It is sunny in Paris.", calls: []string{weatherCall}, results: []string{weatherResult}},
+	"openai-agents/error": {text: "Partial answer", err: "model overloaded"},
 }
 
 // capture is one saved reply of a real producer.

@@ -40,18 +40,66 @@ func Detect(h http.Header, event []byte, rec []byte) config.Dialect {
 		return config.DialectOpenAIChat
 	case strings.HasPrefix(typ, "response."):
 		return config.DialectOpenAIResponses
-	case obj["jsonrpc"] != nil:
+	case agentsEvents[typ]:
+		return config.DialectOpenAIAgents
+	case obj["jsonrpc"] != nil && (obj["error"] != nil || a2aResultShaped(obj["result"])):
 		return config.DialectA2A
-	case len(obj) == 1 && (obj["statusUpdate"] != nil || obj["artifactUpdate"] != nil || obj["task"] != nil || obj["message"] != nil):
+	case len(obj) == 1 && a2aWrapper(obj):
 		return config.DialectA2A
 	case aguiTypes[typ]:
 		return config.DialectAGUI
 	case vercelTypes[typ]:
 		return config.DialectVercelUI
-	case obj["author"] != nil || obj["invocationId"] != nil || obj["invocation_id"] != nil:
+	case obj["invocationId"] != nil || obj["invocation_id"] != nil || obj["author"] != nil && isObject(obj["content"]):
 		return config.DialectADK
 	}
 	return config.DialectRaw
+}
+
+// a2aResultShaped reports whether v is an A2A streaming result: a 0.3
+// result with its kind, or a 1.0 StreamResponse wrapper.
+func a2aResultShaped(v json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(v, &obj) != nil {
+		return false
+	}
+	var kind string
+	json.Unmarshal(obj["kind"], &kind)
+	switch kind {
+	case "task", "message", "status-update", "artifact-update":
+		return true
+	}
+	return len(obj) == 1 && a2aWrapper(obj)
+}
+
+// a2aWrapper reports whether obj, of one key, is an A2A 1.0 StreamResponse:
+// the key a wrapper's and its value shaped as that wrapper holds (a
+// record {"message": "hello"} is not one).
+func a2aWrapper(obj map[string]json.RawMessage) bool {
+	for k, v := range obj {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(v, &inner) != nil {
+			return false
+		}
+		switch k {
+		case "message":
+			return inner["parts"] != nil && (inner["role"] != nil || inner["messageId"] != nil)
+		case "task":
+			return inner["id"] != nil && inner["status"] != nil
+		case "statusUpdate":
+			return inner["status"] != nil
+		case "artifactUpdate":
+			return inner["artifact"] != nil
+		}
+	}
+	return false
+}
+
+func isObject(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
+
+// agentsEvents are the OpenAI Agents SDK's RunStreamEvent types.
+var agentsEvents = map[string]bool{
+	"raw_model_stream_event": true, "run_item_stream_event": true, "agent_updated_stream_event": true,
 }
 
 // langgraphEvents are the SSE event types of a LangGraph run stream.

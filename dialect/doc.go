@@ -1,15 +1,18 @@
 // Package dialect owns the mapping stage of the record pipeline: it reads
 // an agent framework's stream dialect (OpenAI Chat Completions and
-// Responses, the Vercel AI SDK's UI message stream, AG-UI, A2A, LangGraph,
-// ADK) into one event model (Event: text, reasoning, tool call, tool
-// result, end, error) and writes it back out as the method's emit says:
-// text lines or ADK events.
+// Responses, the OpenAI Agents SDK's run stream, the Vercel AI SDK's UI
+// message stream, AG-UI, A2A, LangGraph, ADK) into one event model
+// (Event: text, reasoning, tool call, tool result, end, error) and writes
+// it back out as the method's emit says: text lines or ADK events.
 //
 // Invariants:
 //   - emit raw (the default) never touches a record: Agent returns the
 //     inner Agent's records themselves.
 //   - A stream whose dialect cannot be placed passes through unchanged,
-//     never dropped.
+//     never dropped; one whose named dialect matches none of its records
+//     ends with a *core.DialectError.
+//   - No line out is longer than the cap (limits.record_bytes), and the
+//     stage holds only what its next line needs.
 //   - Every line out is one compact JSON value; text deltas come out in
 //     order and complete.
 //   - An error in any dialect ends the stream with a *core.AgentError

@@ -5,20 +5,32 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// emitter writes events as lines of the method's emit.
+// emitter writes events as lines of the method's emit. No line it writes
+// is longer than its cap: text is cut into pieces that fit, and any other
+// line that would not fit is errLineTooLarge. What it holds is what its
+// next line needs, and, when it keeps the whole for a unary call, that.
 type emitter interface {
 	// line appends the lines of e to lines.
-	line(lines [][]byte, e Event) [][]byte
+	line(lines [][]byte, e Event) ([][]byte, error)
 	// close appends the lines the clean end of the stream writes.
-	close(lines [][]byte) [][]byte
-	// whole is the output of a unary call: everything emitted, as one
-	// value.
+	close(lines [][]byte) ([][]byte, error)
+	// whole is the output of a unary call: everything kept, as one value.
 	whole() json.RawMessage
+	// kept is about how long whole is so far: the bytes of what it keeps.
+	kept() int64
 }
+
+// errLineTooLarge is an event whose line would be longer than the cap
+// (a tool call, a tool result).
+var errLineTooLarge = fmt.Errorf("a mapped line: %w", core.ErrRecordTooLarge)
 
 // Lines of emit text, one JSON object each:
 //
@@ -28,8 +40,12 @@ type emitter interface {
 //	{"tool_result":{"id":…,"name":…,"output":…}}   a tool's result
 //	{"end":{"finish_reason":…,"usage":…}}          last, at a clean end
 type textEmitter struct {
+	max  int  // the longest line
+	keep bool // keep the whole, for a unary call
+
 	text, reasoning strings.Builder
 	calls, results  []json.RawMessage
+	size            int64
 	finish          string
 	usage           json.RawMessage
 }
@@ -51,34 +67,37 @@ type endLine struct {
 	Usage        json.RawMessage `json:"usage,omitempty"`
 }
 
-func (t *textEmitter) line(lines [][]byte, e Event) [][]byte {
+func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 	switch e.Kind {
-	case Text:
+	case Text, Reasoning:
 		if e.Text == "" {
-			return lines
+			return lines, nil
 		}
-		t.text.WriteString(e.Text)
-		return append(lines, marshal(struct {
-			Text string `json:"text"`
-		}{e.Text}))
-	case Reasoning:
-		if e.Text == "" {
-			return lines
+		key, b := "text", &t.text
+		if e.Kind == Reasoning {
+			key, b = "reasoning", &t.reasoning
 		}
-		t.reasoning.WriteString(e.Text)
-		return append(lines, marshal(struct {
-			Reasoning string `json:"reasoning"`
-		}{e.Text}))
+		if t.keep {
+			b.WriteString(e.Text)
+			t.size += int64(escapedLen(e.Text))
+		}
+		return textLines(lines, key, e.Text, t.max)
 	case ToolCall:
 		c := marshal(toolCallLine{e.ID, e.Name, orEmpty(e.JSON)})
-		t.calls = append(t.calls, c)
-		return append(lines, marshal(struct {
+		if t.keep {
+			t.calls = append(t.calls, c)
+			t.size += int64(len(c))
+		}
+		return t.fit(lines, marshal(struct {
 			ToolCall json.RawMessage `json:"tool_call"`
 		}{c}))
 	case ToolResult:
 		r := marshal(toolResultLine{e.ID, e.Name, orNull(e.JSON)})
-		t.results = append(t.results, r)
-		return append(lines, marshal(struct {
+		if t.keep {
+			t.results = append(t.results, r)
+			t.size += int64(len(r))
+		}
+		return t.fit(lines, marshal(struct {
 			ToolResult json.RawMessage `json:"tool_result"`
 		}{r}))
 	case End:
@@ -89,11 +108,35 @@ func (t *textEmitter) line(lines [][]byte, e Event) [][]byte {
 			t.usage = e.Usage
 		}
 	}
-	return lines
+	return lines, nil
 }
 
-func (t *textEmitter) close(lines [][]byte) [][]byte {
-	return append(lines, marshal(struct {
+// fit appends l when it is no longer than the cap.
+func (t *textEmitter) fit(lines [][]byte, l []byte) ([][]byte, error) {
+	if len(l) > t.max {
+		return lines, errLineTooLarge
+	}
+	return append(lines, l), nil
+}
+
+// textLines appends {"<key>":"<s>"}, cut into as many lines as it takes
+// for each to be at most max bytes.
+func textLines(lines [][]byte, key, s string, max int) ([][]byte, error) {
+	budget := max - len(`{"":""}`) - len(key)
+	for s != "" {
+		head, n := cut(s, budget)
+		if head == "" {
+			return lines, errLineTooLarge
+		}
+		l := append(make([]byte, 0, max-budget+n), `{"`+key+`":`...)
+		lines = append(lines, append(appendString(l, head), '}'))
+		s = s[len(head):]
+	}
+	return lines, nil
+}
+
+func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
+	return t.fit(lines, marshal(struct {
 		End endLine `json:"end"`
 	}{endLine{t.finish, t.usage}}))
 }
@@ -111,18 +154,28 @@ func (t *textEmitter) whole() json.RawMessage {
 	}{t.text.String(), t.reasoning.String(), t.calls, t.results, t.finish, t.usage})
 }
 
+func (t *textEmitter) kept() int64 { return t.size }
+
 // adkEmitter writes ADK Event objects as the ADK api server's /run_sse
 // sends them with streaming on: a partial event per piece of text, a
 // complete event with the whole text of each model turn (before a tool
 // call, and at the end), a function call or response event per tool call
-// or result.
+// or result. A turn whose text would make its complete event longer than
+// the cap gets a complete event each time it reaches it: the complete
+// events' text is the partial events' text all the same.
 type adkEmitter struct {
 	author       string
 	invocationID string
 	snake        bool
-	pending      strings.Builder // the turn's text so far
-	thought      strings.Builder // the turn's reasoning so far
-	complete     []json.RawMessage
+	max          int  // the longest line
+	keep         bool // keep the complete events, for a unary call
+
+	pending  strings.Builder // the turn's text so far
+	thought  strings.Builder // the turn's reasoning so far
+	held     int             // pending and thought as escaped in a line
+	overhead int             // a complete event's bytes but its text, once known
+	complete []json.RawMessage
+	size     int64
 
 	newID func() string    // an event id
 	now   func() time.Time // an event's timestamp
@@ -144,11 +197,15 @@ func (a *adkEmitter) key(camel, snake string) string {
 
 // event is one ADK event of role with parts.
 func (a *adkEmitter) event(role string, partial bool, parts ...adkPart) []byte {
+	return a.eventID(a.newID(), role, partial, parts...)
+}
+
+func (a *adkEmitter) eventID(id, role string, partial bool, parts ...adkPart) []byte {
 	ev := map[string]any{
 		"content":                              map[string]any{"role": role, "parts": parts},
 		"author":                               a.author,
 		a.key("invocationId", "invocation_id"): a.invocationID,
-		"id":                                   a.newID(),
+		"id":                                   id,
 		"timestamp":                            float64(a.now().UnixMicro()) / 1e6,
 	}
 	if partial {
@@ -157,56 +214,179 @@ func (a *adkEmitter) event(role string, partial bool, parts ...adkPart) []byte {
 	return marshal(ev)
 }
 
-func (a *adkEmitter) line(lines [][]byte, e Event) [][]byte {
-	switch e.Kind {
-	case Text:
-		if e.Text == "" {
-			return lines
-		}
-		a.pending.WriteString(e.Text)
-		return append(lines, a.event("model", true, adkPart{"text": e.Text}))
-	case Reasoning:
-		if e.Text == "" {
-			return lines
-		}
-		a.thought.WriteString(e.Text)
-		return append(lines, a.event("model", true, adkPart{"text": e.Text, "thought": true}))
-	case ToolCall:
-		lines = a.flush(lines)
-		ev := a.event("model", false, adkPart{a.key("functionCall", "function_call"): map[string]any{
-			"id": e.ID, "name": e.Name, "args": argsObject(e.JSON)}})
-		a.complete = append(a.complete, ev)
-		return append(lines, ev)
-	case ToolResult:
-		lines = a.flush(lines)
-		ev := a.event("user", false, adkPart{a.key("functionResponse", "function_response"): map[string]any{
-			"id": e.ID, "name": e.Name, "response": responseObject(e.JSON)}})
-		a.complete = append(a.complete, ev)
-		return append(lines, ev)
+// textBudget is how much escaped text one event may carry: what a
+// complete event with both a thought and a text part leaves of the cap (a
+// partial event of one part needs less).
+func (a *adkEmitter) textBudget() int {
+	if a.overhead == 0 {
+		// An id as newID makes them, and room for a longer one and a
+		// longer timestamp.
+		empty := a.eventID(strings.Repeat("0", 16), "model", true, adkPart{"text": "", "thought": true}, adkPart{"text": ""})
+		a.overhead = len(empty) + 64
 	}
-	return lines
+	return a.max - a.overhead
+}
+
+func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
+	switch e.Kind {
+	case Text, Reasoning:
+		budget := a.textBudget()
+		for s := e.Text; s != ""; {
+			head, n := cut(s, budget)
+			if head == "" {
+				return lines, errLineTooLarge
+			}
+			if a.held+n > budget {
+				var err error
+				if lines, err = a.flush(lines); err != nil {
+					return lines, err
+				}
+			}
+			var ev []byte
+			if e.Kind == Reasoning {
+				a.thought.WriteString(head)
+				ev = a.textEvent(true, head, "", n)
+			} else {
+				a.pending.WriteString(head)
+				ev = a.textEvent(true, "", head, n)
+			}
+			a.held += n
+			lines = append(lines, ev)
+			s = s[len(head):]
+		}
+		return lines, nil
+	case ToolCall:
+		lines, err := a.flush(lines)
+		if err != nil {
+			return lines, err
+		}
+		return a.completeEvent(lines, a.event("model", false, adkPart{a.key("functionCall", "function_call"): map[string]any{
+			"id": e.ID, "name": e.Name, "args": argsObject(e.JSON)}}))
+	case ToolResult:
+		lines, err := a.flush(lines)
+		if err != nil {
+			return lines, err
+		}
+		return a.completeEvent(lines, a.event("user", false, adkPart{a.key("functionResponse", "function_response"): map[string]any{
+			"id": e.ID, "name": e.Name, "response": responseObject(e.JSON)}}))
+	}
+	return lines, nil
+}
+
+// completeEvent appends a complete event, when it fits, and keeps it for
+// a unary call.
+func (a *adkEmitter) completeEvent(lines [][]byte, ev []byte) ([][]byte, error) {
+	if len(ev) > a.max {
+		return lines, errLineTooLarge
+	}
+	if a.keep {
+		a.complete = append(a.complete, ev)
+		a.size += int64(len(ev))
+	}
+	return append(lines, ev), nil
 }
 
 // flush writes the complete event of the turn's text, if it has any.
-func (a *adkEmitter) flush(lines [][]byte) [][]byte {
-	var parts []adkPart
-	if a.thought.Len() > 0 {
-		parts = append(parts, adkPart{"text": a.thought.String(), "thought": true})
+func (a *adkEmitter) flush(lines [][]byte) ([][]byte, error) {
+	if a.thought.Len() == 0 && a.pending.Len() == 0 {
+		return lines, nil
 	}
-	if a.pending.Len() > 0 {
-		parts = append(parts, adkPart{"text": a.pending.String()})
-	}
+	ev := a.textEvent(false, a.thought.String(), a.pending.String(), a.held)
 	a.thought.Reset()
 	a.pending.Reset()
-	if len(parts) == 0 {
-		return lines
-	}
-	ev := a.event("model", false, parts...)
-	a.complete = append(a.complete, ev)
-	return append(lines, ev)
+	a.held = 0
+	return a.completeEvent(lines, ev)
 }
 
-func (a *adkEmitter) close(lines [][]byte) [][]byte { return a.flush(lines) }
+// textEvent is the model's event of a thought and a text part (an empty
+// one left out), as event writes it, written by hand into one buffer:
+// its text may be most of the cap, and an encoder would copy it several
+// times. escaped is at most how long the two are escaped.
+func (a *adkEmitter) textEvent(partial bool, thought, text string, escaped int) []byte {
+	a.textBudget() // a.overhead known
+	b := make([]byte, 0, a.overhead+escaped)
+	b = append(b, `{"author":`...)
+	b = appendString(b, a.author)
+	b = append(b, `,"content":{"parts":[`...)
+	if thought != "" {
+		b = append(b, `{"text":`...)
+		b = appendString(b, thought)
+		b = append(b, `,"thought":true}`...)
+		if text != "" {
+			b = append(b, ',')
+		}
+	}
+	if text != "" {
+		b = append(b, `{"text":`...)
+		b = appendString(b, text)
+		b = append(b, '}')
+	}
+	b = append(b, `],"role":"model"},"id":`...)
+	b = appendString(b, a.newID())
+	b = append(b, `,"`...)
+	b = append(b, a.key("invocationId", "invocation_id")...)
+	b = append(b, `":`...)
+	b = appendString(b, a.invocationID)
+	if partial {
+		b = append(b, `,"partial":true`...)
+	}
+	b = append(b, `,"timestamp":`...)
+	b = append(b, marshal(float64(a.now().UnixMicro())/1e6)...)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string as marshal writes it:
+// encoding/json's escapes, without the HTML ones.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+func (a *adkEmitter) close(lines [][]byte) ([][]byte, error) { return a.flush(lines) }
 
 // whole is the array of the complete events (no partial ones).
 func (a *adkEmitter) whole() json.RawMessage {
@@ -214,6 +394,43 @@ func (a *adkEmitter) whole() json.RawMessage {
 		return json.RawMessage("[]")
 	}
 	return marshal(a.complete)
+}
+
+func (a *adkEmitter) kept() int64 { return a.size }
+
+// escapedLen is at most how long s is inside a JSON string as marshal
+// writes it.
+func escapedLen(s string) int {
+	_, n := cut(s, len(s)*6)
+	return n
+}
+
+// cut is the longest start of s, cut between characters, that marshal
+// writes in at most budget bytes inside a JSON string, and that length (at
+// most: a character it may escape counts as escaped).
+func cut(s string, budget int) (string, int) {
+	n := 0
+	for i := 0; i < len(s); {
+		w, size := 1, 1
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			w = 2
+		case c < 0x20:
+			w = 6 // \u00XX, or \n: two
+		case c >= utf8.RuneSelf:
+			r, rs := utf8.DecodeRuneInString(s[i:])
+			w, size = rs, rs
+			if r == utf8.RuneError && rs == 1 || r == '\u2028' || r == '\u2029' {
+				w = 6 // \ufffd, \u2028, \u2029
+			}
+		}
+		if n+w > budget {
+			return s[:i], n
+		}
+		n += w
+		i += size
+	}
+	return s, n
 }
 
 // argsObject is a function call's args: ADK wants an object.

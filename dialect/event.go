@@ -3,8 +3,10 @@ package dialect
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // Kind is what an Event is.
@@ -27,7 +29,9 @@ const (
 	// end is what ends it.
 	End
 	// Error is an error the agent reported: Text is its message, Code its
-	// code when it gave one, JSON the error object when it was one.
+	// code when it gave one, JSON the error object when it was one. With
+	// Err set it is the stage's own (a tool call's arguments past the
+	// cap), and Err is what the stream ends with.
 	Error
 )
 
@@ -40,6 +44,7 @@ type Event struct {
 	Finish   string
 	Usage    json.RawMessage
 	Code     string
+	Err      error
 }
 
 // Mapper reads one dialect. It may keep state between records (tool call
@@ -54,21 +59,35 @@ type Mapper interface {
 }
 
 // NewMapper returns the mapper of dialect d, nil for raw, auto or one it
-// does not know.
-func NewMapper(d config.Dialect) Mapper {
+// does not know. What it holds between records is capped at 8 MiB.
+func NewMapper(d config.Dialect) Mapper { return newMapper(d, defaultMaxRecord) }
+
+// defaultMaxRecord is limits.record_bytes' default.
+const defaultMaxRecord = 8 << 20
+
+// errArgsTooLarge ends a stream whose open tool calls' arguments pass the
+// cap: the tool_call line could not be written.
+var errArgsTooLarge = fmt.Errorf("tool call arguments: %w", core.ErrRecordTooLarge)
+
+// newMapper is NewMapper with max, the cap on what the mapper holds
+// between records (the open tool calls' arguments, a data stream line,
+// the names and ids it remembers).
+func newMapper(d config.Dialect, max int) Mapper {
 	switch d {
 	case config.DialectOpenAIChat:
-		return &chatMapper{}
+		return &chatMapper{max: max}
 	case config.DialectOpenAIResponses:
 		return &responsesMapper{}
+	case config.DialectOpenAIAgents:
+		return &agentsMapper{}
 	case config.DialectVercelUI:
-		return &vercelMapper{}
+		return &vercelMapper{names: table[string]{max: max}, v4: dataStream{max: max}}
 	case config.DialectAGUI:
-		return &aguiMapper{}
+		return &aguiMapper{max: max, names: table[string]{max: max}}
 	case config.DialectA2A:
 		return &a2aMapper{}
 	case config.DialectLangGraph:
-		return &langgraphMapper{}
+		return &langgraphMapper{calls: chatMapper{max: max}, partial: table[int]{max: max}, complete: table[bool]{max: max}}
 	case config.DialectADK:
 		return &adkMapper{}
 	case dialectText:

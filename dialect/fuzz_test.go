@@ -12,7 +12,7 @@ import (
 )
 
 var fuzzDialects = []config.Dialect{config.DialectAuto, config.DialectOpenAIChat, config.DialectOpenAIResponses,
-	config.DialectVercelUI, config.DialectAGUI, config.DialectA2A, config.DialectLangGraph, config.DialectADK}
+	config.DialectVercelUI, config.DialectAGUI, config.DialectA2A, config.DialectLangGraph, config.DialectADK, config.DialectOpenAIAgents}
 
 // FuzzStage maps any SSE reply in every dialect with emit text and adk:
 // no panic, every line one compact JSON value, and the text deltas out in
@@ -77,7 +77,7 @@ func FuzzStage(f *testing.F) {
 			}
 			if e == config.EmitText && !failed && text.Len() > 0 {
 				// The unary whole is the same text, in the same order.
-				c := Agent{}.Map(testCall(d, e), newFixtureRecords(bytes.NewReader(src), nil))
+				c := Agent{}.mapped(testCall(d, e), newFixtureRecords(bytes.NewReader(src), nil), true)
 				out, err := c.Collect()
 				var whole struct{ Text string }
 				if err == nil && json.Unmarshal(out, &whole) == nil && whole.Text != text.String() {

@@ -17,11 +17,11 @@ import (
 // once an updates event came, values are. "metadata" and subgraph events
 // ("updates|ns") are skipped; "error" ends the stream in the deframer.
 type langgraphMapper struct {
-	calls    chatMapper      // messages mode: tool call chunks
-	partial  map[string]int  // messages/partial: text length seen by message id
-	complete map[string]bool // messages/complete: ids whose calls are out
-	values   int             // values mode: messages seen
-	finest   int             // the finest mode seen: lgValues, …
+	calls    chatMapper  // messages mode: tool call chunks
+	partial  table[int]  // messages/partial: text length seen by message id
+	complete table[bool] // messages/complete: ids whose calls are out
+	values   int         // values mode: messages seen
+	finest   int         // the finest mode seen: lgValues, …
 }
 
 // The modes, coarsest first.
@@ -111,14 +111,9 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 			if c.Index != nil {
 				i = *c.Index
 			}
-			call := l.calls.call(i)
-			if c.ID != "" {
-				call.id = c.ID
+			if !l.calls.add(i, c.ID, c.Name, c.Args) {
+				return append(out, Event{Kind: Error, Err: errArgsTooLarge})
 			}
-			if c.Name != "" {
-				call.name = c.Name
-			}
-			call.args.WriteString(c.Args)
 		}
 		return append(out, Event{Kind: Text, Text: msg.text()})
 	case "messages/partial":
@@ -129,13 +124,10 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 			if !m.isAI() {
 				continue
 			}
-			if l.partial == nil {
-				l.partial = map[string]int{}
-			}
 			t := m.text()
-			if seen := l.partial[m.ID]; len(t) > seen {
+			if seen, _ := l.partial.get(m.ID); len(t) > seen {
 				out = append(out, Event{Kind: Text, Text: t[seen:]})
-				l.partial[m.ID] = len(t)
+				l.partial.put(m.ID, len(t), 0)
 			}
 		}
 	case "messages/complete":
@@ -143,16 +135,13 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 		json.Unmarshal(rec, &msgs)
 		for i := range msgs {
 			m := &msgs[i]
-			if l.complete[m.ID] {
+			if _, done := l.complete.get(m.ID); done {
 				continue
 			}
-			if l.complete == nil {
-				l.complete = map[string]bool{}
-			}
-			l.complete[m.ID] = true
+			l.complete.put(m.ID, true, 0)
 			if m.isAI() {
-				if t := m.text(); len(t) > l.partial[m.ID] {
-					out = append(out, Event{Kind: Text, Text: t[l.partial[m.ID]:]})
+				if t, seen := m.text(), l.partialSeen(m.ID); len(t) > seen {
+					out = append(out, Event{Kind: Text, Text: t[seen:]})
 				}
 			}
 			out = wholeMessage(out, m, false)
@@ -180,6 +169,11 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 		}
 	}
 	return out
+}
+
+func (l *langgraphMapper) partialSeen(id string) int {
+	n, _ := l.partial.get(id)
+	return n
 }
 
 // wholeMessage maps a whole message: an AI message's text (when withText)

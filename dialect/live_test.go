@@ -63,6 +63,16 @@ methods:
     dialect: a2a
     emit: adk
 `, captured["a2a/stream"]},
+	{"openai-agents", "openai-agents.mjs", `upstream: {url: "AGENT"}
+adk: {app: weather_agent}
+methods:
+  stream_query:
+    mode: stream
+    call: POST /tool
+    body: {input: "{input.message}"}
+    dialect: auto
+    emit: adk
+`, captured["openai-agents/tool"]},
 }
 
 // liveSidecar serves yaml as cmd/sidecar assembles a sidecar: the
@@ -85,7 +95,7 @@ func liveSidecar(t *testing.T, yaml string) string {
 }
 
 // TestLiveProducers: a sidecar in front of the live Vercel AI SDK,
-// LangGraph and A2A (1.0 and 0.3) producers answers stream_query with
+// LangGraph, A2A (1.0 and 0.3) and OpenAI Agents SDK producers answers stream_query with
 // emit adk in ADK events whose text is the producer's text, with its tool
 // call and result (the issue's "Done means").
 func TestLiveProducers(t *testing.T) {

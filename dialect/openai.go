@@ -9,16 +9,19 @@ import (
 // text from choices[0].delta.content, reasoning from
 // delta.reasoning_content (the field several compatible servers add),
 // tool calls accumulated by index until a finish_reason or the end, usage
-// from the last chunk. [DONE] ends the stream in the deframer.
+// from the last chunk. [DONE] ends the stream in the deframer. The open
+// calls' ids, names and arguments together are held up to max bytes: past
+// it the stream ends with errArgsTooLarge.
 type chatMapper struct {
-	calls []*chatCall
+	open  map[int]*chatCall
+	order []int // the open calls' indexes, in the order they began
+	held  int   // the bytes the open calls hold
+	max   int
 }
 
 type chatCall struct {
-	index    int
 	id, name string
 	args     strings.Builder
-	done     bool
 }
 
 type chatChunk struct {
@@ -59,14 +62,9 @@ func (m *chatMapper) Map(out []Event, _ string, rec []byte) []Event {
 			out = append(out, Event{Kind: Text, Text: d.Content})
 		}
 		for _, tc := range d.ToolCalls {
-			call := m.call(tc.Index)
-			if tc.ID != "" {
-				call.id = tc.ID
+			if !m.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments) {
+				return append(out, Event{Kind: Error, Err: errArgsTooLarge})
 			}
-			if tc.Function.Name != "" {
-				call.name = tc.Function.Name
-			}
-			call.args.WriteString(tc.Function.Arguments)
 		}
 		if ch.FinishReason != "" {
 			out = m.Flush(out)
@@ -80,25 +78,44 @@ func (m *chatMapper) Map(out []Event, _ string, rec []byte) []Event {
 	return out
 }
 
-func (m *chatMapper) call(index int) *chatCall {
-	for _, c := range m.calls {
-		if c.index == index && !c.done {
-			return c
+// add adds a piece of the call at index (its id and name when the piece
+// has them), and reports false when the open calls would hold more than
+// max.
+func (m *chatMapper) add(index int, id, name, args string) bool {
+	c := m.open[index]
+	if c == nil {
+		if m.open == nil {
+			m.open = map[int]*chatCall{}
 		}
+		c = &chatCall{}
+		m.open[index] = c
+		m.order = append(m.order, index)
+		m.held += entryCost
 	}
-	c := &chatCall{index: index}
-	m.calls = append(m.calls, c)
-	return c
+	max := m.max
+	if max <= 0 {
+		max = defaultMaxRecord
+	}
+	if m.held += len(id) + len(name) + len(args); m.held > max {
+		return false
+	}
+	if id != "" {
+		c.id = id
+	}
+	if name != "" {
+		c.name = name
+	}
+	c.args.WriteString(args)
+	return true
 }
 
 func (m *chatMapper) Flush(out []Event) []Event {
-	for _, c := range m.calls {
-		if !c.done {
-			c.done = true
-			out = append(out, Event{Kind: ToolCall, ID: c.id, Name: c.name, JSON: jsonOf(c.args.String())})
-		}
+	for _, i := range m.order {
+		c := m.open[i]
+		out = append(out, Event{Kind: ToolCall, ID: c.id, Name: c.name, JSON: jsonOf(c.args.String())})
 	}
-	m.calls = m.calls[:0]
+	clear(m.open)
+	m.order, m.held = m.order[:0], 0
 	return out
 }
 

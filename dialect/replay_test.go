@@ -251,11 +251,20 @@ func TestDetectTable(t *testing.T) {
 		{nil, "metadata", `{"run_id":"r","attempt":1}`, config.DialectLangGraph},
 		{http.Header{"Content-Location": {"/threads/t/runs/r"}}, "", `{"x":1}`, config.DialectLangGraph},
 		{nil, "", `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, config.DialectAGUI},
-		{nil, "", `{"jsonrpc":"2.0","id":1,"result":{}}`, config.DialectA2A},
-		{nil, "", `{"statusUpdate":{"taskId":"t"}}`, config.DialectA2A},
+		{nil, "", `{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{}}}}`, config.DialectA2A},
+		{nil, "", `{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}`, config.DialectA2A},
 		{nil, "", `{"author":"a","content":{}}`, config.DialectADK},
 		{nil, "", `{"invocation_id":"e","content":{}}`, config.DialectADK},
 		{nil, "", `{"output":"hi"}`, config.DialectRaw},
+		{nil, "", `{"message":"hello"}`, config.DialectRaw},
+		{nil, "", `{"message":{"role":"user"}}`, config.DialectRaw},
+		{nil, "", `{"message":{"role":"ROLE_AGENT","parts":[{"text":"hi"}]}}`, config.DialectA2A},
+		{nil, "", `{"task":"x"}`, config.DialectRaw},
+		{nil, "", `{"task":{"id":"t","status":{"state":"TASK_STATE_WORKING"}}}`, config.DialectA2A},
+		{nil, "", `{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, config.DialectRaw},
+		{nil, "", `{"jsonrpc":"2.0","id":1,"result":{"kind":"status-update","status":{}}}`, config.DialectA2A},
+		{nil, "", `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}`, config.DialectA2A},
+		{nil, "", `{"author":"bob","text":"hi"}`, config.DialectRaw},
 		{nil, "", `[1,2]`, config.DialectRaw},
 		{nil, "", `"text"`, config.DialectRaw},
 	}
@@ -292,7 +301,7 @@ func TestCollect(t *testing.T) {
 			`{"author":"a","content":{"parts":[{"text":"It is 21°C in Paris."}],"role":"model"},"id":"ev-4","invocationId":"e-test","timestamp":1754000000}]`},
 	} {
 		c := core.Call{Method: &config.Method{Dialect: config.DialectVercelUI, Emit: tt.emit}}
-		r := Agent{Author: "a"}.Map(c, newFixtureRecords(bytes.NewReader(src), nil))
+		r := Agent{Author: "a"}.mapped(c, newFixtureRecords(bytes.NewReader(src), nil), true)
 		steady(r)
 		got, err := r.Collect()
 		if err != nil || string(got) != tt.want {
@@ -339,8 +348,8 @@ func TestCollectCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Agent{}.Map(testCall(config.DialectVercelUI, config.EmitText), newFixtureRecords(bytes.NewReader(src), nil))
-	r.max = 100
+	r := Agent{}.mapped(testCall(config.DialectVercelUI, config.EmitText), newFixtureRecords(bytes.NewReader(src), nil), true)
+	r.maxReply = 100
 	if out, err := r.Collect(); !errors.Is(err, core.ErrReplyTooLarge) {
 		t.Errorf("Collect() over the cap = %s, %v, want ErrReplyTooLarge", out, err)
 	}

@@ -24,6 +24,11 @@ type Agent struct {
 	// its agent's stream, as limits.reply_bytes caps a unary reply: more
 	// is core.ErrReplyTooLarge. 0: no cap.
 	MaxReply int64
+	// MaxRecord caps one line out, as limits.record_bytes caps one record
+	// in, and what the stage holds to write its next line (a tool call's
+	// arguments, a turn's text for its complete ADK event, a data stream
+	// line). Default: 8 MiB.
+	MaxRecord int
 }
 
 // Stream answers c with the inner Agent's records, mapped as c's method
@@ -42,30 +47,46 @@ func (a Agent) Unary(ctx context.Context, c core.Call) (json.RawMessage, error) 
 	if c.Method.Emitting() == config.EmitRaw || c.Method.Handler != "" {
 		return a.Agent.Unary(ctx, c)
 	}
+	if c.Notes == nil {
+		c.Notes = &core.Notes{} // how the reply was read decides what Collect answers
+	}
 	r, err := a.Agent.Stream(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	m := a.Map(c, r)
+	m := a.mapped(c, r, true)
 	defer m.Close()
-	m.max = a.MaxReply
 	return m.Collect()
 }
 
 // Map wraps r, the records of call c, in the mapping stage.
-func (a Agent) Map(c core.Call, r core.Records) *Records {
+func (a Agent) Map(c core.Call, r core.Records) *Records { return a.mapped(c, r, false) }
+
+// mapped is Map, keeping the whole output for Collect when whole is set.
+func (a Agent) mapped(c core.Call, r core.Records, whole bool) *Records {
 	author := a.Author
 	if author == "" {
 		author = "agent"
 	}
+	max := a.MaxRecord
+	if max <= 0 {
+		max = defaultMaxRecord
+	}
 	var e emitter
 	switch c.Method.Emitting() {
 	case config.EmitADK:
-		e = newADKEmitter(author, a.SnakeKeys)
+		adk := newADKEmitter(author, a.SnakeKeys)
+		adk.max, adk.keep = max, whole
+		e = adk
 	default:
-		e = &textEmitter{}
+		e = &textEmitter{max: max, keep: whole}
 	}
-	return &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes}
+	rs := &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes, max: max}
+	rs.tools.max = max
+	if whole {
+		rs.maxReply = a.MaxReply
+	}
+	return rs
 }
 
 // Header is implemented by records that carry the agent's response
@@ -79,44 +100,70 @@ type EventType interface{ Event() []byte }
 // Records is a stream of records mapped from a dialect to the emitted
 // lines. A stream whose dialect is raw, or that auto-detection cannot
 // place, passes through unchanged.
+//
+// It holds what its next line needs: the events of one record, the lines
+// of one event, and what the mapper and the emitter hold for lines to
+// come (the open tool calls, the turn's text for its complete ADK event),
+// each capped at max.
 type Records struct {
 	in      core.Records
 	dialect config.Dialect
 	notes   *core.Notes
 	m       Mapper
 	emit    emitter
+	max     int  // the longest line out, and what a mapper holds
 	placed  bool // the dialect is known (m set) or the stream passes through
 	pass    bool
 
-	events []Event
-	tools  map[string]string // tool names by call id, for results without one
-	lines  [][]byte          // lines ready, the first is current once taken
+	events []Event // the events of the last record mapped
+	next   int     // the first of events not written yet
+	mapped int     // events mapped so far
+	read   int     // records mapped so far
+	shaped bool    // a record had the dialect's shape (Detect)
+	tools  table[string]
+	lines  [][]byte // lines ready
+	line   int      // the first of lines not taken yet
 	cur    []byte
+	ending bool // the agent's records ended cleanly
 	done   bool
 	err    error
-	max    int64 // Collect's cap on the lines' bytes, 0 for none
+
+	maxReply int64 // Collect's cap on what the output keeps, 0 for none
 }
 
 // Next advances to the next line.
 func (r *Records) Next() bool {
 	for {
-		if len(r.lines) > 0 {
-			r.cur, r.lines = r.lines[0], r.lines[1:]
+		if r.line < len(r.lines) {
+			r.cur = r.lines[r.line]
+			r.lines[r.line] = nil
+			r.line++
 			return true
 		}
-		if r.done {
+		r.lines, r.line = r.lines[:0], 0
+		if r.done || r.err != nil {
 			r.cur = nil
 			return false
 		}
+		if r.next < len(r.events) {
+			r.write(r.events[r.next])
+			r.next++
+			continue
+		}
+		if r.ending {
+			r.end()
+			continue
+		}
 		if !r.in.Next() {
-			r.done = true
 			if !r.placed && r.dialect != config.DialectAuto {
 				r.place(nil)
 			}
-			if r.err = r.in.Err(); r.err == nil && r.m != nil {
-				r.apply(r.m.Flush(r.events[:0]))
-				r.lines = r.emit.close(r.lines)
+			if r.err = r.in.Err(); r.err != nil || r.m == nil {
+				r.done = true
+				continue
 			}
+			r.ending = true
+			r.mapEvents(r.m.Flush(r.events[:0]))
 			continue
 		}
 		rec := r.in.Record()
@@ -131,8 +178,32 @@ func (r *Records) Next() bool {
 		if e, ok := r.in.(EventType); ok {
 			event = string(e.Event())
 		}
-		r.apply(r.m.Map(r.events[:0], event, rec))
+		r.read++
+		r.mapEvents(r.m.Map(r.events[:0], event, rec))
+		if r.mapped == 0 && !r.shaped {
+			// A record of the dialect that maps to nothing (an A2A task
+			// still working) is not a mismatch.
+			r.shaped = Detect(nil, []byte(event), rec) == r.dialect
+		}
 	}
+}
+
+// mapEvents takes the events of a record, or of the end, to write.
+func (r *Records) mapEvents(events []Event) {
+	r.events, r.next = events, 0
+	r.mapped += len(events)
+}
+
+// end writes the lines of a clean end. A stream whose records all mapped
+// to nothing, none of them shaped as the dialect's, was not in it: it ends
+// with a *core.DialectError, not with an end that says it was answered.
+func (r *Records) end() {
+	r.done = true
+	if r.read > 0 && r.mapped == 0 && !r.shaped {
+		r.err = &core.DialectError{Dialect: string(r.dialect), Records: r.read}
+		return
+	}
+	r.lines, r.err = r.emit.close(r.lines)
 }
 
 // place picks the mapper from the method's dialect, or detects it from the
@@ -151,7 +222,7 @@ func (r *Records) place(rec []byte) {
 		}
 		d = Detect(h, event, rec)
 	}
-	r.m = NewMapper(d)
+	r.m = newMapper(d, r.max)
 	r.pass = r.m == nil
 	if r.notes != nil {
 		if r.pass {
@@ -160,27 +231,26 @@ func (r *Records) place(rec []byte) {
 			r.notes.Dialect = string(d)
 		}
 	}
+	if !r.pass {
+		r.dialect = d
+	}
 }
 
-// apply turns events into lines; an error ends the stream.
-func (r *Records) apply(events []Event) {
-	r.events = events
-	for _, e := range events {
-		switch {
-		case e.Kind == Error:
-			r.done = true
-			r.err = &core.AgentError{Code: e.Code, Message: e.Text, Raw: string(e.JSON)}
-			return
-		case e.Kind == ToolCall && e.ID != "":
-			if r.tools == nil {
-				r.tools = map[string]string{}
-			}
-			r.tools[e.ID] = e.Name
-		case e.Kind == ToolResult && e.Name == "":
-			e.Name = r.tools[e.ID]
-		}
-		r.lines = r.emit.line(r.lines, e)
+// write turns an event into lines; an error ends the stream.
+func (r *Records) write(e Event) {
+	switch {
+	case e.Kind == Error && e.Err != nil:
+		r.err = e.Err
+		return
+	case e.Kind == Error:
+		r.err = &core.AgentError{Code: e.Code, Message: e.Text, Raw: string(e.JSON)}
+		return
+	case e.Kind == ToolCall && e.ID != "":
+		r.tools.put(e.ID, e.Name, len(e.Name))
+	case e.Kind == ToolResult && e.Name == "":
+		e.Name, _ = r.tools.get(e.ID)
 	}
+	r.lines, r.err = r.emit.line(r.lines, e)
 }
 
 // Record is the current line.
@@ -200,13 +270,21 @@ func (r *Records) BeforeWait(f func()) {
 }
 
 // Collect reads the whole stream into one output (the emitter's whole
-// form: see the README's Dialects section). A stream that passes through
-// is the array of its records, as a unary reply in SSE or ndjson is.
+// form: see the README's Dialects section), capped by what that output
+// keeps: the lines of a stream are not kept. A stream that passes through
+// is the array of its records, as a unary reply in SSE or ndjson is, or
+// its one record when the reply was one JSON value.
 func (r *Records) Collect() (json.RawMessage, error) {
 	var lines [][]byte
 	var n int64
 	for r.Next() {
-		if n += int64(len(r.cur)); r.max > 0 && n > r.max {
+		if !r.pass {
+			if r.maxReply > 0 && r.emit.kept() > r.maxReply {
+				return nil, core.ErrReplyTooLarge
+			}
+			continue
+		}
+		if n += int64(len(r.cur)); r.maxReply > 0 && n > r.maxReply {
 			return nil, core.ErrReplyTooLarge
 		}
 		lines = append(lines, append([]byte(nil), r.cur...))
@@ -214,7 +292,13 @@ func (r *Records) Collect() (json.RawMessage, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if r.maxReply > 0 && r.emit.kept() > r.maxReply {
+		return nil, core.ErrReplyTooLarge
+	}
 	if r.pass || r.m == nil {
+		if len(lines) == 1 && r.notes != nil && (r.notes.Reply == "json" || r.notes.Reply == "sniff") {
+			return lines[0], nil
+		}
 		return joinArray(lines), nil
 	}
 	return r.emit.whole(), nil

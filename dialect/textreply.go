@@ -3,8 +3,10 @@ package dialect
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // dialectText is a plain text reply (text/plain, the AI SDK's text stream
@@ -44,22 +46,49 @@ func (textMapper) Flush(out []Event) []Event { return out }
 // is not SSE but lines "<code>:<json>\n" in a text reply (header
 // x-vercel-ai-data-stream: v1): the lines are joined from the text
 // chunks, whatever their cut. Codes: 0 text, g reasoning, 9 tool call, a
-// tool result, 3 error, d finish message; the rest are skipped.
+// tool result, 3 error, d finish message; the rest are skipped. A line
+// is held up to max bytes: a longer one ends the stream with
+// errDataLineTooLarge.
 type dataStream struct {
 	buf []byte
+	max int
 }
+
+var errDataLineTooLarge = fmt.Errorf("a data stream line: %w", core.ErrRecordTooLarge)
 
 // mapChunk maps a text chunk of the stream.
 func (d *dataStream) mapChunk(out []Event, chunk string) []Event {
+	from := len(d.buf) // the bytes before hold no newline
 	d.buf = append(d.buf, chunk...)
+	ended := false
 	for {
-		i := bytes.IndexByte(d.buf, '\n')
+		i := bytes.IndexByte(d.buf[from:], '\n')
 		if i < 0 {
-			return out
+			break
+		}
+		i, from = i+from, 0
+		if i > d.maxLine() {
+			return append(out, Event{Kind: Error, Err: errDataLineTooLarge})
 		}
 		out = dataLine(out, d.buf[:i])
-		d.buf = d.buf[i+1:]
+		d.buf, ended = d.buf[i+1:], true
 	}
+	if len(d.buf) > d.maxLine() {
+		return append(out, Event{Kind: Error, Err: errDataLineTooLarge})
+	}
+	if ended {
+		// The start of the next line, at most this chunk, without the
+		// lines before it.
+		d.buf = append([]byte(nil), d.buf...)
+	}
+	return out
+}
+
+func (d *dataStream) maxLine() int {
+	if d.max <= 0 {
+		return defaultMaxRecord
+	}
+	return d.max
 }
 
 // flush maps a last line the stream did not end with "\n".

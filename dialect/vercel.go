@@ -14,7 +14,7 @@ import (
 // A text reply of the legacy v4 data stream protocol (its records
 // {"output": "<chunk>"}) is read as that protocol (dataStream).
 type vercelMapper struct {
-	names map[string]string // tool names by call id
+	names table[string] // tool names by call id
 	v4    dataStream
 }
 
@@ -44,15 +44,14 @@ func (m *vercelMapper) Map(out []Event, _ string, rec []byte) []Event {
 	case "reasoning-delta":
 		return append(out, Event{Kind: Reasoning, Text: c.Delta})
 	case "tool-input-available":
-		if m.names == nil {
-			m.names = map[string]string{}
-		}
-		m.names[c.ToolCallID] = c.ToolName
+		m.names.put(c.ToolCallID, c.ToolName, len(c.ToolName))
 		return append(out, Event{Kind: ToolCall, ID: c.ToolCallID, Name: c.ToolName, JSON: orEmpty(compact(c.Input))})
 	case "tool-output-available":
-		return append(out, Event{Kind: ToolResult, ID: c.ToolCallID, Name: m.names[c.ToolCallID], JSON: orNull(compact(c.Output))})
+		name, _ := m.names.get(c.ToolCallID)
+		return append(out, Event{Kind: ToolResult, ID: c.ToolCallID, Name: name, JSON: orNull(compact(c.Output))})
 	case "tool-output-error":
-		return append(out, Event{Kind: ToolResult, ID: c.ToolCallID, Name: m.names[c.ToolCallID],
+		name, _ := m.names.get(c.ToolCallID)
+		return append(out, Event{Kind: ToolResult, ID: c.ToolCallID, Name: name,
 			JSON: marshal(map[string]string{"error": c.ErrorText})})
 	case "error":
 		return append(out, Event{Kind: Error, Text: c.ErrorText})

@@ -54,7 +54,8 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 	// The mapping stage: a method that emits text or ADK events gets its
 	// agent's dialect mapped; the rest pass through untouched.
-	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes}
+	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
+		MaxRecord: cfg.Limits.RecordBytes}
 	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	doors, err := openDoors(cfg, s, ln, aio.env, logger, lim)

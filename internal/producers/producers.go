@@ -1,6 +1,6 @@
 // Package producers runs the real dialect producers of testdata/dialects
 // (node servers built on the Vercel AI SDK, AG-UI, @a2a-js/sdk, LangGraph,
-// and the OpenAI fixture server) for tests, names the requests that make
+// the OpenAI Agents SDK, and the OpenAI fixture server) for tests, names the requests that make
 // each one stream a given variant, and reads the captures those replies
 // were saved as.
 //
@@ -35,7 +35,7 @@ import (
 
 // A Variant is one request to one producer and what its reply must show.
 type Variant struct {
-	Dialect string // as `dialect:` names it: vercel-ui, ag-ui, a2a, langgraph, openai-chat, openai-responses
+	Dialect string // as `dialect:` names it: vercel-ui, ag-ui, a2a, langgraph, openai-chat, openai-responses, openai-agents
 	Name    string // the capture's file name, without .txt
 	Path    string // the request path
 	Header  map[string]string
@@ -56,6 +56,7 @@ var Script = map[string]string{
 	"langgraph":        "langgraph.mjs",
 	"openai-chat":      "openai.mjs",
 	"openai-responses": "openai.mjs",
+	"openai-agents":    "openai-agents.mjs",
 }
 
 // Dir is the testdata/dialects folder.

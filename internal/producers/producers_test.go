@@ -142,6 +142,8 @@ func kinds(t *testing.T, dialect string, fs []frame) []string {
 			out = append(out, chatKind(m))
 		case "a2a":
 			out = append(out, a2aKind(m))
+		case "openai-agents":
+			out = append(out, agentsKind(f.event, m))
 		}
 	}
 	return out
@@ -211,6 +213,31 @@ func a2aKind(m map[string]json.RawMessage) string {
 		return "statusUpdate:" + s.Status.State
 	}
 	return "?"
+}
+
+// agentsKind: an OpenAI Agents SDK RunStreamEvent by its model event's
+// type (raw_model_stream_event) or its item's name
+// (run_item_stream_event); the server's own `event: error` is "error".
+func agentsKind(event string, m map[string]json.RawMessage) string {
+	if event == "error" {
+		return "error"
+	}
+	var e struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		Data struct {
+			Type string `json:"type"`
+		} `json:"data"`
+	}
+	raw, _ := json.Marshal(m)
+	json.Unmarshal(raw, &e)
+	switch e.Type {
+	case "raw_model_stream_event":
+		return e.Data.Type
+	case "run_item_stream_event":
+		return e.Name
+	}
+	return e.Type
 }
 
 // TestOpenAIFixturesParse proves the OpenAI fixture server's streams with

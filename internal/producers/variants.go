@@ -3,15 +3,16 @@ package producers
 import "fmt"
 
 const (
-	question  = "What is the weather in Paris?"
-	uiMessage = `{"id":"chat-1","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"` + question + `"}]}]}`
-	runInput  = `{"threadId":"thread-1","runId":"run-1","state":{},"messages":[{"id":"m1","role":"user","content":"` + question + `"}],"tools":[],"context":[],"forwardedProps":{}}`
-	chatBody  = `{"model":"%s","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + question + `"}]}`
-	respBody  = `{"model":"%s","stream":true,"input":"` + question + `"}`
-	graphBody = `{"assistant_id":"%s","input":{"messages":[{"role":"user","content":"%s"}]},"stream_mode":["messages-tuple","updates"]}`
-	a2a03     = `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"%s"}]}}}`
-	a2a10     = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"text":"%s"}]}}}`
-	sse       = "text/event-stream"
+	question   = "What is the weather in Paris?"
+	uiMessage  = `{"id":"chat-1","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"` + question + `"}]}]}`
+	runInput   = `{"threadId":"thread-1","runId":"run-1","state":{},"messages":[{"id":"m1","role":"user","content":"` + question + `"}],"tools":[],"context":[],"forwardedProps":{}}`
+	chatBody   = `{"model":"%s","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + question + `"}]}`
+	respBody   = `{"model":"%s","stream":true,"input":"` + question + `"}`
+	agentsBody = `{"input":"` + question + `"}`
+	graphBody  = `{"assistant_id":"%s","input":{"messages":[{"role":"user","content":"%s"}]},"stream_mode":["messages-tuple","updates"]}`
+	a2a03      = `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"%s"}]}}}`
+	a2a10      = `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"text":"%s"}]}}}`
+	sse        = "text/event-stream"
 )
 
 var (
@@ -67,4 +68,11 @@ var Variants = []Variant{
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "error"},
 	{Dialect: "openai-responses", Name: "failed", Path: "/v1/responses", Body: fmt.Sprintf(respBody, "failed"), ContentType: sse,
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "response.failed"},
+
+	{Dialect: "openai-agents", Name: "text", Path: "/text", Body: agentsBody, ContentType: sse,
+		Want: []string{"response_started", "output_text_delta", "response_done"}, Last: "message_output_created"},
+	{Dialect: "openai-agents", Name: "tool", Path: "/tool", Body: agentsBody, ContentType: sse,
+		Want: []string{"response_done", "tool_called", "tool_output", "output_text_delta"}, Last: "message_output_created"},
+	{Dialect: "openai-agents", Name: "error", Path: "/error", Body: agentsBody, ContentType: sse,
+		Want: []string{"response_started", "output_text_delta"}, Last: "error"},
 }

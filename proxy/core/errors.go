@@ -83,6 +83,20 @@ func (e *AgentError) Error() string {
 	return "agent error: " + e.Message
 }
 
+// DialectError is a reply the mapping stage read in a dialect it did not
+// match: records came, and none of them mapped to anything (a forced
+// dialect in front of another framework's stream).
+type DialectError struct {
+	// Dialect is the dialect the reply was read in.
+	Dialect string
+	// Records is how many records came.
+	Records int
+}
+
+func (e *DialectError) Error() string {
+	return fmt.Sprintf("the agent's reply did not match dialect %s: none of its %d records mapped to text, a tool call or an end", e.Dialect, e.Records)
+}
+
 // ReplyError is a unary reply the sidecar cannot turn into an output.
 type ReplyError struct{ Msg string }
 

@@ -78,6 +78,7 @@ var reasons = map[string]struct {
 	"RECORD_TOO_LARGE":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"REPLY_TOO_LARGE":    {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"BAD_REPLY":          {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
+	"DIALECT_MISMATCH":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"AGENT_FAILED":       {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"CALLER_LEFT":        {statusClientGone, RPC{499, "CANCELLED"}, metrics.CallerLeft},
 }
@@ -143,14 +144,15 @@ const statusClientGone = 499
 // agent's own messages (its error bodies, its in-band errors) pass on.
 func FailureOf(err error) Failure {
 	var (
-		reqErr    *RequestError
-		maxErr    *http.MaxBytesError
-		inputErr  *InputError
-		statusErr *StatusError
-		dialErr   *DialError
-		timeout   *TimeoutError
-		agentErr  *AgentError
-		replyErr  *ReplyError
+		reqErr     *RequestError
+		maxErr     *http.MaxBytesError
+		inputErr   *InputError
+		statusErr  *StatusError
+		dialErr    *DialError
+		timeout    *TimeoutError
+		agentErr   *AgentError
+		replyErr   *ReplyError
+		dialectErr *DialectError
 	)
 	switch {
 	case errors.As(err, &reqErr):
@@ -193,6 +195,8 @@ func FailureOf(err error) Failure {
 		return ReasonFailure("REPLY_TOO_LARGE", ErrReplyTooLarge.Error())
 	case errors.As(err, &replyErr):
 		return ReasonFailure("BAD_REPLY", replyErr.Msg)
+	case errors.As(err, &dialectErr):
+		return ReasonFailure("DIALECT_MISMATCH", dialectErr.Error())
 	case errors.Is(err, ErrShuttingDown):
 		return ReasonFailure("SHUTTING_DOWN", ErrShuttingDown.Error())
 	case errors.Is(err, ErrBusy):

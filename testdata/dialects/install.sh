@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dialect producers' npm packages (ai, @ag-ui/core,
 # @ag-ui/encoder, @a2a-js/sdk + express, @langchain/langgraph +
-# @langchain/core, openai, zod; exact versions in package.json /
+# @langchain/core, openai, @openai/agents, zod; exact versions in package.json /
 # package-lock.json) into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/dialects/
 # and links <repo>/testdata/dialects/node_modules to it, because the
