@@ -172,7 +172,7 @@ func readEvents(t *testing.T, resp *http.Response) []rpcResult {
 	}
 	var out []rpcResult
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {

@@ -321,15 +321,36 @@ limits: {request_bytes: 4096, reply_bytes: REPLY}
 
 // TestSendWholeArtifact: message/send on a streaming method answers every
 // record, 3.1 MB with a 1.1 MB one in the middle; past limits.reply_bytes
-// it answers the task failed with one message naming the limit, no part
-// of the artifact, and the agent's call ends: a stream far longer than the
-// limit keeps memory bounded.
+// message/stream still streams them all, its task keeping no artifact,
+// and message/send answers the task failed with one message naming the
+// limit, no part of the artifact, and the agent's call ends: a stream far
+// longer than the limit keeps memory bounded.
 func TestSendWholeArtifact(t *testing.T) {
 	url, _, _ := serveMap(t, "big", strings.Replace(bigMap, "REPLY", "8MiB", 1), bigAgent(t, false, nil))
 	r := call(t, url, "", send0("1", "message/send", "hi"))
 	want := strings.Repeat("a", 1_000_000) + strings.Repeat("b", 1_100_000) + strings.Repeat("c", 1_000_000)
 	if tk := decode[taskJSON](t, r.Result); tk.Status.State != "completed" || tk.text() != want {
 		t.Errorf("message/send of a 3.1 MB stream: %s, %d bytes of text; want completed with all %d", tk.Status.State, len(tk.text()), len(want))
+	}
+
+	// message/stream streams every record past the limit; the task keeps
+	// no artifact, and tasks/get says so.
+	url, _, _ = serveMap(t, "big", strings.Replace(bigMap, "REPLY", "1MiB", 1), bigAgent(t, false, nil))
+	var text strings.Builder
+	var id string
+	for _, e := range readEvents(t, rpc(t, url, "", send0("3", "message/stream", "hi"))) {
+		ev := decode[eventJSON](t, e.Result)
+		if ev.Kind == "task" {
+			id = ev.ID
+		}
+		if ev.Kind == "artifact-update" {
+			text.WriteString(decode[struct{ Parts []struct{ Text string } }](t, ev.Artifact).Parts[0].Text)
+		}
+	}
+	got := call(t, url, "", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"id":"`+id+`"}}`)
+	if tk := decode[taskJSON](t, got.Result); text.String() != want || tk.Status.State != "completed" || len(tk.Artifacts) != 0 ||
+		!strings.Contains(string(got.Result), `"metadata":{"sidecar":"`+droppedNote+`"}`) {
+		t.Errorf("message/stream past reply_bytes: %d bytes streamed of %d; tasks/get %.300s, want no artifact and the note", text.Len(), len(want), got.Result)
 	}
 
 	ended := make(chan struct{})
