@@ -93,7 +93,14 @@ func TestOpener(t *testing.T) {
 	if w := toyCall(h, http.MethodPost, "/ask", `query {"id":2}`); w.Code != 503 || w.Body.String() != "ex-err BUSY\n" {
 		t.Errorf("a call past the one slot = %d %q, want the exchange's 503 BUSY", w.Code, w.Body)
 	}
-	(<-door.stop)(errStopped)
+	select {
+	case stop := <-door.stop:
+		stop(errStopped)
+	default: // Context is called before the call reaches the agent
+		close(agent.release)
+		<-held
+		t.Fatal("the held call's exchange was not asked for its context")
+	}
 	if w := <-held; w.Code != 502 || w.Body.String() != "ex-err AGENT_FAILED\n" {
 		t.Errorf("the call its door ended = %d %q, want the exchange's answer", w.Code, w.Body)
 	}

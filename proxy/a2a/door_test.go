@@ -348,13 +348,18 @@ func TestCancelSend(t *testing.T) {
 		var r rpcResult
 		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send1("1", "SendMessage", "hi")))
 		req.Header.Set("A2A-Version", "1.0")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testClient.Do(req); err == nil {
 			json.NewDecoder(resp.Body).Decode(&r)
 			resp.Body.Close()
 		}
 		done <- r
 	}()
-	id := <-started
+	var id string
+	select {
+	case id = <-started:
+	case r := <-done:
+		t.Fatalf("the SendMessage answered before its call reached the agent: %s %+v", r.Result, r.Error)
+	}
 	get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"` + id + `"}}`
 	eventually(t, "the task working with its first record", func() bool {
 		r := call(t, url, "1.0", get)
