@@ -108,6 +108,11 @@ func (s *store) forget(i int) {
 	t := s.order[i]
 	delete(s.tasks, t.id)
 	s.bytes -= t.cost
+	if i == 0 { // the oldest, most often: no copy
+		s.order[0] = nil
+		s.order = s.order[1:]
+		return
+	}
 	s.order = append(s.order[:i], s.order[i+1:]...)
 }
 
