@@ -327,22 +327,32 @@ func TestRefused(t *testing.T) {
 }
 
 // TestCancelSend: tasks/cancel of a message/send's task ends its call, and
-// the send answers the canceled task.
+// the send answers the canceled task, for a streaming method (its first
+// record kept) and a unary one.
 func TestCancelSend(t *testing.T) {
+	for _, method := range []string{"slow", "slow_unary"} {
+		t.Run(method, func(t *testing.T) { testCancelSend(t, method) })
+	}
+}
+
+func testCancelSend(t *testing.T, method string) {
+	stream := method == "slow"
 	started := make(chan string, 1)
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			TaskID string `json:"task_id"`
 		}
 		json.NewDecoder(r.Body).Decode(&in)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "data: {\"text\":\"thinking\"}\n\n")
-		http.NewResponseController(w).Flush()
+		if stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"text\":\"thinking\"}\n\n")
+			http.NewResponseController(w).Flush()
+		}
 		started <- in.TaskID
 		<-r.Context().Done()
 	}))
 	t.Cleanup(agent.Close)
-	url, _, _ := serveMap(t, "slow", testMap, agent.URL)
+	url, _, _ := serveMap(t, method, strings.Replace(testMap, "methods:\n", "methods:\n  slow_unary: {call: POST /slow}\n", 1), agent.URL)
 	done := make(chan rpcResult)
 	go func() {
 		var r rpcResult
@@ -360,17 +370,21 @@ func TestCancelSend(t *testing.T) {
 	case r := <-done:
 		t.Fatalf("the SendMessage answered before its call reached the agent: %s %+v", r.Result, r.Error)
 	}
-	get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"` + id + `"}}`
-	eventually(t, "the task working with its first record", func() bool {
-		r := call(t, url, "1.0", get)
-		return r.Error == nil && decode[taskJSON](t, r.Result).text() == "thinking"
-	})
+	want := ""
+	if stream {
+		want = "thinking"
+		get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"` + id + `"}}`
+		eventually(t, "the task working with its first record", func() bool {
+			r := call(t, url, "1.0", get)
+			return r.Error == nil && decode[taskJSON](t, r.Result).text() == "thinking"
+		})
+	}
 	r := call(t, url, "1.0", `{"jsonrpc":"2.0","id":3,"method":"CancelTask","params":{"id":"`+id+`"}}`)
 	if tk := decode[taskJSON](t, r.Result); tk.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("CancelTask: %s %+v", r.Result, r.Error)
 	}
 	sent := <-done
-	if tk := decode[struct{ Task taskJSON }](t, sent.Result).Task; tk.ID != id || tk.Status.State != "TASK_STATE_CANCELED" || tk.text() != "thinking" {
+	if tk := decode[struct{ Task taskJSON }](t, sent.Result).Task; tk.ID != id || tk.Status.State != "TASK_STATE_CANCELED" || tk.text() != want {
 		t.Errorf("the canceled SendMessage answered %s %+v", sent.Result, sent.Error)
 	}
 }

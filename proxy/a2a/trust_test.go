@@ -445,6 +445,7 @@ func TestStrictJSONRPC(t *testing.T) {
 	}
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","method":"message/send","params":` + msg + `}`,
+		`{"jsonrpc":"2.0","method":"message/stream","params":` + msg + `}`,
 		`{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"nope"}}`,
 		`{"jsonrpc":"2.0","method":"message/teleport"}`,
 	} {
@@ -455,8 +456,8 @@ func TestStrictJSONRPC(t *testing.T) {
 			t.Errorf("notification %s: %d %q, want 204 and no body", body, resp.StatusCode, b)
 		}
 	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("the message/send notification called the agent %d times, want 1 (served, not answered)", n)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the message notifications called the agent %d times, want 2 (served, not answered)", n)
 	}
 }
 
