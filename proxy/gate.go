@@ -212,8 +212,9 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 	if stream {
 		serve = s.serveStream
 	}
+	var ex core.Exchange = doorExchange{door} // an Opener's calls get their own
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{start: time.Now(), door: door, ex: doorExchange{door}, protocol: protocol, route: route, stream: stream}
+		c := &call{start: time.Now(), door: door, ex: ex, protocol: protocol, route: route, stream: stream}
 		defer s.log(r, c)
 		defer c.done()
 		s.inFlight.Add(1)
