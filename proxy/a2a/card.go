@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -77,8 +78,12 @@ func (d *Door) Card(url string) []byte {
 		Skills: []skill{{ID: d.opts.Method, Name: d.opts.Method, Description: desc, Tags: []string{"sidecar"}, InputModes: in, OutputModes: out}},
 	}
 	c.Capabilities.Streaming = d.stream
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a description's "<" stays as written
+	enc.SetIndent("", "  ")
+	enc.Encode(c)
+	return b.Bytes()
 }
 
 // serveCard answers the card, with or without an A2A-Version header. Its

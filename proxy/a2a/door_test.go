@@ -100,6 +100,9 @@ func TestCard(t *testing.T) {
 	d := NewDoor(cfg, Options{Method: "query", URL: "https://agent.example/a2a/"})
 	rec := httpRecorder(d, http.MethodGet, CardPath)
 	json.Unmarshal(rec, &c)
+	if raw := string(httpRecorder(NewDoor(cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, CardPath)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
+		t.Errorf("a card whose description has < and &: %s, want them as written", raw)
+	}
 	if c.URL != "https://agent.example/a2a/" || c.SupportedInterfaces[0].URL != c.URL || c.Capabilities.Streaming || c.Name != "query" || c.Description == "" {
 		t.Errorf("a unary method's card with Options.URL and no card info: %+v", c)
 	}
