@@ -178,6 +178,11 @@ type Limits struct {
 	// QueueTimeout is how long a call waits in the queue before it gets
 	// 503 with Retry-After. Default: 10s.
 	QueueTimeout time.Duration
+	// TaskStoreBytes caps the A2A door's task store: the tasks kept for
+	// tasks/get and tasks/cancel, each counted by its ids, status message
+	// and artifact. Over it the oldest ended tasks are forgotten first.
+	// Default: 64 MiB.
+	TaskStoreBytes int64
 }
 
 // Admin is the private listener: /metrics and /healthz, never on the

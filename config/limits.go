@@ -89,14 +89,14 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "task_store_bytes"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
 	for _, e := range p.entries(n, path) {
 		key := join(path, e.name)
 		switch e.name {
-		case "request_bytes", "record_bytes", "reply_bytes", "header_bytes":
+		case "request_bytes", "record_bytes", "reply_bytes", "header_bytes", "task_store_bytes":
 			if isNull(e.val) {
 				continue
 			}
@@ -118,6 +118,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 				l.ReplyBytes = v
 			case "header_bytes":
 				l.HeaderBytes = int(v)
+			case "task_store_bytes":
+				l.TaskStoreBytes = v
 			}
 		case "header_timeout", "queue_timeout":
 			d, ok := p.nonNegative(e, key)
@@ -168,6 +170,8 @@ var maxSizes = map[string]int64{
 	"record_bytes":  1 << 30,
 	"reply_bytes":   1 << 30,
 	"header_bytes":  1 << 20,
+
+	"task_store_bytes": 1 << 30,
 }
 
 // sizeName writes a power-of-two size with its unit, "1GiB".

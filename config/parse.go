@@ -40,6 +40,8 @@ var defaultLimits = Limits{
 	HeaderTimeout: 10 * time.Second,
 	Queue:         100,
 	QueueTimeout:  10 * time.Second,
+
+	TaskStoreBytes: 64 << 20,
 }
 
 // Load reads and parses the method map at path.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -59,6 +60,12 @@ type Protocol struct {
 type A2A struct {
 	Protocol
 	Card Card
+	// URL is the public URL of the JSON-RPC endpoint the card advertises
+	// (an absolute http or https URL), for a door behind a proxy or a
+	// gateway that does not say where it was reached. Default: "" (the
+	// scheme and host the card was asked on, X-Forwarded-Proto and
+	// X-Forwarded-Host honoured).
+	URL string
 }
 
 // Card is what the A2A agent card says about the agent.
@@ -147,7 +154,7 @@ func (p *parser) protocols(n *yaml.Node, path string, ps *Protocols) {
 			}
 		case ProtocolA2A:
 			a := &A2A{Protocol: Protocol{Listen: protocolDefaults[e.name], Line: e.key.Line}}
-			if p.protocol(e.val, key, &a.Protocol, &a.Card) {
+			if p.protocol(e.val, key, &a.Protocol, a) {
 				ps.A2A = a
 			}
 		default:
@@ -156,16 +163,17 @@ func (p *parser) protocols(n *yaml.Node, path string, ps *Protocols) {
 	}
 }
 
-// protocol decodes one protocol's listen and method, and card when it has
-// one. It reports whether the protocol is on: a mapping with a method.
-func (p *parser) protocol(n *yaml.Node, path string, pr *Protocol, card *Card) bool {
+// protocol decodes one protocol's listen and method, and for A2A (a) its
+// card and url. It reports whether the protocol is on: a mapping with a
+// method.
+func (p *parser) protocol(n *yaml.Node, path string, pr *Protocol, a *A2A) bool {
 	if n.Kind != yaml.MappingNode {
 		p.addf(n.Line, path, "want a mapping with listen and method, not a %s", kindName(n))
 		return false
 	}
 	allowed := []string{"listen", "method"}
-	if card != nil {
-		allowed = append(allowed, "card")
+	if a != nil {
+		allowed = append(allowed, "card", "url")
 	}
 	for _, e := range p.entries(n, path) {
 		key := join(path, e.name)
@@ -182,8 +190,16 @@ func (p *parser) protocol(n *yaml.Node, path string, pr *Protocol, card *Card) b
 			if s, ok := p.scalar(e, key); ok {
 				pr.Method = s
 			}
-		case e.name == "card" && card != nil:
-			p.card(e.val, key, card)
+		case e.name == "card" && a != nil:
+			p.card(e.val, key, &a.Card)
+		case e.name == "url" && a != nil:
+			if s, ok := p.scalar(e, key); ok {
+				if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					p.addf(e.val.Line, key, "%q is not an absolute http or https URL (want e.g. https://agents.example.com/price/)", s)
+					continue
+				}
+				a.URL = s
+			}
 		default:
 			p.unknown(e, path, allowed...)
 		}
@@ -307,6 +323,9 @@ func (c *Config) protocolsNode() *yaml.Node {
 		if pr.name == ProtocolA2A {
 			pn.Content = append(pn.Content, scalar("card"), mapping(
 				"name", quoted(c.Protocols.A2A.Card.Name), "description", quoted(c.Protocols.A2A.Card.Description)))
+			if u := c.Protocols.A2A.URL; u != "" {
+				pn.Content = append(pn.Content, scalar("url"), quoted(u))
+			}
 		}
 		n.Content = append(n.Content, scalar(pr.name), pn)
 	}

@@ -19,7 +19,7 @@ func TestProtocols(t *testing.T) {
 protocols:
   agentcore: {listen: ":8081", method: stream_query}
   foundry: {method: query}
-  a2a: {listen: ":9000", method: stream_query, card: {name: Price agent, description: Prices things}}
+  a2a: {listen: ":9000", method: stream_query, card: {name: Price agent, description: Prices things}, url: "https://agents.example/price/"}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ protocols:
 	ps := c.Protocols
 	if !ps.AgentPlatform || ps.AgentCore == nil || ps.AgentCore.Listen != ":8081" || !ps.AgentCore.Stream ||
 		ps.Foundry == nil || ps.Foundry.Listen != ":8088" || ps.Foundry.Stream || ps.Foundry.Method != "query" ||
-		ps.A2A == nil || ps.A2A.Card.Name != "Price agent" || ps.A2A.Card.Description != "Prices things" || ps.A2A.Listen != ":9000" {
+		ps.A2A == nil || ps.A2A.Card.Name != "Price agent" || ps.A2A.Card.Description != "Prices things" || ps.A2A.Listen != ":9000" || ps.A2A.URL != "https://agents.example/price/" {
 		t.Fatalf("Protocols = %+v", ps)
 	}
 	if got := c.Listens(); len(got) != 4 || got[0] != [2]string{"agent_platform", ":8080"} || got[3] != [2]string{"a2a", ":9000"} {
@@ -37,7 +37,7 @@ protocols:
 	if err != nil {
 		t.Fatalf("the printed map does not parse: %v\n%s", err, c.Expanded())
 	}
-	if string(again.Expanded()) != string(c.Expanded()) || again.Protocols.A2A.Card != ps.A2A.Card {
+	if string(again.Expanded()) != string(c.Expanded()) || again.Protocols.A2A.Card != ps.A2A.Card || again.Protocols.A2A.URL != ps.A2A.URL {
 		t.Errorf("printed twice differs:\n%s\n---\n%s", c.Expanded(), again.Expanded())
 	}
 	if err := c.CheckListen("0.0.0.0:8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
@@ -108,6 +108,12 @@ protocols:
 		{"card key", `
 protocols:
   a2a: {method: query, card: {title: x}}`, `protocols.a2a.card.title: unknown key (want name or description)`},
+		{"a2a url not absolute", `
+protocols:
+  a2a: {method: query, url: "agents.example/price"}`, `protocols.a2a.url: "agents.example/price" is not an absolute http or https URL`},
+		{"url on agentcore", `
+protocols:
+  agentcore: {listen: ":8081", method: query, url: "https://x.example/"}`, `protocols.agentcore.url: unknown key (want listen or method)`},
 		{"enabled not a bool", `
 protocols:
   agent_platform: {enabled: maybe}`, `protocols.agent_platform.enabled: want true or false, not "maybe"`},

@@ -14,8 +14,9 @@ import (
 // call is one class_method call, from request to log line.
 type call struct {
 	start    time.Time
-	door     Door   // the front door it came in by
-	protocol string // its protocol, for the log line and metrics
+	door     Door          // the front door it came in by
+	ex       core.Exchange // what answers it: the Door's writers, or its Opener's exchange
+	protocol string        // its protocol, for the log line and metrics
 	route    string
 	stream   bool // served on a streaming route
 	method   string
@@ -42,11 +43,11 @@ func (c *call) done() {
 func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
 	out, err := s.Agent.Unary(ctx, call)
 	if err != nil {
-		s.fail(w, r, c, err)
+		s.fail(w, r, c, explain(ctx, r.Context(), err))
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
-	n, err := c.door.WriteOutput(w, out)
+	n, err := c.ex.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
 		c.callerLeft(err)
@@ -65,7 +66,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
-	out := c.door.Encoder(w)
+	out := c.ex.Encoder(w)
 	c.status = http.StatusOK
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
@@ -121,10 +122,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	err = explain(s.calls, r.Context(), err)
 	f := c.failed(core.FailureOf(err), err)
 	c.status = f.Status
-	if f.Outcome == metrics.CallerLeft {
+	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {
 		return // nobody is listening
 	}
-	c.door.WriteError(w, f)
+	c.ex.WriteError(w, f)
 }
 
 // log writes the call's one log line and records its metrics. Bodies are

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -42,6 +43,25 @@ type Door interface {
 	// WriteError answers a call that failed before its first byte.
 	WriteError(w http.ResponseWriter, f core.Failure)
 }
+
+// Opener is a Door whose requests on a route are exchanges (issue 19's
+// seam, which every door is to move to): how a request is answered
+// depends on the request itself (A2A's JSON-RPC id and task), and a
+// request may be answered by the door without the agent (A2A's tasks/get).
+// The Server still reads the body, under the shared limits and after the
+// concurrency slot for a large one; Open decodes it in place of Call, and
+// the exchange's writers answer in place of the Door's. A door that
+// answers without the agent returns a *core.Answer as the error. The Door
+// itself never reads or replaces the request body.
+type Opener interface {
+	Open(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, core.Exchange, error)
+}
+
+// doorExchange is the exchange of a Door that is no Opener: its own
+// writers, the Server's context.
+type doorExchange struct{ Door }
+
+func (doorExchange) Context(ctx context.Context) context.Context { return ctx }
 
 // Protocols are the values of a call's protocol log field and metrics
 // label: the protocols config names, and "other" for a door that names

@@ -75,7 +75,9 @@ const smallBody = 64 << 10
 
 // begin takes a concurrency slot, reads the request and has the Door
 // decode it, and waits for the agent to be ready. It returns what the
-// agent call needs.
+// agent call needs: the call, and its context (the exchange's, derived
+// from ctx). A *core.Answer is a request the Door answered itself: it
+// takes no slot, or frees the one its large body waited for.
 //
 // Memory: a call in a slot holds its body once: read at its exact length
 // when Content-Length gives it (else in growing steps, up to about twice
@@ -84,16 +86,16 @@ const smallBody = 64 << 10
 // input indexed without copying values (core.ParseInput). Building the
 // agent's request may copy the input once more. So request bodies take at
 // most Concurrency × request_bytes × 4, plus smallBody per queued call.
-func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
+func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (context.Context, core.Call, error) {
 	if r.Header.Get(core.HopHeader) != "" {
-		return core.Call{}, errLoop
+		return ctx, core.Call{}, errLoop
 	}
 	if s.draining.Load() {
-		return core.Call{}, ErrShuttingDown
+		return ctx, core.Call{}, ErrShuttingDown
 	}
 	limit := s.Config.Limits.RequestBytes
 	if r.ContentLength > limit {
-		return core.Call{}, &http.MaxBytesError{Limit: limit} // refused unread
+		return ctx, core.Call{}, &http.MaxBytesError{Limit: limit} // refused unread
 	}
 	// A small body is read and checked before the call queues: a bad
 	// request never takes a slot. A large one waits for its slot unread.
@@ -102,18 +104,20 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
 	if early {
 		if call, err = s.request(w, r, c); err != nil {
-			return core.Call{}, err
+			return ctx, core.Call{}, err
 		}
+		ctx = c.ex.Context(ctx)
 	}
 	release, err := s.acquire(ctx)
 	if err != nil {
-		return core.Call{}, err
+		return ctx, core.Call{}, err
 	}
 	c.release = release
 	if !early {
 		if call, err = s.request(w, r, c); err != nil {
-			return core.Call{}, err
+			return ctx, core.Call{}, err
 		}
+		ctx = c.ex.Context(ctx)
 	}
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
@@ -121,19 +125,29 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
 	if err := s.waitReady(ctx); err != nil {
-		return core.Call{}, err
+		return ctx, core.Call{}, err
 	}
-	return call, nil
+	return ctx, call, nil
 }
 
 // request reads the request body and has the Door decode it into the call
-// for the agent, its input indexed when the method reads fields.
+// for the agent (Open, for an Opener, whose exchange then answers the
+// call), its input indexed when the method reads fields.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
 	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
 	if err != nil {
 		return core.Call{}, err
 	}
-	call, err := c.door.Call(s.Config, c.route, c.stream, r, body)
+	var call core.Call
+	if o, ok := c.door.(Opener); ok {
+		var ex core.Exchange
+		call, ex, err = o.Open(s.Config, c.route, c.stream, r, body)
+		if ex != nil {
+			c.ex = ex
+		}
+	} else {
+		call, err = c.door.Call(s.Config, c.route, c.stream, r, body)
+	}
 	c.method = call.Name
 	if err != nil {
 		return core.Call{}, err
@@ -198,15 +212,21 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 	if stream {
 		serve = s.serveStream
 	}
+	var ex core.Exchange = doorExchange{door} // an Opener's calls get their own
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
+		c := &call{start: time.Now(), door: door, ex: ex, protocol: protocol, route: route, stream: stream}
 		defer s.log(r, c)
 		defer c.done()
 		s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
 		ctx, done := s.callContext(r)
 		defer done()
-		call, err := s.begin(ctx, w, r, c)
+		ctx, call, err := s.begin(ctx, w, r, c)
+		var answer *core.Answer
+		if errors.As(err, &answer) {
+			s.answer(w, c, answer)
+			return
+		}
 		if err != nil {
 			s.fail(w, r, c, err)
 			return
@@ -214,6 +234,17 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		defer boundWrites(ctx, w, r, c.start, call.Method.Timeouts.Total)()
 		serve(ctx, w, r, c, call)
 	}
+}
+
+// answer writes the reply a Door gave without calling the agent.
+func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
+	c.status, c.outcome, c.bytes = a.Status, a.Outcome, int64(len(a.Body))
+	h := w.Header()
+	for k, v := range a.Header {
+		h[k] = v
+	}
+	w.WriteHeader(a.Status)
+	w.Write(a.Body)
 }
 
 // writeGrace is how long a write to the caller may still take once the

@@ -208,8 +208,8 @@ func TestDeployRequest(t *testing.T) {
 }
 
 // TestA2ACard: sidecar a2a-card prints the card protocols.a2a serves,
-// advertising --url or localhost and its port, and refuses a map without
-// protocols.a2a.
+// advertising --url, protocols.a2a.url or localhost and its port, and
+// refuses a map without protocols.a2a.
 func TestA2ACard(t *testing.T) {
 	cfg := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\n"+
 		"protocols:\n  a2a: {listen: \":9000\", method: stream_query, card: {name: Price agent, description: Prices things}}\n"+
@@ -229,6 +229,13 @@ func TestA2ACard(t *testing.T) {
 	out, _, _ = runCLI([]string{"a2a-card", "--config", cfg, "--url", "https://agents.example/price/"}, nil)
 	if !strings.Contains(out, `"url": "https://agents.example/price/"`) {
 		t.Errorf("a2a-card --url: %s", out)
+	}
+	withURL := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\n"+
+		"protocols:\n  a2a: {method: stream_query, url: \"https://agents.example/configured/\"}\n"+
+		"methods:\n  stream_query: {mode: stream, call: POST /stream}\n")
+	out, _, _ = runCLI([]string{"a2a-card", "--config", withURL}, nil)
+	if !strings.Contains(out, `"url": "https://agents.example/configured/"`) {
+		t.Errorf("a2a-card with protocols.a2a.url: %s", out)
 	}
 	if _, errOut, code := runCLI([]string{"a2a-card", "--config", writeConfig(t, validConfig)}, nil); code != 1 || !strings.Contains(errOut, "no protocols.a2a") {
 		t.Errorf("a2a-card without protocols.a2a = %d %q", code, errOut)

@@ -36,9 +36,10 @@ func doorOf(protocol string, cfg *config.Config, s *proxy.Server, env []string) 
 		return foundry.New(*cfg.Protocols.Foundry, envValue(env, foundry.EnvSessionID)), nil
 	case config.ProtocolA2A:
 		p := cfg.Protocols.A2A
-		// The card's url is left empty: the door builds it from the Host
-		// the card was asked on, which is what a caller can reach.
-		return a2a.NewDoor(cfg, a2a.Options{Method: p.Method,
+		// Without protocols.a2a.url the door builds the card's url from
+		// where the card was asked (X-Forwarded-* or the Host), which is
+		// what a caller can reach.
+		return a2a.NewDoor(cfg, a2a.Options{Method: p.Method, URL: p.URL,
 			Card: a2a.CardInfo{Name: p.Card.Name, Description: p.Card.Description}}), nil
 	}
 	return nil, fmt.Errorf("unknown protocol %q", protocol)
@@ -83,12 +84,15 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 }
 
 // a2aCard is the agent card the A2A door of cfg serves, advertising url:
-// by default http://localhost and protocols.a2a's port, as a local
-// client reaches it.
+// by default protocols.a2a.url, else http://localhost and protocols.a2a's
+// port, as a local client reaches it.
 func a2aCard(cfg *config.Config, url string) ([]byte, error) {
 	p := cfg.Protocols.A2A
 	if p == nil {
 		return nil, fmt.Errorf("the config has no protocols.a2a")
+	}
+	if url == "" {
+		url = p.URL
 	}
 	if url == "" {
 		_, port, err := net.SplitHostPort(p.Listen)

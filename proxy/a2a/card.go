@@ -1,8 +1,11 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strings"
 )
 
 // cardVersion is the card's version of the agent, which the map does not
@@ -75,22 +78,52 @@ func (d *Door) Card(url string) []byte {
 		Skills: []skill{{ID: d.opts.Method, Name: d.opts.Method, Description: desc, Tags: []string{"sidecar"}, InputModes: in, OutputModes: out}},
 	}
 	c.Capabilities.Streaming = d.stream
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return append(b, '\n')
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a description's "<" stays as written
+	enc.SetIndent("", "  ")
+	enc.Encode(c)
+	return b.Bytes()
 }
 
 // serveCard answers the card, with or without an A2A-Version header. Its
-// url is Options.URL, else the address the card was asked on.
+// url is Options.URL, else the address the card was asked on (publicBase).
 func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	url := d.opts.URL
 	if url == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		url = scheme + "://" + r.Host + Route
+		url = publicBase(r) + Route
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Write(d.Card(url))
+}
+
+// publicBase is the scheme and host a caller reached the door at: those
+// a proxy in front says (the first X-Forwarded-Proto and X-Forwarded-Host,
+// each taken only when it is a scheme, or a host and port, and nothing
+// else, so a header cannot put anything else in the card), else the
+// connection's (https with TLS) and the Host header.
+func publicBase(r *http.Request) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := strings.ToLower(firstValue(r.Header.Get("X-Forwarded-Proto"))); p == "http" || p == "https" {
+		scheme = p
+	}
+	if h := firstValue(r.Header.Get("X-Forwarded-Host")); hostPort.MatchString(h) {
+		host = h
+	}
+	return scheme + "://" + host
+}
+
+// hostPort is a host name, IPv4 or bracketed IPv6 address, and an optional
+// port.
+var hostPort = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,252}))(:[0-9]{1,5})?$`)
+
+// firstValue is the first of a header's comma-separated values, the one
+// the proxy nearest the caller set.
+func firstValue(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.TrimSpace(first)
 }

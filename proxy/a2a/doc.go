@@ -6,7 +6,11 @@
 // SendMessage, SendStreamingMessage, GetTask and CancelTask of A2A 1.0,
 // chosen by the A2A-Version header. Every message calls one method of the
 // map (Options.Method): its text parts become the method's input, its
-// records artifact updates, and its end the task's terminal state. A small
-// bounded in-memory store (tasks) answers tasks/get and tasks/cancel. Like
-// proxy/platform it uses only core's types and does not import proxy.
+// records artifact updates, and its end the task's terminal state. A
+// bounded in-memory store (tasks, limits.task_store_bytes) answers
+// tasks/get and tasks/cancel. The door opens each JSON-RPC request (a
+// proxy.Opener): the shared gate reads the body under the shared limits,
+// Open decodes it (rpc.go) into a call whose exchange writes the answer
+// (stream.go), or answers it without the agent. Like proxy/platform it
+// uses only core's types and does not import proxy.
 package a2a

@@ -3,7 +3,9 @@ package a2a
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +100,9 @@ func TestCard(t *testing.T) {
 	d := NewDoor(cfg, Options{Method: "query", URL: "https://agent.example/a2a/"})
 	rec := httpRecorder(d, http.MethodGet, CardPath)
 	json.Unmarshal(rec, &c)
+	if raw := string(httpRecorder(NewDoor(cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, CardPath)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
+		t.Errorf("a card whose description has < and &: %s, want them as written", raw)
+	}
 	if c.URL != "https://agent.example/a2a/" || c.SupportedInterfaces[0].URL != c.URL || c.Capabilities.Streaming || c.Name != "query" || c.Description == "" {
 		t.Errorf("a unary method's card with Options.URL and no card info: %+v", c)
 	}
@@ -113,8 +118,8 @@ func TestMessage03(t *testing.T) {
 	r := call(t, url, "", send0(`"s1"`, "message/send", "hi"))
 	tk := decode[taskJSON](t, r.Result)
 	if r.Error != nil || string(r.ID) != `"s1"` || tk.Kind != "task" || tk.Status.State != "completed" || tk.text() != "[hi] once upon a time" ||
-		len(tk.Artifacts) != 1 || len(tk.Artifacts[0].Parts) != 2 || tk.Artifacts[0].Parts[1].Kind != "data" ||
-		string(tk.Artifacts[0].Parts[1].Data) != `{"n":1,"task":"`+tk.ID+`","context":"`+tk.ContextID+`"}` {
+		len(tk.Artifacts) != 1 || len(tk.Artifacts[0].Parts) != 4 || tk.Artifacts[0].Parts[3].Kind != "data" ||
+		string(tk.Artifacts[0].Parts[3].Data) != `{"n":1,"task":"`+tk.ID+`","context":"`+tk.ContextID+`"}` {
 		t.Errorf("message/send: %s %+v, want the completed task with its artifact", r.Result, r.Error)
 	}
 
@@ -293,9 +298,10 @@ func TestTasks(t *testing.T) {
 }
 
 // TestRefused: what the sidecar refuses before calling the agent is a
-// JSON-RPC error with the request's id, for message/stream too: an input
-// the method's request cannot be built from is -32602, a call from a
-// sidecar (a loop) -32603, a body over the limit 413 and -32600.
+// JSON-RPC error, for message/stream too: an input the method's request
+// cannot be built from is -32602 with the request's id, a call from a
+// sidecar (a loop, refused before its body is read: id null) 508 and
+// -32603, a body over the limit 413 and -32600.
 func TestRefused(t *testing.T) {
 	url := serve(t, "needs_user")
 	if r := call(t, url, "", send0("1", "message/stream", "hi")); r.Error == nil || r.Error.Code != codeInvalidParams ||
@@ -312,8 +318,8 @@ func TestRefused(t *testing.T) {
 	var r rpcResult
 	json.NewDecoder(resp.Body).Decode(&r)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || r.Error == nil || r.Error.Code != codeInternal || string(r.ID) != "2" || !strings.Contains(r.Error.Message, "loop") {
-		t.Errorf("a call from a sidecar: %d %+v, want 200 and %d", resp.StatusCode, r.Error, codeInternal)
+	if resp.StatusCode != http.StatusLoopDetected || r.Error == nil || r.Error.Code != codeInternal || string(r.ID) != "null" || !strings.Contains(r.Error.Message, "loop") {
+		t.Errorf("a call from a sidecar: %d %s %+v, want 508, id null and %d", resp.StatusCode, r.ID, r.Error, codeInternal)
 	}
 	resp = rpc(t, url, "", send0("3", "message/send", strings.Repeat("x", 5000)))
 	json.NewDecoder(resp.Body).Decode(&r)
@@ -324,32 +330,64 @@ func TestRefused(t *testing.T) {
 }
 
 // TestCancelSend: tasks/cancel of a message/send's task ends its call, and
-// the send answers the canceled task.
+// the send answers the canceled task, for a streaming method (its first
+// record kept) and a unary one.
 func TestCancelSend(t *testing.T) {
-	url := serve(t, "slow")
+	for _, method := range []string{"slow", "slow_unary"} {
+		t.Run(method, func(t *testing.T) { testCancelSend(t, method) })
+	}
+}
+
+func testCancelSend(t *testing.T, method string) {
+	stream := method == "slow"
+	started := make(chan string, 1)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			TaskID string `json:"task_id"`
+		}
+		json.NewDecoder(r.Body).Decode(&in)
+		if stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"text\":\"thinking\"}\n\n")
+			http.NewResponseController(w).Flush()
+		}
+		started <- in.TaskID
+		<-r.Context().Done()
+	}))
+	t.Cleanup(agent.Close)
+	url, _, _ := serveMap(t, method, strings.Replace(testMap, "methods:\n", "methods:\n  slow_unary: {call: POST /slow}\n", 1), agent.URL)
 	done := make(chan rpcResult)
 	go func() {
 		var r rpcResult
-		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(
-			`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m","taskId":"t-1","parts":[{"text":"hi"}]}}}`))
+		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send1("1", "SendMessage", "hi")))
 		req.Header.Set("A2A-Version", "1.0")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testClient.Do(req); err == nil {
 			json.NewDecoder(resp.Body).Decode(&r)
 			resp.Body.Close()
 		}
 		done <- r
 	}()
-	get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"t-1"}}`
-	eventually(t, "the task working with its first record", func() bool {
-		r := call(t, url, "1.0", get)
-		return r.Error == nil && decode[taskJSON](t, r.Result).text() == "thinking"
-	})
-	r := call(t, url, "1.0", `{"jsonrpc":"2.0","id":3,"method":"CancelTask","params":{"id":"t-1"}}`)
+	var id string
+	select {
+	case id = <-started:
+	case r := <-done:
+		t.Fatalf("the SendMessage answered before its call reached the agent: %s %+v", r.Result, r.Error)
+	}
+	want := ""
+	if stream {
+		want = "thinking"
+		get := `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"` + id + `"}}`
+		eventually(t, "the task working with its first record", func() bool {
+			r := call(t, url, "1.0", get)
+			return r.Error == nil && decode[taskJSON](t, r.Result).text() == "thinking"
+		})
+	}
+	r := call(t, url, "1.0", `{"jsonrpc":"2.0","id":3,"method":"CancelTask","params":{"id":"`+id+`"}}`)
 	if tk := decode[taskJSON](t, r.Result); tk.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("CancelTask: %s %+v", r.Result, r.Error)
 	}
 	sent := <-done
-	if tk := decode[struct{ Task taskJSON }](t, sent.Result).Task; tk.ID != "t-1" || tk.Status.State != "TASK_STATE_CANCELED" || tk.text() != "thinking" {
+	if tk := decode[struct{ Task taskJSON }](t, sent.Result).Task; tk.ID != id || tk.Status.State != "TASK_STATE_CANCELED" || tk.text() != want {
 		t.Errorf("the canceled SendMessage answered %s %+v", sent.Result, sent.Error)
 	}
 }

@@ -20,7 +20,10 @@ import (
 )
 
 // Door is a proxy.Door, without importing proxy outside its tests.
-var _ proxy.Door = (*Door)(nil)
+var (
+	_ proxy.Door   = (*Door)(nil)
+	_ proxy.Opener = (*Door)(nil)
+)
 
 // testMap is the method map the tests serve; AGENT is the agent's URL.
 const testMap = `
@@ -35,8 +38,9 @@ limits: {request_bytes: 4096}
 `
 
 // startAgent is the test agent: /echo answers {"text": "echo: <message>"};
-// /stream streams SSE records, a text per word of "once upon a time",
-// the first saying the message, and one data record; /fail streams one
+// /stream streams SSE records, a text per word of "once upon a time"
+// (one an object with a text and a seq), the first saying the message,
+// and one data record; /fail streams one
 // record, then an in-band error; /slow streams one record and waits for
 // the call to end.
 func startAgent(t *testing.T) string {
@@ -65,7 +69,7 @@ func startAgent(t *testing.T) string {
 	mux.HandleFunc("POST /stream", func(w http.ResponseWriter, r *http.Request) {
 		in := input(r)
 		w.Header().Set("Content-Type", "text/event-stream")
-		sse(w, `{"text":`+q("["+in.Message+"] ")+`}`, `{"text":"once "}`, `{"text":"upon "}`, `{"text":"a time"}`,
+		sse(w, `{"text":`+q("["+in.Message+"] ")+`}`, `{"seq":2,"text":"once "}`, `{"text":"upon "}`, `{"text":"a time"}`,
 			`{"n":1,"task":`+q(in.TaskID)+`,"context":`+q(in.ContextID)+`}`)
 	})
 	mux.HandleFunc("POST /fail", func(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +92,16 @@ func startAgent(t *testing.T) string {
 // the test agent, and returns its URL.
 func serve(t *testing.T, method string) string {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", startAgent(t))))
+	url, _, _ := serveMap(t, method, testMap, startAgent(t))
+	return url
+}
+
+// serveMap runs the sidecar with the A2A door calling method of the
+// method map methodMap, its AGENT the agent's URL, and returns its URL,
+// its Server and its door.
+func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Server, *Door) {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(methodMap, "AGENT", agent)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +117,7 @@ func serve(t *testing.T, method string) string {
 		srv.Close()
 		client.Close()
 	})
-	return srv.URL
+	return srv.URL, s, door
 }
 
 // rpc posts a JSON-RPC request (with the A2A-Version header when
@@ -116,12 +129,16 @@ func rpc(t *testing.T, url, version, body string) *http.Response {
 	if version != "" {
 		req.Header.Set("A2A-Version", version)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
 }
+
+// testClient is the tests' client: a call a correct door answers at once
+// fails the test after hangGuard instead of hanging it.
+var testClient = &http.Client{Timeout: hangGuard}
 
 // rpcResult is a JSON-RPC response, its result left raw.
 type rpcResult struct {
@@ -155,7 +172,7 @@ func readEvents(t *testing.T, resp *http.Response) []rpcResult {
 	}
 	var out []rpcResult
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // task is one message's task: its ids, its state, the agent's message of
@@ -17,45 +19,127 @@ type task struct {
 	state         string
 	message       string    // the status message: a failure's text
 	updated       time.Time // when state last changed
-	parts         []part    // the artifact, at most maxTaskBytes of it, but for
+	parts         []part    // the artifact, but for
 	text          []byte    // the text appended after its last part
-	size          int       // the bytes of parts and text
+	size          int64     // the bytes of parts and text
+	dropped       bool      // the artifact grew past the store's cap and was dropped
 	cancel        context.CancelCauseFunc
+	cost          int64 // what the store counts it as, while it holds it
 }
 
-// The store's bounds: how many tasks it keeps (the oldest go first) and
-// how much of each task's artifact tasks/get returns.
-const (
-	maxTasks     = 1000
-	maxTaskBytes = 1 << 20
-)
+// taskOverhead is what the store counts for a task besides its ids,
+// message and artifact: the struct, its map entry and list slot.
+const taskOverhead = 512
 
 // errCanceled is the cause a call ends with when tasks/cancel cancels its
-// task.
-var errCanceled = errors.New("the task was canceled (tasks/cancel)")
+// task. Its caller is still there, and gets the canceled task; the call's
+// log line says caller_left, as for any call its caller ended.
+var errCanceled = fmt.Errorf("%w: the task was canceled (tasks/cancel)", core.ErrClientGone)
 
-// store is the bounded in-memory task store for tasks/get and tasks/cancel.
-// Tasks live in memory only, one sidecar's: behind several replicas, a
-// task is found only on the one that ran it.
+// store is the bounded in-memory task store for tasks/get and
+// tasks/cancel. It holds at most limit bytes of tasks (their ids, status
+// messages and artifacts, taskOverhead each besides): past it, the oldest
+// ended tasks are forgotten first. A running task is never forgotten; there
+// are at most as many as calls in flight and queued, each task's artifact
+// at most partLimit bytes. Tasks live in memory only, one sidecar's: behind
+// several replicas, a task is found only on the one that ran it.
 type store struct {
+	limit, partLimit int64
+
 	mu    sync.Mutex
 	tasks map[string]*task
-	order []string // ids, oldest first
+	order []*task // oldest first
+	bytes int64
 }
 
-func newStore() *store { return &store{tasks: make(map[string]*task)} }
+func newStore(limit, partLimit int64) *store {
+	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task)}
+}
 
-// add stores t, forgetting the oldest task when the store is full.
-func (s *store) add(t *task) {
+// open makes the task of a new message. A message naming a task is
+// refused, as the A2A JavaScript SDK's server refuses it: a task the store
+// does not hold is TaskNotFound, one that ended UnsupportedOperation, a
+// contextId other than the task's invalid params. A task still running is
+// refused too: this door takes one message per task (no multi-turn).
+func (s *store) open(m message) (*task, *rpcError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.tasks[t.id]; !ok {
-		s.order = append(s.order, t.id)
+	if m.taskID != "" {
+		t, ok := s.tasks[m.taskID]
+		switch {
+		case !ok:
+			return nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", m.taskID)}
+		case terminal(t.state):
+			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state takes no more messages", t.id, t.state)}
+		case m.contextID != "" && m.contextID != t.contextID:
+			return nil, &rpcError{codeInvalidParams, fmt.Sprintf("contextId %q is not the context of task %q", m.contextID, t.id)}
+		default:
+			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
+		}
+	}
+	t := &task{id: newID(), contextID: m.contextID, state: stateSubmitted, updated: time.Now()}
+	if t.contextID == "" {
+		t.contextID = newID()
 	}
 	s.tasks[t.id] = t
-	for len(s.order) > maxTasks {
-		delete(s.tasks, s.order[0])
+	s.order = append(s.order, t)
+	s.recount(t)
+	return t, nil
+}
+
+// recount updates what the store counts for t, which it holds, after t
+// changed, and forgets the oldest ended tasks while the store is over its
+// limit.
+func (s *store) recount(t *task) {
+	cost := taskOverhead + int64(len(t.id)+len(t.contextID)+len(t.message)+len(t.text)) + t.size
+	s.bytes += cost - t.cost
+	t.cost = cost
+	for i := 0; s.bytes > s.limit && i < len(s.order); {
+		if old := s.order[i]; terminal(old.state) {
+			s.forget(i)
+			continue
+		}
+		i++
+	}
+}
+
+// forget drops the task at order[i].
+func (s *store) forget(i int) {
+	t := s.order[i]
+	delete(s.tasks, t.id)
+	s.bytes -= t.cost
+	if i == 0 { // the oldest, most often: no copy
+		s.order[0] = nil
 		s.order = s.order[1:]
+		return
+	}
+	s.order = append(s.order[:i], s.order[i+1:]...)
+}
+
+// remove forgets t: a message the sidecar refused before it called the
+// agent, which never became a task for its caller.
+func (s *store) remove(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, o := range s.order {
+		if o == t {
+			s.forget(i)
+			return
+		}
+	}
+}
+
+// bind makes cancel end t's call; a task canceled already has it ended at
+// once.
+func (s *store) bind(t *task, cancel context.CancelCauseFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.state == stateCanceled {
+		cancel(errCanceled)
+		return
+	}
+	if !terminal(t.state) {
+		t.cancel = cancel
 	}
 }
 
@@ -68,31 +152,47 @@ func (s *store) setState(t *task, state, message string) bool {
 		return false
 	}
 	t.state, t.message, t.updated = state, message, time.Now()
+	if terminal(state) {
+		t.cancel = nil
+	}
+	if s.tasks[t.id] == t {
+		s.recount(t)
+	}
 	return true
 }
 
-// addPart appends p to t's artifact while it stays within maxTaskBytes.
-func (s *store) addPart(t *task, p part) {
+// addPart appends p to t's artifact. It reports false when the artifact
+// would grow past partLimit: the artifact is then dropped whole, never
+// kept in part.
+func (s *store) addPart(t *task, p part) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(p.Text) + len(p.Data)
-	if t.size+n > maxTaskBytes {
-		return
+	if t.dropped {
+		return false
 	}
-	t.size += n
-	if p.Data == nil {
-		t.text = append(t.text, p.Text...) // text parts append, as the updates do
-		return
+	n := int64(len(p.Text) + len(p.Data) + len(p.Metadata))
+	if t.size+n > s.partLimit {
+		t.parts, t.text, t.size, t.dropped = nil, nil, 0, true
+	} else {
+		t.size += n
+		if p.Data == nil && p.Metadata == nil {
+			t.text = append(t.text, p.Text...) // text parts append, as the updates do
+		} else {
+			t.flushText()
+			t.parts = append(t.parts, p)
+		}
 	}
-	t.flushText()
-	t.parts = append(t.parts, p)
+	if s.tasks[t.id] == t {
+		s.recount(t)
+	}
+	return !t.dropped
 }
 
 // flushText makes the text appended since the last part a part.
 func (t *task) flushText() {
 	if len(t.text) > 0 {
 		t.parts = append(t.parts, part{Text: string(t.text)})
-		t.text = t.text[:0]
+		t.text = nil
 	}
 }
 
@@ -103,7 +203,7 @@ func (t *task) clone() task {
 	if len(t.text) > 0 {
 		c.parts = append(c.parts, part{Text: string(t.text)})
 	}
-	c.text = nil
+	c.text, c.cancel = nil, nil
 	return c
 }
 
@@ -125,24 +225,25 @@ func (s *store) snapshot(id string) (task, bool) {
 	return t.clone(), true
 }
 
-// cancel cancels task id: a running task becomes canceled and its call
+// cancelTask cancels task id: a running task becomes canceled and its call
 // ends. ok is false for no such task, canceled false for one already in a
 // terminal state.
 func (s *store) cancelTask(id string) (t task, ok, canceled bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	p, ok := s.tasks[id]
-	if ok && !terminal(p.state) {
-		p.state, p.message, p.updated, canceled = stateCanceled, "", time.Now(), true
-		if p.cancel != nil {
-			p.cancel(errCanceled)
-		}
-	}
-	s.mu.Unlock()
 	if !ok {
 		return task{}, false, false
 	}
-	t, _ = s.snapshot(id)
-	return t, true, canceled
+	if !terminal(p.state) {
+		p.state, p.message, p.updated, canceled = stateCanceled, "", time.Now(), true
+		if p.cancel != nil {
+			p.cancel(errCanceled)
+			p.cancel = nil
+		}
+		s.recount(p)
+	}
+	return p.clone(), true, canceled
 }
 
 // newID is a random id for a task, context or message.

@@ -53,13 +53,16 @@ func (v version) state(s string) string {
 
 // part is one part of a message or artifact: text, or a JSON value.
 type part struct {
-	Text string
-	Data json.RawMessage // set for a data part
+	Text     string
+	Data     json.RawMessage // set for a data part
+	Metadata json.RawMessage // a text part's metadata: a record's other members
 }
 
-// partOf is the part a record (or a unary output) becomes: {"text": "…"}
-// alone, the shape of an emit: text record, is its text; a JSON string is
-// its value; an object is a data part; anything else is its JSON as text.
+// partOf is the part a record (or a unary output) becomes: an object with
+// a string "text" member (an emit: text record {"text": "…"}, or an
+// agent's {"seq": 1, "text": "…"}) is a text part with that text, its
+// other members the part's metadata; a JSON string is its value; any other
+// object is a data part; anything else is its JSON as text.
 func partOf(record []byte) part {
 	record = bytes.TrimSpace(record)
 	if len(record) == 0 {
@@ -73,17 +76,27 @@ func partOf(record []byte) part {
 		}
 	case '{':
 		var text []byte
-		n := 0
+		texts := 0
+		meta := []byte{'{'}
 		rawjson.Members(record, func(key, value []byte) bool {
-			n++
-			if rawjson.KeyIs(key, "text") && value[0] == '"' {
+			if rawjson.KeyIs(key, "text") {
+				texts++
 				text = value
+				return true
 			}
-			return n == 1
+			if len(meta) > 1 {
+				meta = append(meta, ',')
+			}
+			meta = append(append(append(meta, key...), ':'), value...)
+			return true
 		})
 		var s string
-		if n == 1 && text != nil && json.Unmarshal(text, &s) == nil {
-			return part{Text: s}
+		if texts == 1 && text[0] == '"' && json.Unmarshal(text, &s) == nil {
+			p := part{Text: s}
+			if len(meta) > 1 {
+				p.Metadata = append(meta, '}')
+			}
+			return p
 		}
 		return part{Data: bytes.Clone(record)}
 	}
@@ -99,9 +112,10 @@ func (v version) part(p part) any {
 		}{"data", p.Data}
 	case v == v03:
 		return struct {
-			Kind string `json:"kind"`
-			Text string `json:"text"`
-		}{"text", p.Text}
+			Kind     string          `json:"kind"`
+			Text     string          `json:"text"`
+			Metadata json.RawMessage `json:"metadata,omitempty"`
+		}{"text", p.Text, p.Metadata}
 	case p.Data != nil:
 		return struct {
 			Data      json.RawMessage `json:"data"`
@@ -109,8 +123,9 @@ func (v version) part(p part) any {
 		}{p.Data, "application/json"}
 	default:
 		return struct {
-			Text string `json:"text"`
-		}{p.Text}
+			Text     string          `json:"text"`
+			Metadata json.RawMessage `json:"metadata,omitempty"`
+		}{p.Text, p.Metadata}
 	}
 }
 
@@ -173,10 +188,14 @@ func (v version) task(t *task) any {
 		ContextID string     `json:"contextId"`
 		Status    status     `json:"status"`
 		Artifacts []artifact `json:"artifacts,omitempty"`
+		Metadata  any        `json:"metadata,omitempty"`
 	}
 	o := taskObj{ID: t.id, ContextID: t.contextID, Status: v.status(t)}
 	if v == v03 {
 		o.Kind = "task"
+	}
+	if t.dropped {
+		o.Metadata = map[string]string{"sidecar": droppedNote}
 	}
 	if len(t.parts) > 0 {
 		o.Artifacts = []artifact{{artifactID(t), "output", v.parts(t.parts)}}
@@ -247,6 +266,29 @@ type rpcError struct {
 	Message string `json:"message"`
 }
 
+// droppedNote is a task's metadata when its artifact outgrew what the
+// store keeps of one (limits.reply_bytes): message/stream streamed it,
+// tasks/get cannot answer it.
+const droppedNote = "the artifact exceeded limits.reply_bytes and is not kept; it was streamed"
+
+// marshal is json.Marshal without HTML escaping: "<" stays one byte, as
+// the caller and the agent wrote it.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// appendString appends s as a JSON string, without HTML escaping.
+func appendString(b []byte, s string) []byte {
+	q, _ := marshal(s)
+	return append(b, q...)
+}
+
 // response is a JSON-RPC response: its result, or its error.
 func response(id json.RawMessage, result any, e *rpcError) []byte {
 	if id == nil {
@@ -258,9 +300,9 @@ func response(id json.RawMessage, result any, e *rpcError) []byte {
 		Result  any             `json:"result,omitempty"`
 		Error   *rpcError       `json:"error,omitempty"`
 	}
-	b, err := json.Marshal(resp{"2.0", id, result, e})
+	b, err := marshal(resp{"2.0", id, result, e})
 	if err != nil { // a record that is no valid JSON, which core.Records never are
-		b, _ = json.Marshal(resp{"2.0", id, nil, &rpcError{codeInternal, "encoding the response: " + err.Error()}})
+		b, _ = marshal(resp{"2.0", id, nil, &rpcError{codeInternal, "encoding the response: " + err.Error()}})
 	}
 	return b
 }

@@ -2,24 +2,27 @@ package a2a
 
 import "testing"
 
-// TestPartOf: an emit: text record {"text": …} alone and a JSON string
-// are text, any other object a data part, anything else its JSON as text.
+// TestPartOf: an object with a string text member and a JSON string are
+// text (the object's other members the part's metadata), any other object
+// a data part, anything else its JSON as text.
 func TestPartOf(t *testing.T) {
 	tests := []struct {
-		record, text, data string
+		record, text, data, metadata string
 	}{
-		{`{"text":"hi \u00e9"}`, "hi é", ""},
-		{`"plain"`, "plain", ""},
-		{`{"text":"hi","more":1}`, "", `{"text":"hi","more":1}`},
-		{`{"text":1}`, "", `{"text":1}`},
-		{`{}`, "", `{}`},
-		{`[1,2]`, "[1,2]", ""},
-		{`42`, "42", ""},
+		{`{"text":"hi \u00e9"}`, "hi é", "", ""},
+		{`"plain"`, "plain", "", ""},
+		{`{"text":"hi","more":1}`, "hi", "", `{"more":1}`},
+		{`{"seq":1,"text":"echo: ","who":{"a":[1]}}`, "echo: ", "", `{"seq":1,"who":{"a":[1]}}`},
+		{`{"text":"a","text":"b"}`, "", `{"text":"a","text":"b"}`, ""},
+		{`{"text":1}`, "", `{"text":1}`, ""},
+		{`{}`, "", `{}`, ""},
+		{`[1,2]`, "[1,2]", "", ""},
+		{`42`, "42", "", ""},
 	}
 	for _, tt := range tests {
 		p := partOf([]byte(tt.record))
-		if p.Text != tt.text || string(p.Data) != tt.data {
-			t.Errorf("partOf(%s) = %q, %s; want %q, %s", tt.record, p.Text, p.Data, tt.text, tt.data)
+		if p.Text != tt.text || string(p.Data) != tt.data || string(p.Metadata) != tt.metadata {
+			t.Errorf("partOf(%s) = %q, %s, metadata %s; want %q, %s, metadata %s", tt.record, p.Text, p.Data, p.Metadata, tt.text, tt.data, tt.metadata)
 		}
 	}
 }

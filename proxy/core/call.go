@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 )
 
 // HopHeader is set on every request to the agent. A sidecar refuses a call
@@ -160,3 +162,39 @@ func (m Mux) agent(c Call) (Agent, error) {
 }
 
 var _ Agent = Mux{}
+
+// Exchange is one request a front door opened (a door that opens its
+// requests, proxy.Opener): the writers of its answer, bound to that
+// request (a JSON-RPC id, a task), and the context its call runs in.
+type Exchange interface {
+	// Context is the call's context, derived from ctx: the exchange may
+	// end it from outside the request (A2A's tasks/cancel of its task).
+	Context(ctx context.Context) context.Context
+	// WriteOutput answers a unary call with the agent's output, flushed at
+	// once. It returns the bytes written.
+	WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error)
+	// Encoder is the writer of the call's records to w.
+	Encoder(w http.ResponseWriter) Encoder
+	// WriteError answers a call that failed before its first byte.
+	WriteError(w http.ResponseWriter, f Failure)
+}
+
+// Answer is a request a front door answered without the agent: a JSON-RPC
+// tasks/get, a protocol error in the door's own shape, a notification's
+// empty reply. A door's decode step returns it as its error; the Server
+// writes it as it is, takes no concurrency slot for it (or frees the one
+// a large body waited for), and logs the call with Outcome.
+type Answer struct {
+	// Status is the HTTP status; Header what goes with it.
+	Status int
+	Header http.Header
+	// Body is the whole reply.
+	Body []byte
+	// Outcome is the call's outcome for its log line and metrics: OK for
+	// an answer, BadRequest for a refusal.
+	Outcome metrics.Outcome
+}
+
+func (a *Answer) Error() string {
+	return fmt.Sprintf("answered by the front door: %d %s", a.Status, a.Outcome)
+}

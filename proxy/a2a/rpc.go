@@ -1,0 +1,209 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// maxID is the longest taskId, contextId, messageId or JSON-RPC id the door
+// takes, in bytes: each is kept with its task and repeated in every event
+// of its stream.
+const maxID = 256
+
+// request is one JSON-RPC 2.0 request.
+type request struct {
+	id     json.RawMessage // as sent; nil when the request has none
+	notify bool            // no id member: a notification, which gets no response
+	method string
+	params json.RawMessage // nil when absent
+}
+
+// readRequest reads body as one JSON-RPC 2.0 request. Member names are
+// matched exactly, as JSON-RPC's are case-sensitive (encoding/json would
+// take "JSONRPC" for "jsonrpc"); a member given twice is refused, as its
+// value would be a guess; members JSON-RPC does not name are ignored.
+func readRequest(body []byte) (request, *rpcError) {
+	invalid := func(msg string) (request, *rpcError) {
+		return request{}, &rpcError{codeInvalidRequest, msg}
+	}
+	if !json.Valid(body) {
+		return request{}, &rpcError{codeParse, "request body is not valid JSON"}
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		return invalid("batches are not supported: send one JSON-RPC request per POST")
+	}
+	var req request
+	var version, method []byte
+	seen := map[string]bool{}
+	dup := ""
+	ok := rawjson.Members(body, func(key, value []byte) bool {
+		name := rawjson.Key(key)
+		switch name {
+		case "jsonrpc", "id", "method", "params":
+		default:
+			return true
+		}
+		if seen[name] {
+			dup = name
+			return false
+		}
+		seen[name] = true
+		switch name {
+		case "jsonrpc":
+			version = value
+		case "id":
+			req.id = value
+		case "method":
+			method = value
+		case "params":
+			req.params = value
+		}
+		return true
+	})
+	const shape = `request is not a JSON-RPC 2.0 request {"jsonrpc": "2.0", "id": …, "method": …, "params": {…}}`
+	switch {
+	case dup != "":
+		return invalid(fmt.Sprintf("member %q is given twice", dup))
+	case !ok:
+		return invalid(shape)
+	case string(version) != `"2.0"`:
+		return invalid(shape + `: "jsonrpc" must be "2.0"`)
+	case len(method) == 0 || method[0] != '"':
+		return invalid(shape + `: "method" must be a string`)
+	case req.id != nil && !validID(req.id):
+		return invalid(shape + `: "id" must be a string, a number or null`)
+	case len(req.id) > maxID:
+		return invalid(fmt.Sprintf(`"id" is longer than %d bytes`, maxID))
+	case req.params != nil && req.params[0] != '{':
+		return invalid(shape + `: "params" must be an object`)
+	}
+	json.Unmarshal(method, &req.method) // a string json.Valid checked
+	req.notify = req.id == nil
+	return req, nil
+}
+
+// validID reports whether id is a JSON-RPC id: a string, a number or null.
+func validID(id json.RawMessage) bool {
+	return id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9' || string(id) == "null"
+}
+
+// readTaskID reads params {"id": "<task id>"} of tasks/get and tasks/cancel.
+func readTaskID(params json.RawMessage) (string, error) {
+	var id string
+	var err error
+	found := rawjson.Members(params, func(key, value []byte) bool {
+		if rawjson.KeyIs(key, "id") {
+			id, err = idString("id", value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !found || id == "" {
+		return "", errors.New(`params must be {"id": "<task id>"}`)
+	}
+	return id, nil
+}
+
+// idString is the string of an id member: a JSON string of at most maxID
+// bytes.
+func idString(name string, value []byte) (string, error) {
+	var s string
+	if value[0] != '"' || json.Unmarshal(value, &s) != nil {
+		return "", fmt.Errorf("%s must be a string", name)
+	}
+	if len(s) > maxID {
+		return "", fmt.Errorf("%s is longer than %d bytes", name, maxID)
+	}
+	return s, nil
+}
+
+// message is what the door reads of a message: its text parts, as the
+// JSON strings the caller sent, and the ids it names.
+type message struct {
+	texts                        [][]byte
+	messageID, contextID, taskID string
+}
+
+// readMessage reads params {"message": {"parts": […], "messageId": …,
+// "contextId": …, "taskId": …}} in either version's shape: a text part is
+// {"kind": "text", "text": …} in 0.3, {"text": …} in 1.0.
+func readMessage(params json.RawMessage) (message, error) {
+	errShape := errors.New(`params must be {"message": {"role": …, "parts": […], "messageId": …}}`)
+	var m message
+	var raw []byte
+	rawjson.Members(params, func(key, value []byte) bool {
+		if rawjson.KeyIs(key, "message") {
+			raw = value
+		}
+		return true
+	})
+	if len(raw) == 0 || raw[0] != '{' {
+		return message{}, errShape
+	}
+	var err error
+	var parts []byte
+	rawjson.Members(raw, func(key, value []byte) bool {
+		switch rawjson.Key(key) {
+		case "parts":
+			parts = value
+		case "messageId":
+			m.messageID, err = idString("messageId", value)
+		case "contextId":
+			m.contextID, err = idString("contextId", value)
+		case "taskId":
+			m.taskID, err = idString("taskId", value)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return message{}, err
+	}
+	var list []json.RawMessage
+	if len(parts) == 0 || parts[0] != '[' || json.Unmarshal(parts, &list) != nil {
+		return message{}, errShape
+	}
+	for _, p := range list {
+		rawjson.Members(p, func(key, value []byte) bool {
+			if rawjson.KeyIs(key, "text") && value[0] == '"' {
+				m.texts = append(m.texts, value)
+				return false
+			}
+			return true
+		})
+	}
+	if len(m.texts) == 0 {
+		return message{}, errors.New("the message has no text part; this agent reads text")
+	}
+	return m, nil
+}
+
+// input is the method's input for the message of task t: {"message":
+// <its text parts joined by newlines>, "context_id": …, "task_id": …}. The
+// text is the caller's JSON strings as they were sent, never decoded and
+// encoded again: the input is no longer than what the caller sent.
+func (m message) input(t *task) json.RawMessage {
+	b := []byte(`{"message":`)
+	if len(m.texts) == 1 {
+		b = append(b, m.texts[0]...)
+	} else {
+		b = append(b, '"')
+		for i, s := range m.texts {
+			if i > 0 {
+				b = append(b, `\n`...)
+			}
+			b = append(b, s[1:len(s)-1]...)
+		}
+		b = append(b, '"')
+	}
+	b = append(b, `,"context_id":`...)
+	b = appendString(b, t.contextID)
+	b = append(b, `,"task_id":`...)
+	b = appendString(b, t.id)
+	return append(b, '}')
+}
