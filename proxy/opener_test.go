@@ -18,10 +18,10 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// toyOpener is toyDoor opening its requests (an Opener): "ping <anything>"
-// is answered by the door itself, "pong", without the agent; "stop" ends
-// its own call from outside (as A2A's tasks/cancel does); other calls are
-// the toy door's, answered by their exchange as "ex <output>".
+// toyOpener is toyDoor with exchanges of its own: "ping <anything>" is
+// answered by the door itself, "pong", without the agent; a call can be
+// ended from outside (as A2A's tasks/cancel does); other calls are the
+// toy door's, answered by their exchange as "ex <output>".
 type toyOpener struct {
 	toyDoor
 	stop chan context.CancelCauseFunc // the cancel of the call named "stop"
@@ -29,13 +29,15 @@ type toyOpener struct {
 
 var errStopped = errors.New("stopped by its door")
 
-func (o toyOpener) Open(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, core.Exchange, error) {
+func (o toyOpener) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	if strings.HasPrefix(string(body), "ping ") {
-		return core.Call{Name: "ping"}, nil, &core.Answer{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}},
+		return core.Exchange{Call: core.Call{Name: "ping"}}, &core.Answer{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}},
 			Body: []byte("pong\n"), Outcome: metrics.OK}
 	}
-	c, err := o.Call(cfg, route, stream, r, body)
-	return c, toyExchange{o}, err
+	ex, err := o.toyDoor.Open(cfg, route, r, body)
+	x := toyExchange{o}
+	ex.Writer, ex.Context = x, x.Context
+	return ex, err
 }
 
 // toyExchange is a toyOpener's exchange.
@@ -61,7 +63,7 @@ func (x toyExchange) WriteError(w http.ResponseWriter, f core.Failure) {
 	fmt.Fprintf(w, "ex-err %s\n", f.Reason)
 }
 
-var _ Opener = toyOpener{}
+var _ Door = toyOpener{}
 
 // TestOpener: a door that opens its requests answers through its
 // exchange; what it answers itself (a *core.Answer) is written as it is
@@ -77,8 +79,8 @@ func TestOpener(t *testing.T) {
 	}
 	observed, logs := observer.New(zap.InfoLevel)
 	door := toyOpener{stop: make(chan context.CancelCauseFunc, 1)}
-	s := &Server{Config: cfg, Door: door, Agent: agent, Logger: zap.New(observed)}
-	h := s.Handler()
+	s := &Server{Config: cfg, Agent: agent, Logger: zap.New(observed)}
+	h := s.HandlerFor(door)
 
 	held := make(chan *httptest.ResponseRecorder)
 	go func() { held <- toyCall(h, http.MethodPost, "/ask", `query {"id":1}`) }()

@@ -39,8 +39,7 @@ type CardInfo struct {
 	Name, Description string
 }
 
-// Door is the A2A front door (a proxy.Door that opens each request, a
-// proxy.Opener). Build it with NewDoor.
+// Door is the A2A front door (a proxy.Door). Build it with NewDoor.
 type Door struct {
 	opts   Options
 	method *config.Method // the entry serving opts.Method; nil: none
@@ -132,16 +131,17 @@ var unsupported = map[string]bool{
 }
 
 // Open decodes one JSON-RPC request, its body read by the Server: a
-// message opens a task and is the call for the agent, its exchange the
-// writer of the task's answer; tasks/get, tasks/cancel and every error
+// message opens a task and is the call for the agent (streamed when the
+// method streams, whether the caller asked message/send or
+// message/stream), its exchange the writer of the task's answer; tasks/get, tasks/cancel and every error
 // are answered here (a *core.Answer), without the agent.
-func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, core.Exchange, error) {
+func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	req, rerr := readRequest(body)
 	if rerr != nil {
-		return core.Call{}, nil, answer(request{}, nil, rerr)
+		return core.Exchange{}, answer(request{}, nil, rerr)
 	}
-	fail := func(code int, format string, args ...any) (core.Call, core.Exchange, error) {
-		return core.Call{Name: core.Clip(req.method)}, nil, answer(req, nil, &rpcError{code, fmt.Sprintf(format, args...)})
+	fail := func(code int, format string, args ...any) (core.Exchange, error) {
+		return core.Exchange{Call: core.Call{Name: core.Clip(req.method)}}, answer(req, nil, &rpcError{code, fmt.Sprintf(format, args...)})
 	}
 	v, ok := versionOf(r.Header.Get("A2A-Version"))
 	if !ok {
@@ -161,7 +161,7 @@ func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Reque
 		return fail(codeMethodNotFound, "method %q not found", core.Clip(name))
 	}
 	if op == "get" || op == "cancel" {
-		return core.Call{Name: name}, nil, d.serveTask(v, req, op)
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(v, req, op)
 	}
 	msg, err := readMessage(req.params)
 	if err != nil {
@@ -175,7 +175,8 @@ func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Reque
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
-	return core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}, ex, nil
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
 }
 
 // serveTask answers tasks/get and tasks/cancel from the store.
@@ -220,10 +221,4 @@ func writeRPC(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
-}
-
-// Call is what a Door that does not open its requests would decode; the
-// Server opens every A2A request (Open), so it is never called.
-func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
-	return core.Call{Name: d.opts.Method}, &core.RequestError{Msg: "the A2A door opens its requests"}
 }

@@ -65,19 +65,22 @@ func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
 }
 
-// Call decodes the envelope (Decode) and looks its class_method up on the
-// route, unary or streaming (stream); a method the route does not serve is
-// MethodNotFound.
-func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+// Open decodes the envelope (Decode) and looks its class_method up on the
+// route, unary or streaming; a method the route does not serve is
+// MethodNotFound. The door itself writes the answer (Door is a
+// core.Writer): a call on RouteStream streams, the others are unary.
+func (Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	stream := route == RouteStream
 	env, err := Decode(body, stream)
 	if err != nil {
-		return core.Call{}, err
+		return core.Exchange{}, err
 	}
 	m := cfg.Lookup(env.Method, stream)
 	if m == nil {
-		return core.Call{Name: env.Method}, MethodNotFound(cfg, env.Method, stream)
+		return core.Exchange{Call: core.Call{Name: env.Method}}, MethodNotFound(cfg, env.Method, stream)
 	}
-	return core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}, nil
+	c := core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: stream, Writer: Door{}}, nil
 }
 
 // Protocol names the door for the call's log line and metrics.
@@ -85,3 +88,5 @@ func (Door) Protocol() string { return config.ProtocolAgentPlatform }
 
 // Encoder is the ndjson writer of one stream (NDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }
+
+var _ core.Writer = Door{}

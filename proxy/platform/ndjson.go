@@ -16,7 +16,7 @@ type NDJSON = frames.Writer
 
 // NewNDJSON is the writer of one stream to w.
 func NewNDJSON(w http.ResponseWriter) *NDJSON {
-	return frames.New(w, "application/json", "", "\n", errorJSON)
+	return frames.New(w, "application/json", "", "\n", frames.Hooks{Fail: errorJSON})
 }
 
 var _ core.Encoder = (*NDJSON)(nil)

@@ -110,7 +110,7 @@ func serve(t *testing.T, prefix, suffix string, recs core.Records, w *writer, fa
 	out := make(chan served, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.ResponseWriter = rw
-		f := New(w, "application/x-test", prefix, suffix, failure)
+		f := New(w, "application/x-test", prefix, suffix, Hooks{Fail: failure})
 		var s served
 		s.begin = f.Begin()
 		s.copied = f.Copy(recs)
