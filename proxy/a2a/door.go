@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -12,13 +11,13 @@ import (
 
 // The door's routes.
 const (
-	// Route is the JSON-RPC endpoint, the card's url.
-	Route = "/"
-	// CardPath is the agent card's well-known path; LegacyCardPath the
+	// RouteRPC is the JSON-RPC endpoint, the card's url.
+	RouteRPC = "/"
+	// RouteCard is the agent card's well-known path; RouteLegacyCard the
 	// one of A2A 0.2 and earlier, served too.
-	CardPath       = "/.well-known/agent-card.json"
-	LegacyCardPath = "/.well-known/agent.json"
-	healthPath     = "/healthz"
+	RouteCard       = "/.well-known/agent-card.json"
+	RouteLegacyCard = "/.well-known/agent.json"
+	RouteHealth     = "/healthz"
 )
 
 // Options are what the door serves besides the method map.
@@ -73,46 +72,36 @@ func (*Door) Protocol() string { return config.ProtocolA2A }
 // the Server's call handler of the method's mode, which reads the body and
 // has Open decode it), and /healthz.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
-	calls := call(Route, d.stream)
+	calls := call(RouteRPC, d.stream)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case Route:
+		case RouteRPC:
 			if r.Method != http.MethodPost {
-				notAllowed(w, r, http.MethodPost)
+				d.notAllowed(w, r, http.MethodPost)
 				return
 			}
 			calls.ServeHTTP(w, r)
-		case CardPath, LegacyCardPath:
+		case RouteCard, RouteLegacyCard:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, "GET, HEAD")
 				return
 			}
 			d.serveCard(w, r)
-		case healthPath:
+		case RouteHealth:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, "GET, HEAD")
 				return
 			}
 			health.ServeHTTP(w, r)
 		default:
-			writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route %q; the A2A door serves POST %s (JSON-RPC) and GET %s",
-				core.Clip(r.URL.Path), Route, CardPath))
+			d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), GET "+RouteCard+" and GET "+RouteHealth))
 		}
 	})
 }
 
-func notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	writeDetail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow))
-}
-
-func writeDetail(w http.ResponseWriter, status int, detail string) {
-	b, _ := json.Marshal(struct {
-		Detail string `json:"detail"`
-	}{detail})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 }
 
 // The JSON-RPC methods the door serves, in both versions' names.

@@ -47,8 +47,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 	r.Handle(RouteInvocations, call(RouteInvocations, d.stream)).Methods(http.MethodPost)
 	r.HandleFunc(RoutePing, d.ping.serve).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
-			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RoutePing)})
+		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RoutePing))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -56,8 +55,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }

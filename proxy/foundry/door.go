@@ -58,8 +58,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 	r.Handle(RouteInvocations, d.ids(call(RouteInvocations, d.stream))).Methods(http.MethodPost)
 	r.Handle(RouteReadiness, health).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Reason: "NOT_FOUND", Message: fmt.Sprintf(
-			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RouteReadiness)})
+		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RouteReadiness))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -67,8 +66,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Reason: "METHOD_NOT_ALLOWED", Message: fmt.Sprintf(
-			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }

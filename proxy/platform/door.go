@@ -21,9 +21,9 @@ const (
 // RouteBidi is the platform's route for api_mode bidi_stream methods.
 const RouteBidi = "/api/bidi_reasoning_engine"
 
-// healthPaths all answer as /healthz: the platform has been seen probing
+// healthRoutes all answer as /healthz: the platform has been seen probing
 // "/" and "/health" too, and killing a container that answers a redirect.
-var healthPaths = []string{"/healthz", "/health", "/"}
+var healthRoutes = []string{"/healthz", "/health", "/"}
 
 // Door is the Agent Platform front door (a proxy.Door): its zero value
 // serves the contract.
@@ -41,7 +41,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	r.Handle(RouteUnary, call(RouteUnary, false)).Methods(http.MethodPost)
 	r.Handle(RouteStream, call(RouteStream, true)).Methods(http.MethodPost)
 	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
-	for _, path := range healthPaths {
+	for _, path := range healthRoutes {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
 	}
 	r.NotFoundHandler = http.HandlerFunc(d.notFound)
@@ -49,20 +49,20 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	return r
 }
 
+// serves is what the door serves, for its 404s.
+var serves = fmt.Sprintf("POST %s, POST %s and GET /healthz", RouteUnary, RouteStream)
+
 func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
-	d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
-		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
-		core.Clip(r.URL.Path), RouteUnary, RouteStream)})
+	d.WriteError(w, core.NoRoute(r.URL.Path, serves))
 }
 
 func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := http.MethodPost
-	if slices.Contains(healthPaths, r.URL.Path) {
+	if slices.Contains(healthRoutes, r.URL.Path) {
 		allow = "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
-	d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-		"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 }
 
 // Open decodes the envelope (Decode) and looks its class_method up on the
