@@ -126,3 +126,49 @@ func TestOpener(t *testing.T) {
 		t.Errorf("%d ping log lines, want 2", pings)
 	}
 }
+
+// streamAsked is toyDoor on one route whose requests say whether they
+// stream, as OpenAI's chat completions do with "stream": true: a body
+// starting with "+" asks for a stream.
+type streamAsked struct{ toyDoor }
+
+func (d streamAsked) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /ask", call("/ask", false))
+	return mux
+}
+
+func (d streamAsked) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	asked := strings.HasPrefix(string(body), "+")
+	name, input, _ := strings.Cut(strings.TrimPrefix(string(body), "+"), " ")
+	m := cfg.Lookup(name, asked)
+	if m == nil {
+		return core.Exchange{Call: core.Call{Name: name}}, &core.RequestError{Status: http.StatusNotFound, Msg: "no method " + name}
+	}
+	c := core.Call{Method: m, Name: name, Input: core.Input{Raw: json.RawMessage(input)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: asked, Writer: d}, nil
+}
+
+// TestStreamDecidedPerRequest: whether a call streams is its exchange's,
+// decided by its request, not its route's: one route answers both, each
+// call with its one log line.
+func TestStreamDecidedPerRequest(t *testing.T) {
+	records := &sliceRecords{recs: []string{`{"i":1}`}}
+	agent := &fakeAgent{output: json.RawMessage(`{"text":"hi"}`), records: records}
+	s, _, logs := toyServer(t, "", agent)
+	h := s.HandlerFor(streamAsked{})
+	if w := toyCall(h, http.MethodPost, "/ask", `+stream_query {}`); w.Code != 200 || w.Body.String() != "rec {\"i\":1}\n" {
+		t.Errorf("a request asking for a stream = %d %q, want its records", w.Code, w.Body)
+	}
+	if w := toyCall(h, http.MethodPost, "/ask", `query {}`); w.Code != 200 || w.Body.String() != "out {\"text\":\"hi\"}\n" {
+		t.Errorf("a request asking for none = %d %q, want its output", w.Code, w.Body)
+	}
+	var got []string
+	for _, l := range logs.FilterMessage("call").All() {
+		m := l.ContextMap()
+		got = append(got, fmt.Sprintf("%v %v", m["class_method"], m["records"]))
+	}
+	if strings.Join(got, ",") != "stream_query 1,query 1" {
+		t.Errorf("logged %q, want stream_query (1 record), then query", got)
+	}
+}
