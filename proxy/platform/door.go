@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -50,7 +49,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 }
 
 // serves is what the door serves, for its 404s.
-var serves = fmt.Sprintf("POST %s, POST %s and GET /healthz", RouteUnary, RouteStream)
+const serves = "POST " + RouteUnary + ", POST " + RouteStream + " and GET /healthz"
 
 func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
 	d.WriteError(w, core.NoRoute(r.URL.Path, serves))
