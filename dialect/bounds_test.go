@@ -198,7 +198,10 @@ methods:
 // record_bytes, and the sidecar never holds the answer (the live heap
 // grows by a few MiB at most).
 func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
-	const n, size, limit = 200, 64 << 10, 256 << 10
+	// n x size is far more than the bound, so the whole answer kept (about
+	// n x size) and what the next line needs (a few MiB, more on a loaded
+	// machine: buffers in flight at a sample) are far apart.
+	const n, size, limit = 1000, 64 << 10, 256 << 10
 	delta := strings.Repeat("x", size-1)
 	for _, method := range []string{"text_query", "adk_query"} {
 		t.Run(method, func(t *testing.T) {
@@ -231,7 +234,7 @@ func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
 				t.Errorf("%s: %d bytes out, want at least the %d of the text", method, total, n*size)
 			}
 			t.Logf("%s: live heap grew %.1f MiB", method, watch.grew())
-			if g := watch.grew(); g > 6 {
+			if g := watch.grew(); g > 16 {
 				t.Errorf("%s: live heap grew %.1f MiB while streaming %d MiB, want it bounded by what the next line needs", method, g, n*size>>20)
 			}
 		})
