@@ -54,7 +54,7 @@ type ReplyStream struct {
 	resp *Response
 }
 
-// Err is the reason the stream ended, a *TimeoutError when a clock ran out.
+// Err is the reason the stream ended, a *core.TimeoutError when a clock ran out.
 func (s *ReplyStream) Err() error {
 	if err := s.Stream.Err(); err != nil {
 		return s.resp.Explain(err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -106,7 +107,7 @@ func (f *frame) setOutput(text []byte) {
 }
 
 // yield checks the current record before Next returns it: a record over
-// the cap ends the stream with ErrRecordTooLarge, and a record that is
+// the cap ends the stream with core.ErrRecordTooLarge, and a record that is
 // exactly {"error": …} ends it with the agent's error instead of being
 // passed on.
 func (f *frame) yield() bool {
@@ -115,7 +116,7 @@ func (f *frame) yield() bool {
 		return f.stop(agentErrorOf(v))
 	}
 	if len(b) > f.max {
-		return f.stop(ErrRecordTooLarge)
+		return f.stop(core.ErrRecordTooLarge)
 	}
 	return true
 }
@@ -253,8 +254,8 @@ func valueEnd(b []byte, i int) int {
 // v: a string is the message; an object gives its "message" and "code"
 // (a string, or a number kept as written); anything else, or an object
 // without a message, is shown as its compact JSON text.
-func agentErrorOf(v []byte) *AgentError {
-	e := &AgentError{Message: string(v)}
+func agentErrorOf(v []byte) *core.AgentError {
+	e := &core.AgentError{Message: string(v)}
 	switch v[0] {
 	case '"':
 		json.Unmarshal(v, &e.Message)
@@ -282,8 +283,8 @@ func agentErrorOf(v []byte) *AgentError {
 
 // textError is an agent error whose text is not JSON: the text is the
 // message, with invalid UTF-8 replaced.
-func textError(text []byte) *AgentError {
-	return &AgentError{Message: string(appendValidUTF8(nil, text))}
+func textError(text []byte) *core.AgentError {
+	return &core.AgentError{Message: string(appendValidUTF8(nil, text))}
 }
 
 const hexDigits = "0123456789abcdef"

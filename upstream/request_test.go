@@ -33,7 +33,7 @@ func FuzzBuildPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		raw, _ := json.Marshal(v)
 		json.Unmarshal(raw, &v) // the value as a JSON input carries it: invalid UTF-8 is U+FFFD
-		in, err := ParseInput(json.RawMessage(`{"user_id":` + string(raw) + `}`))
+		in, err := core.ParseInput(json.RawMessage(`{"user_id":` + string(raw) + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestBuildQuery(t *testing.T) {
 		{`{"user_id":{},"a":{"n":1}}`, "", "input.user_id: must be a string, number or boolean: it fills a query parameter"},
 	}
 	for _, tt := range tests {
-		in, err := ParseInput(json.RawMessage(tt.input))
+		in, err := core.ParseInput(json.RawMessage(tt.input))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestRoutePath(t *testing.T) {
 		{"", config.ModeAsync, "/v1/api/reasoning_engine"},
 	} {
 		m.Mode = tt.mode
-		path, raw, _, err := buildPath(m, "x", Input{}, tt.route)
+		path, raw, _, err := buildPath(m, "x", core.Input{}, tt.route)
 		if err != nil || path != tt.want || raw != tt.want {
 			t.Errorf("route %q mode %q: path %q raw %q, %v; want %q", tt.route, tt.mode, path, raw, err, tt.want)
 		}
@@ -147,7 +147,7 @@ func FuzzBodyTemplate(f *testing.F) {
 			return
 		}
 		raw = c.String() // the proxy hands on input compacted
-		in, err := ParseInput(json.RawMessage(raw))
+		in, err := core.ParseInput(json.RawMessage(raw))
 		if err != nil {
 			return
 		}

@@ -12,7 +12,7 @@ package upstream
 //
 // Err is nil when the reply ended cleanly. An error the agent reported in
 // band (SSE "event: error", a record that is exactly {"error": …}) is an
-// *AgentError; a record over the size limit is ErrRecordTooLarge; anything
+// *core.AgentError; a record over the size limit is core.ErrRecordTooLarge; anything
 // else is the read error that ended the reply.
 type Stream interface {
 	// Next advances to the next record; false at the end or on error.
