@@ -2,7 +2,7 @@
 // the contract's routes (RouteUnary, RouteStream, the bidi route's 501,
 // the health paths), the request envelope ({"class_method": …, "input": …}
 // in every variant the platform sends) and the method-not-found wording,
-// the unary {"output": …} reply, the ndjson stream writer (NDJSON, its
+// the unary {"output": …} reply, the ndjson stream writer (NewNDJSON, its
 // core.Encoder) and its one flush policy, and failures in the contract's
 // shapes ({"detail": …} before the first byte, Google's error model in a
 // stream's final line). It turns requests into core calls and records and

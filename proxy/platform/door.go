@@ -83,5 +83,5 @@ func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request,
 // Protocol names the door for the call's log line and metrics.
 func (Door) Protocol() string { return config.ProtocolAgentPlatform }
 
-// Encoder is the ndjson writer of one stream (NDJSON).
+// Encoder is the ndjson writer of one stream (NewNDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }
