@@ -56,28 +56,16 @@ func buildPath(m *config.Method, name string, in core.Input, route string) (path
 }
 
 // routeOf is the route a call came on: the one the front door says (a
-// front door always says), else the one the method's mode is served on.
+// front door always says), else the contract's route of the method's mode.
 func routeOf(m *config.Method, route string) string {
 	switch {
 	case route != "":
 		return route
 	case m.Mode.Streaming():
-		return fallbackStream
+		return core.RouteStream
 	}
-	return fallbackUnary
+	return core.RouteUnary
 }
-
-// The routes of a Call that no front door built (core.Call.Route ""): the
-// Agent Platform routes of its method's mode, the contract the method
-// map's modes are named for. They are the platform front door's
-// (proxy/platform.RouteUnary and RouteStream), repeated here rather than
-// imported: the agent's side does not depend on a front door, and the
-// front door, not config, owns its route names. TestFallbackRoutes keeps
-// them the same.
-const (
-	fallbackUnary  = "/api/reasoning_engine"
-	fallbackStream = "/api/stream_reasoning_engine"
-)
 
 // fieldValue is the text that fills a {field} of the path or, for
 // query, of the query string.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 func pathMethod() *config.Method {
@@ -62,7 +61,7 @@ func FuzzBuildPath(f *testing.F) {
 			t.Fatalf("segment %q decodes to %q, %v; want %q", seg, got, err, v)
 		}
 		q, err := url.ParseQuery(query)
-		want := url.Values{"q": {v}, "x": {"1"}, "r": {platform.RouteUnary}}
+		want := url.Values{"q": {v}, "x": {"1"}, "r": {core.RouteUnary}}
 		if err != nil || !reflect.DeepEqual(q, want) {
 			t.Fatalf("query %q decodes to %v, %v; want %v", query, q, err, want)
 		}
@@ -113,8 +112,8 @@ func TestRoutePath(t *testing.T) {
 		mode  config.Mode
 		want  string
 	}{
-		{platform.RouteStream, "", "/v1/api/stream_reasoning_engine"},
-		{platform.RouteUnary, config.ModeStream, "/v1/api/reasoning_engine"},
+		{core.RouteStream, "", "/v1/api/stream_reasoning_engine"},
+		{core.RouteUnary, config.ModeStream, "/v1/api/reasoning_engine"},
 		{"", config.ModeAsyncStream, "/v1/api/stream_reasoning_engine"},
 		{"", config.ModeAsync, "/v1/api/reasoning_engine"},
 	} {
@@ -166,12 +165,4 @@ func FuzzBodyTemplate(f *testing.F) {
 			t.Fatalf("{input.a} = %s, want %s", out["a"], a)
 		}
 	})
-}
-
-// TestFallbackRoutes: the routes of a call no front door built are the
-// platform front door's own.
-func TestFallbackRoutes(t *testing.T) {
-	if fallbackUnary != platform.RouteUnary || fallbackStream != platform.RouteStream {
-		t.Errorf("fallback routes %q, %q; want the platform's %q, %q", fallbackUnary, fallbackStream, platform.RouteUnary, platform.RouteStream)
-	}
 }
