@@ -5,14 +5,13 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // handler serves one adk.* handler of adkapp.Methods: a unary or a
 // streaming function, and the inputs the table requires of every call.
 type handler struct {
 	unary    func(*App, call) (json.RawMessage, error)
-	stream   func(*App, call) (upstream.Stream, func(), error)
+	stream   func(*App, call) (core.Records, func(), error)
 	required []string
 }
 

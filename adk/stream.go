@@ -31,17 +31,17 @@ type runRequest struct {
 
 // streamQuery: stream_query(message, user_id, session_id=None,
 // run_config=None). One ADK event per line.
-func (a *App) streamQuery(c call) (upstream.Stream, func(), error) {
+func (a *App) streamQuery(c call) (core.Records, func(), error) {
 	return a.query(c, false)
 }
 
 // asyncStreamQuery: async_stream_query, which also takes session_events
 // to seed a new session.
-func (a *App) asyncStreamQuery(c call) (upstream.Stream, func(), error) {
+func (a *App) asyncStreamQuery(c call) (core.Records, func(), error) {
 	return a.query(c, true)
 }
 
-func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
+func (a *App) query(c call, async bool) (core.Records, func(), error) {
 	user := c.arg("user_id")
 	msg, err := content(c.in.Fields["message"], "message")
 	if err != nil {
@@ -76,7 +76,7 @@ func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
 // runWithEvents: streaming_agent_run_with_events(request_json). Each line
 // is {"events": [event], "session_id": …}; a session created for this run
 // alone is deleted when the run ends, however it ends.
-func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
+func (a *App) runWithEvents(c call) (core.Records, func(), error) {
 	raw := c.in.Fields["request_json"]
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -179,7 +179,7 @@ func (a *App) newSession(c call, user string, events json.RawMessage, field stri
 
 // run starts POST /run_sse and deframes its events. wrap, when set,
 // rewrites each record; cleanup runs when the stream is closed.
-func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cleanup func()) (upstream.Stream, func(), error) {
+func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cleanup func()) (core.Records, func(), error) {
 	resp, err := a.send(c, http.MethodPost, req, "run_sse")
 	if err != nil {
 		return nil, nil, sessionError(err)

@@ -77,7 +77,7 @@ func deframeClosed(f Format, r io.Reader, maxRecord int) ([]string, error) {
 	return readAll(newReplyStream(f, r, maxRecord, true))
 }
 
-func readAll(s Stream) ([]string, error) {
+func readAll(s core.Records) ([]string, error) {
 	var records []string
 	for s.Next() {
 		records = append(records, string(s.Record()))
@@ -892,7 +892,7 @@ func TestSSEEvent(t *testing.T) {
 	long := strings.Repeat("x", 80)
 	in := "event: response.output_text.delta\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\nevent: " + long + "\ndata: 3\n\n"
 	for _, f := range []Format{FormatSSE, ""} {
-		s := NewStream(f, strings.NewReader(in), 0).(EventStream)
+		s := NewStream(f, strings.NewReader(in), 0).(eventStream)
 		var got []string
 		for s.Next() {
 			got = append(got, string(s.Event()))

@@ -53,6 +53,9 @@ func (f *frame) Record() []byte { return f.rec.Bytes() }
 
 func (f *frame) Err() error { return f.err }
 
+// Close does nothing: the reader is the deframer's caller's.
+func (f *frame) Close() {}
+
 // begin is how Next starts: it reports whether the stream may go on, and
 // the first time skips a byte order mark at the start of the reply.
 func (f *frame) begin() bool {

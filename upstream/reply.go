@@ -185,7 +185,7 @@ func unwrapOutput(v json.RawMessage) (json.RawMessage, error) {
 }
 
 // collect gathers a stream's records into one JSON array.
-func collect(s Stream) (json.RawMessage, error) {
+func collect(s core.Records) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	n := 0

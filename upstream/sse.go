@@ -54,6 +54,13 @@ const maxEventName = 64
 // maxEventName bytes. It stays valid only until the next call to Next.
 func (s *sseStream) Event() []byte { return s.cur[:min(s.curLen, maxEventName)] }
 
+// eventStream is a deframer whose records carry an SSE event type: the
+// event-stream deframer (the mapping stage reads it as dialect.EventType).
+type eventStream interface {
+	core.Records
+	Event() []byte
+}
+
 // Where the current line is.
 const (
 	lineName  = iota // reading the field name, up to a colon
