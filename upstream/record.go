@@ -184,7 +184,7 @@ func errorValue(rec []byte) ([]byte, bool) {
 		return nil, false
 	}
 	end := stringEnd(rec, 1)
-	if end >= len(rec) || rec[end] != ':' || !isErrorKey(rec[1:end]) {
+	if end >= len(rec) || rec[end] != ':' || !rawjson.KeyIs(rec[1:end], "error") {
 		return nil, false
 	}
 	start := end + 1
@@ -192,19 +192,6 @@ func errorValue(rec []byte) ([]byte, bool) {
 		return nil, false // more keys follow
 	}
 	return rec[start : len(rec)-1], true
-}
-
-// isErrorKey reports whether the JSON string literal key says "error",
-// escapes included.
-func isErrorKey(key []byte) bool {
-	if string(key) == `"error"` {
-		return true
-	}
-	if bytes.IndexByte(key, '\\') < 0 {
-		return false
-	}
-	var s string
-	return json.Unmarshal(key, &s) == nil && s == "error"
 }
 
 // stringEnd returns the index just past the string literal starting at
