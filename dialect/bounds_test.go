@@ -216,7 +216,7 @@ func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
 				return nil
 			})
 			url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-			a := post(t, url, platform.RouteStream, method)
+			a := post(t, url, core.RouteStream, method)
 			if a.status != http.StatusOK || a.longest > limit {
 				t.Errorf("%s: status %d, longest line %d bytes, want 200 and at most record_bytes (%d)", method, a.status, a.longest, limit)
 			}
@@ -261,7 +261,7 @@ func TestStreamTextSplitAtTheCap(t *testing.T) {
 	})
 	url, _ := mappedSidecar(t, agent.URL, strings.Replace(boundsConfig, "record_bytes: 256KiB", "record_bytes: 512KiB", 1))
 	for _, method := range []string{"text_query", "adk_query"} {
-		resp, err := http.Post(url+platform.RouteStream, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(url+core.RouteStream, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +342,7 @@ func TestToolArgumentsCapped(t *testing.T) {
 			})
 			url, _ := mappedSidecar(t, agent.URL, boundsConfig)
 			for _, method := range []string{"text_query", "adk_query"} {
-				a := post(t, url, platform.RouteStream, method)
+				a := post(t, url, core.RouteStream, method)
 				if a.longest > limit {
 					t.Errorf("%s: a line of %d bytes, want at most record_bytes (%d)", method, a.longest, limit)
 				}
@@ -378,7 +378,7 @@ func TestDataStreamLineCapped(t *testing.T) {
 		return nil
 	})
 	url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-	a := post(t, url, platform.RouteStream, "text_query")
+	a := post(t, url, core.RouteStream, "text_query")
 	if len(a.lines) != 2 || a.lines[0] != `{"text":"hi"}` || reasonOf(a.lines[1]) != "RECORD_TOO_LARGE" {
 		t.Errorf("lines = %.300q, want the text then one record_too_large line", a.lines)
 	}
@@ -399,7 +399,7 @@ func TestAutoPassesUnplacedThrough(t *testing.T) {
 		return nil
 	})
 	url, logs := mappedSidecar(t, agent.URL, boundsConfig)
-	a := post(t, url, platform.RouteStream, "text_query")
+	a := post(t, url, core.RouteStream, "text_query")
 	if strings.Join(a.lines, "\n") != strings.Join(recs, "\n") {
 		t.Errorf("text_query = %q, want the records passed through %q", a.lines, recs)
 	}
@@ -437,7 +437,7 @@ func TestForcedDialectMismatch(t *testing.T) {
 	} {
 		for _, emit := range []string{"text", "adk"} {
 			url, _ := mappedSidecar(t, tt.url, fmt.Sprintf("upstream: {url: AGENT}\nmethods:\n  q: {mode: stream, call: POST %s, dialect: %s, emit: %s}\n", tt.path, tt.dialect, emit))
-			a := post(t, url, platform.RouteStream, "q")
+			a := post(t, url, core.RouteStream, "q")
 			if len(a.lines) != 1 || reasonOf(a.lines[0]) != "DIALECT_MISMATCH" || !strings.Contains(a.lines[0], tt.dialect) {
 				t.Errorf("dialect %s emit %s = %q, want one dialect_mismatch line naming the dialect", tt.dialect, emit, a.lines)
 			}
@@ -472,7 +472,7 @@ func TestErrorLastNoEnd(t *testing.T) {
 			return nil
 		})
 		url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-		a := post(t, url, platform.RouteStream, "text_query")
+		a := post(t, url, core.RouteStream, "text_query")
 		if len(a.lines) != 2 || a.lines[0] != `{"text":"hi"}` || reasonOf(a.lines[1]) != "AGENT_ERROR" || !strings.Contains(a.lines[1], "boom") {
 			t.Errorf("stream ending %q = %q, want the text then the agent's error, no end line", last, a.lines)
 		}
@@ -499,7 +499,7 @@ func TestUnaryCapCountsTheAnswer(t *testing.T) {
 	}
 	small, _ := mappedSidecar(t, streamAgent(t, "text/event-stream", nil, nil, deltas("x", n)).URL, boundsConfig)
 	for _, method := range []string{"adk_once", "text_once", "raw_once"} {
-		resp, err := http.Post(small+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(small+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +511,7 @@ func TestUnaryCapCountsTheAnswer(t *testing.T) {
 	}
 	big, _ := mappedSidecar(t, streamAgent(t, "text/event-stream", nil, nil, deltas(strings.Repeat("y", 1000), 2000)).URL, boundsConfig)
 	for _, method := range []string{"adk_once", "text_once"} {
-		resp, err := http.Post(big+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(big+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +535,7 @@ func TestUnaryOneJSONValue(t *testing.T) {
 	})
 	url, _ := mappedSidecar(t, agent.URL, boundsConfig)
 	for _, method := range []string{"text_once", "raw_once"} {
-		resp, err := http.Post(url+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(url+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
