@@ -416,7 +416,9 @@ func TestDefaultConcurrency(t *testing.T) {
 // TestSlowCallerIsNotAgentIdle: timeouts.idle counts only the agent's
 // silence. A caller that pauses reading longer than idle, while the agent
 // has records ready all along, gets the whole stream, not a timeout line
-// blaming the agent.
+// blaming the agent. idle is 2s, not less: a loaded machine can leave the
+// agent's writer unscheduled for a few hundred milliseconds, which would
+// be real agent silence.
 func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 	const records = 256
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -430,14 +432,14 @@ func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 		}
 	}))
 	defer agent.Close()
-	h := newHarness(t, agent.URL, strings.Replace(oneMethodConfig, "mode: stream, call: POST /s", "mode: stream, call: POST /s, timeouts: {idle: 300ms}", 1))
+	h := newHarness(t, agent.URL, strings.Replace(oneMethodConfig, "mode: stream, call: POST /s", "mode: stream, call: POST /s, timeouts: {idle: 2s}", 1))
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	body := `{"class_method":"stream_query"}`
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", core.RouteStream, len(body), body)
 	br := bufio.NewReaderSize(conn, 4096)
@@ -452,7 +454,7 @@ func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 	}
 	// The caller pauses: 16 MiB is more than the sockets between hold, so
 	// the sidecar's writes block, with the agent's next records ready.
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	n, last := 1, ""
 	for {
 		line, err := lr.ReadString('\n')
