@@ -78,7 +78,7 @@ func TestDoorsNoRoute(t *testing.T) {
 		shape    string // how the door's errors begin
 	}{
 		{platform.Door{}, `"no route \"/nope\"; the sidecar serves POST /api/reasoning_engine, POST /api/stream_reasoning_engine and GET /healthz"`,
-			platform.RouteUnary, http.MethodGet, "POST", `{"detail":`},
+			core.RouteUnary, http.MethodGet, "POST", `{"detail":`},
 		{agentcore.New(p, s.InFlight), `"no route \"/nope\"; the sidecar serves POST /invocations and GET /ping"`,
 			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`},
 		{foundry.New(p, ""), `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,

@@ -10,13 +10,6 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// The platform's routes: unary methods (api_mode "" and async) are
-// served on RouteUnary, streaming ones on RouteStream.
-const (
-	RouteUnary  = "/api/reasoning_engine"
-	RouteStream = "/api/stream_reasoning_engine"
-)
-
 // RouteBidi is the platform's route for api_mode bidi_stream methods.
 const RouteBidi = "/api/bidi_reasoning_engine"
 
@@ -28,17 +21,17 @@ var healthRoutes = []string{"/healthz", "/health", "/"}
 // serves the contract.
 type Door struct{}
 
-// Handler routes the contract: POST RouteUnary and RouteStream to the
-// server's calls, RouteBidi to a 501, GET and HEAD /healthz (and "/",
-// "/health") to its health, nothing else.
+// Handler routes the contract: POST core.RouteUnary and core.RouteStream
+// to the server's calls, RouteBidi to a 501, GET and HEAD /healthz (and
+// "/", "/health") to its health, nothing else.
 func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
 	// SkipClean: a path is served as sent or not at all. mux would answer
 	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
 	// with a 301 to the cleaned path, and a probe that gets a redirect
 	// counts as failed.
 	r := mux.NewRouter().SkipClean(true)
-	r.Handle(RouteUnary, call(RouteUnary, false)).Methods(http.MethodPost)
-	r.Handle(RouteStream, call(RouteStream, true)).Methods(http.MethodPost)
+	r.Handle(core.RouteUnary, call(core.RouteUnary, false)).Methods(http.MethodPost)
+	r.Handle(core.RouteStream, call(core.RouteStream, true)).Methods(http.MethodPost)
 	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
 	for _, path := range healthRoutes {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
@@ -49,7 +42,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 }
 
 // serves is what the door serves, for its 404s.
-const serves = "POST " + RouteUnary + ", POST " + RouteStream + " and GET /healthz"
+const serves = "POST " + core.RouteUnary + ", POST " + core.RouteStream + " and GET /healthz"
 
 func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
 	d.WriteError(w, core.NoRoute(r.URL.Path, serves))
@@ -67,9 +60,9 @@ func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 // Open decodes the envelope (Decode) and looks its class_method up on the
 // route, unary or streaming; a method the route does not serve is
 // MethodNotFound. The door itself writes the answer (Door is a
-// core.Writer): a call on RouteStream streams, the others are unary.
+// core.Writer): a call on core.RouteStream streams, the others are unary.
 func (Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
-	stream := route == RouteStream
+	stream := route == core.RouteStream
 	env, err := Decode(body, stream)
 	if err != nil {
 		return core.Exchange{}, err
@@ -85,7 +78,7 @@ func (Door) Open(cfg *config.Config, route string, r *http.Request, body []byte)
 // Protocol names the door for the call's log line and metrics.
 func (Door) Protocol() string { return config.ProtocolAgentPlatform }
 
-// Encoder is the ndjson writer of one stream (NDJSON).
+// Encoder is the ndjson writer of one stream (NewNDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }
 
 var _ core.Writer = Door{}
