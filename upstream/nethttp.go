@@ -13,6 +13,8 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // The nethttp build (go build -tags nethttp) sends every request to the
@@ -40,7 +42,7 @@ import (
 //     a failed dial from the dialer, as the hand-written pool told them
 //     directly;
 //   - the errors the sidecar's taxonomy reads are mapped to the
-//     hand-written transport's: a bad reply head is a *ReplyError, a
+//     hand-written transport's: a bad reply head is a *core.ReplyError, a
 //     connection closed before the reply io.ErrUnexpectedEOF.
 const netHTTP = true
 
@@ -101,7 +103,7 @@ func (t *transport) netRoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		resp.Body.Close()
-		return nil, &ReplyError{Msg: "agent answered 101 Switching Protocols to a request that asked for no upgrade"}
+		return nil, &core.ReplyError{Msg: "agent answered 101 Switching Protocols to a request that asked for no upgrade"}
 	}
 	return resp, nil
 }
@@ -114,11 +116,11 @@ func netError(err error) error {
 	case strings.Contains(msg, "server response headers exceeded"):
 		return errHeadTooLarge
 	case strings.Contains(msg, "too many 1xx informational responses"):
-		return &ReplyError{Msg: "agent sent more than 5 interim (1xx) replies"}
+		return &core.ReplyError{Msg: "agent sent more than 5 interim (1xx) replies"}
 	case strings.Contains(msg, "invalid header field"):
 		return fmt.Errorf("%w: %w", errBadHeader, err) // refused before anything was sent
 	case strings.Contains(msg, "malformed HTTP"):
-		return &ReplyError{Msg: "agent reply is not valid HTTP: " + msg}
+		return &core.ReplyError{Msg: "agent reply is not valid HTTP: " + msg}
 	case errors.Is(err, io.EOF):
 		return io.ErrUnexpectedEOF // the agent closed before its reply
 	}
