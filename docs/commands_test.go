@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -148,26 +149,19 @@ func startExample(t *testing.T) *example {
 
 // syncBuffer is a bytes.Buffer the process's writers share.
 type syncBuffer struct {
-	mu  chan struct{}
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) lock() {
-	if b.mu == nil {
-		b.mu = make(chan struct{}, 1)
-	}
-	b.mu <- struct{}{}
-}
-
 func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.lock()
-	defer func() { <-b.mu }()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {
-	b.lock()
-	defer func() { <-b.mu }()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.buf.String()
 }
 
