@@ -272,6 +272,14 @@ func TestCommands(t *testing.T) {
 	if len(todo) == 0 {
 		t.Fatal("no sh blocks in the pages")
 	}
+	for _, tool := range []string{"curl", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if testing.Short() {
+				t.Skipf("the examples need %s (make deps installs it)", tool)
+			}
+			t.Fatalf("the examples need %s: run make deps", tool)
+		}
+	}
 	e := startExample(t)
 	for _, b := range todo {
 		t.Run(b.name(), func(t *testing.T) {
@@ -315,7 +323,7 @@ func (e *example) check(t *testing.T, page string, c command) {
 		return
 	}
 	if !matches(c.want, got) {
-		t.Errorf("%s:%d: %s\nthe page shows:\n  %s\nit prints (%v):\n  %s", page, c.line, c.text,
+		t.Errorf("%s:%d: %s\n%sthe page shows:\n  %s\nit prints (%v):\n  %s", page, c.line, c.text, firstDiff(c.want, got),
 			strings.Join(c.want, "\n  "), exitStatus(err), strings.Join(got, "\n  "))
 	}
 }
@@ -337,6 +345,25 @@ func (e *example) printed(t *testing.T, page string, c command) {
 			t.Errorf("%s:%d: %s\nthe page shows\n  %s\nwhich the examples' sidecar did not print:\n  %s", page, c.line, c.text, w, strings.Join(got, "\n  "))
 		}
 	}
+}
+
+// firstDiff names the first line where got leaves want, up to want's
+// first "…" line.
+func firstDiff(want, got []string) string {
+	for i, w := range want {
+		switch {
+		case strings.TrimSpace(w) == "…":
+			return ""
+		case i >= len(got):
+			return fmt.Sprintf("output line %d: missing, the page shows %q\n", i+1, w)
+		case !lineMatches(w, got[i]):
+			return fmt.Sprintf("output line %d: %q, the page shows %q\n", i+1, got[i], w)
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf("output line %d: %q, the page shows no more\n", len(want)+1, got[len(want)])
+	}
+	return ""
 }
 
 func exitStatus(err error) string {
