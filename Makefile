@@ -23,10 +23,11 @@ run: build
 
 # What the tests need, installed before any test starts (no test installs:
 # one that finds its packages missing fails at once, naming `make deps`):
-# python3, node, npm, chromium and curl (for the docs' examples) (from
-# apt-get when one is missing and we are root, else a message naming them), then every testdata/*/install.sh,
-# whose npm package sets go into $${SIDECAR_CACHE:-.cache} (a no-op while the
-# cache is current; a cold one takes a few minutes).
+# python3, node, npm, chromium and curl (the docs' examples) (from apt-get
+# when one is missing and we are root, else a message naming them), then
+# every testdata/*/install.sh, whose npm package sets go into
+# $${SIDECAR_CACHE:-.cache} (a no-op while the cache is current; a cold one
+# takes a few minutes).
 DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl
 deps:
 	@missing=; for t in $(DEPS_TOOLS); do \
