@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // keysTable is the method map's reference: its "Every key" table.
@@ -216,4 +218,47 @@ func parseSize(s string) (int64, error) {
 		return 0, err
 	}
 	return c.Limits.RequestBytes, nil
+}
+
+// TestKeysInOneMap: the map of "Every key in one map" in docs/config.md
+// sets every key of its keys table (sidecar validate checks it is valid).
+func TestKeysInOneMap(t *testing.T) {
+	src, err := os.ReadFile(keysTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(src), "\n## Every key in one map\n")
+	if !ok {
+		t.Fatalf("%s: no ## Every key in one map section", keysTable)
+	}
+	_, block, _ := strings.Cut(section, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(block), &m); err != nil {
+		t.Fatalf("%s: the map of every key: %v", keysTable, err)
+	}
+	set := map[string]bool{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		set[prefix] = true
+		mm, ok := v.(map[string]any)
+		if !ok || prefix == "methods.<name>.parameters" || prefix == "methods.<name>.example" {
+			return
+		}
+		for k, sub := range mm {
+			if prefix == "methods" {
+				k = "<name>"
+			}
+			if prefix != "" {
+				k = prefix + "." + k
+			}
+			walk(k, sub)
+		}
+	}
+	walk("", m)
+	for k := range docKeys(t) {
+		if !set[k] {
+			t.Errorf("%s: the map of every key does not set %s", keysTable, k)
+		}
+	}
 }
