@@ -30,8 +30,8 @@ var docPorts = []string{"8000", "8080", "8081", "8088", "9000", "agentcore"}
 // Foundry doors on too.
 type example struct {
 	ports map[string]string // doc port → the port it runs on
-	dir   string            // the commands' working directory
 	path  string            // PATH for the commands, the sidecar first
+	src   []byte            // examples/python/sidecar.yaml
 	out   *syncBuffer       // what the sidecar and the agent wrote
 }
 
@@ -62,27 +62,12 @@ func pickPorts(t *testing.T) map[string]string {
 // stops the agent it started).
 func startExample(t *testing.T) *example {
 	t.Helper()
-	e := &example{ports: pickPorts(t), dir: t.TempDir()}
+	e := &example{ports: pickPorts(t)}
 	src, err := os.ReadFile("../examples/python/sidecar.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The commands' directory holds examples/python's map as the pages
-	// show it (agent on 8000), bin/sidecar, and examples/.
-	if err := os.WriteFile(filepath.Join(e.dir, "sidecar.yaml"), src, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Join(e.dir, "bin")
-	examples, _ := filepath.Abs("../examples")
-	if err := os.Mkdir(binDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(binary, filepath.Join(binDir, "sidecar")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(examples, filepath.Join(e.dir, "examples")); err != nil {
-		t.Fatal(err)
-	}
+	e.src = src
 	e.path = filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
 
 	cfg := strings.Replace(string(src), "http://127.0.0.1:8000", "http://127.0.0.1:"+e.ports["8000"], 1)
@@ -255,8 +240,9 @@ func openQuote(s string) bool {
 }
 
 // TestCommands runs every sh block of the pages, command by command,
-// against the examples' sidecar, in a directory holding examples/python's
-// sidecar.yaml, bin/sidecar and examples/, with sidecar on PATH and PORT
+// against the examples' sidecar, in a directory holding sidecar.yaml (the
+// last method map the page shows above the block, else examples/python's),
+// bin/sidecar and examples/, with sidecar on PATH and PORT
 // the sidecar's. A command whose output the page shows must print it
 // (stdout and stderr, compared as matches does); one with none shown
 // must exit 0. Blocks marked `<!-- doctest: skip: REASON -->` are skipped.
@@ -286,10 +272,11 @@ func TestCommands(t *testing.T) {
 			if b.skip != "" {
 				t.Skip(b.skip)
 			}
+			dir := e.workdir(t, b.config)
 			for _, c := range commands(b) {
 				switch b.mark {
 				case "":
-					e.check(t, b.page, c)
+					e.check(t, dir, b.page, c)
 				case startedMark:
 					e.printed(t, b.page, c)
 				default:
@@ -300,12 +287,41 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-func (e *example) check(t *testing.T, page string, c command) {
+// workdir is a directory for a block's commands: sidecar.yaml (the last
+// method map shown above the block on its page, else examples/python's),
+// bin/sidecar and examples/.
+func (e *example) workdir(t *testing.T, config []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := e.src
+	if config != nil {
+		src = []byte(strings.Join(config, "\n") + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sidecar.yaml"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(binary, filepath.Join(dir, "bin", "sidecar")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(examples, filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func (e *example) check(t *testing.T, dir, page string, c command) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", e.toRun(c.text))
-	cmd.Dir = e.dir
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+e.path, "PORT="+e.ports["8080"])
 	cmd.WaitDelay = time.Second
 	var out bytes.Buffer

@@ -43,23 +43,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// pages are the documentation pages whose examples are run: the README
-// and every page here. Paths are relative to this directory.
+// pages are the documentation pages whose examples are run: the README,
+// every page here and the deploy guides. Paths are relative to this
+// directory.
 func pages(t *testing.T) []string {
 	t.Helper()
 	ps, err := filepath.Glob("*.md")
 	if err != nil || len(ps) == 0 {
 		t.Fatalf("no pages in docs/: %v", err)
 	}
-	return append([]string{"../README.md"}, ps...)
+	guides, _ := filepath.Glob("../deploy/*/README.md")
+	return append(append([]string{"../README.md"}, ps...), guides...)
 }
 
 // linked are the pages whose links are checked: the pages, and the other
 // Markdown files of the repository a page may link to.
 func linked(t *testing.T) []string {
 	t.Helper()
-	guides, _ := filepath.Glob("../deploy/*/README.md")
-	return append(append(pages(t), "../BENCHMARKS.md"), guides...)
+	return append(pages(t), "../BENCHMARKS.md")
 }
 
 // block is one fenced code block of a page.
@@ -73,9 +74,17 @@ type block struct {
 	skip string
 	// mark is any other `<!-- doctest: MARK -->` line just before it.
 	mark string
+	// config is the last yaml block above it on its page, nil for none.
+	config []string
 }
 
-func (b block) name() string { return fmt.Sprintf("%s:%d", filepath.Base(b.page), b.line) }
+func (b block) name() string {
+	name := filepath.Base(b.page)
+	if name == "README.md" && filepath.Dir(b.page) != ".." {
+		name = filepath.Base(filepath.Dir(b.page)) + "/" + name // a deploy guide
+	}
+	return fmt.Sprintf("%s:%d", name, b.line)
+}
 
 var docMark = regexp.MustCompile(`^<!-- doctest: (.+) -->$`)
 
@@ -88,11 +97,15 @@ func blocks(t *testing.T, page string) []block {
 	}
 	var out []block
 	var cur *block
+	var config []string
 	lines := strings.Split(string(src), "\n")
 	for i, l := range lines {
 		if cur != nil {
 			if strings.HasPrefix(l, "```") {
 				out = append(out, *cur)
+				if cur.lang == "yaml" {
+					config = cur.text
+				}
 				cur = nil
 				continue
 			}
@@ -100,7 +113,7 @@ func blocks(t *testing.T, page string) []block {
 			continue
 		}
 		if lang, ok := strings.CutPrefix(l, "```"); ok {
-			cur = &block{page: page, line: i + 1, lang: strings.TrimSpace(lang)}
+			cur = &block{page: page, line: i + 1, lang: strings.TrimSpace(lang), config: config}
 			if i > 0 {
 				if m := docMark.FindStringSubmatch(lines[i-1]); m != nil {
 					if reason, ok := strings.CutPrefix(m[1], "skip: "); ok {
