@@ -352,3 +352,54 @@ func TestHelpNamesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestCitedTestsExist: every test the pages cite as holding a behaviour
+// (`TestX`, `FuzzX`, `TestX*` for a family) is a test of the repository,
+// so a renamed or deleted test leaves no page pointing at nothing.
+func TestCitedTestsExist(t *testing.T) {
+	var funcs []string
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == ".cache") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range testFunc.FindAllStringSubmatch(string(src), -1) {
+				funcs = append(funcs, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range linked(t) {
+		src, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(src), "\n") {
+			for _, m := range citedTest.FindAllStringSubmatch(l, -1) {
+				name, family := strings.CutSuffix(m[1], "*")
+				found := false
+				for _, f := range funcs {
+					found = found || f == name || family && strings.HasPrefix(f, name)
+				}
+				if !found {
+					t.Errorf("%s:%d: cites %s, which no _test.go defines", page, i+1, m[1])
+				}
+			}
+		}
+	}
+}
+
+var (
+	testFunc  = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)\w+)\(`)
+	citedTest = regexp.MustCompile("`((?:Test|Fuzz)[A-Z][A-Za-z0-9_]*\\*?)`")
+)
