@@ -6,8 +6,9 @@
 // wraps another, dialect.Agent), the Agent that answers calls (Mux routes
 // handler methods to the built-in ones), the contract's routes
 // (RouteUnary, RouteStream), the errors a call can end with, and the one
-// mapping of an error to what the caller sees (FailureOf: the README's
-// Errors table; NoRoute and NotAllowed for every door's 404 and 405).
+// mapping of an error to what the caller sees (FailureOf: the reasons
+// table of docs/errors.md; NoRoute and NotAllowed for every door's 404
+// and 405).
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent

@@ -73,7 +73,7 @@ type RPC struct {
 
 // reasons is the one table of the sidecar's own reasons: each one's status
 // before the first byte, its code and status in a final line after it,
-// and who it says ended the call. The README's Errors table is this table.
+// and who it says ended the call. docs/errors.md's reasons table is this table.
 // A line's code is always one that Google's error model maps a status to,
 // so 502s before the first byte are 503 UNAVAILABLE or 500 INTERNAL in it.
 var reasons = map[string]struct {
