@@ -23,6 +23,7 @@ func TestHandlerForSharesLimits(t *testing.T) {
 	s, a, logs := toyServer(t, "limits: {concurrency: 1, queue: 0}\n", agent)
 	m := metrics.New()
 	s.Metrics = m
+	s.Protocols = []string{"foundry"}
 	b := s.HandlerFor(namedToy{})
 
 	held := make(chan *httptest.ResponseRecorder)

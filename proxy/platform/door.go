@@ -81,7 +81,7 @@ func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request,
 }
 
 // Protocol names the door for the call's log line and metrics.
-func (Door) Protocol() string { return config.ProtocolAgentPlatform }
+func (Door) Protocol() string { return Name }
 
 // Encoder is the ndjson writer of one stream (NDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }
