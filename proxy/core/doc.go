@@ -4,7 +4,9 @@
 // mapping stage is an Agent that wraps another, dialect.Agent), the Agent that answers calls (Mux routes handler methods
 // to the built-in ones), the errors a call can end with, and the one
 // mapping of an error to what the caller sees (FailureOf: the README's
-// Errors table).
+// Errors table), and a door's registration (Protocol: its config Kind and
+// how its Options are built, with what the program gives every door,
+// Host), which proxy/doors lists.
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent
