@@ -372,8 +372,8 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 // limits.request_bytes and a call while busy are refused in the door's
 // shape before their body is read (none is ever sent); a caller leaving
 // mid-stream ends the agent's request; an agent cut mid-record gives
-// exactly one failure in the door's shape; a stream in flight at drain
-// gets the door's shutting-down failure; headers past
+// exactly one failure in the door's shape; a stream or unary call in
+// flight at drain gets the door's shutting-down failure; headers past
 // limits.header_bytes are refused, and ids in a body past their cap.
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
@@ -438,6 +438,22 @@ func TestHostileDoors(t *testing.T) {
 				errs, err := spec.errors(body)
 				if resp.StatusCode != http.StatusOK || err != nil || len(errs) != 1 || !strings.Contains(errs[0], "shutting down") {
 					t.Errorf("a stream in flight at drain = %d %q: failures %q (%v), want one saying the sidecar is shutting down", resp.StatusCode, body, errs, err)
+				}
+			})
+			t.Run("drain, unary", func(t *testing.T) {
+				agent := newHostileAgent(t)
+				base, drain := hostileSidecar(t, d.Name, "hold", "", agent)
+				req := spec.request(base, "hold", false)
+				body := whole(req)
+				conn := write(t, req, len(body), body)
+				agent.waitHeld(t, 1)
+				drain()
+				resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+				if err != nil {
+					t.Fatalf("a unary call in flight at drain: reading the answer: %v", err)
+				}
+				if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.refusal(body) || !strings.Contains(string(body), "shutting down") {
+					t.Errorf("a unary call in flight at drain = %d %q, want 503 in the door's shape saying the sidecar is shutting down", resp.StatusCode, body)
 				}
 			})
 			t.Run("headers and ids capped", func(t *testing.T) {
