@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +28,7 @@ func TestContent(t *testing.T) {
 	for _, tt := range tests {
 		got, err := content(json.RawMessage(tt.in), "message")
 		if tt.wantErr != "" {
-			var ie *upstream.InputError
+			var ie *core.InputError
 			if !errors.As(err, &ie) || ie.Field != "message" || ie.Msg[:len(tt.wantErr)] != tt.wantErr {
 				t.Errorf("content(%s) error = %v, want %q", tt.in, err, tt.wantErr)
 			}
@@ -62,11 +62,11 @@ func TestStreamingMode(t *testing.T) {
 }
 
 func TestErrorWording(t *testing.T) {
-	notFound := &upstream.StatusError{Status: 404, Detail: "Session not found: s1"}
-	if err := sessionError(notFound); err.(*upstream.StatusError).Detail != errSessionNotFound {
+	notFound := &core.StatusError{Status: 404, Detail: "Session not found: s1"}
+	if err := sessionError(notFound); err.(*core.StatusError).Detail != errSessionNotFound {
 		t.Errorf("sessionError(404) = %v", err)
 	}
-	other := &upstream.StatusError{Status: 500, Detail: "boom"}
+	other := &core.StatusError{Status: 500, Detail: "boom"}
 	if err := sessionError(other); err != other {
 		t.Errorf("sessionError(500) = %v, want it unchanged", err)
 	}
@@ -76,17 +76,17 @@ func TestErrorWording(t *testing.T) {
 		wantStatus int
 		wantDetail string
 	}{
-		{&upstream.StatusError{Status: 404, Detail: "Cannot PATCH /apps/a/users/u/memory"}, 400,
+		{&core.StatusError{Status: 404, Detail: "Cannot PATCH /apps/a/users/u/memory"}, 400,
 			"m: the ADK api server does not serve " + route + " (it answered 404: Cannot PATCH /apps/a/users/u/memory)"},
-		{&upstream.StatusError{Status: 405, Detail: "Method Not Allowed"}, 400,
+		{&core.StatusError{Status: 405, Detail: "Method Not Allowed"}, 400,
 			"m: the ADK api server does not serve " + route + " (it answered 405: Method Not Allowed)"},
-		{&upstream.StatusError{Status: 404, Detail: "Session not found"}, 404, errSessionNotFound},
-		{&upstream.StatusError{Status: 400, Detail: "Memory service is not configured."}, 400,
+		{&core.StatusError{Status: 404, Detail: "Session not found"}, 404, errSessionNotFound},
+		{&core.StatusError{Status: 400, Detail: "Memory service is not configured."}, 400,
 			"m needs a memory service on the ADK api server: Memory service is not configured."},
-		{&upstream.StatusError{Status: 503, Detail: "busy"}, 503, "busy"},
+		{&core.StatusError{Status: 503, Detail: "busy"}, 503, "busy"},
 	}
 	for _, tt := range tests {
-		var se *upstream.StatusError
+		var se *core.StatusError
 		if !errors.As(missingRoute(tt.err, "m", route, "a memory service"), &se) || se.Status != tt.wantStatus || se.Detail != tt.wantDetail {
 			t.Errorf("missingRoute(%v) = %+v, want %d %q", tt.err, se, tt.wantStatus, tt.wantDetail)
 		}

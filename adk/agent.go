@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // Agent is the App as the serving side sees it: the core.Agent that
@@ -23,7 +22,7 @@ func (g agent) Stream(ctx context.Context, c core.Call) (core.Records, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := records{Stream: s, done: done}
+	r := records{Records: s, done: done}
 	if w, ok := s.(core.Waiter); ok {
 		return &waitingRecords{r, w}, nil
 	}
@@ -32,7 +31,7 @@ func (g agent) Stream(ctx context.Context, c core.Call) (core.Records, error) {
 
 // records is a handler's stream with the function that releases it.
 type records struct {
-	upstream.Stream
+	core.Records
 	done func()
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -39,13 +40,13 @@ type call struct {
 	ctx    context.Context
 	m      *config.Method
 	name   string
-	in     upstream.Input
+	in     core.Input
 	header http.Header
 }
 
 // Unary serves a unary handler method and returns the value of its
 // {"output": …}.
-func (a *App) Unary(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (json.RawMessage, error) {
+func (a *App) Unary(ctx context.Context, m *config.Method, name string, in core.Input, h http.Header) (json.RawMessage, error) {
 	out, err := a.unary(call{ctx: ctx, m: m, name: name, in: in, header: h})
 	if err != nil || !a.SnakeKeys {
 		return out, err
@@ -67,15 +68,15 @@ func (a *App) unary(c call) (json.RawMessage, error) {
 }
 
 // Stream serves a streaming handler method. The stream's errors are
-// already explained (timeouts named); close releases it, and deletes a
-// session made only for this run.
-func (a *App) Stream(ctx context.Context, m *config.Method, name string, in upstream.Input, h http.Header) (upstream.Stream, func(), error) {
+// already explained (timeouts named); close, not the records' own Close,
+// releases it, and deletes a session made only for this run.
+func (a *App) Stream(ctx context.Context, m *config.Method, name string, in core.Input, h http.Header) (core.Records, func(), error) {
 	return a.stream(call{ctx: ctx, m: m, name: name, in: in, header: h})
 }
 
 // stream serves c with its handler's streaming function, once the inputs
 // the table requires are there.
-func (a *App) stream(c call) (upstream.Stream, func(), error) {
+func (a *App) stream(c call) (core.Records, func(), error) {
 	h := handlers[c.m.Handler]
 	if h.stream == nil {
 		return nil, nil, fmt.Errorf("handler %s is not served on the streaming route", c.m.Handler)

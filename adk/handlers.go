@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // handler serves one adk.* handler of adkapp.Methods: a unary or a
 // streaming function, and the inputs the table requires of every call.
 type handler struct {
 	unary    func(*App, call) (json.RawMessage, error)
-	stream   func(*App, call) (upstream.Stream, func(), error)
+	stream   func(*App, call) (core.Records, func(), error)
 	required []string
 }
 
@@ -63,7 +63,7 @@ var shapes = map[string]string{
 // checkRequired checks that in holds each of the required inputs, in
 // order: a string input a non-empty string, any other one present and not
 // null.
-func checkRequired(in upstream.Input, required []string) error {
+func checkRequired(in core.Input, required []string) error {
 	for _, field := range required {
 		want, shaped := shapes[field]
 		if !shaped {
@@ -73,7 +73,7 @@ func checkRequired(in upstream.Input, required []string) error {
 			continue
 		}
 		if v, ok := in.Fields[field]; !ok || string(v) == "null" {
-			return &upstream.InputError{Field: field, Msg: "is required: " + want}
+			return &core.InputError{Field: field, Msg: "is required: " + want}
 		}
 	}
 	return nil
@@ -86,22 +86,22 @@ func (c call) arg(field string) string {
 	return s
 }
 
-func requiredString(in upstream.Input, field string) (string, error) {
+func requiredString(in core.Input, field string) (string, error) {
 	s, err := optionalString(in, field)
 	if err == nil && s == "" {
-		err = &upstream.InputError{Field: field, Msg: "is required"}
+		err = &core.InputError{Field: field, Msg: "is required"}
 	}
 	return s, err
 }
 
-func optionalString(in upstream.Input, field string) (string, error) {
+func optionalString(in core.Input, field string) (string, error) {
 	v, ok := in.Fields[field]
 	if !ok || string(v) == "null" {
 		return "", nil
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
-		return "", &upstream.InputError{Field: field, Msg: "must be a string"}
+		return "", &core.InputError{Field: field, Msg: "must be a string"}
 	}
 	return s, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/config"
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestHandlers: every handler adkapp.Methods names has a function, unary
@@ -86,7 +86,7 @@ func TestInputErrors(t *testing.T) {
 	}
 	a := &App{Name: "app"}
 	for _, tt := range tests {
-		in, err := upstream.ParseInput([]byte(tt.input))
+		in, err := core.ParseInput([]byte(tt.input))
 		if err != nil {
 			t.Fatalf("ParseInput(%s): %v", tt.input, err)
 		}
@@ -100,7 +100,7 @@ func TestInputErrors(t *testing.T) {
 // not exist, says so.
 func TestWrongRoute(t *testing.T) {
 	a := &App{Name: "app"}
-	in, _ := upstream.ParseInput([]byte(`{}`))
+	in, _ := core.ParseInput([]byte(`{}`))
 	tests := []struct {
 		handler string
 		stream  bool
@@ -127,7 +127,7 @@ func TestWrongRoute(t *testing.T) {
 
 // serveErr calls the handler as its mode's route would and returns its
 // error's text.
-func serveErr(a *App, handler string, in upstream.Input) string {
+func serveErr(a *App, handler string, in core.Input) string {
 	c := call{ctx: context.Background(), m: &config.Method{Handler: handler}, name: "m", in: in}
 	var err error
 	switch handler {

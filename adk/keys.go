@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/sidecar-dev/sidecar/fieldname"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // userData are the keys whose values belong to the agent or the user, not
@@ -39,10 +39,10 @@ func renameKeys(v any) any {
 		out := make(map[string]any, len(v))
 		for k, e := range v {
 			if userData[k] {
-				out[fieldname.Snake(k)] = e
+				out[rawjson.Snake(k)] = e
 				continue
 			}
-			out[fieldname.Snake(k)] = renameKeys(e)
+			out[rawjson.Snake(k)] = renameKeys(e)
 		}
 		return out
 	case []any:

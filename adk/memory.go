@@ -7,19 +7,19 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // addSessionToMemory: async_add_session_to_memory(session) → null.
 func (a *App) addSessionToMemory(c call) (json.RawMessage, error) {
 	var session map[string]json.RawMessage
 	if json.Unmarshal(c.in.Fields["session"], &session) != nil || session == nil {
-		return nil, &upstream.InputError{Field: "session", Msg: "is required: " + wantSession}
+		return nil, &core.InputError{Field: "session", Msg: "is required: " + wantSession}
 	}
 	sid := firstString(session, "id")
 	user := firstString(session, "user_id", "userId")
 	if sid == "" || user == "" {
-		return nil, &upstream.InputError{Field: "session", Msg: "must carry its id and user_id (or userId)"}
+		return nil, &core.InputError{Field: "session", Msg: "must carry its id and user_id (or userId)"}
 	}
 	parts := []string{"apps", a.Name, "users", user, "memory"}
 	_, err := a.json(c, http.MethodPatch, map[string]string{"session_id": sid}, parts...)
@@ -32,7 +32,7 @@ func (a *App) addSessionToMemory(c call) (json.RawMessage, error) {
 // searchMemory: async_search_memory(user_id, query). No ADK api server has
 // a memory search route, so the sidecar answers without calling it.
 func (a *App) searchMemory(c call) (json.RawMessage, error) {
-	return nil, &upstream.StatusError{Status: http.StatusBadRequest, Detail: c.name +
+	return nil, &core.StatusError{Status: http.StatusBadRequest, Detail: c.name +
 		": ADK api servers have no memory search route, so the sidecar cannot serve it; " +
 		"serve it from the agent and map it with a method entry of your own"}
 }
@@ -40,18 +40,18 @@ func (a *App) searchMemory(c call) (json.RawMessage, error) {
 // missingRoute turns a server's "no such route" answer into a 4xx that
 // names what is missing, instead of the server's 404 page.
 func missingRoute(err error, method, route, what string) error {
-	var se *upstream.StatusError
+	var se *core.StatusError
 	if !errors.As(err, &se) {
 		return err
 	}
 	switch {
 	case se.Status == http.StatusNotFound && strings.Contains(strings.ToLower(se.Detail), "session"):
-		return &upstream.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
+		return &core.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
 	case se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed:
-		return &upstream.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
+		return &core.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
 			"%s: the ADK api server does not serve %s (it answered %d: %s)", method, route, se.Status, se.Detail)}
 	case se.Status == http.StatusBadRequest:
-		return &upstream.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
+		return &core.StatusError{Status: http.StatusBadRequest, Detail: fmt.Sprintf(
 			"%s needs %s on the ADK api server: %s", method, what, se.Detail)}
 	}
 	return err

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/sidecar-dev/sidecar/upstream"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // errSessionNotFound is AdkApp's own wording for a missing session.
@@ -27,7 +27,7 @@ func (a *App) createSession(c call) (json.RawMessage, error) {
 	}
 	state, ok := c.in.Fields["state"]
 	if ok && string(state) != "null" && state[0] != '{' {
-		return nil, &upstream.InputError{Field: "state", Msg: "must be an object"}
+		return nil, &core.InputError{Field: "state", Msg: "must be an object"}
 	}
 	if string(state) == "null" {
 		state = nil
@@ -88,7 +88,7 @@ func (a *App) idForm(c call) (bool, error) {
 	}
 	got := sessionID(out)
 	if got == "" {
-		return false, &upstream.ReplyError{Msg: "ADK api server created a session without an id"}
+		return false, &core.ReplyError{Msg: "ADK api server created a session without an id"}
 	}
 	// A probe session left behind (a failed delete) is harmless: it holds
 	// no data and belongs to a user no caller has.
@@ -125,7 +125,7 @@ func (a *App) listSessions(c call) (json.RawMessage, error) {
 			Sessions json.RawMessage `json:"sessions"`
 		}
 		if json.Unmarshal(out, &paged) != nil || paged.Sessions == nil {
-			return nil, &upstream.ReplyError{Msg: "ADK api server's session list has no \"sessions\" key"}
+			return nil, &core.ReplyError{Msg: "ADK api server's session list has no \"sessions\" key"}
 		}
 		list = paged.Sessions
 	}
@@ -133,7 +133,7 @@ func (a *App) listSessions(c call) (json.RawMessage, error) {
 		list = json.RawMessage("[]")
 	}
 	if len(list) == 0 || list[0] != '[' {
-		return nil, &upstream.ReplyError{Msg: "ADK api server's session list is not an array"}
+		return nil, &core.ReplyError{Msg: "ADK api server's session list is not an array"}
 	}
 	return wrapKey("sessions", list), nil
 }
@@ -149,9 +149,9 @@ func (a *App) deleteSession(c call) (json.RawMessage, error) {
 
 // sessionError words a missing session as AdkApp does.
 func sessionError(err error) error {
-	var se *upstream.StatusError
+	var se *core.StatusError
 	if errors.As(err, &se) && se.Status == http.StatusNotFound {
-		return &upstream.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
+		return &core.StatusError{Status: http.StatusNotFound, Detail: errSessionNotFound}
 	}
 	return err
 }

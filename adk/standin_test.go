@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -180,9 +181,9 @@ func newApp(t *testing.T, url string) (*App, map[string]*config.Method) {
 	return &App{Client: client, Name: "weather", Limits: cfg.Limits}, methods
 }
 
-func input(t *testing.T, raw string) upstream.Input {
+func input(t *testing.T, raw string) core.Input {
 	t.Helper()
-	in, err := upstream.ParseInput(json.RawMessage(raw))
+	in, err := core.ParseInput(json.RawMessage(raw))
 	if err != nil {
 		t.Fatalf("ParseInput(%s): %v", raw, err)
 	}
@@ -190,7 +191,7 @@ func input(t *testing.T, raw string) upstream.Input {
 }
 
 // runInput is streaming_agent_run_with_events' input for request_json.
-func runInput(t *testing.T, request string) upstream.Input {
+func runInput(t *testing.T, request string) core.Input {
 	t.Helper()
 	in, _ := json.Marshal(map[string]string{"request_json": request})
 	return input(t, string(in))
@@ -266,7 +267,7 @@ func TestTemporarySessionDeleted(t *testing.T) {
 		srv.runStatus = http.StatusInternalServerError
 		a, methods := newApp(t, url)
 		_, _, err := a.Stream(testContext(t, 10*time.Second), methods[method], method, runInput(t, temporary), nil)
-		var se *upstream.StatusError
+		var se *core.StatusError
 		if !errors.As(err, &se) || se.Status != 500 {
 			t.Fatalf("Stream = %v, want the run's 500", err)
 		}
@@ -395,7 +396,7 @@ func TestSeedEventsWording(t *testing.T) {
 	events := `[{"id":"e1","author":"user"}]`
 	tests := []struct {
 		method  string
-		in      upstream.Input
+		in      core.Input
 		want    string
 		notWant string
 	}{
@@ -404,7 +405,7 @@ func TestSeedEventsWording(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, _, err := a.Stream(ctx, methods[tt.method], tt.method, tt.in, nil)
-		var se *upstream.StatusError
+		var se *core.StatusError
 		if !errors.As(err, &se) || se.Status != 400 || !strings.Contains(se.Detail, tt.want) || (tt.notWant != "" && strings.Contains(se.Detail, tt.notWant)) {
 			t.Errorf("%s with events = %v, want 400 saying %q", tt.method, err, tt.want)
 		}

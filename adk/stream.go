@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -30,17 +31,17 @@ type runRequest struct {
 
 // streamQuery: stream_query(message, user_id, session_id=None,
 // run_config=None). One ADK event per line.
-func (a *App) streamQuery(c call) (upstream.Stream, func(), error) {
+func (a *App) streamQuery(c call) (core.Records, func(), error) {
 	return a.query(c, false)
 }
 
 // asyncStreamQuery: async_stream_query, which also takes session_events
 // to seed a new session.
-func (a *App) asyncStreamQuery(c call) (upstream.Stream, func(), error) {
+func (a *App) asyncStreamQuery(c call) (core.Records, func(), error) {
 	return a.query(c, true)
 }
 
-func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
+func (a *App) query(c call, async bool) (core.Records, func(), error) {
 	user := c.arg("user_id")
 	msg, err := content(c.in.Fields["message"], "message")
 	if err != nil {
@@ -56,11 +57,11 @@ func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
 	}
 	switch {
 	case events != nil && !async:
-		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "is taken by async_stream_query only"}
+		return nil, nil, &core.InputError{Field: "session_events", Msg: "is taken by async_stream_query only"}
 	case events != nil && sid != "":
-		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "cannot be used together with session_id"}
+		return nil, nil, &core.InputError{Field: "session_events", Msg: "cannot be used together with session_id"}
 	case events != nil && events[0] != '[':
-		return nil, nil, &upstream.InputError{Field: "session_events", Msg: "must be a list of events"}
+		return nil, nil, &core.InputError{Field: "session_events", Msg: "must be a list of events"}
 	}
 	if sid == "" {
 		if sid, err = a.newSession(c, user, events, "session_events"); err != nil {
@@ -75,7 +76,7 @@ func (a *App) query(c call, async bool) (upstream.Stream, func(), error) {
 // runWithEvents: streaming_agent_run_with_events(request_json). Each line
 // is {"events": [event], "session_id": …}; a session created for this run
 // alone is deleted when the run ends, however it ends.
-func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
+func (a *App) runWithEvents(c call) (core.Records, func(), error) {
 	raw := c.in.Fields["request_json"]
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -83,33 +84,33 @@ func (a *App) runWithEvents(c call) (upstream.Stream, func(), error) {
 	}
 	var req map[string]json.RawMessage
 	if json.Unmarshal(raw, &req) != nil || req == nil {
-		return nil, nil, &upstream.InputError{Field: "request_json", Msg: "is not a JSON object {message, user_id, session_id?, events?}"}
+		return nil, nil, &core.InputError{Field: "request_json", Msg: "is not a JSON object {message, user_id, session_id?, events?}"}
 	}
-	in := upstream.Input{Raw: raw, Fields: req}
+	in := core.Input{Raw: raw, Fields: req}
 	msg, err := content(req["message"], "request_json.message")
 	if err != nil {
 		return nil, nil, err
 	}
 	user, err := optionalString(in, "user_id")
 	if err != nil {
-		return nil, nil, &upstream.InputError{Field: "request_json.user_id", Msg: "must be a string"}
+		return nil, nil, &core.InputError{Field: "request_json.user_id", Msg: "must be a string"}
 	}
 	if user == "" {
 		user = defaultUserID
 	}
 	sid, err := optionalString(in, "session_id")
 	if err != nil {
-		return nil, nil, &upstream.InputError{Field: "request_json.session_id", Msg: "must be a string"}
+		return nil, nil, &core.InputError{Field: "request_json.session_id", Msg: "must be a string"}
 	}
 	events := req["events"]
 	if string(events) == "null" {
 		events = nil
 	}
 	if events != nil && events[0] != '[' {
-		return nil, nil, &upstream.InputError{Field: "request_json.events", Msg: "must be a list of events"}
+		return nil, nil, &core.InputError{Field: "request_json.events", Msg: "must be a list of events"}
 	}
 	if events != nil && sid != "" {
-		return nil, nil, &upstream.InputError{Field: "request_json.events", Msg: "seed a new session: they cannot be used together with session_id"}
+		return nil, nil, &core.InputError{Field: "request_json.events", Msg: "seed a new session: they cannot be used together with session_id"}
 	}
 
 	var cleanup func()
@@ -157,7 +158,7 @@ func (a *App) newSession(c call, user string, events json.RawMessage, field stri
 	}
 	sid := sessionID(out)
 	if sid == "" {
-		return "", &upstream.ReplyError{Msg: "ADK api server created a session without an id"}
+		return "", &core.ReplyError{Msg: "ADK api server created a session without an id"}
 	}
 	if events != nil {
 		var want, got []json.RawMessage
@@ -169,7 +170,7 @@ func (a *App) newSession(c call, user string, events json.RawMessage, field stri
 		got = s.Events
 		if len(got) < len(want) {
 			a.deleteLater(c, user, sid)()
-			return "", &upstream.StatusError{Status: http.StatusBadRequest, Detail: c.name +
+			return "", &core.StatusError{Status: http.StatusBadRequest, Detail: c.name +
 				": this ADK api server does not take events when it creates a session, so " + field + " cannot seed one"}
 		}
 	}
@@ -178,7 +179,7 @@ func (a *App) newSession(c call, user string, events json.RawMessage, field stri
 
 // run starts POST /run_sse and deframes its events. wrap, when set,
 // rewrites each record; cleanup runs when the stream is closed.
-func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cleanup func()) (upstream.Stream, func(), error) {
+func (a *App) run(c call, req runRequest, wrap func(dst, rec []byte) []byte, cleanup func()) (core.Records, func(), error) {
 	resp, err := a.send(c, http.MethodPost, req, "run_sse")
 	if err != nil {
 		return nil, nil, sessionError(err)
@@ -220,7 +221,7 @@ func (e *events) Record() []byte {
 // Content with one text part; an object must be a Content with parts.
 func content(v json.RawMessage, field string) (json.RawMessage, error) {
 	if len(v) == 0 || string(v) == "null" {
-		return nil, &upstream.InputError{Field: field, Msg: "is required: " + wantContent}
+		return nil, &core.InputError{Field: field, Msg: "is required: " + wantContent}
 	}
 	var text string
 	if json.Unmarshal(v, &text) == nil {
@@ -228,10 +229,10 @@ func content(v json.RawMessage, field string) (json.RawMessage, error) {
 	}
 	var c map[string]json.RawMessage
 	if json.Unmarshal(v, &c) != nil || c == nil {
-		return nil, &upstream.InputError{Field: field, Msg: "must be " + wantContent}
+		return nil, &core.InputError{Field: field, Msg: "must be " + wantContent}
 	}
 	if parts, ok := c["parts"]; !ok || len(parts) == 0 || parts[0] != '[' {
-		return nil, &upstream.InputError{Field: field, Msg: "is a Content without a parts list"}
+		return nil, &core.InputError{Field: field, Msg: "is a Content without a parts list"}
 	}
 	if _, ok := c["role"]; !ok {
 		c["role"] = json.RawMessage(`"user"`)

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sidecar-dev/sidecar/fieldname"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // UpdateMask is the updateMask query parameter of the patch request that
@@ -27,7 +27,7 @@ func UpdateMask(body []byte) (string, error) {
 	}
 	for k, v := range top {
 		if k != "spec" {
-			paths[fieldname.Snake(k)] = true
+			paths[rawjson.Snake(k)] = true
 			continue
 		}
 		var sp map[string]json.RawMessage
@@ -36,7 +36,7 @@ func UpdateMask(body []byte) (string, error) {
 		}
 		for sk, sv := range sp {
 			if sk != "deploymentSpec" {
-				paths["spec."+fieldname.Snake(sk)] = true
+				paths["spec."+rawjson.Snake(sk)] = true
 				continue
 			}
 			var dp map[string]json.RawMessage
@@ -44,7 +44,7 @@ func UpdateMask(body []byte) (string, error) {
 				return "", fmt.Errorf("update mask: spec.deploymentSpec: %w", err)
 			}
 			for dk := range dp {
-				paths["spec.deployment_spec."+fieldname.Snake(dk)] = true
+				paths["spec.deployment_spec."+rawjson.Snake(dk)] = true
 			}
 		}
 	}

@@ -198,7 +198,10 @@ methods:
 // record_bytes, and the sidecar never holds the answer (the live heap
 // grows by a few MiB at most).
 func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
-	const n, size, limit = 200, 64 << 10, 256 << 10
+	// n x size is far more than the bound, so the whole answer kept (about
+	// n x size) and what the next line needs (a few MiB, more on a loaded
+	// machine: buffers in flight at a sample) are far apart.
+	const n, size, limit = 1000, 64 << 10, 256 << 10
 	delta := strings.Repeat("x", size-1)
 	for _, method := range []string{"text_query", "adk_query"} {
 		t.Run(method, func(t *testing.T) {
@@ -213,7 +216,7 @@ func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
 				return nil
 			})
 			url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-			a := post(t, url, platform.RouteStream, method)
+			a := post(t, url, core.RouteStream, method)
 			if a.status != http.StatusOK || a.longest > limit {
 				t.Errorf("%s: status %d, longest line %d bytes, want 200 and at most record_bytes (%d)", method, a.status, a.longest, limit)
 			}
@@ -231,7 +234,7 @@ func TestStreamKeepsOnlyTheNextLine(t *testing.T) {
 				t.Errorf("%s: %d bytes out, want at least the %d of the text", method, total, n*size)
 			}
 			t.Logf("%s: live heap grew %.1f MiB", method, watch.grew())
-			if g := watch.grew(); g > 6 {
+			if g := watch.grew(); g > 16 {
 				t.Errorf("%s: live heap grew %.1f MiB while streaming %d MiB, want it bounded by what the next line needs", method, g, n*size>>20)
 			}
 		})
@@ -258,7 +261,7 @@ func TestStreamTextSplitAtTheCap(t *testing.T) {
 	})
 	url, _ := mappedSidecar(t, agent.URL, strings.Replace(boundsConfig, "record_bytes: 256KiB", "record_bytes: 512KiB", 1))
 	for _, method := range []string{"text_query", "adk_query"} {
-		resp, err := http.Post(url+platform.RouteStream, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(url+core.RouteStream, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +342,7 @@ func TestToolArgumentsCapped(t *testing.T) {
 			})
 			url, _ := mappedSidecar(t, agent.URL, boundsConfig)
 			for _, method := range []string{"text_query", "adk_query"} {
-				a := post(t, url, platform.RouteStream, method)
+				a := post(t, url, core.RouteStream, method)
 				if a.longest > limit {
 					t.Errorf("%s: a line of %d bytes, want at most record_bytes (%d)", method, a.longest, limit)
 				}
@@ -375,7 +378,7 @@ func TestDataStreamLineCapped(t *testing.T) {
 		return nil
 	})
 	url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-	a := post(t, url, platform.RouteStream, "text_query")
+	a := post(t, url, core.RouteStream, "text_query")
 	if len(a.lines) != 2 || a.lines[0] != `{"text":"hi"}` || reasonOf(a.lines[1]) != "RECORD_TOO_LARGE" {
 		t.Errorf("lines = %.300q, want the text then one record_too_large line", a.lines)
 	}
@@ -396,7 +399,7 @@ func TestAutoPassesUnplacedThrough(t *testing.T) {
 		return nil
 	})
 	url, logs := mappedSidecar(t, agent.URL, boundsConfig)
-	a := post(t, url, platform.RouteStream, "text_query")
+	a := post(t, url, core.RouteStream, "text_query")
 	if strings.Join(a.lines, "\n") != strings.Join(recs, "\n") {
 		t.Errorf("text_query = %q, want the records passed through %q", a.lines, recs)
 	}
@@ -434,7 +437,7 @@ func TestForcedDialectMismatch(t *testing.T) {
 	} {
 		for _, emit := range []string{"text", "adk"} {
 			url, _ := mappedSidecar(t, tt.url, fmt.Sprintf("upstream: {url: AGENT}\nmethods:\n  q: {mode: stream, call: POST %s, dialect: %s, emit: %s}\n", tt.path, tt.dialect, emit))
-			a := post(t, url, platform.RouteStream, "q")
+			a := post(t, url, core.RouteStream, "q")
 			if len(a.lines) != 1 || reasonOf(a.lines[0]) != "DIALECT_MISMATCH" || !strings.Contains(a.lines[0], tt.dialect) {
 				t.Errorf("dialect %s emit %s = %q, want one dialect_mismatch line naming the dialect", tt.dialect, emit, a.lines)
 			}
@@ -469,7 +472,7 @@ func TestErrorLastNoEnd(t *testing.T) {
 			return nil
 		})
 		url, _ := mappedSidecar(t, agent.URL, boundsConfig)
-		a := post(t, url, platform.RouteStream, "text_query")
+		a := post(t, url, core.RouteStream, "text_query")
 		if len(a.lines) != 2 || a.lines[0] != `{"text":"hi"}` || reasonOf(a.lines[1]) != "AGENT_ERROR" || !strings.Contains(a.lines[1], "boom") {
 			t.Errorf("stream ending %q = %q, want the text then the agent's error, no end line", last, a.lines)
 		}
@@ -496,7 +499,7 @@ func TestUnaryCapCountsTheAnswer(t *testing.T) {
 	}
 	small, _ := mappedSidecar(t, streamAgent(t, "text/event-stream", nil, nil, deltas("x", n)).URL, boundsConfig)
 	for _, method := range []string{"adk_once", "text_once", "raw_once"} {
-		resp, err := http.Post(small+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(small+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +511,7 @@ func TestUnaryCapCountsTheAnswer(t *testing.T) {
 	}
 	big, _ := mappedSidecar(t, streamAgent(t, "text/event-stream", nil, nil, deltas(strings.Repeat("y", 1000), 2000)).URL, boundsConfig)
 	for _, method := range []string{"adk_once", "text_once"} {
-		resp, err := http.Post(big+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(big+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -532,7 +535,7 @@ func TestUnaryOneJSONValue(t *testing.T) {
 	})
 	url, _ := mappedSidecar(t, agent.URL, boundsConfig)
 	for _, method := range []string{"text_once", "raw_once"} {
-		resp, err := http.Post(url+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
+		resp, err := http.Post(url+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"`+method+`","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

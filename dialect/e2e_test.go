@@ -100,11 +100,11 @@ func TestThroughProxy(t *testing.T) {
 	url, logs := sidecar(t, agent.URL, true)
 	plain, _ := sidecar(t, agent.URL, false)
 
-	if got, want := call(t, url, platform.RouteStream, "raw_query"), call(t, plain, platform.RouteStream, "raw_query"); got != want {
+	if got, want := call(t, url, core.RouteStream, "raw_query"), call(t, plain, core.RouteStream, "raw_query"); got != want {
 		t.Errorf("raw_query through the mapping stage:\n%s\nwant, as without it:\n%s", got, want)
 	}
 
-	text := call(t, url, platform.RouteStream, "text_query")
+	text := call(t, url, core.RouteStream, "text_query")
 	want := `{"tool_call":{"id":"call_1","name":"weather","args":{"city":"Paris"}}}
 {"tool_result":{"id":"call_1","name":"weather","output":{"temperature":21}}}
 {"text":"It is 21°C in Paris."}
@@ -123,7 +123,7 @@ func TestThroughProxy(t *testing.T) {
 		t.Errorf("log lines noted dialects %q, want text_query=vercel-ui", noted)
 	}
 
-	adk := strings.Split(strings.TrimSpace(call(t, url, platform.RouteStream, "adk_query")), "\n")
+	adk := strings.Split(strings.TrimSpace(call(t, url, core.RouteStream, "adk_query")), "\n")
 	shapes := []string{"functionCall", "functionResponse", "partial", "complete"}
 	if len(adk) != len(shapes) {
 		t.Fatalf("adk_query = %d lines, want %d:\n%s", len(adk), len(shapes), strings.Join(adk, "\n"))
@@ -154,13 +154,13 @@ func TestThroughProxy(t *testing.T) {
 		}
 	}
 
-	failed := strings.Split(strings.TrimSpace(call(t, url, platform.RouteStream, "fail_query")), "\n")
+	failed := strings.Split(strings.TrimSpace(call(t, url, core.RouteStream, "fail_query")), "\n")
 	last := failed[len(failed)-1]
 	if len(failed) != 2 || !strings.HasPrefix(last, `{"error":{`) || !strings.Contains(last, "Rate limit exceeded") {
 		t.Errorf("fail_query = %q, want a partial text event then the final error line with the agent's message", failed)
 	}
 
-	once := call(t, url, platform.RouteUnary, "text_once")
+	once := call(t, url, core.RouteUnary, "text_once")
 	if wantOnce := `{"output":{"text":"It is 21°C in Paris.","tool_calls":[{"id":"call_1","name":"weather","args":{"city":"Paris"}}],"tool_results":[{"id":"call_1","name":"weather","output":{"temperature":21}}]}}`; strings.TrimSpace(once) != wantOnce {
 		t.Errorf("text_once = %s, want %s", once, wantOnce)
 	}

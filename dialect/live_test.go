@@ -111,7 +111,7 @@ func TestLiveProducers(t *testing.T) {
 	for _, m := range liveMaps {
 		t.Run(m.name, func(t *testing.T) {
 			url := liveSidecar(t, strings.ReplaceAll(m.yaml, "AGENT", bases[m.script]))
-			out := call(t, url, platform.RouteStream, "stream_query")
+			out := call(t, url, core.RouteStream, "stream_query")
 			checkADK(t, m.want, strings.Split(strings.TrimSpace(out), "\n"), "weather_agent")
 		})
 	}

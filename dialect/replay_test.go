@@ -26,15 +26,14 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/di
 // as the mapping stage gets them from upstream: records with their event
 // type and the reply's header.
 type fixtureRecords struct {
-	upstream.Stream
+	core.Records
 	header http.Header
 }
 
-func (f *fixtureRecords) Close()              {}
 func (f *fixtureRecords) Header() http.Header { return f.header }
 
 func (f *fixtureRecords) Event() []byte {
-	if e, ok := f.Stream.(upstream.EventStream); ok {
+	if e, ok := f.Records.(EventType); ok {
 		return e.Event()
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // BenchmarkUnary is one unary call through the sidecar to an in-process
@@ -23,7 +23,7 @@ func BenchmarkUnary(b *testing.B) {
 	body := `{"class_method":"query","input":{"message":"hello"}}`
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, err := http.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(body))
+		resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func BenchmarkStreamSSE(b *testing.B) {
 	body := `{"class_method":"stream_query","input":{"message":"hello"}}`
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, err := http.Post(h.url+platform.RouteStream, "application/json", strings.NewReader(body))
+		resp, err := http.Post(h.url+core.RouteStream, "application/json", strings.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}

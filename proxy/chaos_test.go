@@ -24,7 +24,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // The chaos suite (issue 5, "Hold under faults"): many concurrent streams
@@ -546,7 +546,7 @@ func chaosCall(client *http.Client, url string, p chaosPlan) (res chaosResult) {
 		defer t.Stop()
 	}
 	body := `{"class_method":"stream_query","input":` + p.spec.String() + `}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+platform.RouteStream, strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+core.RouteStream, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -77,14 +77,14 @@ func serveFake(t *testing.T, agent core.Agent, route, body string) *httptest.Res
 // its output comes back as {"output": …}.
 func TestFrontDoorUnary(t *testing.T) {
 	agent := &fakeAgent{output: json.RawMessage(`{"text":"hi"}`)}
-	w := serveFake(t, agent, platform.RouteUnary, `{"class_method":"query","input":{"id": 7}}`)
+	w := serveFake(t, agent, core.RouteUnary, `{"class_method":"query","input":{"id": 7}}`)
 	if w.Code != 200 || w.Body.String() != `{"output":{"text":"hi"}}`+"\n" {
 		t.Errorf("unary = %d %q, want 200 {\"output\":{\"text\":\"hi\"}}", w.Code, w.Body)
 	}
 	c := agent.last
-	if c.Method == nil || c.Method.Name != "query" || c.Name != "query" || c.Route != platform.RouteUnary ||
+	if c.Method == nil || c.Method.Name != "query" || c.Name != "query" || c.Route != core.RouteUnary ||
 		string(c.Input.Raw) != `{"id":7}` || string(c.Input.Fields["id"]) != "7" || c.Notes == nil {
-		t.Errorf("the agent got %+v, want query on %s with its input indexed", c, platform.RouteUnary)
+		t.Errorf("the agent got %+v, want query on %s with its input indexed", c, core.RouteUnary)
 	}
 }
 
@@ -92,7 +92,7 @@ func TestFrontDoorUnary(t *testing.T) {
 // error after them is the final line in Google's error model.
 func TestFrontDoorStream(t *testing.T) {
 	records := &sliceRecords{recs: []string{`{"i":1}`, `{"i":2}`}, err: &core.TimeoutError{Phase: "idle", After: "1s"}}
-	w := serveFake(t, &fakeAgent{records: records}, platform.RouteStream, `{"class_method":"stream_query","input":{}}`)
+	w := serveFake(t, &fakeAgent{records: records}, core.RouteStream, `{"class_method":"stream_query","input":{}}`)
 	got := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
 	if w.Code != 200 || len(got) != 3 || got[0] != `{"i":1}` || got[1] != `{"i":2}` || !strings.Contains(got[2], `"reason":"TIMEOUT"`) {
 		t.Errorf("stream = %d %q, want 200, two records and a TIMEOUT line", w.Code, w.Body)
@@ -126,8 +126,8 @@ func TestFrontDoorErrors(t *testing.T) {
 		{fmt.Errorf("something internal at /run/agent.sock"), 502, "the call to the agent failed"},
 	}
 	for _, tt := range tests {
-		for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
-			method := map[string]string{platform.RouteUnary: "query", platform.RouteStream: "stream_query"}[route]
+		for _, route := range []string{core.RouteUnary, core.RouteStream} {
+			method := map[string]string{core.RouteUnary: "query", core.RouteStream: "stream_query"}[route]
 			w := serveFake(t, &fakeAgent{err: tt.err}, route, `{"class_method":"`+method+`","input":{"id":1}}`)
 			var d struct{ Detail string }
 			json.Unmarshal(w.Body.Bytes(), &d)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 // TestConcurrencyLimit: calls beyond limits.concurrency wait in a bounded
@@ -41,7 +40,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	left := make(chan struct{})
 	go func() {
 		defer close(left)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+platform.RouteUnary, strings.NewReader(`{}`))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+core.RouteUnary, strings.NewReader(`{}`))
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
@@ -156,7 +155,7 @@ headers:
   set: {X-Api-Key: "${SIDECAR_TEST_SECRET}"}
 methods: {query: {}}
 `)
-	req, _ := http.NewRequest(http.MethodPost, h.url+platform.RouteUnary, strings.NewReader(`{}`))
+	req, _ := http.NewRequest(http.MethodPost, h.url+core.RouteUnary, strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer caller")
 	req.Header.Set("Cookie", "session=abc")
 	req.Header.Set("X-Forwarded-For", "1.2.3.4")
@@ -216,7 +215,7 @@ func TestServerLimits(t *testing.T) {
 		t.Errorf("the slow-header client was held %v, want about 300ms", d)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, h.url+platform.RouteUnary, strings.NewReader(`{}`))
+	req, _ := http.NewRequest(http.MethodPost, h.url+core.RouteUnary, strings.NewReader(`{}`))
 	req.Header.Set("X-Big", strings.Repeat("a", 8<<10))
 	// A new connection: net/http checks the limit on a connection's first
 	// request (later ones on a kept-alive connection get more slack).
@@ -278,7 +277,7 @@ func TestCancellationPhases(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+platform.RouteStream, strings.NewReader(`{}`))
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+core.RouteStream, strings.NewReader(`{}`))
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
@@ -313,7 +312,7 @@ func TestCancellationPhases(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+platform.RouteUnary, strings.NewReader(`{}`))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+core.RouteUnary, strings.NewReader(`{}`))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
@@ -360,7 +359,7 @@ func TestKeepAliveRace(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for time.Now().Before(stop) {
-				resp, err := http.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(`{}`))
+				resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(`{}`))
 				if err != nil {
 					bad.Add(1)
 					continue
@@ -395,7 +394,7 @@ func TestAgentClosesBeforeAnswering(t *testing.T) {
 	}))
 	defer agent.Close()
 	h := newHarness(t, agent.URL, oneMethodConfig)
-	for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+	for _, route := range []string{core.RouteUnary, core.RouteStream} {
 		r := h.post(route, `{}`)
 		d := detail(t, r)
 		if r.status != 502 || !strings.Contains(d, "agent closed the connection") || strings.Contains(d, "127.0.0.1") {
@@ -431,7 +430,7 @@ methods:
   query: {call: POST /q}
   broken: {mode: stream, handler: adk.stream_query}
 `, withBuiltin(panicky{}))
-	resp, err := http.Post(h.url+platform.RouteStream, "application/json", strings.NewReader(`{"class_method":"broken","input":{}}`))
+	resp, err := http.Post(h.url+core.RouteStream, "application/json", strings.NewReader(`{"class_method":"broken","input":{}}`))
 	if err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

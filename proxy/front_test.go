@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // rawRequest sends request as written over a new TCP connection to the
@@ -88,9 +88,9 @@ func TestAnyContentType(t *testing.T) {
 	h := newHarness(t, agent.URL, oneMethodConfig)
 	for _, ct := range []string{"application/json,application/json", "", "text/plain", "application/json; charset=utf-8",
 		"application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "nonsense"} {
-		for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+		for _, route := range []string{core.RouteUnary, core.RouteStream} {
 			method := "query"
-			if route == platform.RouteStream {
+			if route == core.RouteStream {
 				method = "stream_query"
 			}
 			req, _ := http.NewRequest(http.MethodPost, h.url+route, strings.NewReader(`{"class_method":"`+method+`","input":{"a":1}}`))
@@ -187,7 +187,7 @@ func TestMethodNameChecked(t *testing.T) {
 	h := newHarness(t, agent.URL, "upstream: {url: AGENT}\nmethods: {\"*\": {}}\n")
 	huge := strings.Repeat("m", 1<<20)
 	for _, name := range []string{"a\nb", "a\x01b", "a/b", "../x", "a b", "a%2Fb", strings.Repeat("m", 257), huge, "é"} {
-		for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+		for _, route := range []string{core.RouteUnary, core.RouteStream} {
 			b, _ := json.Marshal(map[string]any{"class_method": name, "input": map[string]any{}})
 			r := h.post(route, string(b))
 			d := detail(t, r)
@@ -255,7 +255,7 @@ func TestStuckCallerEndsByTotal(t *testing.T) {
 	defer conn.Close() // unblocks the sidecar if the test fails
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	body := `{"class_method":"stream_query"}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", platform.RouteStream, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", core.RouteStream, len(body), body)
 	// The caller reads nothing more.
 	start := time.Now()
 	waitFor(t, func() bool { return h.server.InFlight() == 1 })
@@ -315,21 +315,21 @@ func TestBodiesReadWithASlot(t *testing.T) {
 
 	results := make(chan reply, 2)
 	for range 2 { // take both slots
-		go func() { results <- h.post(platform.RouteUnary, big) }()
+		go func() { results <- h.post(core.RouteUnary, big) }()
 	}
 	waitFor(t, func() bool { return calls.Load() == 2 })
-	queued := []net.Conn{sendHead(t, h, platform.RouteUnary, len(big)), sendHead(t, h, platform.RouteUnary, len(big))}
+	queued := []net.Conn{sendHead(t, h, core.RouteUnary, len(big)), sendHead(t, h, core.RouteUnary, len(big))}
 	waitFor(t, func() bool { return h.server.queued.Load() == 2 })
 
 	// Busy: answered with no body sent.
 	for range 3 {
-		conn := sendHead(t, h, platform.RouteUnary, len(big))
+		conn := sendHead(t, h, core.RouteUnary, len(big))
 		if r := readReply(t, conn); r.status != http.StatusServiceUnavailable || !strings.Contains(detail(t, r), "concurrency limit") {
 			t.Errorf("a caller with slots and queue full = %d %s, want 503 before its body", r.status, r.body)
 		}
 	}
 	// Too long: answered with no body sent, whatever the slots.
-	if r := readReply(t, sendHead(t, h, platform.RouteStream, 2<<20)); r.status != http.StatusRequestEntityTooLarge || !strings.Contains(detail(t, r), "1048576 bytes") {
+	if r := readReply(t, sendHead(t, h, core.RouteStream, 2<<20)); r.status != http.StatusRequestEntityTooLarge || !strings.Contains(detail(t, r), "1048576 bytes") {
 		t.Errorf("Content-Length 2 MiB over a 1 MiB limit = %d %s, want 413 before the body", r.status, r.body)
 	}
 
@@ -341,7 +341,7 @@ func TestBodiesReadWithASlot(t *testing.T) {
 	var ok atomic.Int32
 	for range 20 {
 		wg.Go(func() {
-			resp, err := http.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(big))
+			resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(big))
 			if err != nil {
 				return // the sidecar closed the connection after its 503, mid-body
 			}
@@ -399,7 +399,7 @@ func TestDefaultConcurrency(t *testing.T) {
 	}
 	waitFor(t, func() bool { return int(calls.Load()) == want })
 	client := &http.Client{Timeout: 3 * time.Second}
-	resp, err := client.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(`{}`))
+	resp, err := client.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatalf("call %d with no limits.concurrency got no answer (%v), want 503 at once: the default cap is %d", want+1, err, want)
 	}
@@ -416,7 +416,9 @@ func TestDefaultConcurrency(t *testing.T) {
 // TestSlowCallerIsNotAgentIdle: timeouts.idle counts only the agent's
 // silence. A caller that pauses reading longer than idle, while the agent
 // has records ready all along, gets the whole stream, not a timeout line
-// blaming the agent.
+// blaming the agent. idle is 2s, not less: a loaded machine can leave the
+// agent's writer unscheduled for a few hundred milliseconds, which would
+// be real agent silence.
 func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 	const records = 256
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -430,16 +432,16 @@ func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 		}
 	}))
 	defer agent.Close()
-	h := newHarness(t, agent.URL, strings.Replace(oneMethodConfig, "mode: stream, call: POST /s", "mode: stream, call: POST /s, timeouts: {idle: 300ms}", 1))
+	h := newHarness(t, agent.URL, strings.Replace(oneMethodConfig, "mode: stream, call: POST /s", "mode: stream, call: POST /s, timeouts: {idle: 2s}", 1))
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	body := `{"class_method":"stream_query"}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", platform.RouteStream, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", core.RouteStream, len(body), body)
 	br := bufio.NewReaderSize(conn, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -452,7 +454,7 @@ func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 	}
 	// The caller pauses: 16 MiB is more than the sockets between hold, so
 	// the sidecar's writes block, with the agent's next records ready.
-	time.Sleep(time.Second)
+	time.Sleep(3 * time.Second)
 	n, last := 1, ""
 	for {
 		line, err := lr.ReadString('\n')

@@ -150,12 +150,12 @@ func (h *harness) post(route, body string) reply {
 
 func (h *harness) unary(method, input string) reply {
 	h.t.Helper()
-	return h.post(platform.RouteUnary, `{"class_method":"`+method+`","input":`+input+`}`)
+	return h.post(core.RouteUnary, `{"class_method":"`+method+`","input":`+input+`}`)
 }
 
 func (h *harness) stream(method, input string) reply {
 	h.t.Helper()
-	return h.post(platform.RouteStream, `{"class_method":"`+method+`","input":`+input+`}`)
+	return h.post(core.RouteStream, `{"class_method":"`+method+`","input":`+input+`}`)
 }
 
 // lines splits an ndjson body, checking each line is one compact JSON value.

@@ -107,7 +107,7 @@ func TestStreamTotalFinalLine(t *testing.T) {
 	h := newHarness(t, agent.URL, "timeouts: {total: 300ms}\n"+oneMethodConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query","input":{}}`)
+	s := h.open(ctx, core.RouteStream, `{"class_method":"stream_query","input":{}}`)
 	body, err := io.ReadAll(s.r)
 	if err != nil {
 		t.Fatalf("reading the stream: %v (got %q)", err, body)
@@ -274,7 +274,7 @@ func TestSelfLoopRefused(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	resp, err := http.Post(srv.URL+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+	resp, err := http.Post(srv.URL+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,12 +296,12 @@ func TestHopHeaderRefused(t *testing.T) {
 	if r := h.unary("query", `{}`); r.status != 200 {
 		t.Fatalf("call = %d %s", r.status, r.body)
 	}
-	if got := (<-seen).Get(upstream.HopHeader); got != "1" {
-		t.Errorf("the agent saw %s %q, want \"1\"", upstream.HopHeader, got)
+	if got := (<-seen).Get(core.HopHeader); got != "1" {
+		t.Errorf("the agent saw %s %q, want \"1\"", core.HopHeader, got)
 	}
-	for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+	for _, route := range []string{core.RouteUnary, core.RouteStream} {
 		req, _ := http.NewRequest(http.MethodPost, h.url+route, strings.NewReader(`{"class_method":"query","input":{}}`))
-		req.Header.Set(upstream.HopHeader, "1")
+		req.Header.Set(core.HopHeader, "1")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -309,7 +309,7 @@ func TestHopHeaderRefused(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if r := (reply{resp.StatusCode, resp.Header, string(body)}); r.status != http.StatusLoopDetected || !strings.Contains(detail(t, r), "loop detected") {
-			t.Errorf("%s with %s = %d %s, want 508", route, upstream.HopHeader, r.status, r.body)
+			t.Errorf("%s with %s = %d %s, want 508", route, core.HopHeader, r.status, r.body)
 		}
 	}
 	select {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 // scrape is the metrics' text exposition.
@@ -157,7 +156,7 @@ func TestWhoEndedTheCall(t *testing.T) {
 				ctx, cancel = context.WithTimeout(context.Background(), tt.leave)
 			}
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+platform.RouteStream, strings.NewReader(body))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+core.RouteStream, strings.NewReader(body))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -181,12 +180,12 @@ func TestWhoEndedTheCall(t *testing.T) {
 			if tt.status == 400 || tt.name == "shutting down" {
 				entry = "" // refused before its method was looked up
 			}
-			want := fmt.Sprintf(`sidecar_calls_total{class_method=%q,outcome=%q,route=%q} 1`, entry, tt.outcome, platform.RouteStream)
+			want := fmt.Sprintf(`sidecar_calls_total{class_method=%q,outcome=%q,route=%q} 1`, entry, tt.outcome, core.RouteStream)
 			if !strings.Contains(text, want) {
 				t.Errorf("metrics lack %s", want)
 			}
 			if tt.phase != "" {
-				want := fmt.Sprintf(`sidecar_timeouts_total{class_method=%q,phase=%q,route=%q} 1`, entry, tt.phase, platform.RouteStream)
+				want := fmt.Sprintf(`sidecar_timeouts_total{class_method=%q,phase=%q,route=%q} 1`, entry, tt.phase, core.RouteStream)
 				if !strings.Contains(text, want) {
 					t.Errorf("metrics lack %s", want)
 				}
@@ -370,7 +369,7 @@ methods:
   query: {call: POST /q}
   stream_query: {mode: stream, call: POST /s}
 `)
-	for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+	for _, route := range []string{core.RouteUnary, core.RouteStream} {
 		r := h.post(route, `{}`)
 		if d := detail(t, r); r.status != 502 || strings.Contains(d, sock) || !strings.Contains(d, "agent unreachable") {
 			t.Errorf("%s with no agent = %d %q, want 502 agent unreachable without the socket path", route, r.status, d)

@@ -18,7 +18,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // echoAgent answers every request with what it received.
@@ -74,7 +74,7 @@ func TestUnaryEnvelopeVariants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := h.post(platform.RouteUnary, tt.body)
+			r := h.post(core.RouteUnary, tt.body)
 			if r.status != http.StatusOK {
 				t.Fatalf("status = %d (%s), want 200", r.status, r.body)
 			}
@@ -110,23 +110,23 @@ func TestBadRequests(t *testing.T) {
 		wantStatus int
 		wantDetail string
 	}{
-		{"empty", platform.RouteUnary, ``, 400, "request body is empty"},
-		{"truncated", platform.RouteUnary, `{"class_method":`, 400, "not valid JSON"},
-		{"not json", platform.RouteStream, `hello`, 400, "not valid JSON"},
-		{"array", platform.RouteUnary, `[]`, 400, "got an array"},
-		{"input string", platform.RouteUnary, `{"class_method":"query","input":"x"}`, 400, "input must be a JSON object"},
-		{"input array", platform.RouteStream, `{"class_method":"stream_query","input":[1]}`, 400, "input must be a JSON object"},
-		{"unknown unary", platform.RouteUnary, `{"class_method":"nope"}`, 400,
+		{"empty", core.RouteUnary, ``, 400, "request body is empty"},
+		{"truncated", core.RouteUnary, `{"class_method":`, 400, "not valid JSON"},
+		{"not json", core.RouteStream, `hello`, 400, "not valid JSON"},
+		{"array", core.RouteUnary, `[]`, 400, "got an array"},
+		{"input string", core.RouteUnary, `{"class_method":"query","input":"x"}`, 400, "input must be a JSON object"},
+		{"input array", core.RouteStream, `{"class_method":"stream_query","input":[1]}`, 400, "input must be a JSON object"},
+		{"unknown unary", core.RouteUnary, `{"class_method":"nope"}`, 400,
 			"User-specified method `nope` not found. Available methods are: ['query', 'get_session', 'create_session', 'envelope_method']"},
-		{"unknown stream", platform.RouteStream, `{"class_method":"nope"}`, 400,
+		{"unknown stream", core.RouteStream, `{"class_method":"nope"}`, 400,
 			"User-specified method `nope` not found. Available methods are: ['stream_query', 'async_stream_query']"},
-		{"stream method on unary route", platform.RouteUnary, `{"class_method":"stream_query"}`, 400,
+		{"stream method on unary route", core.RouteUnary, `{"class_method":"stream_query"}`, 400,
 			"`stream_query` is a streaming method: call it with :streamQuery"},
-		{"unary method on stream route", platform.RouteStream, `{"class_method":"query"}`, 400,
+		{"unary method on stream route", core.RouteStream, `{"class_method":"query"}`, 400,
 			"`query` is a unary method: call it with :query"},
-		{"stream default missing on unary", platform.RouteUnary, `{"input":{}}`, 200, ""},
-		{"path field missing", platform.RouteUnary, `{"class_method":"get_session","input":{"user_id":"u"}}`, 400, "input.session_id: is required"},
-		{"path field object", platform.RouteUnary, `{"class_method":"get_session","input":{"user_id":{},"session_id":"s"}}`, 400, "input.user_id: must be a string, number or boolean"},
+		{"stream default missing on unary", core.RouteUnary, `{"input":{}}`, 200, ""},
+		{"path field missing", core.RouteUnary, `{"class_method":"get_session","input":{"user_id":"u"}}`, 400, "input.session_id: is required"},
+		{"path field object", core.RouteUnary, `{"class_method":"get_session","input":{"user_id":{},"session_id":"s"}}`, 400, "input.user_id: must be a string, number or boolean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,8 +155,8 @@ func TestRoutesAndMethods(t *testing.T) {
 		method, path string
 		want         int
 	}{
-		{http.MethodGet, platform.RouteUnary, http.StatusMethodNotAllowed},
-		{http.MethodPut, platform.RouteStream, http.StatusMethodNotAllowed},
+		{http.MethodGet, core.RouteUnary, http.StatusMethodNotAllowed},
+		{http.MethodPut, core.RouteStream, http.StatusMethodNotAllowed},
 		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed},
 		{http.MethodGet, "/metrics", http.StatusNotFound},
 		{http.MethodGet, "/debug/pprof/", http.StatusNotFound},
@@ -250,7 +250,7 @@ func TestDotSegments(t *testing.T) {
 func TestHeadersAllowList(t *testing.T) {
 	agent := echoAgent(t)
 	h := newHarness(t, agent.URL, echoConfig)
-	req, _ := http.NewRequest(http.MethodPost, h.url+platform.RouteUnary, strings.NewReader(`{"class_method":"query"}`))
+	req, _ := http.NewRequest(http.MethodPost, h.url+core.RouteUnary, strings.NewReader(`{"class_method":"query"}`))
 	req.Header.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 	req.Header.Set("Authorization", "Bearer secret")
 	resp, err := http.DefaultClient.Do(req)
@@ -359,9 +359,9 @@ func TestAgentErrorDetail(t *testing.T) {
 	for _, tt := range tests {
 		agent := replyAgent(t, http.StatusConflict, tt.contentType, tt.body)
 		h := newHarness(t, agent.URL, oneMethodConfig)
-		for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+		for _, route := range []string{core.RouteUnary, core.RouteStream} {
 			method := "query"
-			if route == platform.RouteStream {
+			if route == core.RouteStream {
 				method = "stream_query"
 			}
 			r := h.post(route, `{"class_method":"`+method+`"}`)
@@ -457,7 +457,7 @@ func TestStreamFlushesEachLine(t *testing.T) {
 			h := newHarness(t, agent.URL, oneMethodConfig)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			lr := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query"}`)
+			lr := h.open(ctx, core.RouteStream, `{"class_method":"stream_query"}`)
 			first := lr.nextPrompt(t) // line 1 arrives while the agent is still holding line 2
 			close(release)
 			second := lr.nextPrompt(t)
@@ -566,7 +566,7 @@ func TestErrorsBeforeFirstByte(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.agent, tt.config)
-			for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+			for _, route := range []string{core.RouteUnary, core.RouteStream} {
 				r := h.post(route, `{}`)
 				if r.status != tt.wantStatus {
 					t.Fatalf("%s status = %d (%s), want %d", route, r.status, r.body, tt.wantStatus)
@@ -731,7 +731,7 @@ methods: {query: {}}
 func TestCallLog(t *testing.T) {
 	agent := replyAgent(t, 200, "text/event-stream", "data: {\"secret\":\"do-not-log\"}\n\ndata: {\"i\":1}\n\n")
 	h := newHarness(t, agent.URL, oneMethodConfig)
-	req, _ := http.NewRequest(http.MethodPost, h.url+platform.RouteStream, strings.NewReader(`{"class_method":"stream_query","input":{"password":"hunter2"}}`))
+	req, _ := http.NewRequest(http.MethodPost, h.url+core.RouteStream, strings.NewReader(`{"class_method":"stream_query","input":{"password":"hunter2"}}`))
 	req.Header.Set("X-Request-Id", "req-42")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -748,7 +748,7 @@ func TestCallLog(t *testing.T) {
 		t.Fatalf("got %d call log lines, want 1", len(entries))
 	}
 	f := entries[0].ContextMap()
-	want := map[string]any{"class_method": "stream_query", "route": platform.RouteStream, "status": int64(200),
+	want := map[string]any{"class_method": "stream_query", "route": core.RouteStream, "status": int64(200),
 		"reply": "sse", "records": int64(2), "outcome": "ok", "request_id": "req-42"}
 	for k, v := range want {
 		if f[k] != v {
@@ -773,7 +773,7 @@ func TestRequestTooLarge(t *testing.T) {
 	defer agent.Close()
 	h := newHarness(t, agent.URL, "limits: {request_bytes: 1KiB}\n"+oneMethodConfig)
 	big := `{"class_method":"query","input":{"x":"` + strings.Repeat("a", 2048) + `"}}`
-	for _, route := range []string{platform.RouteUnary, platform.RouteStream} {
+	for _, route := range []string{core.RouteUnary, core.RouteStream} {
 		r := h.post(route, big)
 		if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(detail(t, r), "1024 bytes") {
 			t.Errorf("%s with a 2 KiB body = %d %s, want 413 naming the limit", route, r.status, r.body)
@@ -810,13 +810,13 @@ func TestEndCalls(t *testing.T) {
 	h := newHarness(t, agent.URL, oneMethodConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lr := h.open(ctx, platform.RouteStream, `{"class_method":"stream_query"}`)
+	lr := h.open(ctx, core.RouteStream, `{"class_method":"stream_query"}`)
 	if got := lr.nextPrompt(t); got != `{"i":0}` {
 		t.Fatalf("first line = %q", got)
 	}
 	unary := make(chan reply, 1)
 	go func() {
-		resp, err := http.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(`{}`))
+		resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(`{}`))
 		if err != nil {
 			unary <- reply{}
 			return
@@ -919,7 +919,7 @@ func TestUnaryReplyBeforeLog(t *testing.T) {
 	defer close(release)
 	got := make(chan string, 1)
 	go func() {
-		resp, err := http.Post(h.url+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+		resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
 		if err != nil {
 			got <- err.Error()
 			return

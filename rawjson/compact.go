@@ -37,7 +37,7 @@ func AppendCompact(dst, src []byte) ([]byte, bool) {
 			}
 			continue
 		case c == '"':
-			end, ok := stringEnd2(src, i)
+			end, ok := stringEnd(src, i)
 			if !ok {
 				return dst, false
 			}
@@ -95,7 +95,7 @@ func appendKey(dst, src []byte, i int) ([]byte, int, bool) {
 	if i >= len(src) || src[i] != '"' {
 		return dst, i, false
 	}
-	end, ok := stringEnd2(src, i)
+	end, ok := stringEnd(src, i)
 	if !ok {
 		return dst, i, false
 	}
@@ -115,9 +115,9 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd2 returns the index just past the string starting at b[i],
+// stringEnd returns the index just past the string starting at b[i],
 // checking its escapes and that it holds no control characters.
-func stringEnd2(b []byte, i int) (int, bool) {
+func stringEnd(b []byte, i int) (int, bool) {
 	for i++; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':

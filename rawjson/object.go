@@ -24,7 +24,7 @@ func Members(obj []byte, fn func(key, value []byte) bool) bool {
 		if i >= len(obj) || obj[i] != '"' {
 			return false
 		}
-		end, ok := stringEnd2(obj, i)
+		end, ok := stringEnd(obj, i)
 		if !ok {
 			return false
 		}
@@ -83,7 +83,7 @@ func memberEnd(b []byte, i int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return stringEnd2(b, i)
+		return stringEnd(b, i)
 	case c == '-' || c >= '0' && c <= '9':
 		return numberEnd(b, i)
 	case c != '{' && c != '[':
@@ -93,7 +93,7 @@ func memberEnd(b []byte, i int) (int, bool) {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			end, ok := stringEnd2(b, i)
+			end, ok := stringEnd(b, i)
 			if !ok {
 				return i, false
 			}

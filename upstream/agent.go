@@ -50,13 +50,13 @@ func (r *Response) Stream(reply config.Reply, maxRecord int) (*ReplyStream, Form
 // ReplyStream is the records of a streamed reply: a core.Records and a
 // core.Waiter.
 type ReplyStream struct {
-	Stream
-	resp *Response
+	core.Records // the deframer's
+	resp         *Response
 }
 
-// Err is the reason the stream ended, a *TimeoutError when a clock ran out.
+// Err is the reason the stream ended, a *core.TimeoutError when a clock ran out.
 func (s *ReplyStream) Err() error {
-	if err := s.Stream.Err(); err != nil {
+	if err := s.Records.Err(); err != nil {
 		return s.resp.Explain(err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (s *ReplyStream) Header() http.Header { return s.resp.Header }
 // Event is the SSE event type of the current record, nil when the reply
 // is not an event stream or the event has none.
 func (s *ReplyStream) Event() []byte {
-	if e, ok := s.Stream.(EventStream); ok {
+	if e, ok := s.Records.(eventStream); ok {
 		return e.Event()
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestAgentErrorRaw: an error object keeps its compact JSON, so the proxy
@@ -26,7 +28,7 @@ func TestAgentErrorRaw(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := deframe(tt.format, strings.NewReader(tt.in), 0)
-		var ae *AgentError
+		var ae *core.AgentError
 		if !errors.As(err, &ae) || ae.Raw != tt.want {
 			t.Errorf("deframe(%s, %q) = %#v, want Raw %q", tt.format, tt.in, err, tt.want)
 		}

@@ -34,9 +34,6 @@ type Client struct {
 	limits    config.Limits // bound replies and records
 }
 
-// HopHeader is set on every request to the agent (core.HopHeader).
-const HopHeader = core.HopHeader
-
 // forwardHeaders is the allow-list of inbound headers the agent receives:
 // trace context and request ids, never credentials or cookies.
 var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
@@ -172,7 +169,7 @@ func neverSent(err error) bool {
 }
 
 // Call sends one call to the agent as the method map says and waits for
-// its response headers. A non-2xx reply is a *StatusError carrying the
+// its response headers. A non-2xx reply is a *core.StatusError carrying the
 // agent's message. On success the Response owns the call's clocks and
 // body; the caller must Close it.
 func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
@@ -251,7 +248,7 @@ func SegmentPath(parts ...string) (path, raw string) {
 
 // Send sends one request to the agent and waits for its response headers,
 // with the request's clocks and the client's retry policy. A non-2xx reply
-// is a *StatusError carrying the agent's message. On success the Response
+// is a *core.StatusError carrying the agent's message. On success the Response
 // owns the call's clocks and body; the caller must Close it.
 func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	u := *c.base
@@ -283,7 +280,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
-	req.Header.Set(HopHeader, "1")
+	req.Header.Set(core.HopHeader, "1")
 	if r.Accept != "" {
 		req.Header.Set("Accept", r.Accept)
 	}
@@ -322,7 +319,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		if rerr != nil {
 			return nil, clk.explain(rerr, c.up.URL)
 		}
-		return nil, &StatusError{Status: resp.StatusCode, Detail: detail}
+		return nil, &core.StatusError{Status: resp.StatusCode, Detail: detail}
 	}
 	out := &Response{
 		Status:  resp.StatusCode,
@@ -386,7 +383,7 @@ func (r *Response) Close() {
 func (r *Response) BeforeWait(f func()) { r.body.before = f }
 
 // Explain turns an error met while reading the reply into the clock that
-// caused it (a *TimeoutError) when one did.
+// caused it (a *core.TimeoutError) when one did.
 func (r *Response) Explain(err error) error { return r.clk.explain(err, "") }
 
 func unwrapURL(err error) error {

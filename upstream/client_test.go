@@ -76,7 +76,7 @@ func TestSendHeadersAllowList(t *testing.T) {
 
 // TestSendRetriesRefusedDial: a refused connection (an agent still
 // booting) is retried until the agent listens, within timeouts.connect;
-// an agent that never listens is a *DialError once it runs out. A
+// an agent that never listens is a *core.DialError once it runs out. A
 // request the agent read before it closed is never retried.
 func TestSendRetriesRefusedDial(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -122,9 +122,9 @@ func TestSendRetriesRefusedDial(t *testing.T) {
 		defer c.Close()
 		start := time.Now()
 		_, err = c.Send(context.Background(), Request{Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`), Timeouts: cfg.Timeouts})
-		var de *DialError
+		var de *core.DialError
 		if !errors.As(err, &de) {
-			t.Fatalf("Send to a port nobody listens on: %v, want a *DialError", err)
+			t.Fatalf("Send to a port nobody listens on: %v, want a *core.DialError", err)
 		}
 		if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
 			t.Errorf("gave up after %v, want about timeouts.connect (200ms)", d)

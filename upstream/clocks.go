@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // clocks are the connect, first-byte, idle and total limits of one call.
 // Whichever runs out first cancels the call's context with a
-// *TimeoutError as the cause.
+// *core.TimeoutError as the cause.
 //
 // One timer serves them all: it is set for the sooner of the current
 // phase's limit and the total one, and moved on at each phase (connect,
@@ -96,17 +97,17 @@ func (c *clocks) fire() {
 	if c.stopped {
 		return
 	}
-	var te *TimeoutError
+	var te *core.TimeoutError
 	switch {
 	case c.t.Total > 0 && now >= c.t.Total:
-		te = &TimeoutError{Phase: "total", After: c.t.Total.String()}
+		te = &core.TimeoutError{Phase: "total", After: c.t.Total.String()}
 	case c.limit > 0 && now >= time.Duration(c.counting.Load())+c.limit && c.phase == "idle" && !c.reading.Load():
 		// Not waiting on the agent: the next read starts the count again.
 		c.counting.Store(int64(now))
 		c.arm(now)
 		return
 	case c.limit > 0 && now >= time.Duration(c.counting.Load())+c.limit:
-		te = &TimeoutError{Phase: c.phase, After: c.limit.String()}
+		te = &core.TimeoutError{Phase: c.phase, After: c.limit.String()}
 	default:
 		c.arm(now)
 		return
@@ -171,14 +172,14 @@ func (c *clocks) stop() {
 // never succeeded. The caller's own cancellation stays context.Canceled.
 func (c *clocks) explain(err error, address string) error {
 	cause := context.Cause(c.ctx)
-	var te *TimeoutError
+	var te *core.TimeoutError
 	if errors.As(cause, &te) {
 		if te.Phase == "connect" {
 			last := error(te)
 			if p := c.lastDial.Load(); p != nil {
 				last = *p
 			}
-			return &DialError{Address: address, Err: fmt.Errorf("%w (retried for %s)", last, te.After)}
+			return &core.DialError{Address: address, Err: fmt.Errorf("%w (retried for %s)", last, te.After)}
 		}
 		return te
 	}
@@ -186,7 +187,7 @@ func (c *clocks) explain(err error, address string) error {
 		return cause
 	}
 	if !c.connected.Load() && neverSent(err) {
-		return &DialError{Address: address, Err: unwrapURL(err)}
+		return &core.DialError{Address: address, Err: unwrapURL(err)}
 	}
 	// The agent's internal URL stays out of what callers see.
 	return unwrapURL(err)

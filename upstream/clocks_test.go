@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // timedOut waits up to within for the clocks' context to end and returns
@@ -19,7 +20,7 @@ func timedOut(c *clocks, within time.Duration) string {
 			return ""
 		}
 	}
-	var te *TimeoutError
+	var te *core.TimeoutError
 	if errors.As(context.Cause(c.ctx), &te) {
 		return te.Phase
 	}
@@ -124,9 +125,9 @@ func TestClocksPhases(t *testing.T) {
 	if p := timedOut(c2, 2*time.Second); p != "connect" {
 		t.Fatalf("never connected: ended by %q, want connect", p)
 	}
-	var de *DialError
+	var de *core.DialError
 	if err := c2.explain(errors.New("x"), "http://agent"); !errors.As(err, &de) || !errors.Is(err, dialErr) {
-		t.Errorf("explain after a connect timeout = %v, want a DialError with the last dial's error", err)
+		t.Errorf("explain after a connect timeout = %v, want a core.DialError with the last dial's error", err)
 	}
 }
 

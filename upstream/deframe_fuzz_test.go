@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // The fuzz targets feed each deframer arbitrary replies, read once whole
@@ -45,8 +47,8 @@ func FuzzText(f *testing.F) {
 		switch {
 		case gotErr == nil && text != want:
 			t.Errorf("deframe(text, %q) text = %q, want %q", reply, text, want)
-		case gotErr != nil && (!errors.Is(gotErr, ErrRecordTooLarge) || !strings.HasPrefix(want, text)):
-			t.Errorf("deframe(text, %q) = %q, %v, want a prefix of %q, %v", reply, text, gotErr, want, ErrRecordTooLarge)
+		case gotErr != nil && (!errors.Is(gotErr, core.ErrRecordTooLarge) || !strings.HasPrefix(want, text)):
+			t.Errorf("deframe(text, %q) = %q, %v, want a prefix of %q, %v", reply, text, gotErr, want, core.ErrRecordTooLarge)
 		}
 	})
 }
@@ -120,7 +122,7 @@ func referenceSSE(reply []byte, maxRecord int) ([]string, error) {
 	dispatch := func() bool {
 		joined := strings.Join(data, "\n")
 		if len(joined) > maxRecord {
-			s.stop(ErrRecordTooLarge)
+			s.stop(core.ErrRecordTooLarge)
 			return false
 		}
 		s.data = append(s.data[:0], joined...)
@@ -158,7 +160,7 @@ func referenceSSE(reply []byte, maxRecord int) ([]string, error) {
 	case colon && name == "data":
 		data = append(data, strings.TrimPrefix(value, " "))
 		if len(strings.Join(data, "\n")) > maxRecord {
-			return records, ErrRecordTooLarge
+			return records, core.ErrRecordTooLarge
 		}
 		return records, errCutRecord
 	case colon && name == "event",
@@ -183,7 +185,7 @@ func referenceLines(reply []byte, maxRecord int) ([]string, error) {
 		last := i == len(lines)-1 // the line after the last "\n"
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) > maxRecord {
-			return records, ErrRecordTooLarge
+			return records, core.ErrRecordTooLarge
 		}
 		line = bytes.TrimLeft(line, recordSeparator)
 		if len(bytes.TrimSpace(line)) == 0 {

@@ -19,6 +19,7 @@ import (
 	"testing/iotest"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/deframe")
@@ -76,7 +77,7 @@ func deframeClosed(f Format, r io.Reader, maxRecord int) ([]string, error) {
 	return readAll(newReplyStream(f, r, maxRecord, true))
 }
 
-func readAll(s Stream) ([]string, error) {
+func readAll(s core.Records) ([]string, error) {
 	var records []string
 	for s.Next() {
 		records = append(records, string(s.Record()))
@@ -365,39 +366,39 @@ func TestDeframeAgentErrors(t *testing.T) {
 		format  Format
 		in      string
 		records int
-		want    AgentError
+		want    core.AgentError
 	}{
-		{FormatLines, `{"error":"boom"}`, 0, AgentError{Message: "boom"}},
-		{FormatLines, `{"n":1}` + "\n" + ` { "error" : "spaced" } `, 1, AgentError{Message: "spaced"}},
-		{FormatLines, `{"error":{"message":"m","code":"C"}}`, 0, AgentError{Code: "C", Message: "m"}},
-		{FormatLines, `{"error":{"message":"m","code":429}}`, 0, AgentError{Code: "429", Message: "m"}},
-		{FormatLines, `{"error":{"message":"m","code":true}}`, 0, AgentError{Message: "m"}},
-		{FormatLines, `{"error":{"detail":"d"}}`, 0, AgentError{Message: `{"detail":"d"}`}},
-		{FormatLines, `{"error":{"code":"C"}}`, 0, AgentError{Code: "C", Message: `{"code":"C"}`}},
-		{FormatLines, `{"error":{"message":""}}`, 0, AgentError{Message: `{"message":""}`}},
-		{FormatLines, `{"error":[1,"two"]}`, 0, AgentError{Message: `[1,"two"]`}},
-		{FormatLines, `{"error":12345678901234567890123}`, 0, AgentError{Message: "12345678901234567890123"}},
-		{FormatLines, `{"error":null}`, 0, AgentError{Message: "null"}},
-		{FormatLines, `{"\u0065rror":"escaped key"}`, 0, AgentError{Message: "escaped key"}},
-		{FormatLines, `{"error":"a \"quoted\" \\ text"}`, 0, AgentError{Message: `a "quoted" \ text`}},
-		{FormatJSON, `[1, {"error": "in array"}, 3]`, 1, AgentError{Message: "in array"}},
-		{FormatJSON, `{"error": {"message": "whole reply"}}`, 0, AgentError{Message: "whole reply"}},
-		{FormatSSE, "event: error\ndata: plain\n\n", 0, AgentError{Message: "plain"}},
-		{FormatSSE, "event: error\ndata: \"a string\"\n\n", 0, AgentError{Message: "a string"}},
-		{FormatSSE, "event: error\ndata: {\"message\": \"m\", \"code\": \"C\"}\n\n", 0, AgentError{Code: "C", Message: "m"}},
-		{FormatSSE, "event: error\ndata: {\"error\": \"wrapped\"}\n\n", 0, AgentError{Message: "wrapped"}},
-		{FormatSSE, "event: error\ndata: [DONE]\n\n", 0, AgentError{Message: "[DONE]"}},
-		{FormatSSE, "event: error\ndata: line 1\ndata: line 2\n\n", 0, AgentError{Message: "line 1\nline 2"}},
-		{FormatSSE, "event: error\ndata: bad \xff\n\n", 0, AgentError{Message: "bad \uFFFD"}},
-		{FormatSSE, "event: error\ndata: {\"error\": \"unquoted\" \"quote\"}\n\n", 0, AgentError{Message: `{"error": "unquoted" "quote"}`}},
-		{FormatSSE, "data: {\"error\": \"interpolated \"quote\"\"}\n\n", 0, AgentError{Message: `{"error": "interpolated "quote""}`}},
-		{FormatSSE, "data:  { \"error\": cut off\n\n", 0, AgentError{Message: ` { "error": cut off`}},
-		{FormatSSE, "data: {\"error\":\"x\"}\n", 0, AgentError{Message: "x"}},
-		{FormatSSE, "event: error\ndata: 1\n", 0, AgentError{Message: "1"}},
+		{FormatLines, `{"error":"boom"}`, 0, core.AgentError{Message: "boom"}},
+		{FormatLines, `{"n":1}` + "\n" + ` { "error" : "spaced" } `, 1, core.AgentError{Message: "spaced"}},
+		{FormatLines, `{"error":{"message":"m","code":"C"}}`, 0, core.AgentError{Code: "C", Message: "m"}},
+		{FormatLines, `{"error":{"message":"m","code":429}}`, 0, core.AgentError{Code: "429", Message: "m"}},
+		{FormatLines, `{"error":{"message":"m","code":true}}`, 0, core.AgentError{Message: "m"}},
+		{FormatLines, `{"error":{"detail":"d"}}`, 0, core.AgentError{Message: `{"detail":"d"}`}},
+		{FormatLines, `{"error":{"code":"C"}}`, 0, core.AgentError{Code: "C", Message: `{"code":"C"}`}},
+		{FormatLines, `{"error":{"message":""}}`, 0, core.AgentError{Message: `{"message":""}`}},
+		{FormatLines, `{"error":[1,"two"]}`, 0, core.AgentError{Message: `[1,"two"]`}},
+		{FormatLines, `{"error":12345678901234567890123}`, 0, core.AgentError{Message: "12345678901234567890123"}},
+		{FormatLines, `{"error":null}`, 0, core.AgentError{Message: "null"}},
+		{FormatLines, `{"\u0065rror":"escaped key"}`, 0, core.AgentError{Message: "escaped key"}},
+		{FormatLines, `{"error":"a \"quoted\" \\ text"}`, 0, core.AgentError{Message: `a "quoted" \ text`}},
+		{FormatJSON, `[1, {"error": "in array"}, 3]`, 1, core.AgentError{Message: "in array"}},
+		{FormatJSON, `{"error": {"message": "whole reply"}}`, 0, core.AgentError{Message: "whole reply"}},
+		{FormatSSE, "event: error\ndata: plain\n\n", 0, core.AgentError{Message: "plain"}},
+		{FormatSSE, "event: error\ndata: \"a string\"\n\n", 0, core.AgentError{Message: "a string"}},
+		{FormatSSE, "event: error\ndata: {\"message\": \"m\", \"code\": \"C\"}\n\n", 0, core.AgentError{Code: "C", Message: "m"}},
+		{FormatSSE, "event: error\ndata: {\"error\": \"wrapped\"}\n\n", 0, core.AgentError{Message: "wrapped"}},
+		{FormatSSE, "event: error\ndata: [DONE]\n\n", 0, core.AgentError{Message: "[DONE]"}},
+		{FormatSSE, "event: error\ndata: line 1\ndata: line 2\n\n", 0, core.AgentError{Message: "line 1\nline 2"}},
+		{FormatSSE, "event: error\ndata: bad \xff\n\n", 0, core.AgentError{Message: "bad \uFFFD"}},
+		{FormatSSE, "event: error\ndata: {\"error\": \"unquoted\" \"quote\"}\n\n", 0, core.AgentError{Message: `{"error": "unquoted" "quote"}`}},
+		{FormatSSE, "data: {\"error\": \"interpolated \"quote\"\"}\n\n", 0, core.AgentError{Message: `{"error": "interpolated "quote""}`}},
+		{FormatSSE, "data:  { \"error\": cut off\n\n", 0, core.AgentError{Message: ` { "error": cut off`}},
+		{FormatSSE, "data: {\"error\":\"x\"}\n", 0, core.AgentError{Message: "x"}},
+		{FormatSSE, "event: error\ndata: 1\n", 0, core.AgentError{Message: "1"}},
 	}
 	for _, tt := range tests {
 		records, err := deframe(tt.format, strings.NewReader(tt.in), 0)
-		var ae *AgentError
+		var ae *core.AgentError
 		if !errors.As(err, &ae) {
 			t.Errorf("deframe(%s, %q) = %q, %v, want %#v", tt.format, tt.in, records, err, tt.want)
 			continue
@@ -463,7 +464,7 @@ func longReply(prefix string, b byte, n int64, suffix string, read *int64) io.Re
 }
 
 // TestDeframeMaxRecord feeds records far over the cap from a reader that
-// makes them up as it goes: the stream must fail with ErrRecordTooLarge
+// makes them up as it goes: the stream must fail with core.ErrRecordTooLarge
 // after reading little more than the cap, holding little more than it,
 // and must pass over what it does not keep (comments, text) in constant
 // memory.
@@ -484,31 +485,31 @@ func TestDeframeMaxRecord(t *testing.T) {
 		wantErr  error
 		readsAll bool // the long part must be read through
 	}{
-		{"sse data line", FormatSSE, "data: ", 'x', huge, "\n\n", max, []string{}, ErrRecordTooLarge, false},
-		{"sse json data line", FormatSSE, `data: {"s": "`, 'x', huge, "\"}\n\n", max, []string{}, ErrRecordTooLarge, false},
-		{"sse data lines", FormatSSE, "", 0, 0, strings.Repeat("data: "+strings.Repeat("y", 1000)+"\n", 2000) + "\n", max, []string{}, ErrRecordTooLarge, false},
+		{"sse data line", FormatSSE, "data: ", 'x', huge, "\n\n", max, []string{}, core.ErrRecordTooLarge, false},
+		{"sse json data line", FormatSSE, `data: {"s": "`, 'x', huge, "\"}\n\n", max, []string{}, core.ErrRecordTooLarge, false},
+		{"sse data lines", FormatSSE, "", 0, 0, strings.Repeat("data: "+strings.Repeat("y", 1000)+"\n", 2000) + "\n", max, []string{}, core.ErrRecordTooLarge, false},
 		{"sse data at the cap", FormatSSE, "data: ", '7', max, "\n\n", max, []string{strings.Repeat("7", max)}, nil, true},
-		{"sse data over the cap", FormatSSE, "data: ", '7', max + 1, "\n\n", max, []string{}, ErrRecordTooLarge, false},
-		{"sse text escaped over the cap", FormatSSE, "data: ", '\x01', 1000, "\n\n", 1000, []string{}, ErrRecordTooLarge, true},
+		{"sse data over the cap", FormatSSE, "data: ", '7', max + 1, "\n\n", max, []string{}, core.ErrRecordTooLarge, false},
+		{"sse text escaped over the cap", FormatSSE, "data: ", '\x01', 1000, "\n\n", 1000, []string{}, core.ErrRecordTooLarge, true},
 		{"sse comment", FormatSSE, ":", 'c', huge, "\ndata: {\"a\": 1}\n\n", max, []string{`{"a":1}`}, nil, true},
 		{"sse id", FormatSSE, "id: ", 'i', huge, "\ndata: 1\n\n", max, []string{"1"}, nil, true},
 		{"sse unknown field", FormatSSE, "", 'f', huge, ": x\ndata: 1\n\n", max, []string{"1"}, nil, true},
 		{"sse event type", FormatSSE, "event: error", 'e', huge, "\ndata: 1\n\n", max, []string{"1"}, nil, true},
 		{"sse blank lines", FormatSSE, "", '\n', 1 << 20, "data: 1\n\n", 16 << 10, []string{"1"}, nil, true},
-		{"lines", FormatLines, `{"a": "`, 'x', huge, "\"}\n", max, []string{}, ErrRecordTooLarge, false},
+		{"lines", FormatLines, `{"a": "`, 'x', huge, "\"}\n", max, []string{}, core.ErrRecordTooLarge, false},
 		{"lines at the cap", FormatLines, "", '1', max, "\r\n2\n", max, []string{strings.Repeat("1", max), "2"}, nil, true},
-		{"lines over the cap", FormatLines, "", '1', max + 1, "\r\n2\n", max, []string{}, ErrRecordTooLarge, true},
-		{"lines last line over the cap", FormatLines, "1\n", '1', max + 1, "", max, []string{"1"}, ErrRecordTooLarge, true},
+		{"lines over the cap", FormatLines, "", '1', max + 1, "\r\n2\n", max, []string{}, core.ErrRecordTooLarge, true},
+		{"lines last line over the cap", FormatLines, "1\n", '1', max + 1, "", max, []string{"1"}, core.ErrRecordTooLarge, true},
 		{"lines blank", FormatLines, "", '\n', 1 << 20, "1\n", 16 << 10, []string{"1"}, nil, true},
-		{"json string", FormatJSON, `{"a": "`, 'x', huge, "\"}", max, []string{}, ErrRecordTooLarge, false},
-		{"json array element", FormatJSON, `[1, "`, 'x', huge, "\"]", max, []string{"1"}, ErrRecordTooLarge, false},
-		{"json whitespace", FormatJSON, `1`, ' ', huge, "2", max, []string{"1"}, ErrRecordTooLarge, false},
-		{"json compact over the cap", FormatJSON, `"`, 'x', 2000, `"`, 1000, []string{}, ErrRecordTooLarge, true},
+		{"json string", FormatJSON, `{"a": "`, 'x', huge, "\"}", max, []string{}, core.ErrRecordTooLarge, false},
+		{"json array element", FormatJSON, `[1, "`, 'x', huge, "\"]", max, []string{"1"}, core.ErrRecordTooLarge, false},
+		{"json whitespace", FormatJSON, `1`, ' ', huge, "2", max, []string{"1"}, core.ErrRecordTooLarge, false},
+		{"json compact over the cap", FormatJSON, `"`, 'x', 2000, `"`, 1000, []string{}, core.ErrRecordTooLarge, true},
 		{"text", FormatText, "", 't', 16 << 20, "", max, nil, nil, true},
 		{"text escaped", FormatText, "", '\x01', 1 << 20, "", 64 << 10, nil, nil, true},
 		{"text tiny cap", FormatText, "", '"', 10000, "", 64, nil, nil, true},
-		{"sniffed sse", FormatSniff, "data: ", 'x', huge, "\n\n", max, []string{}, ErrRecordTooLarge, false},
-		{"sniffed json", FormatSniff, `["`, 'x', huge, "", max, []string{}, ErrRecordTooLarge, false},
+		{"sniffed sse", FormatSniff, "data: ", 'x', huge, "\n\n", max, []string{}, core.ErrRecordTooLarge, false},
+		{"sniffed json", FormatSniff, `["`, 'x', huge, "", max, []string{}, core.ErrRecordTooLarge, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -891,7 +892,7 @@ func TestSSEEvent(t *testing.T) {
 	long := strings.Repeat("x", 80)
 	in := "event: response.output_text.delta\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\nevent: " + long + "\ndata: 3\n\n"
 	for _, f := range []Format{FormatSSE, ""} {
-		s := NewStream(f, strings.NewReader(in), 0).(EventStream)
+		s := NewStream(f, strings.NewReader(in), 0).(eventStream)
 		var got []string
 		for s.Next() {
 			got = append(got, string(s.Event()))

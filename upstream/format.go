@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // Format is how an agent's reply body is framed.
@@ -68,9 +69,17 @@ func FormatFor(reply config.Reply, contentType string) Format {
 	return FormatSniff
 }
 
-// NewStream deframes r, read as format f says. maxRecord (>0) caps one
-// record's size in bytes; zero or less means 8 MiB. Nothing is read until
-// the first call to Next.
+// NewStream deframes r, read as format f says, into records: each one
+// compact JSON value with no newline in it, in the order the agent sent
+// them. maxRecord (>0) caps one record's size in bytes; zero or less means
+// 8 MiB. Nothing is read until the first call to Next, and Close does
+// nothing: r is the caller's to close (a Response closes its body).
+//
+// Err is nil when the reply ended cleanly. An error the agent reported in
+// band (SSE "event: error", a record that is exactly {"error": …}) is a
+// *core.AgentError; a record over the size limit is
+// core.ErrRecordTooLarge; anything else is the read error that ended the
+// reply.
 //
 // Whatever the format, a leading UTF-8 byte order mark is dropped, every
 // record is valid UTF-8 (bad bytes become U+FFFD), and a read error other
@@ -78,14 +87,14 @@ func FormatFor(reply config.Reply, contentType string) Format {
 // it cut short. io.EOF is taken as the reply's own end (its Content-Length
 // reached, its last chunk read); a last record cut short all the same is
 // dropped and the stream fails with an error wrapping io.ErrUnexpectedEOF.
-func NewStream(f Format, r io.Reader, maxRecord int) Stream {
+func NewStream(f Format, r io.Reader, maxRecord int) core.Records {
 	return newReplyStream(f, r, maxRecord, false)
 }
 
 // newReplyStream is NewStream for a reply that only a close of the
 // connection ends (closeEnd), where io.EOF cannot show the last record
 // whole, or one that has its own end.
-func newReplyStream(f Format, r io.Reader, maxRecord int, closeEnd bool) Stream {
+func newReplyStream(f Format, r io.Reader, maxRecord int, closeEnd bool) core.Records {
 	if maxRecord <= 0 {
 		maxRecord = defaultMaxRecord
 	}
@@ -94,7 +103,7 @@ func newReplyStream(f Format, r io.Reader, maxRecord int, closeEnd bool) Stream 
 }
 
 // newStream builds the deframer for f around fr, which holds no record yet.
-func newStream(f Format, fr frame) Stream {
+func newStream(f Format, fr frame) core.Records {
 	switch f {
 	case FormatSSE:
 		return &sseStream{frame: fr}
@@ -112,7 +121,7 @@ func newStream(f Format, fr frame) Stream {
 // the first call to Next.
 type sniffStream struct {
 	fr     frame
-	stream Stream
+	stream core.Records
 }
 
 func (s *sniffStream) Next() bool {
@@ -130,9 +139,9 @@ func (s *sniffStream) Record() []byte {
 }
 
 // Event is the SSE event type of the current record, when the reply is
-// an event stream (see EventStream).
+// an event stream (see eventStream).
 func (s *sniffStream) Event() []byte {
-	if e, ok := s.stream.(EventStream); ok {
+	if e, ok := s.stream.(eventStream); ok {
 		return e.Event()
 	}
 	return nil
@@ -144,6 +153,9 @@ func (s *sniffStream) Err() error {
 	}
 	return s.stream.Err()
 }
+
+// Close does nothing: the reader is the caller's.
+func (s *sniffStream) Close() {}
 
 // sniffPrefixes are the starts of a reply that decide its format, besides
 // the first bytes of JSON numbers, strings, objects and arrays.
@@ -209,9 +221,10 @@ func sniffFrom(b []byte) (Format, bool) {
 
 // Interface guards.
 var (
-	_ Stream = (*sseStream)(nil)
-	_ Stream = (*linesStream)(nil)
-	_ Stream = (*textStream)(nil)
-	_ Stream = (*jsonStream)(nil)
-	_ Stream = (*sniffStream)(nil)
+	_ core.Records = (*sseStream)(nil)
+	_ core.Records = (*linesStream)(nil)
+	_ core.Records = (*textStream)(nil)
+	_ core.Records = (*jsonStream)(nil)
+	_ core.Records = (*sniffStream)(nil)
+	_ eventStream  = (*sseStream)(nil)
 )

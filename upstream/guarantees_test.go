@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // roundTrip sends one request through tr with a deadline, so a test
@@ -91,9 +92,9 @@ func TestTransportReplyHeadLimit(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, _, err := roundTrip(t, tr, http.MethodPost, a.addr(), "{}")
 	runtime.ReadMemStats(&after)
-	var re *ReplyError
+	var re *core.ReplyError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "head") {
-		t.Errorf("a 64 MiB header line: %v, want a ReplyError about the reply head", err)
+		t.Errorf("a 64 MiB header line: %v, want a core.ReplyError about the reply head", err)
 	}
 	// The agent's goroutine allocates nothing; bufio and textproto keep
 	// a few copies of the bounded head.
@@ -128,9 +129,9 @@ func TestTransportInterimReplies(t *testing.T) {
 		})
 		tr := newTestTransport(a.addr(), time.Minute)
 		status, body, err := roundTrip(t, tr, http.MethodPost, a.addr(), "{}")
-		var re *ReplyError
+		var re *core.ReplyError
 		if tt.wantErr && (!errors.As(err, &re) || !strings.Contains(err.Error(), "1xx")) {
-			t.Errorf("%d interim replies: %d %q, %v; want a ReplyError about 1xx", tt.n, status, body, err)
+			t.Errorf("%d interim replies: %d %q, %v; want a core.ReplyError about 1xx", tt.n, status, body, err)
 		}
 		if !tt.wantErr && (err != nil || status != 200 || body != "ok") {
 			t.Errorf("%d interim replies: %d %q, %v; want 200 ok", tt.n, status, body, err)
@@ -158,9 +159,9 @@ func TestTransportSwitchingProtocols(t *testing.T) {
 	tr := newTestTransport(a.addr(), time.Minute)
 	defer tr.closeIdle()
 	_, _, err := roundTrip(t, tr, http.MethodPost, a.addr(), "{}")
-	var re *ReplyError
+	var re *core.ReplyError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "101") {
-		t.Fatalf("a 101: %v, want a ReplyError naming 101", err)
+		t.Fatalf("a 101: %v, want a core.ReplyError naming 101", err)
 	}
 	if tr.idleCount() != 0 {
 		t.Fatal("the connection of a 101 was pooled")
@@ -214,7 +215,7 @@ func TestTransportEarlyReplyStalled(t *testing.T) {
 	defer c.Close()
 	start = time.Now()
 	_, err = c.Send(context.Background(), Request{Verb: http.MethodPost, Path: "/run", Body: []byte(big), Timeouts: cfg.Timeouts})
-	var se *StatusError
+	var se *core.StatusError
 	if !errors.As(err, &se) || se.Status != 413 || se.Detail != "request too large" {
 		t.Fatalf("Send to an agent answering 413 early and stalling: %v, want its 413", err)
 	}
@@ -422,7 +423,7 @@ func TestTransportGuarantees(t *testing.T) {
 	}
 	isReplyError := func(substr string) func(result) bool {
 		return func(r result) bool {
-			var re *ReplyError
+			var re *core.ReplyError
 			return errors.As(r.err, &re) && strings.Contains(r.err.Error(), substr)
 		}
 	}

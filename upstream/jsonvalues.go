@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // jsonStream reads a reply of JSON values, decoded incrementally so that
@@ -126,7 +128,7 @@ func (s *jsonStream) cutNumber() bool {
 func (s *jsonStream) fail(err error) bool {
 	switch {
 	case s.in.over:
-		return s.stop(ErrRecordTooLarge)
+		return s.stop(core.ErrRecordTooLarge)
 	case s.in.err != nil:
 		return s.stop(readFailure(s.in.err))
 	case err == io.EOF:
@@ -150,7 +152,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	room := b.limit - b.read
 	if room <= 0 {
 		b.over = true
-		return 0, ErrRecordTooLarge
+		return 0, core.ErrRecordTooLarge
 	}
 	if int64(len(p)) > room {
 		p = p[:room]

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // linesStream reads one record per line: ndjson, JSON Lines, and JSON text
@@ -74,7 +76,7 @@ func (s *linesStream) readLine() ([]byte, error) {
 			s.line = appendGrow(s.line, s.max+readBufferSize, frag...)
 			// One byte over the cap may still be the "\r" of a "\r\n".
 			if len(s.line)-1 > s.max {
-				return nil, ErrRecordTooLarge
+				return nil, core.ErrRecordTooLarge
 			}
 		case io.EOF:
 			s.eof = true
@@ -89,7 +91,7 @@ func (s *linesStream) readLine() ([]byte, error) {
 func (s *linesStream) checkLine(line []byte) ([]byte, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	if len(line) > s.max {
-		return nil, ErrRecordTooLarge
+		return nil, core.ErrRecordTooLarge
 	}
 	return line, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -51,6 +52,9 @@ var errCutRecord = fmt.Errorf("agent reply ended inside a record: %w", io.ErrUne
 func (f *frame) Record() []byte { return f.rec.Bytes() }
 
 func (f *frame) Err() error { return f.err }
+
+// Close does nothing: the reader is the deframer's caller's.
+func (f *frame) Close() {}
 
 // begin is how Next starts: it reports whether the stream may go on, and
 // the first time skips a byte order mark at the start of the reply.
@@ -106,7 +110,7 @@ func (f *frame) setOutput(text []byte) {
 }
 
 // yield checks the current record before Next returns it: a record over
-// the cap ends the stream with ErrRecordTooLarge, and a record that is
+// the cap ends the stream with core.ErrRecordTooLarge, and a record that is
 // exactly {"error": …} ends it with the agent's error instead of being
 // passed on.
 func (f *frame) yield() bool {
@@ -115,7 +119,7 @@ func (f *frame) yield() bool {
 		return f.stop(agentErrorOf(v))
 	}
 	if len(b) > f.max {
-		return f.stop(ErrRecordTooLarge)
+		return f.stop(core.ErrRecordTooLarge)
 	}
 	return true
 }
@@ -180,7 +184,7 @@ func errorValue(rec []byte) ([]byte, bool) {
 		return nil, false
 	}
 	end := stringEnd(rec, 1)
-	if end >= len(rec) || rec[end] != ':' || !isErrorKey(rec[1:end]) {
+	if end >= len(rec) || rec[end] != ':' || !rawjson.KeyIs(rec[1:end], "error") {
 		return nil, false
 	}
 	start := end + 1
@@ -188,19 +192,6 @@ func errorValue(rec []byte) ([]byte, bool) {
 		return nil, false // more keys follow
 	}
 	return rec[start : len(rec)-1], true
-}
-
-// isErrorKey reports whether the JSON string literal key says "error",
-// escapes included.
-func isErrorKey(key []byte) bool {
-	if string(key) == `"error"` {
-		return true
-	}
-	if bytes.IndexByte(key, '\\') < 0 {
-		return false
-	}
-	var s string
-	return json.Unmarshal(key, &s) == nil && s == "error"
 }
 
 // stringEnd returns the index just past the string literal starting at
@@ -253,8 +244,8 @@ func valueEnd(b []byte, i int) int {
 // v: a string is the message; an object gives its "message" and "code"
 // (a string, or a number kept as written); anything else, or an object
 // without a message, is shown as its compact JSON text.
-func agentErrorOf(v []byte) *AgentError {
-	e := &AgentError{Message: string(v)}
+func agentErrorOf(v []byte) *core.AgentError {
+	e := &core.AgentError{Message: string(v)}
 	switch v[0] {
 	case '"':
 		json.Unmarshal(v, &e.Message)
@@ -282,8 +273,8 @@ func agentErrorOf(v []byte) *AgentError {
 
 // textError is an agent error whose text is not JSON: the text is the
 // message, with invalid UTF-8 replaced.
-func textError(text []byte) *AgentError {
-	return &AgentError{Message: string(appendValidUTF8(nil, text))}
+func textError(text []byte) *core.AgentError {
+	return &core.AgentError{Message: string(appendValidUTF8(nil, text))}
 }
 
 const hexDigits = "0123456789abcdef"

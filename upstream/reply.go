@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -107,7 +108,7 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 		return nil, r.Explain(fmt.Errorf("reading agent reply: %w", err))
 	}
 	if int64(len(b)) > maxReply {
-		return nil, ErrReplyTooLarge
+		return nil, core.ErrReplyTooLarge
 	}
 	if r.Status == http.StatusNoContent || len(bytes.TrimSpace(b)) == 0 {
 		return json.RawMessage("null"), nil
@@ -122,7 +123,7 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 		var ok bool
 		out, ok, err = r.jsonOutput(b)
 		if !ok && err == nil {
-			return nil, &ReplyError{Msg: "agent replied invalid JSON with Content-Type " + r.Header.Get("Content-Type")}
+			return nil, &core.ReplyError{Msg: "agent replied invalid JSON with Content-Type " + r.Header.Get("Content-Type")}
 		}
 	default: // sniff: JSON when it parses, text otherwise
 		var ok bool
@@ -174,17 +175,17 @@ func (r *Response) textOutput(b []byte) (json.RawMessage, error) {
 func unwrapOutput(v json.RawMessage) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) != nil || obj == nil {
-		return nil, &ReplyError{Msg: `agent reply is not an object {"output": …} (the method's output is as_is)`}
+		return nil, &core.ReplyError{Msg: `agent reply is not an object {"output": …} (the method's output is as_is)`}
 	}
 	out, ok := obj["output"]
 	if !ok {
-		return nil, &ReplyError{Msg: `agent reply has no "output" key (the method's output is as_is)`}
+		return nil, &core.ReplyError{Msg: `agent reply has no "output" key (the method's output is as_is)`}
 	}
 	return out, nil
 }
 
 // collect gathers a stream's records into one JSON array.
-func collect(s Stream) (json.RawMessage, error) {
+func collect(s core.Records) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	n := 0
@@ -196,7 +197,7 @@ func collect(s Stream) (json.RawMessage, error) {
 		n++
 	}
 	if err := s.Err(); err != nil {
-		var ae *AgentError
+		var ae *core.AgentError
 		if errors.As(err, &ae) {
 			return nil, ae
 		}

@@ -12,14 +12,6 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// Input is a call's input: core's, so adk's handlers and the serving side
-// share it.
-type Input = core.Input
-
-// ParseInput checks that raw is a JSON object and indexes its top-level
-// fields (core.ParseInput).
-func ParseInput(raw []byte) (Input, error) { return core.ParseInput(raw) }
-
 // buildPath fills the method's path template and query. Each path value is
 // escaped so it stays inside its one segment: "/", "?", "#", "%" and
 // control characters are percent-encoded, and a value that is "." or ".."
@@ -28,7 +20,7 @@ func ParseInput(raw []byte) (Input, error) { return core.ParseInput(raw) }
 // it is. Each query value is escaped as one query component ("&", "=",
 // "+", "#" encoded). It returns the decoded path, its escaped form for
 // url.URL's Path and RawPath, and the escaped query ("" for none).
-func buildPath(m *config.Method, name string, in Input, route string) (path, raw, query string, err error) {
+func buildPath(m *config.Method, name string, in core.Input, route string) (path, raw, query string, err error) {
 	var p, r, q strings.Builder
 	for _, seg := range m.Segments {
 		if seg.Field == "" {
@@ -64,32 +56,20 @@ func buildPath(m *config.Method, name string, in Input, route string) (path, raw
 }
 
 // routeOf is the route a call came on: the one the front door says (a
-// front door always says), else the one the method's mode is served on.
+// front door always says), else the contract's route of the method's mode.
 func routeOf(m *config.Method, route string) string {
 	switch {
 	case route != "":
 		return route
 	case m.Mode.Streaming():
-		return fallbackStream
+		return core.RouteStream
 	}
-	return fallbackUnary
+	return core.RouteUnary
 }
-
-// The routes of a Call that no front door built (core.Call.Route ""): the
-// Agent Platform routes of its method's mode, the contract the method
-// map's modes are named for. They are the platform front door's
-// (proxy/platform.RouteUnary and RouteStream), repeated here rather than
-// imported: the agent's side does not depend on a front door, and the
-// front door, not config, owns its route names. TestFallbackRoutes keeps
-// them the same.
-const (
-	fallbackUnary  = "/api/reasoning_engine"
-	fallbackStream = "/api/stream_reasoning_engine"
-)
 
 // fieldValue is the text that fills a {field} of the path or, for
 // query, of the query string.
-func fieldValue(m *config.Method, name string, in Input, route, field string, query bool) (string, error) {
+func fieldValue(m *config.Method, name string, in core.Input, route, field string, query bool) (string, error) {
 	switch field {
 	case config.FieldClassMethod:
 		return name, nil
@@ -102,25 +82,25 @@ func fieldValue(m *config.Method, name string, in Input, route, field string, qu
 	}
 	v, ok := in.Lookup(field)
 	if !ok {
-		return "", &InputError{Field: field, Msg: "is required by this method's " + part}
+		return "", &core.InputError{Field: field, Msg: "is required by this method's " + part}
 	}
 	switch v[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return "", &InputError{Field: field, Msg: "is not a valid string"}
+			return "", &core.InputError{Field: field, Msg: "is not a valid string"}
 		}
 		if s == "" && !query {
-			return "", &InputError{Field: field, Msg: "must not be empty: it fills " + fills}
+			return "", &core.InputError{Field: field, Msg: "must not be empty: it fills " + fills}
 		}
 		if (s == "." || s == "..") && !query {
 			// Escaped as %2E it stays one segment here, but agents that
 			// normalise %2E%2E (node's new URL(), browsers) would climb.
-			return "", &InputError{Field: field, Msg: "must not be \".\" or \"..\": it fills " + fills}
+			return "", &core.InputError{Field: field, Msg: "must not be \".\" or \"..\": it fills " + fills}
 		}
 		return s, nil
 	case '{', '[':
-		return "", &InputError{Field: field, Msg: "must be a string, number or boolean: it fills " + fills}
+		return "", &core.InputError{Field: field, Msg: "must be a string, number or boolean: it fills " + fills}
 	default: // number or boolean: its JSON text, byte-exact
 		return string(v), nil
 	}
@@ -134,7 +114,7 @@ func escapeSegment(v string) string {
 }
 
 // buildBody is the request body for one call, or nil for none.
-func buildBody(m *config.Method, name string, in Input) ([]byte, error) {
+func buildBody(m *config.Method, name string, in core.Input) ([]byte, error) {
 	switch m.Body {
 	case config.BodyNone:
 		return nil, nil
@@ -162,7 +142,7 @@ func buildBody(m *config.Method, name string, in Input) ([]byte, error) {
 // replaced by that input value, its JSON type kept. A leaf whose field is
 // missing (or null) is left out of its object, and is null inside an
 // array. It reports whether it wrote anything.
-func fillTemplate(b *bytes.Buffer, t any, in Input) (bool, error) {
+func fillTemplate(b *bytes.Buffer, t any, in core.Input) (bool, error) {
 	switch t := t.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(t))

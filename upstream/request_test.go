@@ -10,7 +10,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 func pathMethod() *config.Method {
@@ -33,7 +32,7 @@ func FuzzBuildPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		raw, _ := json.Marshal(v)
 		json.Unmarshal(raw, &v) // the value as a JSON input carries it: invalid UTF-8 is U+FFFD
-		in, err := ParseInput(json.RawMessage(`{"user_id":` + string(raw) + `}`))
+		in, err := core.ParseInput(json.RawMessage(`{"user_id":` + string(raw) + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +61,7 @@ func FuzzBuildPath(f *testing.F) {
 			t.Fatalf("segment %q decodes to %q, %v; want %q", seg, got, err, v)
 		}
 		q, err := url.ParseQuery(query)
-		want := url.Values{"q": {v}, "x": {"1"}, "r": {platform.RouteUnary}}
+		want := url.Values{"q": {v}, "x": {"1"}, "r": {core.RouteUnary}}
 		if err != nil || !reflect.DeepEqual(q, want) {
 			t.Fatalf("query %q decodes to %v, %v; want %v", query, q, err, want)
 		}
@@ -84,7 +83,7 @@ func TestBuildQuery(t *testing.T) {
 		{`{"user_id":{},"a":{"n":1}}`, "", "input.user_id: must be a string, number or boolean: it fills a query parameter"},
 	}
 	for _, tt := range tests {
-		in, err := ParseInput(json.RawMessage(tt.input))
+		in, err := core.ParseInput(json.RawMessage(tt.input))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,13 +112,13 @@ func TestRoutePath(t *testing.T) {
 		mode  config.Mode
 		want  string
 	}{
-		{platform.RouteStream, "", "/v1/api/stream_reasoning_engine"},
-		{platform.RouteUnary, config.ModeStream, "/v1/api/reasoning_engine"},
+		{core.RouteStream, "", "/v1/api/stream_reasoning_engine"},
+		{core.RouteUnary, config.ModeStream, "/v1/api/reasoning_engine"},
 		{"", config.ModeAsyncStream, "/v1/api/stream_reasoning_engine"},
 		{"", config.ModeAsync, "/v1/api/reasoning_engine"},
 	} {
 		m.Mode = tt.mode
-		path, raw, _, err := buildPath(m, "x", Input{}, tt.route)
+		path, raw, _, err := buildPath(m, "x", core.Input{}, tt.route)
 		if err != nil || path != tt.want || raw != tt.want {
 			t.Errorf("route %q mode %q: path %q raw %q, %v; want %q", tt.route, tt.mode, path, raw, err, tt.want)
 		}
@@ -147,7 +146,7 @@ func FuzzBodyTemplate(f *testing.F) {
 			return
 		}
 		raw = c.String() // the proxy hands on input compacted
-		in, err := ParseInput(json.RawMessage(raw))
+		in, err := core.ParseInput(json.RawMessage(raw))
 		if err != nil {
 			return
 		}
@@ -166,12 +165,4 @@ func FuzzBodyTemplate(f *testing.F) {
 			t.Fatalf("{input.a} = %s, want %s", out["a"], a)
 		}
 	})
-}
-
-// TestFallbackRoutes: the routes of a call no front door built are the
-// platform front door's own.
-func TestFallbackRoutes(t *testing.T) {
-	if fallbackUnary != platform.RouteUnary || fallbackStream != platform.RouteStream {
-		t.Errorf("fallback routes %q, %q; want the platform's %q, %q", fallbackUnary, fallbackStream, platform.RouteUnary, platform.RouteStream)
-	}
 }

@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"io"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // sseStream parses a text/event-stream as the WHATWG HTML standard says
@@ -16,7 +18,7 @@ import (
 // {"output": data} when it is not. "data: [DONE]" ends the stream cleanly;
 // "event: error", or data that is an {"error": …} object (even one that
 // string interpolation made invalid JSON, lesson 15 in DESIGN.md), ends it
-// with an *AgentError.
+// with a *core.AgentError.
 type sseStream struct {
 	frame
 	eof bool // the reply ended; the stream ends after the pending event
@@ -51,6 +53,13 @@ const maxEventName = 64
 // Event is the SSE event type of the current record ("" for none), cut to
 // maxEventName bytes. It stays valid only until the next call to Next.
 func (s *sseStream) Event() []byte { return s.cur[:min(s.curLen, maxEventName)] }
+
+// eventStream is a deframer whose records carry an SSE event type: the
+// event-stream deframer (the mapping stage reads it as dialect.EventType).
+type eventStream interface {
+	core.Records
+	Event() []byte
+}
 
 // Where the current line is.
 const (
@@ -203,7 +212,7 @@ func (s *sseStream) feed(b []byte) error {
 		case lineValue:
 			if s.field == fieldData {
 				if len(s.data)+len(b) > s.max {
-					return ErrRecordTooLarge
+					return core.ErrRecordTooLarge
 				}
 				s.data = appendGrow(s.data, s.max, b...)
 			} else if s.eventLen <= len(s.event) {
@@ -225,7 +234,7 @@ func (s *sseStream) startField() error {
 		s.field = fieldData
 		if s.hasData {
 			if len(s.data) >= s.max {
-				return ErrRecordTooLarge
+				return core.ErrRecordTooLarge
 			}
 			s.data = appendGrow(s.data, s.max, '\n')
 		}
@@ -281,7 +290,7 @@ func (s *sseStream) dispatch() bool {
 
 // eventError is the error an "event: error" carries in its data: a JSON
 // value (an {"error": x} object stands for x), or plain text.
-func eventError(data []byte) *AgentError {
+func eventError(data []byte) *core.AgentError {
 	var f frame
 	if !f.setJSON(data) {
 		return textError(data)

@@ -3,6 +3,8 @@ package upstream
 import (
 	"io"
 	"unicode/utf8"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // textStream turns each read of a text reply into {"output": text} at once,
@@ -83,7 +85,7 @@ func (s *textStream) send() bool {
 	if room := s.max - len(`{"output":""}`); len(out)*6 > room {
 		out = out[:fitText(out, room)]
 		if len(out) == 0 {
-			return s.stop(ErrRecordTooLarge)
+			return s.stop(core.ErrRecordTooLarge)
 		}
 	}
 	s.setOutput(out)

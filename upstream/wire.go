@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // HTTP/1.1 on the wire: writing a request's head and body, reading the
@@ -162,7 +163,7 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var errHeadTooLarge = &ReplyError{Msg: fmt.Sprintf("agent reply head (status line and headers) exceeds %d KiB", maxReplyHead>>10)}
+var errHeadTooLarge = &core.ReplyError{Msg: fmt.Sprintf("agent reply head (status line and headers) exceeds %d KiB", maxReplyHead>>10)}
 
 // readHead reads the reply's status line and headers, skipping up to
 // max1xx interim replies; maxReplyHead bounds them all together. A
@@ -190,16 +191,16 @@ func (t *transport) readHead(c *conn, req *http.Request) (*http.Response, error)
 			case c.lr.err != nil:
 				return nil, c.lr.err // a reset, or the call's end
 			}
-			return nil, &ReplyError{Msg: "agent reply is not valid HTTP: " + err.Error()}
+			return nil, &core.ReplyError{Msg: "agent reply is not valid HTTP: " + err.Error()}
 		}
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols:
 			// The sidecar never asks to switch: what follows is not HTTP.
-			return nil, &ReplyError{Msg: "agent answered 101 Switching Protocols to a request that asked for no upgrade"}
+			return nil, &core.ReplyError{Msg: "agent answered 101 Switching Protocols to a request that asked for no upgrade"}
 		case resp.StatusCode >= 200:
 			return resp, nil
 		case n1xx == max1xx:
-			return nil, &ReplyError{Msg: fmt.Sprintf("agent sent more than %d interim (1xx) replies", max1xx)}
+			return nil, &core.ReplyError{Msg: fmt.Sprintf("agent sent more than %d interim (1xx) replies", max1xx)}
 		}
 		resp.Body.Close() // a 1xx has no body
 	}

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 const callUsage = `Usage: sidecar call [flags] METHOD [key=value ...]
@@ -62,9 +62,9 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		*url = "http://127.0.0.1:" + port
 	}
-	route := platform.RouteUnary
+	route := core.RouteUnary
 	if *stream {
-		route = platform.RouteStream
+		route = core.RouteStream
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+route, bytes.NewReader(body))
 	if err != nil {

@@ -498,25 +498,31 @@ func TestEntrypointExitCodes(t *testing.T) {
 
 // TestEntrypointReapsOrphans: an orphan of the agent's tree is re-parented
 // to the sidecar (a child subreaper, as PID 1 would be) and reaped when it
-// exits, and the agent's own exit status still reaches the sidecar.
+// exits, and the agent's own exit status still reaches the sidecar. Each
+// step waits for the one before it (the orphan found, killed, gone; then
+// the agent told to exit), so a loaded machine only makes it slower.
 func TestEntrypointReapsOrphans(t *testing.T) {
+	stop := filepath.Join(t.TempDir(), "stop")
 	cfg := "upstream: {url: " + agentUpstream(t, false) + "}\n" + lifecycleMethods
-	p := startProc(t, cfg, nil, "--", "sh", "-c", "(sleep 0.7 &); sleep 1.4; exit 5")
+	p := startProc(t, cfg, nil, "--", "sh", "-c", "(sleep 31313 &); while [ ! -e "+stop+" ]; do sleep 0.05; done; exit 5")
 	sidecar := p.cmd.Process.Pid
 	orphan := 0
-	for deadline := time.Now().Add(600 * time.Millisecond); orphan == 0 && time.Now().Before(deadline); {
-		orphan = childRunning(sidecar, "sleep\x000.7")
+	for deadline := time.Now().Add(10 * time.Second); orphan == 0 && time.Now().Before(deadline); {
+		orphan = childRunning(sidecar, "sleep\x0031313")
 		time.Sleep(20 * time.Millisecond)
 	}
 	if orphan == 0 {
 		t.Fatalf("the orphaned sleep was not re-parented to the sidecar %d", sidecar)
 	}
-	time.Sleep(900 * time.Millisecond) // the orphan has exited; the agent has not
-	if z := zombieChildren(sidecar); len(z) > 0 {
-		t.Errorf("zombies %v left under the sidecar", z)
+	syscall.Kill(orphan, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); procStat(orphan) != nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 	}
 	if procStat(orphan) != nil {
-		t.Errorf("orphan %d still in the process table", orphan)
+		t.Errorf("orphan %d still in the process table 10s after it was killed (zombies under the sidecar: %v)", orphan, zombieChildren(sidecar))
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code := p.wait(10 * time.Second); code != 5 {
 		t.Errorf("exit code = %d, want the agent's 5", code)

@@ -16,6 +16,17 @@ import (
 // call would go round forever.
 const HopHeader = "X-Sidecar-Hop"
 
+// The contract's routes, which the method map's modes are named for: unary
+// methods (api_mode "" and async) are served on RouteUnary (the platform's
+// :query), streaming ones on RouteStream (:streamQuery). The Agent Platform
+// front door serves them; a Call no front door built came on its mode's
+// (Call.Route). They live here, not in that door, because the agent's side
+// fills a method's {route} with them and imports no front door.
+const (
+	RouteUnary  = "/api/reasoning_engine"
+	RouteStream = "/api/stream_reasoning_engine"
+)
+
 // Call is one class_method call, as a front door hands it to an Agent.
 type Call struct {
 	// Method is the method map entry that serves the call.
@@ -36,7 +47,8 @@ type Call struct {
 	Pass http.Header
 	// Route is the inbound route the call came on, for a {route} in the
 	// method's path. A front door always sets it; "" (a Call no front door
-	// built) means the Agent Platform route of the method's mode.
+	// built) means the contract's route of the method's mode (RouteUnary
+	// or RouteStream).
 	Route string
 	// Notes, when set, is where the Agent writes what the call's log line
 	// reports about the agent's side.

@@ -1,12 +1,13 @@
 // Package core is the seam between the sidecar's front doors and its
 // agent: one call (Call), its streamed reply (Records, a Waiter when they
 // can say when they wait, a front door's Encoder to write them; the
-// mapping stage is an Agent that wraps another, dialect.Agent), the Agent that answers calls (Mux routes handler methods
-// to the built-in ones), the errors a call can end with, and the one
-// mapping of an error to what the caller sees (FailureOf: the README's
-// Errors table), and a door's registration (Protocol: its config Kind and
-// how its Options are built, with what the program gives every door,
-// Host), which proxy/doors lists.
+// mapping stage is an Agent that wraps another, dialect.Agent), the Agent
+// that answers calls (Mux routes handler methods to the built-in ones), the
+// contract's routes (RouteUnary, RouteStream), the errors a call can end
+// with, the one mapping of an error to what the caller sees (FailureOf:
+// the README's Errors table), and a door's registration (Protocol: its
+// config Kind and how its Options are built, with what the program gives
+// every door, Host), which proxy/doors lists.
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent

@@ -13,7 +13,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/sidecar-dev/sidecar/proxy/platform"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 const (
@@ -186,7 +186,7 @@ func (e *emulator) call(ctx context.Context, w http.ResponseWriter, r *http.Requ
 // query serves :query: the container's {"output": …}, its value carried
 // as a google.protobuf.Value (numbers as doubles).
 func (e *emulator) query(w http.ResponseWriter, r *http.Request) {
-	resp := e.call(r.Context(), w, r, platform.RouteUnary)
+	resp := e.call(r.Context(), w, r, core.RouteUnary)
 	if resp == nil {
 		return
 	}
@@ -254,7 +254,7 @@ func (e *emulator) streamQuery(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, e.opts.Cut)
 	}
 	defer cancel()
-	resp := e.call(ctx, w, r, platform.RouteStream)
+	resp := e.call(ctx, w, r, core.RouteStream)
 	if resp == nil {
 		return
 	}

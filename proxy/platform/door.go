@@ -11,13 +11,6 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// The platform's routes: unary methods (api_mode "" and async) are
-// served on RouteUnary, streaming ones on RouteStream.
-const (
-	RouteUnary  = "/api/reasoning_engine"
-	RouteStream = "/api/stream_reasoning_engine"
-)
-
 // RouteBidi is the platform's route for api_mode bidi_stream methods.
 const RouteBidi = "/api/bidi_reasoning_engine"
 
@@ -29,17 +22,17 @@ var healthPaths = []string{"/healthz", "/health", "/"}
 // serves the contract.
 type Door struct{}
 
-// Handler routes the contract: POST RouteUnary and RouteStream to the
-// server's calls, RouteBidi to a 501, GET and HEAD /healthz (and "/",
-// "/health") to its health, nothing else.
+// Handler routes the contract: POST core.RouteUnary and core.RouteStream
+// to the server's calls, RouteBidi to a 501, GET and HEAD /healthz (and
+// "/", "/health") to its health, nothing else.
 func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
 	// SkipClean: a path is served as sent or not at all. mux would answer
 	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
 	// with a 301 to the cleaned path, and a probe that gets a redirect
 	// counts as failed.
 	r := mux.NewRouter().SkipClean(true)
-	r.Handle(RouteUnary, call(RouteUnary, false)).Methods(http.MethodPost)
-	r.Handle(RouteStream, call(RouteStream, true)).Methods(http.MethodPost)
+	r.Handle(core.RouteUnary, call(core.RouteUnary, false)).Methods(http.MethodPost)
+	r.Handle(core.RouteStream, call(core.RouteStream, true)).Methods(http.MethodPost)
 	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
 	for _, path := range healthPaths {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
@@ -52,7 +45,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
 	d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
 		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
-		core.Clip(r.URL.Path), RouteUnary, RouteStream)})
+		core.Clip(r.URL.Path), core.RouteUnary, core.RouteStream)})
 }
 
 func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
@@ -83,5 +76,5 @@ func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request,
 // Protocol names the door for the call's log line and metrics.
 func (Door) Protocol() string { return Name }
 
-// Encoder is the ndjson writer of one stream (NDJSON).
+// Encoder is the ndjson writer of one stream (NewNDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }

@@ -30,19 +30,19 @@ func TestDoorCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := httptest.NewRequest(http.MethodPost, RouteStream, nil)
+	r := httptest.NewRequest(http.MethodPost, core.RouteStream, nil)
 	r.Header.Set("X-Request-Id", "r1")
-	c, err := Door{}.Call(cfg, RouteStream, true, r, []byte(`{"classMethod":"stream_query","input":{"a" : 1}}`))
+	c, err := Door{}.Call(cfg, core.RouteStream, true, r, []byte(`{"classMethod":"stream_query","input":{"a" : 1}}`))
 	if err != nil || c.Method == nil || c.Method.Name != "stream_query" || c.Name != "stream_query" || string(c.Input.Raw) != `{"a":1}` ||
-		c.Route != RouteStream || c.Header.Get("X-Request-Id") != "r1" {
-		t.Errorf("Call = %+v, %v; want stream_query on %s with its input and header", c, err, RouteStream)
+		c.Route != core.RouteStream || c.Header.Get("X-Request-Id") != "r1" {
+		t.Errorf("Call = %+v, %v; want stream_query on %s with its input and header", c, err, core.RouteStream)
 	}
-	c, err = Door{}.Call(cfg, RouteUnary, false, r, []byte(`{"class_method":"stream_query"}`))
+	c, err = Door{}.Call(cfg, core.RouteUnary, false, r, []byte(`{"class_method":"stream_query"}`))
 	var re *core.RequestError
 	if !errors.As(err, &re) || c.Name != "stream_query" || c.Method != nil || !strings.Contains(re.Msg, ":streamQuery") {
 		t.Errorf("a streaming method on the unary route: %+v, %v; want its name and a not-found error naming :streamQuery", c, err)
 	}
-	if c, err := (Door{}).Call(cfg, RouteUnary, false, r, []byte(`[]`)); !errors.As(err, &re) || c.Name != "" {
+	if c, err := (Door{}).Call(cfg, core.RouteUnary, false, r, []byte(`[]`)); !errors.As(err, &re) || c.Name != "" {
 		t.Errorf("a body that is no envelope: %+v, %v; want a request error", c, err)
 	}
 }
@@ -63,13 +63,13 @@ func TestDoorRoutes(t *testing.T) {
 		status       int
 		allow        string
 	}{
-		{http.MethodPost, RouteUnary, 200, ""},
-		{http.MethodPost, RouteStream, 200, ""},
+		{http.MethodPost, core.RouteUnary, 200, ""},
+		{http.MethodPost, core.RouteStream, 200, ""},
 		{http.MethodHead, "/", 200, ""},
 		{http.MethodGet, "/health", 200, ""},
 		{http.MethodGet, "/healthz", 200, ""},
 		{http.MethodPost, RouteBidi, 501, ""},
-		{http.MethodGet, RouteUnary, 405, "POST"},
+		{http.MethodGet, core.RouteUnary, 405, "POST"},
 		{http.MethodPost, "/healthz", 405, "GET, HEAD"},
 		{http.MethodPost, "/nope", 404, ""},
 	}
@@ -80,7 +80,7 @@ func TestDoorRoutes(t *testing.T) {
 			t.Errorf("%s %s = %d (Allow %q), want %d (Allow %q)", tt.method, tt.path, w.Code, w.Header().Get("Allow"), tt.status, tt.allow)
 		}
 	}
-	want := []string{RouteUnary + " unary", RouteStream + " stream", "health /", "health /health", "health /healthz"}
+	want := []string{core.RouteUnary + " unary", core.RouteStream + " stream", "health /", "health /health", "health /healthz"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("served %q, want %q", got, want)
 	}

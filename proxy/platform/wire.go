@@ -28,9 +28,9 @@ func MethodNotFound(cfg *config.Config, name string, stream bool) error {
 	msg := fmt.Sprintf("User-specified method `%s` not found. Available methods are: [%s]", name, strings.Join(quoted, ", "))
 	if other := cfg.Lookup(name, !stream); other != nil && other.Name != "*" {
 		if stream {
-			msg += fmt.Sprintf(". `%s` is a unary method: call it with :query (%s)", name, RouteUnary)
+			msg += fmt.Sprintf(". `%s` is a unary method: call it with :query (%s)", name, core.RouteUnary)
 		} else {
-			msg += fmt.Sprintf(". `%s` is a streaming method: call it with :streamQuery (%s)", name, RouteStream)
+			msg += fmt.Sprintf(". `%s` is a streaming method: call it with :streamQuery (%s)", name, core.RouteStream)
 		}
 	}
 	return &core.RequestError{Status: http.StatusBadRequest, Msg: msg}

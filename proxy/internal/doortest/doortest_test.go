@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
@@ -26,8 +27,8 @@ func TestFailureReleasesHeldCalls(t *testing.T) {
 	if os.Getenv(failHolding) != "" {
 		agent := NewAgent(t)
 		url := NewSidecar(t, agent, "").Serve(t, platform.Door{})
-		go http.Post(url+platform.RouteUnary, "application/json", strings.NewReader(`{"class_method":"hold","input":{}}`))
-		resp, err := http.Post(url+platform.RouteStream, "application/json", strings.NewReader(`{"class_method":"hold_stream","input":{}}`))
+		go http.Post(url+core.RouteUnary, "application/json", strings.NewReader(`{"class_method":"hold","input":{}}`))
+		resp, err := http.Post(url+core.RouteStream, "application/json", strings.NewReader(`{"class_method":"hold_stream","input":{}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package fieldname
+package rawjson
 
 import "testing"
 
