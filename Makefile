@@ -57,9 +57,11 @@ test-short:
 # The side-by-side benchmark (direct, nginx, the Go net/http floor, the
 # sidecar) that BENCHMARKS.md reports. QUICK=1: a short run. BASELINE=<git
 # rev>: before and after in one run, that revision's sidecar as one more
-# column (sidecar@<rev>) and a sidecar / baseline ratio.
+# column (sidecar@<rev>) and a sidecar / baseline ratio. VARIANT_NETHTTP=1:
+# the sidecar built with -tags nethttp (net/http's Transport to the agent)
+# as one more column (sidecar-nethttp) and a sidecar-nethttp / sidecar ratio.
 bench:
-	GO=$(GO) QUICK=$(QUICK) BASELINE=$(BASELINE) bench/run.sh
+	GO=$(GO) QUICK=$(QUICK) BASELINE=$(BASELINE) VARIANT_NETHTTP=$(VARIANT_NETHTTP) bench/run.sh
 
 # The Go micro-benchmarks (deframers and friends).
 bench-go:

@@ -12,6 +12,11 @@
 #                           revision <rev> as well, as one more variant
 #                           (sidecar@<rev>, same config, same rounds), and a
 #                           "sidecar / baseline" ratio column
+#   VARIANT_NETHTTP=1 ...   the sidecar built with -tags nethttp as well (its
+#                           agent client is net/http's http.Transport), as
+#                           one more variant (sidecar-nethttp, same config,
+#                           same rounds), a "sidecar-nethttp / sidecar"
+#                           ratio column and each sidecar's spread
 #
 # Builds what it needs into bench/bin/, installs Debian's nginx-light when
 # there is no nginx (NGINX=/path/to/nginx to use another), listens on
@@ -45,6 +50,12 @@ if [ -n "${BASELINE:-}" ]; then
 	(cd "$base_tree" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$base_version" -o "$root/$bin/sidecar-base" ./cmd/sidecar)
 	rm -rf "$base_tree"
 	trap - EXIT
+fi
+
+# VARIANT_NETHTTP=1: the same tree built with -tags nethttp.
+if [ "${VARIANT_NETHTTP:-0}" = 1 ]; then
+	echo "bench: building the sidecar with -tags nethttp (net/http's Transport to the agent)" >&2
+	CGO_ENABLED=0 "$GO" build -tags nethttp -trimpath -ldflags "-s -w -X main.version=$version-nethttp" -o "$bin/sidecar-nethttp" ./cmd/sidecar
 fi
 
 # nginx-light from Debian's packages, when no nginx is installed. A
@@ -90,6 +101,15 @@ if [ -n "${ONLY:-}" ]; then args+=(-only "$ONLY"); fi
 if [ -n "${BASELINE:-}" ]; then
 	args+=(-baseline "$bin/sidecar-base" -baseline-name "$base_rev")
 	budget=$([ "${QUICK:-0}" = 1 ] && echo 4m || echo 15m) # six variants, not five
+fi
+if [ "${VARIANT_NETHTTP:-0}" = 1 ]; then
+	args+=(-nethttp "$bin/sidecar-nethttp")
+	# one more variant: load's own deadline grows by a fifth, and so does this
+	if [ -n "${BASELINE:-}" ]; then
+		budget=$([ "${QUICK:-0}" = 1 ] && echo 5m || echo 18m)
+	else
+		budget=$([ "${QUICK:-0}" = 1 ] && echo 4m || echo 15m)
+	fi
 fi
 # load stops its own processes on SIGTERM, and on its own deadline.
 exec timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"

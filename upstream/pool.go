@@ -174,6 +174,9 @@ func (c *conn) expire() {
 // CloseIdleConnections: go-retryablehttp calls that on every failed call,
 // which would empty the pool whenever a caller leaves.
 func (t *transport) closeIdle() {
+	if netHTTP {
+		t.netCloseIdle()
+	}
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil

@@ -99,6 +99,9 @@ const syncBody = 16 << 10
 // head. The body reads from the connection; the connection goes back to
 // the pool when the body has been read to its end.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if netHTTP { // the nethttp build: net/http's Transport (nethttp.go)
+		return t.netRoundTrip(req)
+	}
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
 		closeBody(req)

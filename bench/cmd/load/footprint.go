@@ -61,7 +61,7 @@ func (s *suite) memory(name string, lv *memLevel) error {
 	switch name {
 	case vNginx:
 		v, pid, rss = s.variants[1], s.res.nginxPID, treeRSSKB
-	case vGo, vGoRaw, vSidecar, vBaseline:
+	case vGo, vGoRaw, vSidecar, vBaseline, vNetHTTP:
 		start := s.startGo
 		if isSidecar(name) {
 			start = s.startSidecar
@@ -139,7 +139,7 @@ func (s *suite) startupRows() error {
 			var pr *proc
 			t0 := time.Now()
 			switch name {
-			case vSidecar, vBaseline:
+			case vSidecar, vBaseline, vNetHTTP:
 				pr, err = start(name+"-start", filepath.Join(s.dir, name+"-start.log"), s.sidecarBin(name), "--config", cfg, "--listen", addr)
 			case vGo, vGoRaw:
 				pr, err = start(name+"-start", filepath.Join(s.dir, name+"-start.log"), s.goproxy, goArgs(name, addr, s.res.agentAddr)...)

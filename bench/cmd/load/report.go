@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,7 +55,8 @@ type memLevel struct {
 }
 
 // columns are the variants the table shows, in order (a run with a
-// baseline adds vBaseline: suite.columns).
+// baseline adds vBaseline, one with the nethttp sidecar vNetHTTP:
+// suite.columns).
 var columns = []string{vDirect, vNginx, vGo, vGoRaw, vSidecar}
 
 // row is one line of the table.
@@ -64,8 +66,13 @@ type row struct {
 	ratio string
 	// baseRatio is sidecar / baseline, in runs with a baseline.
 	baseRatio string
-	target    string
-	met       string
+	// netRatio is sidecar-nethttp / sidecar, in runs with the nethttp
+	// sidecar: what net/http's Transport does to the figure.
+	netRatio string
+	// spread is each sidecar variant's lowest and highest round, "a–b".
+	spread map[string]string
+	target string
+	met    string
 }
 
 const na = "—"
@@ -92,6 +99,15 @@ func (s *suite) simple(name string, sr series, format func(float64) string, only
 	r := row{name: name, cells: s.figures(sr, format, only...), ratio: ratio(sr.median(vSidecar), sr.median(vNginx))}
 	if s.baseline != "" {
 		r.baseRatio = ratio(sr.median(vSidecar), sr.median(vBaseline))
+	}
+	if s.nethttp != "" {
+		r.netRatio = ratio(sr.median(vNetHTTP), sr.median(vSidecar))
+	}
+	r.spread = map[string]string{}
+	for _, v := range s.sidecars() {
+		if xs := finite(sr[v]); len(xs) > 0 {
+			r.spread[v] = format(slices.Min(xs)) + "–" + format(slices.Max(xs))
+		}
 	}
 	return r
 }
@@ -129,11 +145,43 @@ func (s *suite) report(took time.Duration, quick bool) string {
 		fmt.Fprintf(&b, "%s: the sidecar built from revision %s (`BASELINE=`) with the sidecar's config, one more variant in the same rounds; "+
 			"sidecar / baseline is the sidecar's median over the baseline's: the change's effect, read as sidecar / nginx is.  \n", s.label(vBaseline), s.baseName)
 	}
+	if s.nethttp != "" {
+		b.WriteString("sidecar-nethttp: the same sidecar built with `-tags nethttp` (`VARIANT_NETHTTP=1`): its agent client is net/http's http.Transport instead of the hand-written one, one more variant in the same rounds; " +
+			"sidecar-nethttp / sidecar is its median over the sidecar's: what switching would do, read as sidecar / nginx is.  \n")
+	}
 	fmt.Fprintf(&b, "Each figure is the median of %d rounds (memory: %d); in every round the variants run one after another in a rotating order. "+
 		"Latency is the client's clock minus the agent's send stamp: one machine, one clock. Proxy CPU is user + system time from /proc/PID/stat over the measured window "+
 		"(nginx: master + workers). Ratios are sidecar / nginx: above 1 is better for requests/s and records/s, below 1 is better for latency, CPU, memory and start time.\n\n",
 		p.rounds, p.memRounds)
-	b.WriteString(s.table(s.rows()))
+	rows := s.rows()
+	b.WriteString(s.table(rows))
+	if s.nethttp != "" {
+		b.WriteString("\nThe spread: each sidecar's lowest and highest round (the table's figure is their median).\n\n")
+		b.WriteString(s.spreadTable(rows))
+	}
+	return b.String()
+}
+
+// spreadTable is the Markdown table of each sidecar variant's lowest and
+// highest round, row by row.
+func (s *suite) spreadTable(rows []row) string {
+	var b strings.Builder
+	head, rule := "| row |", "|---|"
+	for _, v := range s.sidecars() {
+		head += " " + s.label(v) + " (min–max) |"
+		rule += "---:|"
+	}
+	b.WriteString(head + "\n" + rule + "\n")
+	for _, r := range rows {
+		if r.empty() || len(r.spread) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", r.name)
+		for _, v := range s.sidecars() {
+			fmt.Fprintf(&b, " %s |", orNA(r.spread[v]))
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 
@@ -221,6 +269,10 @@ func (s *suite) table(rows []row) string {
 		head += " sidecar / baseline |"
 		rule += "---:|"
 	}
+	if s.nethttp != "" {
+		head += " sidecar-nethttp / sidecar |"
+		rule += "---:|"
+	}
 	b.WriteString(head + " target | met |\n" + rule + "---|---|\n")
 	for _, r := range rows {
 		if r.empty() {
@@ -233,6 +285,9 @@ func (s *suite) table(rows []row) string {
 		fmt.Fprintf(&b, " %s |", orNA(r.ratio))
 		if s.baseline != "" {
 			fmt.Fprintf(&b, " %s |", orNA(r.baseRatio))
+		}
+		if s.nethttp != "" {
+			fmt.Fprintf(&b, " %s |", orNA(r.netRatio))
 		}
 		fmt.Fprintf(&b, " %s | %s |\n", r.target, r.met)
 	}
@@ -247,13 +302,17 @@ func (s *suite) label(v string) string {
 	return v
 }
 
-// sidecars are the sidecar variants of the run: the sidecar, and the
-// baseline when there is one.
+// sidecars are the sidecar variants of the run: the sidecar, then the
+// baseline and the nethttp sidecar when the run has them.
 func (s *suite) sidecars() []string {
+	v := []string{vSidecar}
 	if s.baseline != "" {
-		return []string{vSidecar, vBaseline}
+		v = append(v, vBaseline)
 	}
-	return []string{vSidecar}
+	if s.nethttp != "" {
+		v = append(v, vNetHTTP)
+	}
+	return v
 }
 
 // empty reports whether no variant has a figure in r.

@@ -49,3 +49,25 @@ func TestTableWithBaseline(t *testing.T) {
 		t.Errorf("table:\n%s\nwant it to end:\n%s", got, healthz)
 	}
 }
+
+// With the nethttp sidecar, the table has its column, sidecar-nethttp,
+// and a sidecar-nethttp/sidecar ratio; the report adds each sidecar's
+// spread across rounds.
+func TestTableWithNetHTTP(t *testing.T) {
+	s := &suite{plan: quickPlan(), nethttp: "bench/bin/sidecar-nethttp"}
+	s.setVariants()
+	s.res = unaryResults(map[string]float64{vDirect: 300, vNginx: 200, vGo: 150, vGoRaw: 160, vSidecar: 190, vNetHTTP: 171})
+	s.res.unary[0].rps.add(vSidecar, 210)
+	s.res.unary[0].rps.add(vSidecar, 170)
+	want := "| row | direct | nginx | go | go-raw | sidecar | sidecar-nethttp | sidecar / nginx | sidecar-nethttp / sidecar | target | met |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n" +
+		"| unary c=1: requests/s | 300 | 200 | 150 | 160 | 190 | 171 | 0.95× | 0.90× | ≥ 0.90× nginx | met |\n"
+	rows := s.rows()
+	if got := s.table(rows); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	spread := "| row | sidecar (min–max) | sidecar-nethttp (min–max) |\n|---|---:|---:|\n| unary c=1: requests/s | 170–210 | 171–171 |\n"
+	if got := s.spreadTable(rows); got != spread {
+		t.Errorf("spread:\n%s\nwant:\n%s", got, spread)
+	}
+}

@@ -67,6 +67,14 @@ func (s *suite) setUp() error {
 		s.variants = append(s.variants, variant{name: vBaseline, addr: baseAddr, contract: true,
 			cpu: func() time.Duration { return cpuTime([]int{bc.pid()}) }})
 	}
+	if s.nethttp != "" {
+		nc, netAddr, err := s.startSidecar(vNetHTTP)
+		if err != nil {
+			return err
+		}
+		s.variants = append(s.variants, variant{name: vNetHTTP, addr: netAddr, contract: true,
+			cpu: func() time.Duration { return cpuTime([]int{nc.pid()}) }})
+	}
 	for _, v := range s.variants {
 		if _, err := unaryLoad(v.addr, v.unaryRequest(), 4, 0, 300*time.Millisecond, nil); err != nil {
 			return fmt.Errorf("warming %s: %w", v.name, err)
@@ -79,7 +87,8 @@ func (s *suite) setUp() error {
 	return nil
 }
 
-// startSidecar runs a sidecar (the baseline's binary for vBaseline) with
+// startSidecar runs a sidecar (the baseline's binary for vBaseline, the
+// nethttp build for vNetHTTP) with
 // the benchmark's method map on a free port and waits until its /healthz
 // is 200.
 func (s *suite) startSidecar(name string) (*proc, string, error) {

@@ -18,14 +18,20 @@ func percentile(xs []float64, p float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// median of the finite values of xs (NaN for none); xs is not modified.
-func median(xs []float64) float64 {
+// finite are the finite values of xs, in a new slice.
+func finite(xs []float64) []float64 {
 	var v []float64
 	for _, x := range xs {
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
 			v = append(v, x)
 		}
 	}
+	return v
+}
+
+// median of the finite values of xs (NaN for none); xs is not modified.
+func median(xs []float64) float64 {
+	v := finite(xs)
 	if len(v) == 0 {
 		return math.NaN()
 	}

@@ -22,6 +22,10 @@ const (
 	// vBaseline is the sidecar of another revision (load run -baseline),
 	// shown as sidecar@NAME after the sidecar; only in runs that have one.
 	vBaseline = "baseline"
+	// vNetHTTP is the sidecar built with -tags nethttp (load run -nethttp):
+	// its agent client is net/http's http.Transport, not the hand-written
+	// one; only in runs that have it.
+	vNetHTTP = "sidecar-nethttp"
 )
 
 // proxies are the variants that sit between the client and the agent.
@@ -88,8 +92,10 @@ type suite struct {
 	// baseName its name in the table (sidecar@baseName).
 	baseline string
 	baseName string
-	// columns and proxies are the package's, plus vBaseline when there
-	// is a baseline.
+	// nethttp is the binary of the nethttp sidecar ("" for none).
+	nethttp string
+	// columns and proxies are the package's, plus vBaseline and vNetHTTP
+	// when the run has them.
 	columns []string
 	proxies []string
 
@@ -107,21 +113,25 @@ func (s *suite) track(p *proc) *proc {
 	return p
 }
 
-// setVariants sets the run's columns and proxies: the baseline, when
-// there is one, joins both after the sidecar.
+// setVariants sets the run's columns and proxies: the baseline and the
+// nethttp sidecar, when the run has them, join both after the sidecar.
 func (s *suite) setVariants() {
-	s.columns, s.proxies = columns, proxies
-	if s.baseline != "" {
-		s.columns = append(slices.Clone(columns), vBaseline)
-		s.proxies = append(slices.Clone(proxies), vBaseline)
+	s.columns, s.proxies = slices.Clone(columns), slices.Clone(proxies)
+	for _, v := range s.sidecars()[1:] {
+		s.columns = append(s.columns, v)
+		s.proxies = append(s.proxies, v)
 	}
 }
 
 // sidecarBin is the binary of a sidecar variant: the baseline's for
-// vBaseline (and the process names it begins).
+// vBaseline, the nethttp build's for vNetHTTP (and the process names
+// they begin).
 func (s *suite) sidecarBin(name string) string {
-	if strings.HasPrefix(name, vBaseline) {
+	switch {
+	case strings.HasPrefix(name, vBaseline):
 		return s.baseline
+	case strings.HasPrefix(name, vNetHTTP):
+		return s.nethttp
 	}
 	return s.sidecar
 }
@@ -153,6 +163,7 @@ func runSuite(ctx context.Context, args []string) error {
 	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup")
 	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
 	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
+	nethttp := fs.String("nethttp", "", "the sidecar built with -tags nethttp (net/http's Transport to the agent), run as one more variant with the sidecar's config")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -162,6 +173,9 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	if *baseline != "" {
 		p.deadline += p.deadline / 5 // six variants, not five
+	}
+	if *nethttp != "" {
+		p.deadline += p.deadline / 5
 	}
 	dir, err := os.MkdirTemp("", "sidecar-bench-")
 	if err != nil {
@@ -176,7 +190,7 @@ func runSuite(ctx context.Context, args []string) error {
 	var rl syscall.Rlimit
 	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
 	s := &suite{plan: p, dir: dir, agent: *agentBin, sidecar: *sidecarBin, goproxy: *goproxyBin, nginx: *nginxBin, nofile: int(rl.Cur),
-		baseline: *baseline, baseName: *baseName}
+		baseline: *baseline, baseName: *baseName, nethttp: *nethttp}
 	s.setVariants()
 	defer s.stopAll()
 
