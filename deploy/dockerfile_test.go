@@ -220,7 +220,7 @@ func goModVersion(t *testing.T) string {
 	return m[1]
 }
 
-// TestDockerfile holds the image's Dockerfile to what the README and the
+// TestDockerfile holds the image's Dockerfile to what docs/deploy.md and the
 // platform need: a Go builder of go.mod's version building ./cmd/sidecar
 // with the Makefile's flags and no cgo; a final stage with only the
 // binary, a numeric non-root user, ENTRYPOINT ["/sidecar"] and the
@@ -295,7 +295,7 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// TestExampleDockerfiles holds deploy/examples to the pattern the README
+// TestExampleDockerfiles holds deploy/examples to the pattern docs/deploy.md
 // documents for an existing agent image: the sidecar copied in, the
 // sidecar as ENTRYPOINT with the config and "--", the agent as CMD, a
 // numeric non-root user; and the files they copy exist in the example.

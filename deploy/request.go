@@ -15,7 +15,7 @@ import (
 // walks every body against the ReasoningEngine protos of
 // google.cloud.aiplatform v1 and v1beta1 that the official
 // @google-cloud/aiplatform npm package ships (field names, nesting, JSON
-// types, enums); see the README's Deploy section for what is verified and
+// types, enums); see docs/deploy.md for what is verified and
 // what is assumed.
 
 // Agent frameworks this package picks by itself. The platform knows more

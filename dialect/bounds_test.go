@@ -110,8 +110,8 @@ func mappedSidecar(t *testing.T, url, yaml string) (string, *observer.ObservedLo
 		t.Fatal(err)
 	}
 	mapped := Agent{Agent: core.Mux{Plain: client}, Author: cfg.ADK.App, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Logger: logger}
-	srv := httptest.NewServer(s.Handler())
+	s := &proxy.Server{Config: cfg, Agent: mapped, Logger: logger}
+	srv := httptest.NewServer(s.HandlerFor(platform.Door{}))
 	t.Cleanup(func() { srv.Close(); client.Close() })
 	return srv.URL, logs
 }

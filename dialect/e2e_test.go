@@ -73,8 +73,8 @@ func sidecar(t *testing.T, url string, mapped bool) (string, *observer.ObservedL
 	if mapped {
 		agent = Agent{Agent: client, Author: "chat_agent"}
 	}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: agent, Logger: logger}
-	srv := httptest.NewServer(s.Handler())
+	s := &proxy.Server{Config: cfg, Agent: agent, Logger: logger}
+	srv := httptest.NewServer(s.HandlerFor(platform.Door{}))
 	t.Cleanup(func() { srv.Close(); client.Close() })
 	return srv.URL, logs
 }

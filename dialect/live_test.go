@@ -88,8 +88,8 @@ func liveSidecar(t *testing.T, yaml string) string {
 		t.Fatal(err)
 	}
 	mapped := Agent{Agent: core.Mux{Plain: client}, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Logger: zap.NewNop()}
-	srv := httptest.NewServer(s.Handler())
+	s := &proxy.Server{Config: cfg, Agent: mapped, Logger: zap.NewNop()}
+	srv := httptest.NewServer(s.HandlerFor(platform.Door{}))
 	t.Cleanup(func() { srv.Close(); client.Close() })
 	return srv.URL
 }

@@ -270,7 +270,7 @@ func (r *Records) BeforeWait(f func()) {
 }
 
 // Collect reads the whole stream into one output (the emitter's whole
-// form: see the README's Dialects section), capped by what that output
+// form: see docs/dialects.md), capped by what that output
 // keeps: the lines of a stream are not kept. A stream that passes through
 // is the array of its records, as a unary reply in SSE or ndjson is, or
 // its one record when the reply was one JSON value.

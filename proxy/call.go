@@ -15,10 +15,10 @@ import (
 type call struct {
 	start    time.Time
 	door     Door          // the front door it came in by
-	ex       core.Exchange // what answers it: the Door's writers, or its Opener's exchange
+	ex       core.Exchange // the request the Door opened: the call for the agent, its writers
 	protocol string        // its protocol, for the log line and metrics
 	route    string
-	stream   bool // served on a streaming route
+	stream   bool // answered as a stream (the route's until the request is opened)
 	method   string
 	status   int
 	notes    core.Notes // the reply's format and the agent's retries
@@ -33,6 +33,14 @@ type call struct {
 	first    time.Duration // to the first line of a stream
 }
 
+// context is the call's context: the exchange's, derived from ctx.
+func (c *call) context(ctx context.Context) context.Context {
+	if c.ex.Context == nil {
+		return ctx
+	}
+	return c.ex.Context(ctx)
+}
+
 func (c *call) done() {
 	if c.release != nil {
 		c.release()
@@ -40,14 +48,14 @@ func (c *call) done() {
 }
 
 // serveUnary answers a unary call with the agent's output.
-func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
-	out, err := s.Agent.Unary(ctx, call)
+func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) {
+	out, err := s.Agent.Unary(ctx, c.ex.Call)
 	if err != nil {
 		s.fail(w, r, c, explain(ctx, r.Context(), err))
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
-	n, err := c.ex.WriteOutput(w, out)
+	n, err := c.ex.Writer.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
 		c.callerLeft(err)
@@ -55,9 +63,9 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 }
 
 // serveStream answers a streaming call with the agent's records, through
-// the mapping stage, written by the Door's encoder.
-func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, call core.Call) {
-	records, err := s.openStream(ctx, call)
+// the mapping stage, written by the exchange's encoder.
+func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) {
+	records, err := s.openStream(ctx, c.ex.Call)
 	if err != nil {
 		s.fail(w, r, c, err)
 		return
@@ -66,7 +74,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 
 	// The agent has answered 2xx: the 200 goes out now, before the first
 	// record, so the caller knows the call was accepted.
-	out := c.ex.Encoder(w)
+	out := c.ex.Writer.Encoder(w)
 	c.status = http.StatusOK
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
@@ -125,7 +133,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {
 		return // nobody is listening
 	}
-	c.ex.WriteError(w, f)
+	if c.ex.Writer == nil { // not opened
+		c.door.WriteError(w, f)
+		return
+	}
+	c.ex.Writer.WriteError(w, f)
 }
 
 // log writes the call's one log line and records its metrics. Bodies are

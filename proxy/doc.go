@@ -5,11 +5,15 @@
 // and its metrics; draining, ending the calls at shutdown and the health
 // answer are here too. Failures are mapped once (core.FailureOf).
 //
-// A front door is a Door: it routes its protocol's requests, decodes a
-// call's request into a core.Call and writes replies, records (its
-// core.Encoder) and failures in its wire format. proxy/platform, the
-// Agent Platform contract (its routes, envelope, {"output": …} replies,
-// ndjson streams and error shapes), is the first; a further protocol is
-// one more Door beside it. proxy imports neither its doors nor upstream
-// nor adk: the program hands the Server its Door and its core.Agent.
+// A front door is a Door: it routes its protocol's requests and opens
+// each call's request, whose body the Server read, into a core.Exchange:
+// the core.Call for the agent, whether it streams, and the writers of its
+// replies, records (a core.Encoder) and failures in its wire format. The
+// per-call pipeline is handle (handle.go); the gate before the agent
+// (slots, queue, body, readiness) is gate.go. proxy/platform, the Agent
+// Platform contract (its routes, envelope, {"output": …} replies, ndjson
+// streams and error shapes), is the first door; a further protocol is one
+// more Door beside it. proxy imports neither its doors nor upstream nor
+// adk: the program hands the Server its core.Agent and serves each Door
+// with HandlerFor.
 package proxy

@@ -66,7 +66,7 @@ func serveFake(t *testing.T, agent core.Agent, route, body string) *httptest.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := (&Server{Config: cfg, Door: platform.Door{}, Agent: agent, Logger: zaptest.NewLogger(t)}).Handler()
+	h := (&Server{Config: cfg, Agent: agent, Logger: zaptest.NewLogger(t)}).HandlerFor(platform.Door{})
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, route, strings.NewReader(body)))
 	return w

@@ -1,13 +1,19 @@
 package proxy
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/foundry"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 // namedToy is the toy door named as a runtime's, for the protocol label.
@@ -54,5 +60,65 @@ func TestHandlerForSharesLimits(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestDoorsNoRoute: every door answers a path it does not serve 404 and a
+// method a route does not take 405 (with Allow) with the same message, in
+// its own error shape.
+func TestDoorsNoRoute(t *testing.T) {
+	s, _, _ := toyServer(t, "", &fakeAgent{})
+	agentCore, err := agentcore.New(s.Config, agentcore.Options{Method: "query", InFlight: s.InFlight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foundryDoor, err := foundry.New(s.Config, foundry.Options{Method: "query"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2aDoor, err := a2a.New(s.Config, a2a.Options{Method: "query"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		door     Door
+		notFound string // the 404's body for /nope
+		allowed  string // a route, a method it does not take
+		method   string
+		allow    string
+		shape    string // how the door's errors begin
+	}{
+		{platform.Door{}, `"no route \"/nope\"; the sidecar serves POST /api/reasoning_engine, POST /api/stream_reasoning_engine and GET /healthz"`,
+			core.RouteUnary, http.MethodGet, "POST", `{"detail":`},
+		{agentCore, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /ping"`,
+			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`},
+		{foundryDoor, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,
+			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`},
+		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
+			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(s.HandlerFor(tt.door))
+		get := func(method, path string) (*http.Response, string) {
+			req, _ := http.NewRequest(method, srv.URL+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, string(b)
+		}
+		name := tt.door.(Named).Protocol()
+		if resp, body := get(http.MethodGet, "/nope"); resp.StatusCode != 404 || !strings.HasPrefix(body, tt.shape) || !strings.Contains(body, tt.notFound) {
+			t.Errorf("%s: GET /nope = %d %s, want 404 %s…%s", name, resp.StatusCode, body, tt.shape, tt.notFound)
+		}
+		want := fmt.Sprintf(`"method \"%s\" not allowed on %s; use %s"`, tt.method, tt.allowed, tt.allow)
+		if resp, body := get(tt.method, tt.allowed); resp.StatusCode != 405 || resp.Header.Get("Allow") != tt.allow ||
+			!strings.HasPrefix(body, tt.shape) || !strings.Contains(body, want) {
+			t.Errorf("%s: %s %s = %d (Allow %q) %s, want 405 (Allow %q) %s…%s", name, tt.method, tt.allowed, resp.StatusCode,
+				resp.Header.Get("Allow"), body, tt.allow, tt.shape, want)
+		}
+		srv.Close()
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -74,10 +73,10 @@ var errLoop = &core.RequestError{Status: http.StatusLoopDetected, Msg: "loop det
 const smallBody = 64 << 10
 
 // begin takes a concurrency slot, reads the request and has the Door
-// decode it, and waits for the agent to be ready. It returns what the
-// agent call needs: the call, and its context (the exchange's, derived
-// from ctx). A *core.Answer is a request the Door answered itself: it
-// takes no slot, or frees the one its large body waited for.
+// open it, and waits for the agent to be ready. It returns the call's
+// context, the exchange's (derived from ctx); the exchange is c.ex. A
+// *core.Answer is a request the Door answered itself: it takes no slot,
+// or frees the one its large body waited for.
 //
 // Memory: a call in a slot holds its body once: read at its exact length
 // when Content-Length gives it (else in growing steps, up to about twice
@@ -86,38 +85,36 @@ const smallBody = 64 << 10
 // input indexed without copying values (core.ParseInput). Building the
 // agent's request may copy the input once more. So request bodies take at
 // most Concurrency × request_bytes × 4, plus smallBody per queued call.
-func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (context.Context, core.Call, error) {
+func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (context.Context, error) {
 	if r.Header.Get(core.HopHeader) != "" {
-		return ctx, core.Call{}, errLoop
+		return ctx, errLoop
 	}
 	if s.draining.Load() {
-		return ctx, core.Call{}, ErrShuttingDown
+		return ctx, ErrShuttingDown
 	}
 	limit := s.Config.Limits.RequestBytes
 	if r.ContentLength > limit {
-		return ctx, core.Call{}, &http.MaxBytesError{Limit: limit} // refused unread
+		return ctx, &http.MaxBytesError{Limit: limit} // refused unread
 	}
 	// A small body is read and checked before the call queues: a bad
 	// request never takes a slot. A large one waits for its slot unread.
-	var call core.Call
-	var err error
 	early := r.ContentLength >= 0 && r.ContentLength <= smallBody
 	if early {
-		if call, err = s.request(w, r, c); err != nil {
-			return ctx, core.Call{}, err
+		if err := s.open(w, r, c); err != nil {
+			return ctx, err
 		}
-		ctx = c.ex.Context(ctx)
+		ctx = c.context(ctx)
 	}
 	release, err := s.acquire(ctx)
 	if err != nil {
-		return ctx, core.Call{}, err
+		return ctx, err
 	}
 	c.release = release
 	if !early {
-		if call, err = s.request(w, r, c); err != nil {
-			return ctx, core.Call{}, err
+		if err := s.open(w, r, c); err != nil {
+			return ctx, err
 		}
-		ctx = c.ex.Context(ctx)
+		ctx = c.context(ctx)
 	}
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
@@ -125,41 +122,36 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
 	if err := s.waitReady(ctx); err != nil {
-		return ctx, core.Call{}, err
+		return ctx, err
 	}
-	return ctx, call, nil
+	return ctx, nil
 }
 
-// request reads the request body and has the Door decode it into the call
-// for the agent (Open, for an Opener, whose exchange then answers the
-// call), its input indexed when the method reads fields.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, c *call) (core.Call, error) {
+// open reads the request body and has the Door open it into the call's
+// exchange, c.ex: the call for the agent, its input indexed when the
+// method reads fields, and the writers of its answer.
+func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
 	if err != nil {
-		return core.Call{}, err
+		return err
 	}
-	var call core.Call
-	if o, ok := c.door.(Opener); ok {
-		var ex core.Exchange
-		call, ex, err = o.Open(s.Config, c.route, c.stream, r, body)
-		if ex != nil {
-			c.ex = ex
-		}
-	} else {
-		call, err = c.door.Call(s.Config, c.route, c.stream, r, body)
+	ex, err := c.door.Open(s.Config, c.route, r, body)
+	c.method = ex.Call.Name
+	if ex.Writer != nil {
+		c.ex.Writer = ex.Writer // it answers the failure too
 	}
-	c.method = call.Name
 	if err != nil {
-		return core.Call{}, err
+		return err
 	}
-	c.entry = call.Method.Name
-	if call.Input.Fields == nil && core.ReadsFields(call.Method) {
-		if call.Input, err = core.ParseInput(call.Input.Raw); err != nil {
-			return core.Call{}, &core.RequestError{Msg: err.Error()}
+	c.ex, c.stream = ex, ex.Stream
+	c.entry = ex.Call.Method.Name
+	if ex.Call.Input.Fields == nil && core.ReadsFields(ex.Call.Method) {
+		if c.ex.Call.Input, err = core.ParseInput(ex.Call.Input.Raw); err != nil {
+			return &core.RequestError{Msg: err.Error()}
 		}
 	}
-	call.Notes = &c.notes
-	return call, nil
+	c.ex.Call.Notes = &c.notes
+	return nil
 }
 
 // readBody reads the request body, up to limit bytes: into a buffer of
@@ -201,98 +193,4 @@ func (s *Server) waitReady(ctx context.Context) error {
 		return fmt.Errorf("%w (%s, waited %s)", core.ErrNotReady, detail, s.ReadyWait)
 	}
 	return nil
-}
-
-// handle is the handler of the calls on one of the Door's routes, with
-// what every call shares: it is counted in flight, gets its context, has
-// its request read and checked, is served unary or streaming, and ends
-// with one log line.
-func (s *Server) handle(door Door, protocol, route string, stream bool) http.HandlerFunc {
-	serve := s.serveUnary
-	if stream {
-		serve = s.serveStream
-	}
-	var ex core.Exchange = doorExchange{door} // an Opener's calls get their own
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := &call{start: time.Now(), door: door, ex: ex, protocol: protocol, route: route, stream: stream}
-		defer s.log(r, c)
-		defer c.done()
-		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
-		ctx, done := s.callContext(r)
-		defer done()
-		ctx, call, err := s.begin(ctx, w, r, c)
-		var answer *core.Answer
-		if errors.As(err, &answer) {
-			s.answer(w, c, answer)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, c, err)
-			return
-		}
-		defer boundWrites(ctx, w, r, c.start, call.Method.Timeouts.Total)()
-		serve(ctx, w, r, c, call)
-	}
-}
-
-// answer writes the reply a Door gave without calling the agent.
-func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
-	c.status, c.outcome, c.bytes = a.Status, a.Outcome, int64(len(a.Body))
-	h := w.Header()
-	for k, v := range a.Header {
-		h[k] = v
-	}
-	w.WriteHeader(a.Status)
-	w.Write(a.Body)
-}
-
-// writeGrace is how long a write to the caller may still take once the
-// call's total time has run out or its context has ended: time for the
-// final line to reach a caller that reads.
-const writeGrace = time.Second
-
-// boundWrites bounds every write of the call's reply, which begin freed
-// from the server's write timeout: a caller that stops reading would
-// otherwise hold the call, its goroutine and its concurrency slot for as
-// long as its connection stays open. A write ends with an error
-// writeGrace after the call's total time (none if total is 0) or
-// after ctx ends (EndCalls, the caller leaving), whichever is sooner. The
-// returned stop leaves writeGrace for what net/http writes after the
-// handler (the stream's last chunk) when the server has a write timeout,
-// which it sets afresh for the connection's next request; without one,
-// it clears the deadline.
-func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, total time.Duration) (stop func()) {
-	rc := http.NewResponseController(w)
-	var deadline time.Time
-	if total > 0 {
-		deadline = start.Add(total + writeGrace)
-	}
-	var mu sync.Mutex // guards deadline and stopped
-	stopped := false
-	set := func(d time.Time) {
-		deadline = d
-		rc.SetWriteDeadline(d)
-	}
-	set(deadline)
-	stopAfter := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if d := time.Now().Add(writeGrace); !stopped && (deadline.IsZero() || d.Before(deadline)) {
-			set(d)
-		}
-	})
-	return func() {
-		stopAfter()
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
-			if d := time.Now().Add(writeGrace); deadline.IsZero() || d.Before(deadline) {
-				set(d)
-			}
-			return
-		}
-		set(time.Time{})
-	}
 }

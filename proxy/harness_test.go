@@ -99,7 +99,7 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 	}
 	h := &harness{t: t, logs: logs}
 	agent := core.Mux{Plain: client, Handlers: hc.builtin}
-	h.server = &Server{Config: cfg, Door: platform.Door{}, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
+	h.server = &Server{Config: cfg, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
 	if hc.probe {
 		prober := upstream.NewProber(cfg, client)
 		h.server.Prober = prober
@@ -107,7 +107,7 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 		h.prober = cancel
 		h.proberW.Go(func() { prober.Run(ctx) })
 	}
-	srv := httptest.NewUnstartedServer(h.server.Handler())
+	srv := httptest.NewUnstartedServer(h.server.HandlerFor(platform.Door{}))
 	srv.Config.WriteTimeout = hc.writeTimeout
 	srv.Config.ReadTimeout = hc.writeTimeout
 	if hc.serverLimits {

@@ -264,7 +264,7 @@ func TestSelfLoopRefused(t *testing.T) {
 	}
 	defer client.Close()
 	var calls atomic.Int32
-	handler := (&Server{Config: cfg, Door: platform.Door{}, Agent: core.Mux{Plain: client}}).Handler()
+	handler := (&Server{Config: cfg, Agent: core.Mux{Plain: client}}).HandlerFor(platform.Door{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		handler.ServeHTTP(w, r)

@@ -18,10 +18,10 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// toyOpener is toyDoor opening its requests (an Opener): "ping <anything>"
-// is answered by the door itself, "pong", without the agent; "stop" ends
-// its own call from outside (as A2A's tasks/cancel does); other calls are
-// the toy door's, answered by their exchange as "ex <output>".
+// toyOpener is toyDoor with exchanges of its own: "ping <anything>" is
+// answered by the door itself, "pong", without the agent; a call can be
+// ended from outside (as A2A's tasks/cancel does); other calls are the
+// toy door's, answered by their exchange as "ex <output>".
 type toyOpener struct {
 	toyDoor
 	stop chan context.CancelCauseFunc // the cancel of the call named "stop"
@@ -29,13 +29,15 @@ type toyOpener struct {
 
 var errStopped = errors.New("stopped by its door")
 
-func (o toyOpener) Open(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, core.Exchange, error) {
+func (o toyOpener) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	if strings.HasPrefix(string(body), "ping ") {
-		return core.Call{Name: "ping"}, nil, &core.Answer{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}},
+		return core.Exchange{Call: core.Call{Name: "ping"}}, &core.Answer{Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}},
 			Body: []byte("pong\n"), Outcome: metrics.OK}
 	}
-	c, err := o.Call(cfg, route, stream, r, body)
-	return c, toyExchange{o}, err
+	ex, err := o.toyDoor.Open(cfg, route, r, body)
+	x := toyExchange{o}
+	ex.Writer, ex.Context = x, x.Context
+	return ex, err
 }
 
 // toyExchange is a toyOpener's exchange.
@@ -61,7 +63,7 @@ func (x toyExchange) WriteError(w http.ResponseWriter, f core.Failure) {
 	fmt.Fprintf(w, "ex-err %s\n", f.Reason)
 }
 
-var _ Opener = toyOpener{}
+var _ Door = toyOpener{}
 
 // TestOpener: a door that opens its requests answers through its
 // exchange; what it answers itself (a *core.Answer) is written as it is
@@ -77,8 +79,8 @@ func TestOpener(t *testing.T) {
 	}
 	observed, logs := observer.New(zap.InfoLevel)
 	door := toyOpener{stop: make(chan context.CancelCauseFunc, 1)}
-	s := &Server{Config: cfg, Door: door, Agent: agent, Logger: zap.New(observed)}
-	h := s.Handler()
+	s := &Server{Config: cfg, Agent: agent, Logger: zap.New(observed)}
+	h := s.HandlerFor(door)
 
 	held := make(chan *httptest.ResponseRecorder)
 	go func() { held <- toyCall(h, http.MethodPost, "/ask", `query {"id":1}`) }()
@@ -122,5 +124,51 @@ func TestOpener(t *testing.T) {
 	}
 	if pings != 2 {
 		t.Errorf("%d ping log lines, want 2", pings)
+	}
+}
+
+// streamAsked is toyDoor on one route whose requests say whether they
+// stream, as OpenAI's chat completions do with "stream": true: a body
+// starting with "+" asks for a stream.
+type streamAsked struct{ toyDoor }
+
+func (d streamAsked) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /ask", call("/ask", false))
+	return mux
+}
+
+func (d streamAsked) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	asked := strings.HasPrefix(string(body), "+")
+	name, input, _ := strings.Cut(strings.TrimPrefix(string(body), "+"), " ")
+	m := cfg.Lookup(name, asked)
+	if m == nil {
+		return core.Exchange{Call: core.Call{Name: name}}, &core.RequestError{Status: http.StatusNotFound, Msg: "no method " + name}
+	}
+	c := core.Call{Method: m, Name: name, Input: core.Input{Raw: json.RawMessage(input)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: asked, Writer: d}, nil
+}
+
+// TestStreamDecidedPerRequest: whether a call streams is its exchange's,
+// decided by its request, not its route's: one route answers both, each
+// call with its one log line.
+func TestStreamDecidedPerRequest(t *testing.T) {
+	records := &sliceRecords{recs: []string{`{"i":1}`}}
+	agent := &fakeAgent{output: json.RawMessage(`{"text":"hi"}`), records: records}
+	s, _, logs := toyServer(t, "", agent)
+	h := s.HandlerFor(streamAsked{})
+	if w := toyCall(h, http.MethodPost, "/ask", `+stream_query {}`); w.Code != 200 || w.Body.String() != "rec {\"i\":1}\n" {
+		t.Errorf("a request asking for a stream = %d %q, want its records", w.Code, w.Body)
+	}
+	if w := toyCall(h, http.MethodPost, "/ask", `query {}`); w.Code != 200 || w.Body.String() != "out {\"text\":\"hi\"}\n" {
+		t.Errorf("a request asking for none = %d %q, want its output", w.Code, w.Body)
+	}
+	var got []string
+	for _, l := range logs.FilterMessage("call").All() {
+		m := l.ContextMap()
+		got = append(got, fmt.Sprintf("%v %v", m["class_method"], m["records"]))
+	}
+	if strings.Join(got, ",") != "stream_query 1,query 1" {
+		t.Errorf("logged %q, want stream_query (1 record), then query", got)
 	}
 }

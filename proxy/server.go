@@ -15,13 +15,11 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// Server serves a front door in front of one agent. Fill its fields, then
-// serve Handler.
+// Server serves front doors in front of one agent. Fill its fields, then
+// serve HandlerFor each door.
 type Server struct {
 	// Config is the method map.
 	Config *config.Config
-	// Door is the front door: the protocol callers speak.
-	Door Door
 	// Agent answers the calls.
 	Agent core.Agent
 	// Prober reports the agent's readiness. If nil, the agent is taken to
@@ -96,10 +94,6 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
 func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
-
-// Handler is the sidecar's public HTTP surface: the Door's routes, its
-// calls and health served here (HandlerFor(s.Door)).
-func (s *Server) Handler() http.Handler { return s.HandlerFor(s.Door) }
 
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,

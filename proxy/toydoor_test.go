@@ -35,16 +35,18 @@ func (toyDoor) Handler(call func(route string, stream bool) http.Handler, health
 	return mux
 }
 
-func (toyDoor) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+func (d toyDoor) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	stream := route == "/watch"
 	name, input, _ := strings.Cut(string(body), " ")
 	m := cfg.Lookup(name, stream)
 	if m == nil {
-		return core.Call{Name: name}, &core.RequestError{Status: http.StatusNotFound, Msg: "no method " + name}
+		return core.Exchange{Call: core.Call{Name: name}}, &core.RequestError{Status: http.StatusNotFound, Msg: "no method " + name}
 	}
 	if !json.Valid([]byte(input)) {
-		return core.Call{Name: name}, &core.RequestError{Msg: "input is not JSON"}
+		return core.Exchange{Call: core.Call{Name: name}}, &core.RequestError{Msg: "input is not JSON"}
 	}
-	return core.Call{Method: m, Name: name, Input: core.Input{Raw: json.RawMessage(input)}, Header: r.Header, Route: route}, nil
+	c := core.Call{Method: m, Name: name, Input: core.Input{Raw: json.RawMessage(input)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: stream, Writer: d}, nil
 }
 
 func (toyDoor) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
@@ -93,7 +95,10 @@ func (e *toyEncoder) Fail(f core.Failure) {
 
 func (e *toyEncoder) Wrote() (int, int64, time.Time) { return e.records, e.bytes, e.first }
 
-var _ Door = toyDoor{}
+var (
+	_ Door        = toyDoor{}
+	_ core.Writer = toyDoor{}
+)
 
 // blockingAgent answers unary calls with {"ok":true} once release is
 // closed, telling started when each call arrives; streams from records.
@@ -121,8 +126,8 @@ func toyServer(t *testing.T, limits string, agent core.Agent) (*Server, http.Han
 		t.Fatal(err)
 	}
 	observed, logs := observer.New(zap.InfoLevel)
-	s := &Server{Config: cfg, Door: toyDoor{}, Agent: agent, Logger: zap.New(observed)}
-	return s, s.Handler(), logs
+	s := &Server{Config: cfg, Agent: agent, Logger: zap.New(observed)}
+	return s, s.HandlerFor(toyDoor{}), logs
 }
 
 func toyCall(h http.Handler, method, route, body string) *httptest.ResponseRecorder {

@@ -30,6 +30,8 @@ Flags:
   --double-encoded   send the body as a JSON string holding the envelope,
                      as some platform clients do
   --sse              print stream lines with SSE framing, as ?alt=sse shows them
+
+Docs: docs/cli.md in the source (github.com/sidecar-dev/sidecar)
 `
 
 // runCall is `sidecar call`.

@@ -141,7 +141,7 @@ func TestServeBadConfig(t *testing.T) {
 	}
 }
 
-// TestExampleConfigs: the configs the README points users to are valid.
+// TestExampleConfigs: the configs the README and docs/ point users to are valid.
 func TestExampleConfigs(t *testing.T) {
 	for _, f := range []string{"python", "node", "adk"} {
 		path := "../../examples/" + f + "/sidecar.yaml"

@@ -13,11 +13,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
-	"github.com/sidecar-dev/sidecar/proxy/emulator"
+	"github.com/sidecar-dev/sidecar/proxy/devapi"
 )
 
 // sidecar dev: the normal sidecar plus the dev listener, where
-// proxy/emulator serves the platform's REST API and the playground in
+// proxy/devapi serves the platform's REST API and the playground in
 // front of the sidecar's own contract routes.
 
 const devUsage = `dev flags (besides serve's):
@@ -38,7 +38,7 @@ type devFlags struct {
 
 func (d *devFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.listen, "dev-listen", "127.0.0.1:8081", "")
-	fs.DurationVar(&d.cut, "dev-cut", emulator.DefaultCut, "")
+	fs.DurationVar(&d.cut, "dev-cut", devapi.DefaultCut, "")
 	fs.BoolVar(&d.singleContentType, "dev-single-content-type", false, "")
 }
 
@@ -84,12 +84,12 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 		ln.Close()
 		return fmt.Errorf("dev listener on %s: %w", d.listen, err)
 	}
-	opts := emulator.Options{Cut: d.cut, SingleContentType: d.singleContentType}
+	opts := devapi.Options{Cut: d.cut, SingleContentType: d.singleContentType}
 	if d.cut == 0 {
 		opts.Cut = -1 // never
 	}
 	srv := &http.Server{
-		Handler:           emulator.New(cfg, contractURL(ln.Addr()), opts),
+		Handler:           devapi.New(cfg, contractURL(ln.Addr()), opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(logger.Named("dev")),

@@ -1,5 +1,6 @@
 // Command sidecar serves Google's Agent Platform container contract in
-// front of an agent written in any language. See the README.
+// front of an agent written in any language. See the README
+// and docs/.
 package main
 
 import (

@@ -61,13 +61,36 @@ the config's listen, else :8080. Under dev, without --listen, its host is
 127.0.0.1: the contract routes have no authentication.
 
 deploy-request flags (besides --config):
-` + requestUsage + "\n" + devUsage
+` + requestUsage + "\n" + devUsage + `
+Docs, in the source's docs/ (github.com/sidecar-dev/sidecar):
+  docs/cli.md          these commands and flags, exit codes, sidecar call
+  docs/config.md       the method map: every key, its default (validate)
+  docs/dev.md          sidecar dev: the platform's REST API, the playground
+  docs/deploy.md       deploy-request, class-methods and the deploy scripts
+  docs/a2a.md          the A2A door and a2a-card
+  docs/operations.md   serve in production: the agent supervised, signals,
+                       the shutdown budget, probes, logs, metrics
+  docs/errors.md       what a caller gets when a call fails
+`
+
+// commandDocs is the page that documents each command, named by its
+// --help.
+var commandDocs = map[string]string{
+	"serve":          "docs/operations.md",
+	"dev":            "docs/dev.md",
+	"validate":       "docs/config.md",
+	"class-methods":  "docs/deploy.md",
+	"a2a-card":       "docs/a2a.md",
+	"deploy-request": "docs/deploy.md",
+	"version":        "docs/cli.md",
+	"help":           "docs/cli.md",
+}
 
 // run is the whole program: main only wires signals and the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := "serve"
+	cmd, named := "serve", false
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+		cmd, args, named = args[0], args[1:], true
 	}
 	if cmd == "call" {
 		return runCall(ctx, args, getenv, stdout, stderr)
@@ -93,6 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
+			if page, ok := commandDocs[cmd]; ok && named {
+				fmt.Fprintf(stdout, "\nsidecar %s: %s\n", cmd, page)
+			}
 			return nil
 		}
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: %v\n\n%s", err, usage)}

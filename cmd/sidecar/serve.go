@@ -17,7 +17,6 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
-	"github.com/sidecar-dev/sidecar/proxy/platform"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -57,7 +56,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	// agent's dialect mapped; the rest pass through untouched.
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
 		MaxRecord: cfg.Limits.RecordBytes}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+	s := &proxy.Server{Config: cfg, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
 	served, err := openDoors(cfg, s, ln, aio.env, logger, lim)
 	if err != nil {

@@ -91,7 +91,7 @@ func (d *Door) Card(url string) []byte {
 func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	url := d.opts.URL
 	if url == "" {
-		url = publicBase(r) + Route
+		url = publicBase(r) + RouteRPC
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -8,9 +8,10 @@
 // map (Options.Method): its text parts become the method's input, its
 // records artifact updates, and its end the task's terminal state. A
 // bounded in-memory store (tasks, limits.task_store_bytes) answers
-// tasks/get and tasks/cancel. The door opens each JSON-RPC request (a
-// proxy.Opener): the shared gate reads the body under the shared limits,
-// Open decodes it (rpc.go) into a call whose exchange writes the answer
-// (stream.go), or answers it without the agent. Like proxy/platform it
+// tasks/get and tasks/cancel. The door opens each JSON-RPC request: the
+// shared gate reads the body under the shared limits, Open decodes it
+// (rpc.go) into a call whose exchange writes the answer (stream.go, a
+// message/stream's events through the shared stream writer), or answers
+// it without the agent. Like proxy/platform it
 // uses only core's types and does not import proxy.
 package a2a

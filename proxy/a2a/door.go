@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -12,17 +11,16 @@ import (
 
 // The door's routes.
 const (
-	// Route is the JSON-RPC endpoint, the card's url.
-	Route = "/"
-	// CardPath is the agent card's well-known path; LegacyCardPath the
+	// RouteRPC is the JSON-RPC endpoint, the card's url.
+	RouteRPC = "/"
+	// RouteCard is the agent card's well-known path; RouteLegacyCard the
 	// one of A2A 0.2 and earlier, served too.
-	CardPath       = "/.well-known/agent-card.json"
-	LegacyCardPath = "/.well-known/agent.json"
-	healthPath     = "/healthz"
+	RouteCard       = "/.well-known/agent-card.json"
+	RouteLegacyCard = "/.well-known/agent.json"
+	RouteHealth     = "/healthz"
 )
 
-// Door is the A2A front door (a proxy.Door that opens each request, a
-// proxy.Opener). Build it with New.
+// Door is the A2A front door (a proxy.Door). Build it with New.
 type Door struct {
 	opts   Options
 	method *config.Method // the entry serving opts.Method; nil: none
@@ -56,46 +54,36 @@ func (*Door) Protocol() string { return Name }
 // the Server's call handler of the method's mode, which reads the body and
 // has Open decode it), and /healthz.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
-	calls := call(Route, d.stream)
+	calls := call(RouteRPC, d.stream)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case Route:
+		case RouteRPC:
 			if r.Method != http.MethodPost {
-				notAllowed(w, r, http.MethodPost)
+				d.notAllowed(w, r, http.MethodPost)
 				return
 			}
 			calls.ServeHTTP(w, r)
-		case CardPath, LegacyCardPath:
+		case RouteCard, RouteLegacyCard:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, "GET, HEAD")
 				return
 			}
 			d.serveCard(w, r)
-		case healthPath:
+		case RouteHealth:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, "GET, HEAD")
 				return
 			}
 			health.ServeHTTP(w, r)
 		default:
-			writeDetail(w, http.StatusNotFound, fmt.Sprintf("no route %q; the A2A door serves POST %s (JSON-RPC) and GET %s",
-				core.Clip(r.URL.Path), Route, CardPath))
+			d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), GET "+RouteCard+" and GET "+RouteHealth))
 		}
 	})
 }
 
-func notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	writeDetail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow))
-}
-
-func writeDetail(w http.ResponseWriter, status int, detail string) {
-	b, _ := json.Marshal(struct {
-		Detail string `json:"detail"`
-	}{detail})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 }
 
 // The JSON-RPC methods the door serves, in both versions' names.
@@ -114,16 +102,17 @@ var unsupported = map[string]bool{
 }
 
 // Open decodes one JSON-RPC request, its body read by the Server: a
-// message opens a task and is the call for the agent, its exchange the
-// writer of the task's answer; tasks/get, tasks/cancel and every error
+// message opens a task and is the call for the agent (streamed when the
+// method streams, whether the caller asked message/send or
+// message/stream), its exchange the writer of the task's answer; tasks/get, tasks/cancel and every error
 // are answered here (a *core.Answer), without the agent.
-func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, core.Exchange, error) {
+func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	req, rerr := readRequest(body)
 	if rerr != nil {
-		return core.Call{}, nil, answer(request{}, nil, rerr)
+		return core.Exchange{}, answer(request{}, nil, rerr)
 	}
-	fail := func(code int, format string, args ...any) (core.Call, core.Exchange, error) {
-		return core.Call{Name: core.Clip(req.method)}, nil, answer(req, nil, &rpcError{code, fmt.Sprintf(format, args...)})
+	fail := func(code int, format string, args ...any) (core.Exchange, error) {
+		return core.Exchange{Call: core.Call{Name: core.Clip(req.method)}}, answer(req, nil, &rpcError{code, fmt.Sprintf(format, args...)})
 	}
 	v, ok := versionOf(r.Header.Get("A2A-Version"))
 	if !ok {
@@ -143,7 +132,7 @@ func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Reque
 		return fail(codeMethodNotFound, "method %q not found", core.Clip(name))
 	}
 	if op == "get" || op == "cancel" {
-		return core.Call{Name: name}, nil, d.serveTask(v, req, op)
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(v, req, op)
 	}
 	msg, err := readMessage(req.params)
 	if err != nil {
@@ -157,7 +146,8 @@ func (d *Door) Open(cfg *config.Config, route string, stream bool, r *http.Reque
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
-	return core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}, ex, nil
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
 }
 
 // serveTask answers tasks/get and tasks/cancel from the store.
@@ -202,10 +192,4 @@ func writeRPC(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
-}
-
-// Call is what a Door that does not open its requests would decode; the
-// Server opens every A2A request (Open), so it is never called.
-func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
-	return core.Call{Name: d.opts.Method}, &core.RequestError{Msg: "the A2A door opens its requests"}
 }

@@ -69,7 +69,7 @@ func (tk taskJSON) text() string {
 // streaming capability the method's.
 func TestCard(t *testing.T) {
 	url := serve(t, "stream_query")
-	for _, path := range []string{CardPath, LegacyCardPath} {
+	for _, path := range []string{RouteCard, RouteLegacyCard} {
 		for _, v := range []string{"", "1.0", "0.3"} {
 			req, _ := http.NewRequest(http.MethodGet, url+path, nil)
 			if v != "" {
@@ -98,9 +98,9 @@ func TestCard(t *testing.T) {
 	cfg, _ := config.Parse("t.yaml", []byte("upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {query: {}}\n"))
 	var c card
 	d := newDoor(t, cfg, Options{Method: "query", URL: "https://agent.example/a2a/"})
-	rec := httpRecorder(d, http.MethodGet, CardPath)
+	rec := httpRecorder(d, http.MethodGet, RouteCard)
 	json.Unmarshal(rec, &c)
-	if raw := string(httpRecorder(newDoor(t, cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, CardPath)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
+	if raw := string(httpRecorder(newDoor(t, cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, RouteCard)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
 		t.Errorf("a card whose description has < and &: %s, want them as written", raw)
 	}
 	if c.URL != "https://agent.example/a2a/" || c.SupportedInterfaces[0].URL != c.URL || c.Capabilities.Streaming || c.Name != "query" || c.Description == "" {
@@ -239,7 +239,7 @@ func TestErrors(t *testing.T) {
 	for _, tt := range []struct {
 		method, path string
 		status       int
-	}{{http.MethodGet, "/", 405}, {http.MethodPost, CardPath, 405}, {http.MethodGet, "/nope", 404}, {http.MethodGet, "/healthz", 200}} {
+	}{{http.MethodGet, "/", 405}, {http.MethodPost, RouteCard, 405}, {http.MethodGet, "/nope", 404}, {http.MethodGet, "/healthz", 200}} {
 		req, _ := http.NewRequest(tt.method, url+tt.path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

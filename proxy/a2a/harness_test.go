@@ -21,8 +21,7 @@ import (
 
 // Door is a proxy.Door, without importing proxy outside its tests.
 var (
-	_ proxy.Door   = (*Door)(nil)
-	_ proxy.Opener = (*Door)(nil)
+	_ proxy.Door = (*Door)(nil)
 )
 
 // testMap is the method map the tests serve; AGENT is the agent's URL.
@@ -110,8 +109,8 @@ func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Ser
 		t.Fatal(err)
 	}
 	door := newDoor(t, cfg, Options{Method: method, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
-	s := &proxy.Server{Config: cfg, Door: door, Agent: core.Mux{Plain: client}}
-	srv := httptest.NewServer(s.Handler())
+	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
+	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()

@@ -10,10 +10,11 @@ import (
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 )
 
-// exchange is one JSON-RPC request that calls the method (a
-// core.Exchange): the writers of its task's answer.
+// exchange is one JSON-RPC request that calls the method (a core.Writer):
+// the writers of its task's answer.
 type exchange struct {
 	v      version
 	id     json.RawMessage // the request's id
@@ -21,135 +22,148 @@ type exchange struct {
 	stream bool            // message/stream: answered with SSE
 	task   *task
 	tasks  *store
-	out    *events // the stream's writer, once made
-	done   bool    // the task's final answer was written
+	out    *frames.Writer // message/stream's writer, once made
+	parts  int            // the artifact-updates sent
+	wrote  int64          // the bytes of message/send's answer
+	done   bool           // the task's final answer was written
 }
 
-// Context is the call's context: tasks/cancel of the task ends it.
-func (ex *exchange) Context(ctx context.Context) context.Context {
+// context is the call's context: tasks/cancel of the task ends it.
+func (ex *exchange) context(ctx context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ex.tasks.bind(ex.task, cancel)
 	return ctx
 }
 
-// events writes one exchange's answer: for message/stream the SSE stream
-// of the task's events, each `data:` a JSON-RPC response with the
-// request's id; for message/send on a streaming method the records are
-// gathered into the task, answered once they end. It is the exchange's
-// core.Encoder, with the platform's flush policy: what was written is
-// flushed before the records wait for the agent, or after every record
-// when they cannot say.
-type events struct {
-	ex *exchange
-	w  http.ResponseWriter
-	rc *http.ResponseController
-
-	begun     bool // the stream's headers went out
-	pending   bool
-	perRecord bool
-	flushErr  error
-
-	records int
-	bytes   int64
-	first   time.Time
+// Encoder is the writer of the exchange's records: for message/stream the
+// SSE stream of the task's events (frames.Writer, the one flush policy),
+// each `data:` a JSON-RPC response with the request's id; for
+// message/send, or a notification, the records gathered into the task,
+// answered once they end.
+func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder {
+	if ex.stream && !ex.notify {
+		return ex.events(w)
+	}
+	return &gather{ex: ex, w: w}
 }
 
-func (ex *exchange) events(w http.ResponseWriter) *events {
+// events is message/stream's writer of the task's events, once made.
+func (ex *exchange) events(w http.ResponseWriter) *frames.Writer {
 	if ex.out == nil {
-		ex.out = &events{ex: ex, w: w, rc: http.NewResponseController(w)}
+		ex.out = frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
+			Begin: ex.begin, Record: ex.artifactUpdate, End: ex.closing, Fail: ex.failed})
 	}
 	return ex.out
 }
 
-// Encoder is the writer of the exchange's records.
-func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder { return ex.events(w) }
-
-// Begin moves the task to working and, for message/stream, answers 200
-// with the stream's headers, the Task (submitted) and its working
+// begin moves the task to working: the stream's first events say how it
+// began, whatever it is by now (a unary method's task is already
+// completed when its stream opens): the Task (submitted) and its working
 // status-update.
-func (e *events) Begin() error {
-	t := e.ex.task
-	e.ex.tasks.setState(t, stateWorking, "")
-	if !e.ex.stream || e.ex.notify || e.begun {
+func (ex *exchange) begin() [][]byte {
+	t := ex.task
+	ex.tasks.setState(t, stateWorking, "")
+	c := ex.tasks.copyOf(t)
+	c.state, c.message = stateSubmitted, ""
+	submitted := response(ex.id, ex.v.wrap("task", ex.v.task(&task{id: c.id, contextID: c.contextID, state: c.state, updated: c.updated})), nil)
+	c.state = stateWorking
+	return [][]byte{submitted, response(ex.id, ex.v.statusUpdate(&c), nil)}
+}
+
+// artifactUpdate adds a record to the task's artifact and appends its
+// event to dst.
+func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
+	p := partOf(record)
+	ex.tasks.addPart(ex.task, p)
+	dst = append(dst, response(ex.id, ex.v.artifactUpdate(ex.task, p, ex.parts == 0), nil)...)
+	ex.parts++
+	return dst
+}
+
+// closing is the stream's final status-update once its records ended:
+// completed when they ended cleanly, canceled when tasks/cancel ended
+// them. Any other end is a failure, written by failed.
+func (ex *exchange) closing(err error) [][]byte {
+	var final []byte
+	switch {
+	case err == nil:
+		final = ex.final(stateCompleted, "")
+	case ex.tasks.copyOf(ex.task).state == stateCanceled:
+		final = ex.final(stateCanceled, "")
+	}
+	if final == nil {
 		return nil
 	}
-	e.begun = true
-	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	e.w.WriteHeader(http.StatusOK)
-	// The first events say how the task began, whatever it is by now (a
-	// unary method's task is already completed when its stream opens).
-	c := e.ex.tasks.copyOf(t)
-	c.state, c.message = stateSubmitted, ""
-	e.write(e.ex.v.wrap("task", e.ex.v.task(&task{id: c.id, contextID: c.contextID, state: c.state, updated: c.updated})))
-	c.state = stateWorking
-	e.write(e.ex.v.statusUpdate(&c))
-	e.flush()
-	return e.flushErr
+	return [][]byte{final}
 }
 
-// write writes one event of the stream.
-func (e *events) write(event any) error {
-	b := response(e.ex.id, event, nil)
-	line := make([]byte, 0, len(b)+8)
-	line = append(append(append(line, "data: "...), b...), "\n\n"...)
-	k, err := e.w.Write(line)
-	e.bytes += int64(k)
-	e.pending = true
-	if err == nil {
-		err = e.flushErr
+// failed is the stream's final status-update for a failure: the task
+// failed with its message, or canceled when tasks/cancel ended it.
+func (ex *exchange) failed(f core.Failure) []byte {
+	if ex.tasks.copyOf(ex.task).state == stateCanceled {
+		return ex.final(stateCanceled, "")
 	}
-	return err
+	return ex.final(stateFailed, f.Message)
 }
 
-func (e *events) flush() {
-	if e.pending && e.flushErr == nil {
-		e.flushErr = e.rc.Flush()
+// final moves the task to state, unless it ended already (canceled), and
+// is its final status-update, once: nil after the first.
+func (ex *exchange) final(state, message string) []byte {
+	ex.tasks.setState(ex.task, state, message)
+	if ex.done {
+		return nil
 	}
-	e.pending = false
+	ex.done = true
+	t := ex.tasks.copyOf(ex.task)
+	return response(ex.id, ex.v.statusUpdate(&t), nil)
 }
 
-// Copy writes each record as an artifact-update (message/stream) and adds
-// it to the task's artifact; when the records end cleanly the task is
-// completed, and its final answer written. message/send answers the whole
-// artifact or fails: past limits.reply_bytes, the task fails with one
-// clear message and the agent's call ends.
-func (e *events) Copy(r core.Records) error {
-	if wr, ok := r.(core.Waiter); ok {
-		wr.BeforeWait(e.flush)
-	} else {
-		e.perRecord = true
-	}
-	ex, t := e.ex, e.ex.task
+// gather is the encoder of a message/send or a notification: the records
+// go into the task, and its answer is written once they end. message/send
+// answers the whole artifact or fails: past limits.reply_bytes, the task
+// fails with one clear message and the agent's call ends.
+type gather struct {
+	ex *exchange
+	w  http.ResponseWriter
+
+	records int
+	first   time.Time
+}
+
+// Begin moves the task to working.
+func (g *gather) Begin() error {
+	g.ex.tasks.setState(g.ex.task, stateWorking, "")
+	return nil
+}
+
+// Copy adds each record to the task's artifact; when the records end
+// cleanly the task is completed, and its answer written.
+func (g *gather) Copy(r core.Records) error {
+	ex := g.ex
 	for r.Next() {
-		p := partOf(r.Record())
-		if !ex.tasks.addPart(t, p) && !ex.stream {
-			ex.end(e.w, stateFailed, tooLarge(ex.tasks.partLimit))
+		if !ex.tasks.addPart(ex.task, partOf(r.Record())) && !ex.stream {
+			ex.end(g.w, stateFailed, tooLarge(ex.tasks.partLimit))
 			return nil
 		}
-		if ex.stream && !ex.notify {
-			err := e.write(ex.v.artifactUpdate(t, p, e.records == 0))
-			if e.perRecord {
-				e.flush()
-			}
-			if err != nil {
-				return err
-			}
+		if g.records == 0 {
+			g.first = time.Now()
 		}
-		if e.records == 0 {
-			e.first = time.Now()
-		}
-		e.records++
+		g.records++
 	}
 	if r.Err() == nil {
-		ex.end(e.w, stateCompleted, "")
-	} else if ex.tasks.copyOf(t).state == stateCanceled {
-		ex.end(e.w, stateCanceled, "")
+		ex.end(g.w, stateCompleted, "")
+	} else if ex.tasks.copyOf(ex.task).state == stateCanceled {
+		ex.end(g.w, stateCanceled, "")
 	}
-	e.flush()
 	return nil
+}
+
+// Fail ends the task failed, with the failure's message.
+func (g *gather) Fail(f core.Failure) { g.ex.end(g.w, stateFailed, f.Message) }
+
+// Wrote is what went out: the records, the bytes, when the first record was.
+func (g *gather) Wrote() (records int, bytes int64, first time.Time) {
+	return g.records, g.ex.wrote, g.first
 }
 
 // tooLarge is the failure of a message/send whose artifact outgrew the
@@ -158,58 +172,61 @@ func tooLarge(limit int64) string {
 	return fmt.Sprintf("the task's artifact exceeds limits.reply_bytes (%d bytes): message/send answers it whole; use message/stream", limit)
 }
 
-// Fail ends the task failed, with the failure's message.
-func (e *events) Fail(f core.Failure) { e.ex.end(e.w, stateFailed, f.Message) }
-
-// Wrote is what went out: the records, the bytes, when the first record was.
-func (e *events) Wrote() (records int, bytes int64, first time.Time) {
-	return e.records, e.bytes, e.first
-}
-
 // end moves the task to state, unless it ended already (canceled), and
-// writes its final answer once.
+// writes its final answer once: for message/send the Task, for a
+// notification 204 and no body.
 func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 	ex.tasks.setState(ex.task, state, message)
 	if ex.done {
 		return
 	}
 	ex.done = true
-	t := ex.tasks.copyOf(ex.task)
-	e := ex.events(w)
-	switch {
-	case ex.notify:
+	if ex.notify {
 		w.WriteHeader(http.StatusNoContent)
-	case !ex.stream:
-		b := response(ex.id, ex.v.wrap("task", ex.v.task(&t)), nil)
-		writeRPC(w, http.StatusOK, b)
-		e.bytes += int64(len(b) + 1)
-	default:
-		e.Begin() // a no-op once begun; else the task ended before its stream began
-		e.write(ex.v.statusUpdate(&t))
-		e.flush()
+		return
 	}
+	t := ex.tasks.copyOf(ex.task)
+	b := response(ex.id, ex.v.wrap("task", ex.v.task(&t)), nil)
+	writeRPC(w, http.StatusOK, b)
+	ex.wrote += int64(len(b) + 1)
 }
 
 // WriteOutput answers a unary method's call: its output becomes the
 // task's artifact, and the task is completed.
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
-	p := partOf(out)
-	kept := ex.tasks.addPart(ex.task, p)
-	e := ex.events(w)
 	if ex.stream && !ex.notify {
-		if err := e.Begin(); err != nil {
-			return int(e.bytes), err
+		f := ex.events(w)
+		if err := f.Begin(); err != nil {
+			_, n, _ := f.Wrote()
+			return int(n), err
 		}
-		e.write(ex.v.artifactUpdate(ex.task, p, true))
+		err := f.Copy(&one{record: out})
+		_, n, _ := f.Wrote()
+		return int(n), err
 	}
-	e.records, e.first = 1, time.Now()
+	kept := ex.tasks.addPart(ex.task, partOf(out))
 	if !kept && !ex.stream {
 		ex.end(w, stateFailed, tooLarge(ex.tasks.partLimit))
 	} else {
 		ex.end(w, stateCompleted, "")
 	}
-	return int(e.bytes), e.flushErr
+	return int(ex.wrote), nil
 }
+
+// one is the records of a unary output: the output, once.
+type one struct {
+	record []byte
+	read   bool
+}
+
+func (o *one) Next() bool {
+	next := !o.read
+	o.read = true
+	return next
+}
+func (o *one) Record() []byte { return o.record }
+func (o *one) Err() error     { return nil }
+func (o *one) Close()         {}
 
 // WriteError answers a call that failed before its first byte. A failure
 // of the agent's (its error, a clock that ran out, a dropped connection)
@@ -218,12 +235,21 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 // input, busy, not ready, draining) are JSON-RPC errors, as the request
 // never became a running task: the store forgets it.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
-	switch {
-	case ex.tasks.copyOf(ex.task).state == stateCanceled:
-		ex.end(w, stateCanceled, "")
-		return
-	case f.Outcome == metrics.AgentError, f.Outcome == metrics.Timeout, f.Outcome == metrics.AgentDisconnected:
-		ex.end(w, stateFailed, f.Message)
+	canceled := ex.tasks.copyOf(ex.task).state == stateCanceled
+	if canceled || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
+		if ex.stream && !ex.notify {
+			// The task ended before its stream began: its events, then
+			// its end.
+			e := ex.events(w)
+			e.Begin()
+			e.Fail(f)
+			return
+		}
+		state := stateFailed
+		if canceled {
+			state, f.Message = stateCanceled, ""
+		}
+		ex.end(w, state, f.Message)
 		return
 	}
 	ex.tasks.setState(ex.task, stateFailed, f.Message)
@@ -240,7 +266,8 @@ func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 // an input the method's request cannot be built from is -32602 (200, as
 // every JSON-RPC error); a request refused before it was served keeps the
 // HTTP status every door answers it with, so one error has one status: a
-// body over limits.request_bytes 413 and -32600, busy, not ready and
+// body over limits.request_bytes 413 and -32600 (a path the door does
+// not serve 404, a method it does not take 405, each -32600), busy, not ready and
 // draining 503 with Retry-After, a loop 508, a handler method on a
 // sidecar without handlers 501, each -32603.
 func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
@@ -250,7 +277,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 		if f.Status == http.StatusBadRequest {
 			code, status = codeInvalidParams, http.StatusOK
 		}
-	case "REQUEST_TOO_LARGE":
+	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED":
 		code = codeInvalidRequest
 	}
 	if status == 0 || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
@@ -262,19 +289,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 	writeRPC(w, status, response(id, nil, &rpcError{code, f.Message}))
 }
 
-// The Door's own writers answer only a request that failed before it was
-// opened (read and decoded): refused before its body was read, or whose
-// body was over the limit. Its id is unknown: null.
-
-// WriteError answers a request refused before it was opened.
+// WriteError answers a request refused before it was opened: refused
+// before its body was read, or whose body was over the limit. Its id is
+// unknown: null.
 func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, nil, f) }
-
-// WriteOutput is never called: every call the agent answers was opened.
-func (d *Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
-	return 0, fmt.Errorf("the A2A door answers opened requests only")
-}
-
-// Encoder is never used: every call the agent answers was opened.
-func (d *Door) Encoder(w http.ResponseWriter) core.Encoder {
-	return (&exchange{task: &task{}, tasks: newStore(0, 0)}).events(w)
-}

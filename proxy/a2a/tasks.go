@@ -2,8 +2,6 @@ package a2a
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -77,9 +75,9 @@ func (s *store) open(m message) (*task, *rpcError) {
 			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
 		}
 	}
-	t := &task{id: newID(), contextID: m.contextID, state: stateSubmitted, updated: time.Now()}
+	t := &task{id: core.NewID(), contextID: m.contextID, state: stateSubmitted, updated: time.Now()}
 	if t.contextID == "" {
-		t.contextID = newID()
+		t.contextID = core.NewID()
 	}
 	s.tasks[t.id] = t
 	s.order = append(s.order, t)
@@ -244,14 +242,4 @@ func (s *store) cancelTask(id string) (t task, ok, canceled bool) {
 		s.recount(p)
 	}
 	return p.clone(), true, canceled
-}
-
-// newID is a random id for a task, context or message.
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // a version 4 UUID
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

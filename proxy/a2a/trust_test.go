@@ -466,7 +466,7 @@ func TestStrictJSONRPC(t *testing.T) {
 // Options.URL (protocols.a2a.url) wins over them; TLS alone is https.
 func TestCardURL(t *testing.T) {
 	cardURL := func(d *Door, h map[string]string, tls *tls.ConnectionState) string {
-		r := httptest.NewRequest(http.MethodGet, CardPath, nil)
+		r := httptest.NewRequest(http.MethodGet, RouteCard, nil)
 		r.Host, r.TLS = "10.0.0.7:9000", tls
 		for k, v := range h {
 			r.Header.Set(k, v)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -148,7 +149,7 @@ func (v version) message(t *task, text string) any {
 		ContextID string `json:"contextId"`
 		Parts     []any  `json:"parts"`
 	}
-	m := msg{Role: "agent", MessageID: newID(), TaskID: t.id, ContextID: t.contextID, Parts: v.parts([]part{{Text: text}})}
+	m := msg{Role: "agent", MessageID: core.NewID(), TaskID: t.id, ContextID: t.contextID, Parts: v.parts([]part{{Text: text}})}
 	if v == v03 {
 		m.Kind = "message"
 	} else {

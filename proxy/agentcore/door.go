@@ -40,8 +40,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 	r.Handle(RouteInvocations, call(RouteInvocations, d.stream)).Methods(http.MethodPost)
 	r.HandleFunc(RoutePing, d.ping.serve).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
-			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RoutePing)})
+		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RoutePing))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -49,8 +48,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }
@@ -62,29 +60,33 @@ const (
 	invalidEncoding = "Invalid encoding"
 )
 
-// Call makes the payload, any JSON value, compacted in place, the input
-// of the door's method. A body that is not UTF-8 or not JSON is a 400.
-func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+// Open makes the payload, any JSON value, compacted in place, the input
+// of the door's method, streamed when the method streams. A body that is
+// not UTF-8 or not JSON is a 400.
+func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	refused := core.Exchange{Call: core.Call{Name: d.method}}
 	if !utf8.Valid(body) {
-		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidEncoding + ": the request body is not UTF-8"}
+		return refused, &core.RequestError{Msg: invalidEncoding + ": the request body is not UTF-8"}
 	}
 	if !json.Valid(body) {
 		var v any
 		err := json.Unmarshal(body, &v) // for its message
-		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidJSON + ": " + err.Error()}
+		return refused, &core.RequestError{Msg: invalidJSON + ": " + err.Error()}
 	}
 	in, ok := rawjson.AppendCompact(body[:0], body)
 	if !ok {
-		return core.Call{Name: d.method}, &core.RequestError{Msg: invalidJSON + ": the payload nests too deeply"}
+		return refused, &core.RequestError{Msg: invalidJSON + ": the payload nests too deeply"}
 	}
 	m := cfg.Lookup(d.method, d.stream)
 	if m == nil {
-		return core.Call{Name: d.method}, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
+		return refused, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
 	}
-	return core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: Passed(r.Header), Route: route}, nil
+	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, passed, customPrefix), Route: route}
+	return core.Exchange{Call: c, Stream: d.stream, Writer: d}, nil
 }
 
-// passed are the runtime's headers the agent receives, besides the
+// passed are the runtime's headers the agent receives as they are
+// (core.Call.Pass), with its custom headers (customPrefix), besides the
 // sidecar's allow-list (traceparent, tracestate, X-Request-Id): the
 // session, request and user ids, X-Amzn-Trace-Id and baggage. Credentials
 // (Authorization, the workload access token) reach it only when listed in
@@ -99,29 +101,6 @@ var passed = []string{
 
 // customPrefix starts the custom headers the runtime passes through.
 const customPrefix = "X-Amzn-Bedrock-Agentcore-Runtime-Custom-"
-
-// Passed is what of h the agent receives as it is (core.Call.Pass): the
-// runtime's ids and trace headers, and its custom headers. Nil for none.
-func Passed(h http.Header) http.Header {
-	var p http.Header
-	add := func(name string, v []string) {
-		if p == nil {
-			p = http.Header{}
-		}
-		p[name] = v
-	}
-	for _, name := range passed {
-		if v := h[name]; len(v) > 0 {
-			add(name, v)
-		}
-	}
-	for name, v := range h {
-		if len(name) > len(customPrefix) && strings.EqualFold(name[:len(customPrefix)], customPrefix) {
-			add(name, v)
-		}
-	}
-	return p
-}
 
 // WriteOutput answers a unary call with its output as it is: 200 JSON, no
 // envelope, flushed at once.
@@ -166,7 +145,7 @@ func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
 // per record, flushed, and the SDK's final event for a failure after the
 // first byte.
 func (*Door) Encoder(w http.ResponseWriter) core.Encoder {
-	return frames.New(w, "text/event-stream", "data: ", "\n\n", streamError)
+	return frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{Fail: streamError})
 }
 
 // streamError is the SDK's final event for an exception mid-stream;

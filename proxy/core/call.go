@@ -2,9 +2,12 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -53,6 +56,44 @@ type Call struct {
 	// Notes, when set, is where the Agent writes what the call's log line
 	// reports about the agent's side.
 	Notes *Notes
+}
+
+// Passed is what of h a front door passes to the agent as it is
+// (Call.Pass): the headers named in names (canonical) and those whose
+// name starts with one of prefixes (in any case). Nil for none.
+func Passed(h http.Header, names []string, prefixes ...string) http.Header {
+	var p http.Header
+	add := func(name string, v []string) {
+		if p == nil {
+			p = http.Header{}
+		}
+		p[name] = v
+	}
+	for _, name := range names {
+		if v := h[name]; len(v) > 0 {
+			add(name, v)
+		}
+	}
+	for _, prefix := range prefixes {
+		for name, v := range h {
+			if len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+				add(name, v)
+			}
+		}
+	}
+	return p
+}
+
+// NewID is a random (version 4) UUID: the ids a front door makes for its
+// callers (A2A's tasks, contexts and messages, Foundry's invocations and
+// sessions).
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // Notes are what an Agent learns while it answers a call that the call's
@@ -175,13 +216,28 @@ func (m Mux) agent(c Call) (Agent, error) {
 
 var _ Agent = Mux{}
 
-// Exchange is one request a front door opened (a door that opens its
-// requests, proxy.Opener): the writers of its answer, bound to that
-// request (a JSON-RPC id, a task), and the context its call runs in.
-type Exchange interface {
-	// Context is the call's context, derived from ctx: the exchange may
-	// end it from outside the request (A2A's tasks/cancel of its task).
-	Context(ctx context.Context) context.Context
+// Exchange is one request a front door opened (proxy.Door's Open): the
+// call for the agent, whether it streams, and the writers of its answer,
+// bound to that request (a JSON-RPC id, a task, a model name).
+type Exchange struct {
+	// Call is the call for the agent. When Open fails, its Name is the
+	// method called if the door read that far, for the call's log line.
+	Call Call
+	// Stream is whether the call is answered as a stream (Agent.Stream,
+	// Writer.Encoder) or once (Agent.Unary, Writer.WriteOutput): decided
+	// by the request, as the door reads it.
+	Stream bool
+	// Writer writes the answer in the door's wire format. When Open fails
+	// and Writer is set, it answers the failure.
+	Writer Writer
+	// Context, if set, is the call's context, derived from ctx: the door
+	// may end it from outside the request (A2A's tasks/cancel of its
+	// task). Nil: ctx.
+	Context func(ctx context.Context) context.Context
+}
+
+// Writer writes one exchange's answer in its front door's wire format.
+type Writer interface {
 	// WriteOutput answers a unary call with the agent's output, flushed at
 	// once. It returns the bytes written.
 	WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error)
@@ -193,7 +249,7 @@ type Exchange interface {
 
 // Answer is a request a front door answered without the agent: a JSON-RPC
 // tasks/get, a protocol error in the door's own shape, a notification's
-// empty reply. A door's decode step returns it as its error; the Server
+// empty reply. A door's Open returns it as its error; the Server
 // writes it as it is, takes no concurrency slot for it (or frees the one
 // a large body waited for), and logs the call with Outcome.
 type Answer struct {

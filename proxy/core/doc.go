@@ -1,13 +1,16 @@
 // Package core is the seam between the sidecar's front doors and its
-// agent: one call (Call), its streamed reply (Records, a Waiter when they
-// can say when they wait, a front door's Encoder to write them; the
-// mapping stage is an Agent that wraps another, dialect.Agent), the Agent
-// that answers calls (Mux routes handler methods to the built-in ones), the
-// contract's routes (RouteUnary, RouteStream), the errors a call can end
-// with, the one mapping of an error to what the caller sees (FailureOf:
-// the README's Errors table), and a door's registration (Protocol: its
-// config Kind and how its Options are built, with what the program gives
-// every door, Host), which proxy/doors lists.
+// agent: one request a door opened (Exchange: its Call, whether it
+// streams, its Writer) or answered itself (Answer), one call (Call), its
+// streamed reply (Records, a Waiter when they can say when they wait, a
+// front door's Encoder to write them; the mapping stage is an Agent that
+// wraps another, dialect.Agent), the Agent that answers calls (Mux routes
+// handler methods to the built-in ones), the contract's routes
+// (RouteUnary, RouteStream), the errors a call can end with, and the one
+// mapping of an error to what the caller sees (FailureOf: the reasons
+// table of docs/errors.md; NoRoute and NotAllowed for every door's 404
+// and 405), and a door's registration (Protocol: its config Kind and how
+// its Options are built, with what the program gives every door, Host),
+// which proxy/doors lists.
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent

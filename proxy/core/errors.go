@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The errors a call can end with, one for each row of the README's failure
+// The errors a call can end with, one for each row of docs/errors.md's failure
 // table that is not the caller's own request. Agents return them (wrapped
 // or not); the serving side maps them to what the caller sees without
 // knowing which Agent answered.

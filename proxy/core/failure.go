@@ -23,6 +23,22 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return e.Msg }
 
+// NoRoute is the failure of a request for a path a front door does not
+// serve: 404, saying what it serves ("POST /invocations and GET /ping").
+// Every door answers it, in its own error shape.
+func NoRoute(path, serves string) Failure {
+	return Failure{Status: http.StatusNotFound, Reason: "NOT_FOUND", Outcome: metrics.BadRequest,
+		Message: fmt.Sprintf("no route %q; the sidecar serves %s", Clip(path), serves)}
+}
+
+// NotAllowed is the failure of a request whose method path does not take:
+// 405, saying which it takes. The door sends allow as the Allow header
+// too. Every door answers it, in its own error shape.
+func NotAllowed(method, path, allow string) Failure {
+	return Failure{Status: http.StatusMethodNotAllowed, Reason: "METHOD_NOT_ALLOWED", Outcome: metrics.BadRequest,
+		Message: fmt.Sprintf("method %q not allowed on %s; use %s", Clip(method), Clip(path), allow)}
+}
+
 // Failure is how one error reaches the caller: a status and detail before
 // the first byte, a final line in Google's error model (AIP-193) after it.
 type Failure struct {
@@ -57,7 +73,7 @@ type RPC struct {
 
 // reasons is the one table of the sidecar's own reasons: each one's status
 // before the first byte, its code and status in a final line after it,
-// and who it says ended the call. The README's Errors table is this table.
+// and who it says ended the call. docs/errors.md's reasons table is this table.
 // A line's code is always one that Google's error model maps a status to,
 // so 502s before the first byte are 503 UNAVAILABLE or 500 INTERNAL in it.
 var reasons = map[string]struct {

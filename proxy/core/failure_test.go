@@ -43,10 +43,10 @@ func TestReasonToken(t *testing.T) {
 }
 
 // TestReasonsTable: every reason's line is a code and status Google's
-// error model pairs, and the README's Errors table shows each one as the
-// code's table does.
+// error model pairs, and the reasons table of docs/errors.md shows each one
+// as the code's table does.
 func TestReasonsTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/errors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,22 +62,22 @@ func TestReasonsTable(t *testing.T) {
 	for reason, r := range reasons {
 		row, ok := rows[reason]
 		if !ok {
-			t.Errorf("README's Errors table has no row for %s", reason)
+			t.Errorf("docs/errors.md: the reasons table has no row for %s", reason)
 			continue
 		}
 		cells := strings.Split(row, "|")
 		if len(cells) != 6 {
-			t.Errorf("README row %q does not have 4 cells", row)
+			t.Errorf("docs/errors.md: row %q does not have 4 cells", row)
 			continue
 		}
 		if r.Status != 0 && !strings.Contains(cells[2], strconv.Itoa(r.Status)) {
-			t.Errorf("README row for %s: before the first byte %q, want %d", reason, cells[2], r.Status)
+			t.Errorf("docs/errors.md: row for %s: before the first byte %q, want %d", reason, cells[2], r.Status)
 		}
 		if r.Line.Code != 0 && r.Line.Code != 499 && !strings.Contains(cells[3], fmt.Sprintf("%d `%s`", r.Line.Code, r.Line.Status)) {
-			t.Errorf("README row for %s: line %q, want %d `%s`", reason, cells[3], r.Line.Code, r.Line.Status)
+			t.Errorf("docs/errors.md: row for %s: line %q, want %d `%s`", reason, cells[3], r.Line.Code, r.Line.Status)
 		}
 		if !strings.Contains(cells[4], "`"+string(r.Outcome)+"`") {
-			t.Errorf("README row for %s: outcome %q, want %s", reason, cells[4], r.Outcome)
+			t.Errorf("docs/errors.md: row for %s: outcome %q, want %s", reason, cells[4], r.Outcome)
 		}
 		if r.Line.Code != 0 && rpcOfStatus(r.Line.Code) != r.Line {
 			t.Errorf("reason %s: line %v is not a pair of Google's error model (%v)", reason, r.Line, rpcOfStatus(r.Line.Code))

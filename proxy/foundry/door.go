@@ -1,8 +1,6 @@
 package foundry
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -54,8 +52,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 	r.Handle(RouteInvocations, d.ids(call(RouteInvocations, d.stream))).Methods(http.MethodPost)
 	r.Handle(RouteReadiness, health).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.Failure{Status: http.StatusNotFound, Reason: "NOT_FOUND", Message: fmt.Sprintf(
-			"no route %q; the sidecar serves POST %s and GET %s", core.Clip(r.URL.Path), RouteInvocations, RouteReadiness)})
+		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RouteReadiness))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -63,8 +60,7 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Reason: "METHOD_NOT_ALLOWED", Message: fmt.Sprintf(
-			"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }
@@ -75,14 +71,14 @@ func (d *Door) ids(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inv := r.Header.Get(HeaderInvocationID)
 		if inv == "" || !config.ValidHeaderValue(inv) {
-			inv = newID()
+			inv = core.NewID()
 		}
 		session := r.URL.Query().Get(QuerySessionID)
 		if session == "" || !config.ValidHeaderValue(session) {
 			session = d.session
 		}
 		if session == "" {
-			session = newID()
+			session = core.NewID()
 		}
 		r.Header.Set(HeaderInvocationID, inv)
 		r.Header.Set(HeaderSessionID, session)
@@ -92,50 +88,34 @@ func (d *Door) ids(next http.Handler) http.Handler {
 	})
 }
 
-// newID is a random (version 4) UUID.
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
-// Call makes the body the input of the door's method: a JSON body as it
-// is (compacted in place), any other body, the empty one included, a JSON
-// string of its text (textInput: no HTML escaping, within
-// limits.request_bytes). A body that is not UTF-8 is a 400.
-func (d *Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+// Open makes the body the input of the door's method, streamed when the
+// method streams: a JSON body as it is (compacted in place), any other
+// body, the empty one included, a JSON string of its text (textInput: no
+// HTML escaping, within limits.request_bytes). A body that is not UTF-8
+// is a 400.
+func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	refused := core.Exchange{Call: core.Call{Name: d.method}}
 	var in []byte
 	switch {
 	case json.Valid(body):
 		var ok bool
 		if in, ok = rawjson.AppendCompact(body[:0], body); !ok {
-			return core.Call{Name: d.method}, &core.RequestError{Msg: "the JSON body nests too deeply"}
+			return refused, &core.RequestError{Msg: "the JSON body nests too deeply"}
 		}
 	case utf8.Valid(body):
 		var err error
 		if in, err = textInput(body, cfg.Limits.RequestBytes); err != nil {
-			return core.Call{Name: d.method}, err
+			return refused, err
 		}
 	default:
-		return core.Call{Name: d.method}, &core.RequestError{Msg: "the request body is neither JSON nor UTF-8 text"}
+		return refused, &core.RequestError{Msg: "the request body is neither JSON nor UTF-8 text"}
 	}
 	m := cfg.Lookup(d.method, d.stream)
 	if m == nil {
-		return core.Call{Name: d.method}, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
+		return refused, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
 	}
-	var pass http.Header
-	for _, name := range passed {
-		if v := r.Header[name]; len(v) > 0 {
-			if pass == nil {
-				pass = http.Header{}
-			}
-			pass[name] = v
-		}
-	}
-	return core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: pass, Route: route}, nil
+	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, passed), Route: route}
+	return core.Exchange{Call: c, Stream: d.stream, Writer: d}, nil
 }
 
 // WriteOutput answers a unary call with its output as it is, 200 JSON,
@@ -180,5 +160,5 @@ func (*Door) WriteError(w http.ResponseWriter, f core.Failure) {
 // flushed; a failure after the first byte is a last data event with the
 // error body.
 func (*Door) Encoder(w http.ResponseWriter) core.Encoder {
-	return frames.New(w, "text/event-stream", "data: ", "\n\n", errorBody)
+	return frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{Fail: errorBody})
 }

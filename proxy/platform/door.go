@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -14,9 +13,9 @@ import (
 // RouteBidi is the platform's route for api_mode bidi_stream methods.
 const RouteBidi = "/api/bidi_reasoning_engine"
 
-// healthPaths all answer as /healthz: the platform has been seen probing
+// healthRoutes all answer as /healthz: the platform has been seen probing
 // "/" and "/health" too, and killing a container that answers a redirect.
-var healthPaths = []string{"/healthz", "/health", "/"}
+var healthRoutes = []string{"/healthz", "/health", "/"}
 
 // Door is the Agent Platform front door (a proxy.Door): its zero value
 // serves the contract.
@@ -34,7 +33,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	r.Handle(core.RouteUnary, call(core.RouteUnary, false)).Methods(http.MethodPost)
 	r.Handle(core.RouteStream, call(core.RouteStream, true)).Methods(http.MethodPost)
 	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
-	for _, path := range healthPaths {
+	for _, path := range healthRoutes {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
 	}
 	r.NotFoundHandler = http.HandlerFunc(d.notFound)
@@ -42,35 +41,38 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	return r
 }
 
+// serves is what the door serves, for its 404s.
+const serves = "POST " + core.RouteUnary + ", POST " + core.RouteStream + " and GET /healthz"
+
 func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
-	d.WriteError(w, core.Failure{Status: http.StatusNotFound, Message: fmt.Sprintf(
-		"no route %q; the sidecar serves POST %s, POST %s and GET /healthz",
-		core.Clip(r.URL.Path), core.RouteUnary, core.RouteStream)})
+	d.WriteError(w, core.NoRoute(r.URL.Path, serves))
 }
 
 func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := http.MethodPost
-	if slices.Contains(healthPaths, r.URL.Path) {
+	if slices.Contains(healthRoutes, r.URL.Path) {
 		allow = "GET, HEAD"
 	}
 	w.Header().Set("Allow", allow)
-	d.WriteError(w, core.Failure{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf(
-		"method %q not allowed on %s; use %s", core.Clip(r.Method), r.URL.Path, allow)})
+	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 }
 
-// Call decodes the envelope (Decode) and looks its class_method up on the
-// route, unary or streaming (stream); a method the route does not serve is
-// MethodNotFound.
-func (Door) Call(cfg *config.Config, route string, stream bool, r *http.Request, body []byte) (core.Call, error) {
+// Open decodes the envelope (Decode) and looks its class_method up on the
+// route, unary or streaming; a method the route does not serve is
+// MethodNotFound. The door itself writes the answer (Door is a
+// core.Writer): a call on core.RouteStream streams, the others are unary.
+func (Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	stream := route == core.RouteStream
 	env, err := Decode(body, stream)
 	if err != nil {
-		return core.Call{}, err
+		return core.Exchange{}, err
 	}
 	m := cfg.Lookup(env.Method, stream)
 	if m == nil {
-		return core.Call{Name: env.Method}, MethodNotFound(cfg, env.Method, stream)
+		return core.Exchange{Call: core.Call{Name: env.Method}}, MethodNotFound(cfg, env.Method, stream)
 	}
-	return core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}, nil
+	c := core.Call{Method: m, Name: env.Method, Input: core.Input{Raw: env.Input}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: stream, Writer: Door{}}, nil
 }
 
 // Protocol names the door for the call's log line and metrics.
@@ -78,3 +80,5 @@ func (Door) Protocol() string { return Name }
 
 // Encoder is the ndjson writer of one stream (NewNDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }
+
+var _ core.Writer = Door{}

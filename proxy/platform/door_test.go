@@ -32,17 +32,21 @@ func TestDoorCall(t *testing.T) {
 	}
 	r := httptest.NewRequest(http.MethodPost, core.RouteStream, nil)
 	r.Header.Set("X-Request-Id", "r1")
-	c, err := Door{}.Call(cfg, core.RouteStream, true, r, []byte(`{"classMethod":"stream_query","input":{"a" : 1}}`))
+	call := func(route string, body string) (core.Call, error) {
+		ex, err := Door{}.Open(cfg, route, r, []byte(body))
+		return ex.Call, err
+	}
+	c, err := call(core.RouteStream, `{"classMethod":"stream_query","input":{"a" : 1}}`)
 	if err != nil || c.Method == nil || c.Method.Name != "stream_query" || c.Name != "stream_query" || string(c.Input.Raw) != `{"a":1}` ||
 		c.Route != core.RouteStream || c.Header.Get("X-Request-Id") != "r1" {
 		t.Errorf("Call = %+v, %v; want stream_query on %s with its input and header", c, err, core.RouteStream)
 	}
-	c, err = Door{}.Call(cfg, core.RouteUnary, false, r, []byte(`{"class_method":"stream_query"}`))
+	c, err = call(core.RouteUnary, `{"class_method":"stream_query"}`)
 	var re *core.RequestError
 	if !errors.As(err, &re) || c.Name != "stream_query" || c.Method != nil || !strings.Contains(re.Msg, ":streamQuery") {
 		t.Errorf("a streaming method on the unary route: %+v, %v; want its name and a not-found error naming :streamQuery", c, err)
 	}
-	if c, err := (Door{}).Call(cfg, core.RouteUnary, false, r, []byte(`[]`)); !errors.As(err, &re) || c.Name != "" {
+	if c, err := call(core.RouteUnary, `[]`); !errors.As(err, &re) || c.Name != "" {
 		t.Errorf("a body that is no envelope: %+v, %v; want a request error", c, err)
 	}
 }

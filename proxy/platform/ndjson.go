@@ -12,5 +12,5 @@ import (
 // flushed before the records wait for the agent. A failure after the first
 // byte is the last line, ErrorLine.
 func NewNDJSON(w http.ResponseWriter) *frames.Writer {
-	return frames.New(w, "application/json", "", "\n", errorJSON)
+	return frames.New(w, "application/json", "", "\n", frames.Hooks{Fail: errorJSON})
 }

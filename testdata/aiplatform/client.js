@@ -1,6 +1,6 @@
 'use strict';
 // Calls sidecar dev's REST emulator with the platform's own Node client,
-// @google-cloud/aiplatform (REST fallback), as proxy/emulator's
+// @google-cloud/aiplatform (REST fallback), as proxy/devapi's
 // TestNodeClient runs it:
 //
 //   NODE_PATH=<cache>/aiplatform/node_modules node client.js DEV_PORT AGENT_URL

@@ -4,7 +4,7 @@
 #   ${SIDECAR_CACHE:-<repo>/.cache}/aiplatform/
 # for deploy's TestRequestMatchesProtos, which reads the ReasoningEngine
 # messages from the package's build/protos/protos.json, and for
-# proxy/emulator's TestNodeClient, which runs client.js (NODE_PATH: the
+# proxy/devapi's TestNodeClient, which runs client.js (NODE_PATH: the
 # node_modules directory above that path) against sidecar dev.
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the

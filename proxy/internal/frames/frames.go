@@ -1,7 +1,10 @@
 // Package frames is the stream writer every front door shares: each
 // record framed as prefix, record, suffix ("", "\n" for ndjson; "data: ",
-// "\n\n" for server-sent events), with the one flush policy, and a
-// failure after the first byte as one last frame in the door's shape.
+// "\n\n" for server-sent events), with the one flush policy; hooks for
+// what a door adds around the records (frames that open and close the
+// stream, a wrapper around each record's data such as a JSON-RPC response
+// with its request's id), and a failure after the first byte as one last
+// frame in the door's shape.
 package frames
 
 import (
@@ -11,20 +14,43 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
+// Hooks are what a door adds to a stream besides framing its records;
+// a nil hook adds nothing. Each gives the data of frames, which the
+// Writer frames and flushes as it does the records'.
+type Hooks struct {
+	// Begin is the data of the frames that open the stream, sent with its
+	// headers before the first record (A2A: the task, submitted, and its
+	// working status).
+	Begin func() [][]byte
+	// Record appends the data of record's frame to dst and returns it: a
+	// wrapper around each record (A2A: a JSON-RPC response carrying the
+	// request's id). Nil: the record as it is.
+	Record func(dst, record []byte) []byte
+	// End is the data of the frames that close the stream once its
+	// records ended, err being how (nil: cleanly): a closing frame such
+	// as "[DONE]", A2A's final status-update. A failure is written after
+	// them, by Fail.
+	End func(err error) [][]byte
+	// Fail is the data of the last frame for a failure after the first
+	// byte, in the door's shape; nil data writes none.
+	Fail func(core.Failure) []byte
+}
+
 // Writer writes a stream's records to the caller and decides when what it
 // wrote is flushed (a core.Encoder). Its one flush policy: records that
 // arrived in one read from the agent go out in one write, and what was
 // written is flushed before the records wait for the agent (core.Waiter).
 // So every record reaches the caller as soon as the agent produced it,
 // without a syscall per record when the agent sends many at once. Records
-// that cannot say when they wait are flushed one by one.
+// that cannot say when they wait are flushed one by one. What the hooks
+// add around the records is flushed with them.
 type Writer struct {
 	w           http.ResponseWriter
 	rc          *http.ResponseController
 	contentType string
 	prefix      string
 	suffix      string
-	fail        func(core.Failure) []byte
+	hooks       Hooks
 
 	line      []byte // the frame being written
 	pending   bool   // written since the last flush
@@ -37,27 +63,34 @@ type Writer struct {
 }
 
 // New is the writer of one stream to w, answered as contentType, each
-// record framed as prefix, record, suffix; fail is the JSON of the last
-// frame for a failure after the first byte.
-func New(w http.ResponseWriter, contentType, prefix, suffix string, fail func(core.Failure) []byte) *Writer {
+// frame's data framed as prefix, data, suffix; hooks add what the door
+// sends around the records.
+func New(w http.ResponseWriter, contentType, prefix, suffix string, hooks Hooks) *Writer {
 	return &Writer{w: w, rc: http.NewResponseController(w), contentType: contentType,
-		prefix: prefix, suffix: suffix, fail: fail}
+		prefix: prefix, suffix: suffix, hooks: hooks}
 }
 
-// Begin answers 200 with the stream's headers and flushes them, before
-// the first record, so the caller knows the call was accepted.
+// Begin answers 200 with the stream's headers, and the frames of the
+// Begin hook, and flushes them, before the first record, so the caller
+// knows the call was accepted.
 func (f *Writer) Begin() error {
 	h := f.w.Header()
 	h.Set("Content-Type", f.contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	f.w.WriteHeader(http.StatusOK)
+	if f.hooks.Begin != nil {
+		if err := f.frames(f.hooks.Begin()); err != nil {
+			return err
+		}
+	}
+	f.pending = false
 	return f.rc.Flush()
 }
 
-// Copy writes every record of r and flushes. It returns the first error
-// writing a record to the caller (who has left, most likely), and nil
-// when r ended: r.Err says how.
+// Copy writes every record of r, then the frames of the End hook, and
+// flushes. It returns the first error writing a record to the caller
+// (who has left, most likely), and nil when r ended: r.Err says how.
 func (f *Writer) Copy(r core.Records) error {
 	if wr, ok := r.(core.Waiter); ok {
 		wr.BeforeWait(f.flush)
@@ -69,7 +102,7 @@ func (f *Writer) Copy(r core.Records) error {
 	}
 	// The loop is the per-record path: one copy into line, one write.
 	for r.Next() {
-		k, err := f.write(r.Record())
+		k, err := f.write(r.Record(), f.hooks.Record)
 		f.bytes += int64(k)
 		f.pending = true
 		if f.perRecord {
@@ -86,16 +119,38 @@ func (f *Writer) Copy(r core.Records) error {
 		}
 		f.records++
 	}
+	if f.hooks.End != nil {
+		f.frames(f.hooks.End(r.Err()))
+	}
 	// A flush that fails once every record is written is not reported:
 	// the stream is over, and its outcome is the records' own.
 	f.flush()
 	return nil
 }
 
-// write writes one frame.
-func (f *Writer) write(data []byte) (int, error) {
-	f.line = append(append(append(f.line[:0], f.prefix...), data...), f.suffix...)
+// write writes one frame, its data data, or what wrap makes of it.
+func (f *Writer) write(data []byte, wrap func(dst, data []byte) []byte) (int, error) {
+	f.line = append(f.line[:0], f.prefix...)
+	if wrap != nil {
+		f.line = wrap(f.line, data)
+	} else {
+		f.line = append(f.line, data...)
+	}
+	f.line = append(f.line, f.suffix...)
 	return f.w.Write(f.line)
+}
+
+// frames writes a hook's frames, unflushed, and counts their bytes.
+func (f *Writer) frames(data [][]byte) error {
+	for _, d := range data {
+		k, err := f.write(d, nil)
+		f.bytes += int64(k)
+		f.pending = true
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush flushes what was written since the last flush, if anything.
@@ -106,10 +161,17 @@ func (f *Writer) flush() {
 	f.pending = false
 }
 
-// Fail writes the stream's last frame, the failure in the door's shape,
-// and flushes it. A caller that left is not told.
+// Fail writes the stream's last frame, the failure in the door's shape
+// (the Fail hook), and flushes it. A caller that left is not told.
 func (f *Writer) Fail(fl core.Failure) {
-	k, _ := f.write(f.fail(fl))
+	if f.hooks.Fail == nil {
+		return
+	}
+	data := f.hooks.Fail(fl)
+	if data == nil {
+		return
+	}
+	k, _ := f.write(data, nil)
 	f.bytes += int64(k)
 	f.rc.Flush()
 }

@@ -107,10 +107,16 @@ type served struct {
 // and where the handler reports.
 func serve(t *testing.T, prefix, suffix string, recs core.Records, w *writer, fail bool) (string, <-chan served) {
 	t.Helper()
+	return serveHooks(t, prefix, suffix, Hooks{Fail: failure}, recs, w, fail)
+}
+
+// serveHooks is serve with the writer's hooks.
+func serveHooks(t *testing.T, prefix, suffix string, hooks Hooks, recs core.Records, w *writer, fail bool) (string, <-chan served) {
+	t.Helper()
 	out := make(chan served, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.ResponseWriter = rw
-		f := New(w, "application/x-test", prefix, suffix, failure)
+		f := New(w, "application/x-test", prefix, suffix, hooks)
 		var s served
 		s.begin = f.Begin()
 		s.copied = f.Copy(recs)
@@ -363,6 +369,119 @@ func TestWriterBegin(t *testing.T) {
 	}
 	if body, err := io.ReadAll(resp.Body); err != nil || string(body) != "{\"a\":1}\n" {
 		t.Errorf("body = %q, %v", body, err)
+	}
+	if s := result(t, out); s.begin != nil || s.copied != nil {
+		t.Errorf("Begin = %v, Copy = %v", s.begin, s.copied)
+	}
+}
+
+// ended are records that end with err.
+type ended struct {
+	*records
+	err error
+}
+
+func (r ended) Err() error          { return r.err }
+func (r ended) BeforeWait(f func()) { r.hook = f }
+
+// TestWriterHooks: what a door adds around the records goes out framed
+// as they are and under the same flush policy: Begin's frames with the
+// head, flushed before the records wait; each record's data wrapped
+// (JSON-RPC's response with its id); End's frames after the records,
+// told how they ended (a closing "[DONE]" only after a clean end); the
+// failure's frame last, none when the Fail hook gives none. Every byte is
+// counted.
+func TestWriterHooks(t *testing.T) {
+	begin := func() [][]byte { return [][]byte{[]byte(`{"task":"submitted"}`), []byte(`{"task":"working"}`)} }
+	wrap := func(dst, record []byte) []byte {
+		dst = append(dst, `{"id":7,"result":`...)
+		return append(append(dst, record...), '}')
+	}
+	done := func(err error) [][]byte {
+		if err != nil {
+			return nil
+		}
+		return [][]byte{[]byte("[DONE]")}
+	}
+	errBroke := errors.New("broke")
+	tests := []struct {
+		name        string
+		hooks       Hooks
+		err         error // the records' end
+		fail        bool
+		want        string
+		wantFlushes int // Begin's included
+	}{
+		{name: "begin frames with the head", hooks: Hooks{Begin: begin},
+			want:        "data: {\"task\":\"submitted\"}\n\ndata: {\"task\":\"working\"}\n\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\n",
+			wantFlushes: 1 + 2},
+		{name: "each record wrapped", hooks: Hooks{Record: wrap},
+			want:        "data: {\"id\":7,\"result\":{\"a\":1}}\n\ndata: {\"id\":7,\"result\":{\"b\":2}}\n\n",
+			wantFlushes: 1 + 2},
+		{name: "closing frame after a clean end", hooks: Hooks{End: done, Fail: failure},
+			want:        "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n",
+			wantFlushes: 1 + 2 + 1},
+		{name: "no closing frame after a failure, the failure last", hooks: Hooks{End: done, Fail: failure}, err: errBroke, fail: true,
+			want:        "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"error\":\"BOOM\"}\n\n",
+			wantFlushes: 1 + 2 + 1},
+		{name: "a Fail hook that gives nothing writes nothing", hooks: Hooks{Fail: func(core.Failure) []byte { return nil }}, err: errBroke, fail: true,
+			want:        "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n",
+			wantFlushes: 1 + 2},
+		{name: "no hooks", err: errBroke, fail: true,
+			want:        "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n",
+			wantFlushes: 1 + 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := ended{&records{bursts: [][]string{{`{"a":1}`}, {`{"b":2}`}}}, tt.err}
+			w := &writer{}
+			url, out := serveHooks(t, "data: ", "\n\n", tt.hooks, recs, w, tt.fail)
+			resp := get(t, url)
+			body, _ := io.ReadAll(resp.Body)
+			s := result(t, out)
+			if string(body) != tt.want {
+				t.Errorf("body = %q, want %q", body, tt.want)
+			}
+			if s.begin != nil || s.copied != nil {
+				t.Errorf("Begin = %v, Copy = %v, want nil", s.begin, s.copied)
+			}
+			if s.flushes != tt.wantFlushes {
+				t.Errorf("flushes = %d, want %d", s.flushes, tt.wantFlushes)
+			}
+			if s.records != 2 || s.bytes != int64(len(tt.want)) {
+				t.Errorf("Wrote = %d records, %d bytes; want 2, %d", s.records, s.bytes, len(tt.want))
+			}
+		})
+	}
+}
+
+// TestWriterBeginFramesFlushed: Begin's frames reach the caller before
+// the first record, while the records still wait for the agent.
+func TestWriterBeginFramesFlushed(t *testing.T) {
+	headed := make(chan string, 1)
+	stalled := make(chan struct{})
+	recs := &records{bursts: [][]string{{`{"a":1}`}}, wait: func(burst int) {
+		if burst > 0 {
+			return
+		}
+		select {
+		case <-headed:
+		case <-time.After(prompt):
+			close(stalled)
+		}
+	}}
+	hooks := Hooks{Begin: func() [][]byte { return [][]byte{[]byte(`{"task":"working"}`)} }}
+	url, out := serveHooks(t, "data: ", "\n\n", hooks, waiter{recs}, &writer{}, false)
+	resp := get(t, url)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	headed <- line
+	select {
+	case <-stalled:
+		t.Errorf("Begin's frame came only after the first record waited %v: not flushed by Begin", prompt)
+	default:
+	}
+	if err != nil || line != "data: {\"task\":\"working\"}\n" {
+		t.Errorf("first line = %q, %v; want Begin's frame", line, err)
 	}
 	if s := result(t, out); s.begin != nil || s.copied != nil {
 		t.Errorf("Begin = %v, Copy = %v", s.begin, s.copied)

@@ -1,4 +1,4 @@
-package emulator
+package devapi
 
 import (
 	"bufio"
@@ -57,8 +57,8 @@ func newStackAt(t *testing.T, agentURL string, opts Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &proxy.Server{Config: cfg, Door: platform.Door{}, Agent: core.Mux{Plain: client}}
-	contract := httptest.NewServer(s.Handler())
+	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
+	contract := httptest.NewServer(s.HandlerFor(platform.Door{}))
 	st.contract = contract.URL
 	dev := httptest.NewServer(New(cfg, contract.URL, opts))
 	st.dev = dev.URL

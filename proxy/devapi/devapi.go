@@ -1,10 +1,11 @@
-// Package emulator is sidecar dev's front door: the platform's REST
-// surface (reasoningEngines/{id}:query and :streamQuery, as the
-// platform's clients call them) and the playground page, served on a
-// loopback listener in front of the sidecar's own contract routes.
+// Package devapi is sidecar dev's stand-in for the platform: a client of
+// the contract, not a front door. It serves the platform's REST surface
+// (reasoningEngines/{id}:query and :streamQuery, as the platform's
+// clients call them) and the playground page on a loopback listener, in
+// front of the sidecar's own contract routes.
 //
-// The emulator calls the contract listener over HTTP, as the platform
-// calls the container: what it shows is what the container answers. It
+// It calls the contract listener over HTTP, as the platform calls the
+// container: what it shows is what the container answers. It
 // applies what the platform is known to do to the request and the reply
 // (CONTRACT.md §1, PROTOCOLS.md §0): the body as its clients send it,
 // {"output": …} for :query, the container's lines for :streamQuery
@@ -15,7 +16,7 @@
 // what only another site's page in the user's browser would send (a
 // foreign Host or Origin, a REST call not declared JSON) and forbids
 // framing its page (guard.go).
-package emulator
+package devapi
 
 import (
 	"embed"

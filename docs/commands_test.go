@@ -1,0 +1,391 @@
+package docs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The ports the pages show, each given a port the system picks when the
+// examples run. AgentCore's door is on 8080 in its pages, as the runtime
+// wants it; the examples' sidecar serves the platform there too, so a
+// call of 8080's /invocations or /ping goes to its AgentCore listener.
+var docPorts = []string{"8000", "8080", "8081", "8088", "9000", "9090", "agentcore"}
+
+// example is the sidecar the pages' commands run against: `sidecar dev`
+// in front of examples/python/agent.py, with the A2A, AgentCore and
+// Foundry doors on too, and the admin listener.
+type example struct {
+	ports map[string]string // doc port → the port it runs on
+	path  string            // PATH for the commands, the sidecar first
+	src   []byte            // examples/python/sidecar.yaml
+	out   *syncBuffer       // what the sidecar and the agent wrote
+}
+
+// pickPorts asks the system for a free port per doc port, all held open
+// together so that no two are the same.
+func pickPorts(t *testing.T) map[string]string {
+	t.Helper()
+	ports := map[string]string{}
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	for _, p := range docPorts {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ln)
+		ports[p] = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// startExample starts the examples' sidecar and waits until the agent is
+// ready; the test's cleanup stops it by its pid (SIGTERM: it drains, then
+// stops the agent it started).
+func startExample(t *testing.T) *example {
+	t.Helper()
+	e := &example{ports: pickPorts(t)}
+	src, err := os.ReadFile("../examples/python/sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.src = src
+	e.path = filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
+
+	cfg := strings.Replace(string(src), "http://127.0.0.1:8000", "http://127.0.0.1:"+e.ports["8000"], 1)
+	cfg += fmt.Sprintf(`admin: {listen: "127.0.0.1:%s"}
+protocols:
+  agentcore: {listen: "127.0.0.1:%s", method: stream_query}
+  foundry: {listen: "127.0.0.1:%s", method: query}
+  a2a: {listen: "127.0.0.1:%s", method: stream_query, card: {name: Price agent, description: Prices things}}
+`, e.ports["9090"], e.ports["agentcore"], e.ports["8088"], e.ports["9000"])
+	cfgPath := filepath.Join(t.TempDir(), "sidecar.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "dev", "--config", cfgPath,
+		"--listen", "127.0.0.1:"+e.ports["8080"], "--dev-listen", "127.0.0.1:"+e.ports["8081"],
+		"--", "python3", "agent.py")
+	cmd.Dir = "../examples/python"
+	out := &syncBuffer{}
+	e.out = out
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("the examples' sidecar did not exit 20s after SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("the examples' sidecar:\n%s", out.String())
+		}
+	})
+	// Ready: the agent answers its probe. A sidecar that exits, or an
+	// agent never ready, fails the test at once or after 30s.
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the examples' sidecar exited: %v\n%s", err, out.String())
+		default:
+		}
+		resp, err := client.Get("http://127.0.0.1:" + e.ports["8080"] + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the examples' sidecar not ready after 30s: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	client.CloseIdleConnections()
+	return e
+}
+
+// syncBuffer is a bytes.Buffer the process's writers share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var docAddr = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):(8000|8080|8081|8088|9000|9090)\b(/[^\s'"]*)?`)
+
+// toRun is a command as the examples' sidecar runs it: the pages' ports
+// made the ones it listens on.
+func (e *example) toRun(cmd string) string {
+	return docAddr.ReplaceAllStringFunc(cmd, func(s string) string {
+		m := docAddr.FindStringSubmatch(s)
+		port := e.ports[m[2]]
+		if m[2] == "8080" && (strings.HasPrefix(m[3], "/invocations") || strings.HasPrefix(m[3], "/ping")) {
+			port = e.ports["agentcore"]
+		}
+		return m[1] + ":" + port + m[3]
+	})
+}
+
+// asShown is output as the pages show it: the ports made the pages' again.
+func (e *example) asShown(out string) string {
+	for doc, port := range e.ports {
+		if doc == "agentcore" {
+			doc = "8080"
+		}
+		out = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):`+port+`\b`).ReplaceAllString(out, "${1}:"+doc)
+	}
+	return out
+}
+
+// command is one command of an sh block and the output the page shows.
+type command struct {
+	line int // in the page
+	text string
+	want []string // nil: no output shown, only exit 0 is checked
+}
+
+var arrowNote = regexp.MustCompile(`\s{2,}←.*$`)
+
+// commands splits an sh block into its commands: a command runs on while
+// a line ends in a backslash or a quote is open; the comment lines right
+// after it ("# …", "#" for an empty line) are its expected output, a
+// "  ← note" at a line's end left out.
+func commands(b block) []command {
+	var out []command
+	var cur *command
+	for i := 0; i < len(b.text); i++ {
+		l := b.text[i]
+		switch {
+		case strings.TrimSpace(l) == "":
+			cur = nil
+		case strings.HasPrefix(l, "#"):
+			if cur == nil {
+				continue // a comment of its own
+			}
+			w := strings.TrimPrefix(strings.TrimPrefix(l, "#"), " ")
+			cur.want = append(cur.want, arrowNote.ReplaceAllString(w, ""))
+		default:
+			c := command{line: b.line + 1 + i, text: l}
+			for (strings.HasSuffix(c.text, "\\") || openQuote(c.text)) && i+1 < len(b.text) {
+				i++
+				c.text += "\n" + b.text[i]
+			}
+			out = append(out, c)
+			cur = &out[len(out)-1]
+		}
+	}
+	return out
+}
+
+// openQuote reports whether s leaves a shell quote open. A # at a word's
+// start outside quotes begins a comment, to the line's end.
+func openQuote(s string) bool {
+	var q rune
+	prev := ' '
+	for _, r := range s {
+		switch {
+		case q == '#':
+			if r == '\n' {
+				q = 0
+			}
+		case q == 0 && (r == '\'' || r == '"'):
+			q = r
+		case q == 0 && r == '#' && (prev == ' ' || prev == '\t' || prev == '\n'):
+			q = '#'
+		case q != 0 && r == q:
+			q = 0
+		}
+		prev = r
+	}
+	return q == '\'' || q == '"'
+}
+
+// TestCommands runs every sh block of the pages, command by command,
+// against the examples' sidecar, in a directory holding sidecar.yaml (the
+// last method map the page shows above the block, else examples/python's),
+// bin/sidecar and examples/, with sidecar on PATH and PORT
+// the sidecar's. A command whose output the page shows must print it
+// (stdout and stderr, compared as matches does); one with none shown
+// must exit 0. Blocks marked `<!-- doctest: skip: REASON -->` are skipped.
+func TestCommands(t *testing.T) {
+	var todo []block
+	for _, page := range pages(t) {
+		for _, b := range blocks(t, page) {
+			if b.lang == "sh" {
+				todo = append(todo, b)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		t.Fatal("no sh blocks in the pages")
+	}
+	for _, tool := range []string{"curl", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if testing.Short() {
+				t.Skipf("the examples need %s (make deps installs it)", tool)
+			}
+			t.Fatalf("the examples need %s: run make deps", tool)
+		}
+	}
+	e := startExample(t)
+	for _, b := range todo {
+		t.Run(b.name(), func(t *testing.T) {
+			if b.skip != "" {
+				t.Skip(b.skip)
+			}
+			dir := e.workdir(t, b.config)
+			for _, c := range commands(b) {
+				switch b.mark {
+				case "":
+					e.check(t, dir, b.page, c)
+				case startedMark:
+					e.printed(t, b.page, c)
+				default:
+					t.Fatalf("%s: unknown mark <!-- doctest: %s -->", b.name(), b.mark)
+				}
+			}
+		})
+	}
+}
+
+// workdir is a directory for a block's commands: sidecar.yaml (the last
+// method map shown above the block on its page, else examples/python's),
+// bin/sidecar and examples/.
+func (e *example) workdir(t *testing.T, config []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := e.src
+	if config != nil {
+		src = []byte(strings.Join(config, "\n") + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sidecar.yaml"), src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(binary, filepath.Join(dir, "bin", "sidecar")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(examples, filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func (e *example) check(t *testing.T, dir, page string, c command) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", e.toRun(c.text))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+e.path, "PORT="+e.ports["8080"])
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%s:%d: %v", page, c.line, err)
+	}
+	got := lines(e.asShown(out.String()))
+	if c.want == nil {
+		if err != nil {
+			t.Errorf("%s:%d: %s\n%v:\n%s", page, c.line, c.text, err, strings.Join(got, "\n"))
+		}
+		return
+	}
+	if !matches(c.want, got) {
+		t.Errorf("%s:%d: %s\n%sthe page shows:\n  %s\nit prints (%v):\n  %s", page, c.line, c.text, firstDiff(c.want, got),
+			strings.Join(c.want, "\n  "), exitStatus(err), strings.Join(got, "\n  "))
+	}
+}
+
+// startedMark marks a block whose command is the examples' sidecar itself
+// (sidecar dev in front of examples/python): each line it shows must be a
+// line the running one printed.
+const startedMark = "the examples' sidecar prints this"
+
+func (e *example) printed(t *testing.T, page string, c command) {
+	t.Helper()
+	got := lines(e.asShown(e.out.String()))
+	for _, w := range c.want {
+		found := false
+		for _, g := range got {
+			found = found || lineMatches(w, g)
+		}
+		if !found {
+			t.Errorf("%s:%d: %s\nthe page shows\n  %s\nwhich the examples' sidecar did not print:\n  %s", page, c.line, c.text, w, strings.Join(got, "\n  "))
+		}
+	}
+}
+
+// firstDiff names the first line where got leaves want, up to want's
+// first "…" line.
+func firstDiff(want, got []string) string {
+	for i, w := range want {
+		switch {
+		case strings.TrimSpace(w) == "…":
+			return ""
+		case i >= len(got):
+			return fmt.Sprintf("output line %d: missing, the page shows %q\n", i+1, w)
+		case !lineMatches(w, got[i]):
+			return fmt.Sprintf("output line %d: %q, the page shows %q\n", i+1, got[i], w)
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf("output line %d: %q, the page shows no more\n", len(want)+1, got[len(want)])
+	}
+	return ""
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// handle is the handler of the calls on one of the Door's routes, the
+// per-call pipeline every door shares: the call is counted in flight,
+// gets its context, has its request read and opened by the Door (begin),
+// is served unary or streaming as its exchange says, and ends with one
+// log line.
+func (s *Server) handle(door Door, protocol, route string, stream bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
+		defer s.log(r, c)
+		defer c.done()
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		ctx, done := s.callContext(r)
+		defer done()
+		ctx, err := s.begin(ctx, w, r, c)
+		var answer *core.Answer
+		if errors.As(err, &answer) {
+			s.answer(w, c, answer)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, c, err)
+			return
+		}
+		defer boundWrites(ctx, w, r, c.start, c.ex.Call.Method.Timeouts.Total)()
+		if c.ex.Stream {
+			s.serveStream(ctx, w, r, c)
+		} else {
+			s.serveUnary(ctx, w, r, c)
+		}
+	}
+}
+
+// answer writes the reply a Door gave without calling the agent.
+func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
+	c.status, c.outcome, c.bytes = a.Status, a.Outcome, int64(len(a.Body))
+	h := w.Header()
+	for k, v := range a.Header {
+		h[k] = v
+	}
+	w.WriteHeader(a.Status)
+	w.Write(a.Body)
+}
+
+// writeGrace is how long a write to the caller may still take once the
+// call's total time has run out or its context has ended: time for the
+// final line to reach a caller that reads.
+const writeGrace = time.Second
+
+// boundWrites bounds every write of the call's reply, which begin freed
+// from the server's write timeout: a caller that stops reading would
+// otherwise hold the call, its goroutine and its concurrency slot for as
+// long as its connection stays open. A write ends with an error
+// writeGrace after the call's total time (none if total is 0) or
+// after ctx ends (EndCalls, the caller leaving), whichever is sooner. The
+// returned stop leaves writeGrace for what net/http writes after the
+// handler (the stream's last chunk) when the server has a write timeout,
+// which it sets afresh for the connection's next request; without one,
+// it clears the deadline.
+func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, total time.Duration) (stop func()) {
+	rc := http.NewResponseController(w)
+	var deadline time.Time
+	if total > 0 {
+		deadline = start.Add(total + writeGrace)
+	}
+	var mu sync.Mutex // guards deadline and stopped
+	stopped := false
+	set := func(d time.Time) {
+		deadline = d
+		rc.SetWriteDeadline(d)
+	}
+	set(deadline)
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := time.Now().Add(writeGrace); !stopped && (deadline.IsZero() || d.Before(deadline)) {
+			set(d)
+		}
+	})
+	return func() {
+		stopAfter()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
+			if d := time.Now().Add(writeGrace); deadline.IsZero() || d.Before(deadline) {
+				set(d)
+			}
+			return
+		}
+		set(time.Time{})
+	}
+}
