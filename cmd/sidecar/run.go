@@ -16,6 +16,8 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -141,7 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "sidecar", version)
 		return nil
 	case "validate":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -152,7 +154,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, cfg.Summary(*configPath))
 		return nil
 	case "class-methods":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -160,18 +162,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	case "a2a-card":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
-		card, err := a2aCard(cfg, *cardURL)
+		card, err := a2a.CardOf(cfg, *cardURL)
 		if err != nil {
 			return &exitError{code: 1, msg: "sidecar a2a-card: " + err.Error()}
 		}
 		stdout.Write(card)
 		return nil
 	case "deploy-request":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -185,7 +187,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 			}
 		}
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
