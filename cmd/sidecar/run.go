@@ -57,8 +57,9 @@ Flags:
   --log-level LVL   debug, info, warn or error (default info)
 
 The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
-the config's listen, else :8080. Under dev, without --listen, its host is
-127.0.0.1: the contract routes have no authentication.
+the config's listen, else :8080. Under dev, without --listen, its host and
+every other protocol's listen host are 127.0.0.1: the routes have no
+authentication.
 
 deploy-request flags (besides --config):
 ` + requestUsage + "\n" + devUsage + `
@@ -198,7 +199,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer logger.Sync()
 		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
 		if cmd == "dev" && *listen == "" {
+			// The other protocols' listeners too: none of them has
+			// authentication either.
 			addr = loopback(addr)
+			for _, d := range cfg.Protocols.Doors {
+				d.Listen = loopback(d.Listen)
+			}
 		}
 		ln, err := listenPlatform(cfg, addr, cmd == "dev")
 		if err != nil {
