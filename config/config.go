@@ -29,6 +29,8 @@ type Config struct {
 
 	// Protocols are the front doors served, each on its own listener.
 	Protocols Protocols
+	// kinds are the protocols Parse was given, for Expanded.
+	kinds []Kind
 
 	// Methods in the order the file lists them. The method named "*", if
 	// any, is last and serves every name not listed.

@@ -41,6 +41,16 @@ var (
 	emits = []string{string(EmitRaw), string(EmitText), string(EmitADK)}
 )
 
+// Emits are the emit values, in the order messages list them: a table
+// test of every emit mode reads them here.
+func Emits() []Emit {
+	l := make([]Emit, len(emits))
+	for i, e := range emits {
+		l[i] = Emit(e)
+	}
+	return l
+}
+
 // dialectKey decodes a method's dialect key and returns its line, for
 // checkDialect.
 func (p *parser) dialectKey(e entry, key string, m *Method) int {

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"fmt"
@@ -11,7 +11,16 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
+
+// Parse is config.Parse with the program's doors, whose keys the table
+// documents beside config's own.
+func Parse(name string, data []byte) (*config.Config, error) {
+	return config.Parse(name, data, doors.Kinds(doors.All)...)
+}
 
 // keysTable is the method map's reference: its "Every key" table.
 const keysTable = "../docs/config.md"

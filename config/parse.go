@@ -44,21 +44,24 @@ var defaultLimits = Limits{
 	TaskStoreBytes: 64 << 20,
 }
 
-// Load reads and parses the method map at path.
-func Load(path string) (*Config, error) {
+// Load reads and parses the method map at path; kinds are the protocols
+// it may serve besides agent_platform, as for Parse.
+func Load(path string, kinds ...Kind) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading method map: %w", err)
 	}
-	return Parse(path, data)
+	return Parse(path, data, kinds...)
 }
 
 // Parse decodes and validates a method map. name is used in messages
 // ("sidecar.yaml:12: …"). The error, when there is one, is a *Errors
-// listing every problem in the file.
-func Parse(name string, data []byte) (*Config, error) {
+// listing every problem in the file. kinds are the protocols the program
+// can serve besides agent_platform (proxy/doors): the other keys of the
+// protocols section, each decoded and checked by its Kind.
+func Parse(name string, data []byte, kinds ...Kind) (*Config, error) {
 	p := &parser{}
-	c := p.file(data)
+	c := p.file(data, kinds)
 	if len(p.problems) > 0 {
 		return nil, &Errors{File: name, Problems: p.sorted()}
 	}
@@ -72,8 +75,9 @@ func Parse(name string, data []byte) (*Config, error) {
 
 // file decodes the whole method map; c is only meaningful when p found no
 // problems.
-func (p *parser) file(data []byte) *Config {
+func (p *parser) file(data []byte, kinds []Kind) *Config {
 	c := &Config{
+		kinds:    kinds,
 		Listen:   defaultListen,
 		Timeouts: defaultTimeouts,
 		Limits:   defaultLimits,
@@ -136,7 +140,7 @@ func (p *parser) file(data []byte) *Config {
 		case "adk":
 			p.adk(e.val, e.name, &c.ADK)
 		case "protocols":
-			p.protocols(e.val, e.name, &c.Protocols)
+			p.protocols(e.val, e.name, &c.Protocols, kinds)
 		default:
 			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "methods")
 		}

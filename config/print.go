@@ -55,7 +55,7 @@ func (c *Config) Expanded() []byte {
 	if c.ADK.App != "" {
 		root.Content = append(root.Content, scalar("adk"), mapping("app", scalar(c.ADK.App), "keys", scalar(c.ADK.Keys)))
 	}
-	if ps := c.Protocols; !ps.AgentPlatform || len(ps.others()) > 0 {
+	if ps := c.Protocols; !ps.AgentPlatform || len(ps.Doors) > 0 {
 		root.Content = append(root.Content, scalar("protocols"), c.protocolsNode())
 	}
 	methods := mapping()

@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"net/url"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -16,239 +16,287 @@ import (
 //	  foundry:   {listen: ":8088", method: stream_query}
 //	  a2a:       {listen: ":9000", method: stream_query, card: {name: …, description: …}}
 //
-// A protocol other than agent_platform is on when its key is present.
+// config knows only agent_platform and what every door shares (listen);
+// the other keys are the Kinds the program gives Parse, one per door it
+// can serve (proxy/doors), each decoding and checking its own options. A
+// protocol other than agent_platform is on when its key is present.
 type Protocols struct {
 	// AgentPlatform is the Agent Platform contract on Listen (or --listen,
 	// $PORT). Default: on.
 	AgentPlatform bool
-	// AgentCore is AWS Bedrock AgentCore Runtime's HTTP protocol
-	// (POST /invocations, GET /ping); nil when off.
-	AgentCore *Protocol
-	// Foundry is Azure AI Foundry hosted agents' invocations protocol
-	// (POST /invocations, GET /readiness); nil when off.
-	Foundry *Protocol
-	// A2A is the Agent2Agent protocol; nil when off.
-	A2A *A2A
+	// Doors are the other enabled protocols, in the order of the Kinds
+	// Parse was given.
+	Doors []*Door
 }
 
-// The protocols' names: keys of the protocols section, and the protocol
-// field of the call's log line and label of its metrics.
-const (
-	ProtocolAgentPlatform = "agent_platform"
-	ProtocolAgentCore     = "agentcore"
-	ProtocolFoundry       = "foundry"
-	ProtocolA2A           = "a2a"
-)
+// ProtocolAgentPlatform is the platform's protocol: its key in the
+// protocols section, the protocol field of a call's log line and the label
+// of its metrics.
+const ProtocolAgentPlatform = "agent_platform"
 
-// Protocol is one front door besides the platform's: where it listens and
-// which method of the map its calls go to.
-type Protocol struct {
-	// Listen is its own address, "host:port". Defaults: agentcore ":8080",
-	// foundry ":8088", a2a ":9000" (each runtime's fixed port).
+// Door is one enabled protocol besides agent_platform: what every door
+// shares, and its own options as its Kind decoded them.
+type Door struct {
+	// Name is its key in the protocols section, its Kind's Name.
+	Name string
+	// Listen is its own address, "host:port". Default: its Kind's Listen
+	// (each runtime's fixed port).
 	Listen string
+	// Options are what its Kind's Decode made of the rest of its section.
+	Options any
+	// Line is where it is declared, for messages.
+	Line int
+}
+
+// Door is the enabled protocol called name, or nil.
+func (ps *Protocols) Door(name string) *Door {
+	for _, d := range ps.Doors {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Kind is a protocol the program can serve besides agent_platform, as
+// config sees it: its key and how its section is decoded, checked and
+// printed. The program's list of doors (proxy/doors) gives Parse one per
+// door; config itself knows none.
+type Kind struct {
+	// Name is its key in the protocols section.
+	Name string
+	// Listen is its default listen address.
+	Listen string
+	// Decode decodes the section n at path into the door's options,
+	// listen into door.Listen (which holds the default), reporting
+	// problems through d. It reports false when the door is not on (a
+	// problem was reported).
+	Decode func(d Decoder, n *yaml.Node, path string, door *Door) bool
+	// Check checks the door's options against the whole map, once the
+	// preset's methods are in. Nil: nothing to check.
+	Check func(d Decoder, c *Config, door *Door)
+	// Print is the door's section for Expanded, listen included.
+	Print func(door *Door) *yaml.Node
+}
+
+// Decoder is what a Kind decodes and checks its section with: config's
+// own helpers, so a door's problems are reported as every other one
+// ("sidecar.yaml:12: protocols.a2a.url: …"), all at once.
+type Decoder struct{ p *parser }
+
+// Entry is one key and value of a mapping, aliases resolved.
+type Entry struct {
+	Name       string
+	Key, Value *yaml.Node
+}
+
+func (e Entry) entry() entry { return entry{name: e.Name, key: e.Key, val: e.Value} }
+
+// Entries lists a mapping's keys and values in file order, merge keys
+// expanded; a key written twice is a problem.
+func (d Decoder) Entries(n *yaml.Node, path string) []Entry {
+	var l []Entry
+	for _, e := range d.p.entries(n, path) {
+		l = append(l, Entry{Name: e.name, Key: e.key, Value: e.val})
+	}
+	return l
+}
+
+// Mapping reports whether n is a mapping, reporting a problem ("want
+// <want>, not a list") otherwise; a null is no mapping and no problem.
+func (d Decoder) Mapping(n *yaml.Node, path, want string) bool { return d.p.mapping(n, path, want) }
+
+// Scalar is e's text: ok is false for a null (no problem) and for a
+// mapping or list (a problem).
+func (d Decoder) Scalar(e Entry, path string) (string, bool) { return d.p.scalar(e.entry(), path) }
+
+// Unknown reports a key the section does not have.
+func (d Decoder) Unknown(e Entry, path string, allowed ...string) {
+	d.p.unknown(e.entry(), path, allowed...)
+}
+
+// Addf reports a problem at line of key path.
+func (d Decoder) Addf(line int, path, format string, args ...any) {
+	d.p.addf(line, path, format, args...)
+}
+
+// Target is the options of a door whose every call goes to one method
+// of the map, its section's method key.
+type Target struct {
 	// Method names the method of the map every call goes to (a name the
 	// map lists, or any name when it has "*"). Required.
 	Method string
 	// Stream is whether Method is served as a stream: its api_mode is
 	// stream or async_stream (a "*" declared without a mode is unary).
 	Stream bool
-	// Line is where the protocol is declared, for messages.
-	Line int
 }
 
-// A2A is the A2A door's protocol and its agent card.
-type A2A struct {
-	Protocol
-	Card Card
-	// URL is the public URL of the JSON-RPC endpoint the card advertises
-	// (an absolute http or https URL), for a door behind a proxy or a
-	// gateway that does not say where it was reached. Default: "" (the
-	// scheme and host the card was asked on, X-Forwarded-Proto and
-	// X-Forwarded-Host honoured).
-	URL string
+// Field is a key of a Target door's section besides listen and method.
+type Field struct {
+	Key    string
+	Decode func(d Decoder, e Entry, path string)
 }
 
-// Card is what the A2A agent card says about the agent.
-type Card struct {
-	// Name is the agent's name. Default: "" (the A2A door picks one).
-	Name string
-	// Description is what the agent does. Default: "".
-	Description string
-}
-
-// protocolDefaults are the listen addresses each runtime expects.
-var protocolDefaults = map[string]string{
-	ProtocolAgentCore: ":8080",
-	ProtocolFoundry:   ":8088",
-	ProtocolA2A:       ":9000",
-}
-
-// Listens is every enabled protocol's name and address, the platform's
-// (Listen) first, in the order agent_platform, agentcore, foundry, a2a.
-func (c *Config) Listens() [][2]string {
-	var l [][2]string
-	if c.Protocols.AgentPlatform {
-		l = append(l, [2]string{ProtocolAgentPlatform, c.Listen})
-	}
-	for _, p := range c.Protocols.others() {
-		l = append(l, [2]string{p.name, p.Listen})
-	}
-	return l
-}
-
-type namedProtocol struct {
-	name string
-	*Protocol
-}
-
-// others are the enabled protocols besides the platform's, in order.
-func (ps *Protocols) others() []namedProtocol {
-	var l []namedProtocol
-	if ps.AgentCore != nil {
-		l = append(l, namedProtocol{ProtocolAgentCore, ps.AgentCore})
-	}
-	if ps.Foundry != nil {
-		l = append(l, namedProtocol{ProtocolFoundry, ps.Foundry})
-	}
-	if ps.A2A != nil {
-		l = append(l, namedProtocol{ProtocolA2A, &ps.A2A.Protocol})
-	}
-	return l
-}
-
-// protocols decodes the protocols section.
-func (p *parser) protocols(n *yaml.Node, path string, ps *Protocols) {
-	if !p.mapping(n, path, "a mapping of protocols (agent_platform, agentcore, foundry, a2a)") {
-		return
-	}
-	for _, e := range p.entries(n, path) {
-		key := join(path, e.name)
-		switch e.name {
-		case ProtocolAgentPlatform:
-			if !p.mapping(e.val, key, "a mapping with enabled") {
-				continue
-			}
-			for _, f := range p.entries(e.val, key) {
-				fkey := join(key, f.name)
-				if f.name != "enabled" {
-					p.unknown(f, key, "enabled")
-					continue
-				}
-				switch s, _ := p.scalar(f, fkey); s {
-				case "true":
-					ps.AgentPlatform = true
-				case "false":
-					ps.AgentPlatform = false
-				default:
-					p.addf(f.val.Line, fkey, "want true or false, not %q", s)
-				}
-			}
-		case ProtocolAgentCore, ProtocolFoundry:
-			pr := &Protocol{Listen: protocolDefaults[e.name], Line: e.key.Line}
-			if p.protocol(e.val, key, pr, nil) {
-				if e.name == ProtocolAgentCore {
-					ps.AgentCore = pr
-				} else {
-					ps.Foundry = pr
-				}
-			}
-		case ProtocolA2A:
-			a := &A2A{Protocol: Protocol{Listen: protocolDefaults[e.name], Line: e.key.Line}}
-			if p.protocol(e.val, key, &a.Protocol, a) {
-				ps.A2A = a
-			}
-		default:
-			p.unknown(e, path, ProtocolAgentPlatform, ProtocolAgentCore, ProtocolFoundry, ProtocolA2A)
-		}
-	}
-}
-
-// protocol decodes one protocol's listen and method, and for A2A (a) its
-// card and url. It reports whether the protocol is on: a mapping with a
-// method.
-func (p *parser) protocol(n *yaml.Node, path string, pr *Protocol, a *A2A) bool {
+// Target decodes a Target door's section n at path: listen into
+// door.Listen, method into t, and each of fields with its Decode. It
+// reports whether the door is on: a mapping with a method.
+func (d Decoder) Target(n *yaml.Node, path string, door *Door, t *Target, fields ...Field) bool {
+	p := d.p
 	if n.Kind != yaml.MappingNode {
 		p.addf(n.Line, path, "want a mapping with listen and method, not a %s", kindName(n))
 		return false
 	}
 	allowed := []string{"listen", "method"}
-	if a != nil {
-		allowed = append(allowed, "card", "url")
+	for _, f := range fields {
+		allowed = append(allowed, f.Key)
 	}
+entries:
 	for _, e := range p.entries(n, path) {
 		key := join(path, e.name)
-		switch {
-		case e.name == "listen":
+		switch e.name {
+		case "listen":
 			if s, ok := p.scalar(e, key); ok {
 				if err := checkListen(s); err != nil {
 					p.addf(e.val.Line, key, "%v", err)
 					continue
 				}
-				pr.Listen = s
+				door.Listen = s
 			}
-		case e.name == "method":
+		case "method":
 			if s, ok := p.scalar(e, key); ok {
-				pr.Method = s
-			}
-		case e.name == "card" && a != nil:
-			p.card(e.val, key, &a.Card)
-		case e.name == "url" && a != nil:
-			if s, ok := p.scalar(e, key); ok {
-				if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					p.addf(e.val.Line, key, "%q is not an absolute http or https URL (want e.g. https://agents.example.com/price/)", s)
-					continue
-				}
-				a.URL = s
+				t.Method = s
 			}
 		default:
+			for _, f := range fields {
+				if f.Key == e.name {
+					f.Decode(d, Entry{Name: e.name, Key: e.key, Value: e.val}, key)
+					continue entries
+				}
+			}
 			p.unknown(e, path, allowed...)
 		}
 	}
-	if pr.Method == "" {
+	if t.Method == "" {
 		p.addf(n.Line, join(path, "method"), "missing (want the method of the map its calls go to, e.g. method: stream_query)")
 		return false
 	}
 	return true
 }
 
-// card decodes the A2A agent card's name and description.
-func (p *parser) card(n *yaml.Node, path string, c *Card) {
-	if !p.mapping(n, path, "a mapping with name and description") {
+// CheckTarget reports a Target door whose method is not one of c's map
+// (the preset's included), and sets t.Stream.
+func (d Decoder) CheckTarget(c *Config, door *Door, t *Target) {
+	m := c.methodNamed(t.Method)
+	if m == nil {
+		d.p.addf(door.Line, "protocols."+door.Name+".method", "%q is not a method of the map (want %s)", t.Method, c.methodNames())
 		return
 	}
+	t.Stream = m.Mode.Streaming()
+}
+
+// PrintTarget is a Target door's section for Expanded: listen, method,
+// then kv, keys and values as Mapping takes them.
+func PrintTarget(door *Door, t *Target, kv ...any) *yaml.Node {
+	return Mapping(append([]any{"listen", quoted(door.Listen), "method", scalar(t.Method)}, kv...)...)
+}
+
+// Mapping is a YAML mapping of kv, keys (strings) and values (nodes) in
+// turn, for a Kind's Print.
+func Mapping(kv ...any) *yaml.Node { return mapping(kv...) }
+
+// Quoted is s as a double-quoted YAML string, for a Kind's Print.
+func Quoted(s string) *yaml.Node { return quoted(s) }
+
+// Listens is every enabled protocol's name and address, the platform's
+// (Listen) first, then the others in the order of the Kinds.
+func (c *Config) Listens() [][2]string {
+	var l [][2]string
+	if c.Protocols.AgentPlatform {
+		l = append(l, [2]string{ProtocolAgentPlatform, c.Listen})
+	}
+	for _, d := range c.Protocols.Doors {
+		l = append(l, [2]string{d.Name, d.Listen})
+	}
+	return l
+}
+
+// protocols decodes the protocols section: agent_platform here, every
+// other key by its Kind.
+func (p *parser) protocols(n *yaml.Node, path string, ps *Protocols, kinds []Kind) {
+	names := []string{ProtocolAgentPlatform}
+	for _, k := range kinds {
+		names = append(names, k.Name)
+	}
+	if !p.mapping(n, path, "a mapping of protocols ("+strings.Join(names, ", ")+")") {
+		return
+	}
+	byName := make(map[string]*Door)
 	for _, e := range p.entries(n, path) {
 		key := join(path, e.name)
-		s, ok := p.scalar(e, key)
-		switch e.name {
-		case "name":
-			if ok {
-				c.Name = s
-			}
-		case "description":
-			if ok {
-				c.Description = s
-			}
-		default:
-			p.unknown(e, path, "name", "description")
+		if e.name == ProtocolAgentPlatform {
+			p.platform(e, key, ps)
+			continue
+		}
+		i := kindIndex(kinds, e.name)
+		if i < 0 {
+			p.unknown(e, path, names...)
+			continue
+		}
+		d := &Door{Name: e.name, Listen: kinds[i].Listen, Line: e.key.Line}
+		if kinds[i].Decode(Decoder{p}, e.val, key, d) {
+			byName[e.name] = d
+		}
+	}
+	for _, k := range kinds {
+		if d := byName[k.Name]; d != nil {
+			ps.Doors = append(ps.Doors, d)
 		}
 	}
 }
 
-// checkProtocols checks what needs the whole map: each protocol's method
-// is one of the map's (after the preset's are added), and no two
-// listeners, the admin one included, share a port. It sets Stream.
-func (p *parser) checkProtocols(c *Config, adminLine int) {
-	for _, pr := range c.Protocols.others() {
-		m := c.methodNamed(pr.Method)
-		if m == nil {
-			p.addf(pr.Line, "protocols."+pr.name+".method", "%q is not a method of the map (want %s)", pr.Method, c.methodNames())
+// platform decodes protocols.agent_platform.
+func (p *parser) platform(e entry, key string, ps *Protocols) {
+	if !p.mapping(e.val, key, "a mapping with enabled") {
+		return
+	}
+	for _, f := range p.entries(e.val, key) {
+		fkey := join(key, f.name)
+		if f.name != "enabled" {
+			p.unknown(f, key, "enabled")
 			continue
 		}
-		pr.Stream = m.Mode.Streaming()
+		switch s, _ := p.scalar(f, fkey); s {
+		case "true":
+			ps.AgentPlatform = true
+		case "false":
+			ps.AgentPlatform = false
+		default:
+			p.addf(f.val.Line, fkey, "want true or false, not %q", s)
+		}
 	}
-	for _, pr := range c.Protocols.others() {
-		if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, pr.Listen) {
-			p.addf(pr.Line, "protocols."+pr.name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", pr.Listen, c.Upstream.URL)
+}
+
+func kindIndex(kinds []Kind, name string) int {
+	for i, k := range kinds {
+		if k.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkProtocols checks what needs the whole map: each door's own Check
+// (its method is one of the map's, after the preset's are added), and no
+// two listeners, the admin one included, share a port.
+func (p *parser) checkProtocols(c *Config, adminLine int) {
+	for _, d := range c.Protocols.Doors {
+		if k := c.kinds[kindIndex(c.kinds, d.Name)]; k.Check != nil {
+			k.Check(Decoder{p}, c, d)
+		}
+	}
+	for _, d := range c.Protocols.Doors {
+		if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, d.Listen) {
+			p.addf(d.Line, "protocols."+d.Name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", d.Listen, c.Upstream.URL)
 		}
 	}
 	listens := c.Listens()
@@ -265,10 +313,8 @@ func (p *parser) checkProtocols(c *Config, adminLine int) {
 }
 
 func (c *Config) protocolLine(name string) int {
-	for _, pr := range c.Protocols.others() {
-		if pr.name == name {
-			return pr.Line
-		}
+	if d := c.Protocols.Door(name); d != nil {
+		return d.Line
 	}
 	return 0
 }
@@ -307,9 +353,9 @@ func (c *Config) CheckListen(addr string) error {
 	if !c.Protocols.AgentPlatform {
 		return nil
 	}
-	for _, pr := range c.Protocols.others() {
-		if samePort(addr, pr.Listen) {
-			return fmt.Errorf("the agent_platform listener %s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", addr, pr.name, pr.Listen)
+	for _, d := range c.Protocols.Doors {
+		if samePort(addr, d.Listen) {
+			return fmt.Errorf("the agent_platform listener %s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", addr, d.Name, d.Listen)
 		}
 	}
 	return nil
@@ -318,16 +364,24 @@ func (c *Config) CheckListen(addr string) error {
 // protocolsNode is the protocols section for Expanded.
 func (c *Config) protocolsNode() *yaml.Node {
 	n := mapping(ProtocolAgentPlatform, mapping("enabled", value(c.Protocols.AgentPlatform)))
-	for _, pr := range c.Protocols.others() {
-		pn := mapping("listen", quoted(pr.Listen), "method", scalar(pr.Method))
-		if pr.name == ProtocolA2A {
-			pn.Content = append(pn.Content, scalar("card"), mapping(
-				"name", quoted(c.Protocols.A2A.Card.Name), "description", quoted(c.Protocols.A2A.Card.Description)))
-			if u := c.Protocols.A2A.URL; u != "" {
-				pn.Content = append(pn.Content, scalar("url"), quoted(u))
-			}
-		}
-		n.Content = append(n.Content, scalar(pr.name), pn)
+	for _, d := range c.Protocols.Doors {
+		n.Content = append(n.Content, scalar(d.Name), c.kinds[kindIndex(c.kinds, d.Name)].Print(d))
 	}
 	return n
+}
+
+// TargetKind is the Kind of a door whose section is listen and method
+// and nothing else; its Door's Options are a *Target.
+func TargetKind(name, listen string) Kind {
+	return Kind{
+		Name:   name,
+		Listen: listen,
+		Decode: func(d Decoder, n *yaml.Node, path string, door *Door) bool {
+			t := &Target{}
+			door.Options = t
+			return d.Target(n, path, door, t)
+		},
+		Check: func(d Decoder, c *Config, door *Door) { d.CheckTarget(c, door, door.Options.(*Target)) },
+		Print: func(door *Door) *yaml.Node { return PrintTarget(door, door.Options.(*Target)) },
+	}
 }

@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,13 +62,15 @@ type Call struct {
 	Bytes     int64
 	Retries   int
 	Stream    bool
-	// Protocol is the front door's protocol (proxy.Protocols, a fixed set).
+	// Protocol is the front door's protocol (proxy.ProtocolOf: a
+	// registered door's, or other; a closed set).
 	Protocol string
 }
 
 // New registers the sidecar's metrics, plus the Go runtime and process
-// collectors, on a registry of its own.
-func New() *Metrics {
+// collectors, on a registry of its own. protocols are the registered
+// doors' names (proxy/doors.Names), which the protocol label's help lists.
+func New(protocols ...string) *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900}
@@ -97,7 +101,7 @@ func New() *Metrics {
 			Name: "sidecar_timeouts_total", Help: "Calls ended by a timeout, by method map entry, route and phase: connect, first_byte, idle, total.",
 		}, []string{"class_method", "route", "phase"}),
 		protocols: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_protocol_calls_total", Help: "Calls served, by front door protocol (agent_platform, agentcore, foundry, a2a, other) and outcome.",
+			Name: "sidecar_protocol_calls_total", Help: "Calls served, by front door protocol (" + strings.Join(append(slices.Clip(protocols), "other"), ", ") + ") and outcome.",
 		}, []string{"protocol", "outcome"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_agent_restarts_total", Help: "Times a started agent was restarted after it failed.",

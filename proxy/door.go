@@ -44,21 +44,17 @@ type Door interface {
 	WriteError(w http.ResponseWriter, f core.Failure)
 }
 
-// Protocols are the values of a call's protocol log field and metrics
-// label: the protocols config names, and "other" for a door that names
-// none of them.
-var Protocols = []string{config.ProtocolAgentPlatform, config.ProtocolAgentCore, config.ProtocolFoundry, config.ProtocolA2A, "other"}
-
-// Named is a Door that names its protocol, one of Protocols.
+// Named is a Door that names its protocol, one of Server.Protocols.
 type Named interface {
 	Protocol() string
 }
 
 // ProtocolOf is door's protocol: its name when it is a Named door with one
-// of Protocols, else "other". The set is fixed: it is a metrics label.
-func ProtocolOf(door Door) string {
+// of protocols (Server.Protocols, the registered doors' names), else
+// "other". The set is closed: it is a metrics label.
+func ProtocolOf(door Door, protocols []string) string {
 	if n, ok := door.(Named); ok {
-		if p := n.Protocol(); slices.Contains(Protocols, p) {
+		if p := n.Protocol(); slices.Contains(protocols, p) {
 			return p
 		}
 	}

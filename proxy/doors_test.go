@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/a2a"
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
@@ -30,6 +29,7 @@ func TestHandlerForSharesLimits(t *testing.T) {
 	s, a, logs := toyServer(t, "limits: {concurrency: 1, queue: 0}\n", agent)
 	m := metrics.New()
 	s.Metrics = m
+	s.Protocols = []string{"foundry"}
 	b := s.HandlerFor(namedToy{})
 
 	held := make(chan *httptest.ResponseRecorder)
@@ -68,7 +68,18 @@ func TestHandlerForSharesLimits(t *testing.T) {
 // its own error shape.
 func TestDoorsNoRoute(t *testing.T) {
 	s, _, _ := toyServer(t, "", &fakeAgent{})
-	p := config.Protocol{Method: "query"}
+	agentCore, err := agentcore.New(s.Config, agentcore.Options{Method: "query", InFlight: s.InFlight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foundryDoor, err := foundry.New(s.Config, foundry.Options{Method: "query"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2aDoor, err := a2a.New(s.Config, a2a.Options{Method: "query"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		door     Door
 		notFound string // the 404's body for /nope
@@ -79,11 +90,11 @@ func TestDoorsNoRoute(t *testing.T) {
 	}{
 		{platform.Door{}, `"no route \"/nope\"; the sidecar serves POST /api/reasoning_engine, POST /api/stream_reasoning_engine and GET /healthz"`,
 			core.RouteUnary, http.MethodGet, "POST", `{"detail":`},
-		{agentcore.New(p, s.InFlight), `"no route \"/nope\"; the sidecar serves POST /invocations and GET /ping"`,
+		{agentCore, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /ping"`,
 			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`},
-		{foundry.New(p, ""), `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,
+		{foundryDoor, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,
 			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`},
-		{a2a.NewDoor(s.Config, a2a.Options{Method: "query"}), `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
+		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
 			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
 	}
 	for _, tt := range tests {
@@ -98,7 +109,7 @@ func TestDoorsNoRoute(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			return resp, string(b)
 		}
-		name := ProtocolOf(tt.door)
+		name := tt.door.(Named).Protocol()
 		if resp, body := get(http.MethodGet, "/nope"); resp.StatusCode != 404 || !strings.HasPrefix(body, tt.shape) || !strings.Contains(body, tt.notFound) {
 			t.Errorf("%s: GET /nope = %d %s, want 404 %s…%s", name, resp.StatusCode, body, tt.shape, tt.notFound)
 		}

@@ -32,6 +32,10 @@ type Server struct {
 	Logger *zap.Logger
 	// Metrics records every call. If nil, nothing is recorded.
 	Metrics *metrics.Metrics
+	// Protocols are the protocols a call's log line and metrics may name:
+	// the registered doors' (proxy/doors.Names). A door naming none of
+	// them is "other" (ProtocolOf): the set is closed, a metrics label.
+	Protocols []string
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
@@ -94,10 +98,10 @@ func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,
 // readiness, drain, log line and metrics, each call labelled with its
-// door's protocol (ProtocolOf). Serve each door on a listener of its own.
+// door's protocol (ProtocolOf, one of Protocols). Serve each door on a listener of its own.
 func (s *Server) HandlerFor(door Door) http.Handler {
 	s.setupOnce.Do(s.setup)
-	protocol := ProtocolOf(door)
+	protocol := ProtocolOf(door, s.Protocols)
 	return door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
 		http.HandlerFunc(s.ServeHealth))
 }

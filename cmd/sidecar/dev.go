@@ -60,9 +60,10 @@ func (d *devFlags) check() error {
 }
 
 // loopback is addr (the contract listener's address from $PORT or the
-// config) on 127.0.0.1, unless it already names a loopback host: under
-// sidecar dev the contract listener is as unauthenticated as the dev
-// listener, so only --listen may open it to other machines.
+// config, or another protocol's listen) on 127.0.0.1, unless it already
+// names a loopback host: under sidecar dev the contract listener and the
+// other doors are as unauthenticated as the dev listener, so only --listen
+// may open them to other machines.
 func loopback(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -237,6 +237,64 @@ func TestDevContractLoopback(t *testing.T) {
 	}
 }
 
+// TestDevDoorsLoopback: under sidecar dev without --listen, another
+// protocol's listener (AgentCore's here) is on loopback too, whatever host
+// its listen names; with --listen it keeps its own address.
+func TestDevDoorsLoopback(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("--listen %v", open), func(t *testing.T) {
+			port := freePort(t)
+			yaml := fmt.Sprintf("upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n"+
+				"protocols:\n  agentcore: {listen: \"0.0.0.0:%d\", method: echo}\n", port)
+			path := filepath.Join(t.TempDir(), "sidecar.yaml")
+			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"dev", "--config", path, "--dev-listen", "127.0.0.1:0"}
+			if open {
+				args = append(args, "--listen", "127.0.0.1:0")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			logs := &logWatch{listening: make(chan string, 8)}
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, args, func(string) string { return "" }, io.Discard, logs) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+			}()
+			var door string
+			for door == "" {
+				select {
+				case addr := <-logs.listening:
+					if _, p, _ := net.SplitHostPort(addr); p == fmt.Sprint(port) {
+						door = addr
+					}
+				case err := <-done:
+					done <- err
+					t.Fatalf("run returned before listening: %v", err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("sidecar dev did not log the agentcore listener")
+				}
+			}
+			host, _, _ := net.SplitHostPort(door)
+			if ip := net.ParseIP(host); ip == nil || ip.IsLoopback() == open {
+				t.Fatalf("the agentcore listener is on %q; want loopback only without --listen", door)
+			}
+			for _, ip := range nonLoopbackIPs(t) {
+				c, err := net.Dial("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+				if err == nil {
+					c.Close()
+				}
+				if (err == nil) != open {
+					t.Errorf("dialing the agentcore listener on %s: %v, want it reachable only with --listen", ip, err)
+				}
+			}
+		})
+	}
+}
+
 // nonLoopbackIPs are this machine's own IPv4 addresses that are not
 // loopback (none on a machine without a network).
 func nonLoopbackIPs(t *testing.T) []string {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -55,8 +57,9 @@ Flags:
   --log-level LVL   debug, info, warn or error (default info)
 
 The listen address is --listen, else 0.0.0.0:$PORT when PORT is set, else
-the config's listen, else :8080. Under dev, without --listen, its host is
-127.0.0.1: the contract routes have no authentication.
+the config's listen, else :8080. Under dev, without --listen, its host and
+every other protocol's listen host are 127.0.0.1: the routes have no
+authentication.
 
 deploy-request flags (besides --config):
 ` + requestUsage + "\n" + devUsage + `
@@ -141,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "sidecar", version)
 		return nil
 	case "validate":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -152,7 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, cfg.Summary(*configPath))
 		return nil
 	case "class-methods":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -160,18 +163,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	case "a2a-card":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
-		card, err := a2aCard(cfg, *cardURL)
+		card, err := a2a.CardOf(cfg, *cardURL)
 		if err != nil {
 			return &exitError{code: 1, msg: "sidecar a2a-card: " + err.Error()}
 		}
 		stdout.Write(card)
 		return nil
 	case "deploy-request":
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -185,7 +188,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 			}
 		}
-		cfg, err := config.Load(*configPath)
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
@@ -196,7 +199,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer logger.Sync()
 		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
 		if cmd == "dev" && *listen == "" {
+			// The other protocols' listeners too: none of them has
+			// authentication either.
 			addr = loopback(addr)
+			for _, d := range cfg.Protocols.Doors {
+				d.Listen = loopback(d.Listen)
+			}
 		}
 		ln, err := listenPlatform(cfg, addr, cmd == "dev")
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -39,7 +40,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	prober := upstream.NewProber(cfg, client)
 	var m *metrics.Metrics
 	if cfg.Admin.Listen != "" {
-		m = metrics.New()
+		m = metrics.New(doors.Names(doors.All)...)
 	}
 	// The one Agent: methods that name a handler go to the ADK app, the
 	// rest to the agent over HTTP. Readiness waits for the ADK api server
@@ -56,13 +57,13 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
 		MaxRecord: cfg.Limits.RecordBytes}
 	s := &proxy.Server{Config: cfg, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
-		Metrics: m, Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
-	doors, err := openDoors(cfg, s, ln, aio.env, logger, lim)
+		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
+	served, err := openDoors(cfg, s, ln, aio.env, logger, lim)
 	if err != nil {
 		return err
 	}
 	closeDoors := func() {
-		for _, d := range doors {
+		for _, d := range served {
 			d.ln.Close()
 		}
 	}
@@ -111,7 +112,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	}
 
 	if cfg.Admin.Listen != "" {
-		stopAdmin, err := serveAdmin(cfg.Admin.Listen, doors[0].ln.Addr(), m, s, logger)
+		stopAdmin, err := serveAdmin(cfg.Admin.Listen, served[0].ln.Addr(), m, s, logger)
 		if err != nil {
 			closeDoors()
 			stopAgent(agentBudget())
@@ -120,9 +121,9 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		defer stopAdmin()
 	}
 
-	errc := make(chan error, len(doors))
-	srvs := make([]*http.Server, len(doors))
-	for i, d := range doors {
+	errc := make(chan error, len(served))
+	srvs := make([]*http.Server, len(served))
+	for i, d := range served {
 		srvs[i] = d.srv
 		go func() { errc <- d.srv.Serve(d.ln) }()
 		logger.Info("listening", zap.String("protocol", d.protocol), zap.String("addr", d.ln.Addr().String()),

@@ -16,13 +16,14 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // serveInProcess runs serve on 127.0.0.1 with lim and returns its address;
 // the server is stopped when the test ends.
 func serveInProcess(t *testing.T, yaml string, lim serverLimits) string {
 	t.Helper()
-	cfg, err := config.Parse("sidecar.yaml", []byte(yaml))
+	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}

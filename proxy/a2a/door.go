@@ -20,25 +20,7 @@ const (
 	RouteHealth     = "/healthz"
 )
 
-// Options are what the door serves besides the method map.
-type Options struct {
-	// Method is the method of the map every message calls.
-	Method string
-	// Card is what the agent card says about the agent.
-	Card CardInfo
-	// URL is the public URL the card advertises for the JSON-RPC
-	// endpoint (protocols.a2a.url). Empty: the scheme and host the card
-	// was asked on (X-Forwarded-Proto and X-Forwarded-Host when a proxy
-	// sets them, else http, or https with TLS, and the Host), plus "/".
-	URL string
-}
-
-// CardInfo is the agent card's description of the agent.
-type CardInfo struct {
-	Name, Description string
-}
-
-// Door is the A2A front door (a proxy.Door). Build it with NewDoor.
+// Door is the A2A front door (a proxy.Door). Build it with New.
 type Door struct {
 	opts   Options
 	method *config.Method // the entry serving opts.Method; nil: none
@@ -46,10 +28,10 @@ type Door struct {
 	tasks  *store
 }
 
-// NewDoor is the A2A door calling opts.Method of cfg's map: the entry of
+// New is the A2A door calling opts.Method of cfg's map: the entry of
 // that name, else the "*" entry (streaming first). Its task store keeps
 // limits.task_store_bytes, each task's artifact at most limits.reply_bytes.
-func NewDoor(cfg *config.Config, opts Options) *Door {
+func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes)}
 	for _, m := range cfg.Methods {
 		if m.Name == opts.Method {
@@ -62,11 +44,11 @@ func NewDoor(cfg *config.Config, opts Options) *Door {
 		}
 	}
 	d.stream = d.method != nil && d.method.Mode.Streaming()
-	return d
+	return d, nil
 }
 
 // Protocol names the door in the call's log line and metrics.
-func (*Door) Protocol() string { return config.ProtocolA2A }
+func (*Door) Protocol() string { return Name }
 
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and

@@ -97,10 +97,10 @@ func TestCard(t *testing.T) {
 	}
 	cfg, _ := config.Parse("t.yaml", []byte("upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {query: {}}\n"))
 	var c card
-	d := NewDoor(cfg, Options{Method: "query", URL: "https://agent.example/a2a/"})
+	d := newDoor(t, cfg, Options{Method: "query", URL: "https://agent.example/a2a/"})
 	rec := httpRecorder(d, http.MethodGet, RouteCard)
 	json.Unmarshal(rec, &c)
-	if raw := string(httpRecorder(NewDoor(cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, RouteCard)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
+	if raw := string(httpRecorder(newDoor(t, cfg, Options{Method: "query", Card: CardInfo{Description: "a < b & c"}}), http.MethodGet, RouteCard)); !strings.Contains(raw, `"description": "a < b & c"`) || !strings.HasSuffix(raw, "}\n") {
 		t.Errorf("a card whose description has < and &: %s, want them as written", raw)
 	}
 	if c.URL != "https://agent.example/a2a/" || c.SupportedInterfaces[0].URL != c.URL || c.Capabilities.Streaming || c.Name != "query" || c.Description == "" {

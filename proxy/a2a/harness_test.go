@@ -108,7 +108,7 @@ func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	door := NewDoor(cfg, Options{Method: method, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
+	door := newDoor(t, cfg, Options{Method: method, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
 	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
@@ -215,4 +215,14 @@ func httpRecorder(d *Door, method, path string) []byte {
 	w := httptest.NewRecorder()
 	d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler()).ServeHTTP(w, httptest.NewRequest(method, path, nil))
 	return w.Body.Bytes()
+}
+
+// newDoor is New's door of opts on cfg's map.
+func newDoor(t testing.TB, cfg *config.Config, opts Options) *Door {
+	t.Helper()
+	d, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -480,7 +480,7 @@ func TestCardURL(t *testing.T) {
 		}
 		return c.URL
 	}
-	d := NewDoor(testConfig(t), Options{Method: "query"})
+	d := newDoor(t, testConfig(t), Options{Method: "query"})
 	tests := []struct {
 		header map[string]string
 		tls    bool
@@ -504,7 +504,7 @@ func TestCardURL(t *testing.T) {
 			t.Errorf("card url with %v (TLS %v) = %q, want %q", tt.header, tt.tls, got, tt.want)
 		}
 	}
-	fixed := NewDoor(testConfig(t), Options{Method: "query", URL: "https://agents.example/price/"})
+	fixed := newDoor(t, testConfig(t), Options{Method: "query", URL: "https://agents.example/price/"})
 	if got := cardURL(fixed, map[string]string{"X-Forwarded-Proto": "http", "X-Forwarded-Host": "other.example"}, nil); got != "https://agents.example/price/" {
 		t.Errorf("card url with Options.URL and X-Forwarded-*: %q, want Options.URL", got)
 	}

@@ -30,15 +30,8 @@ type Door struct {
 	ping   *pinger
 }
 
-// New is the door that serves p's method. inFlight is the number of calls
-// the sidecar is serving on every door (proxy.Server.InFlight): /ping says
-// HealthyBusy while it is above 0.
-func New(p config.Protocol, inFlight func() int64) *Door {
-	return &Door{method: p.Method, stream: p.Stream, ping: newPinger(inFlight)}
-}
-
 // Protocol names the door for the call's log line and metrics.
-func (*Door) Protocol() string { return config.ProtocolAgentCore }
+func (*Door) Protocol() string { return Name }
 
 // Handler routes POST /invocations to the server's calls and GET /ping to
 // the ping; every other request is a 404 or 405 with {"error": …}.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
@@ -25,7 +24,7 @@ func serve(t *testing.T, s *doortest.Sidecar, method string) string {
 	if m == nil || m.Name != method {
 		m = s.Config.Lookup(method, true)
 	}
-	return s.Serve(t, New(config.Protocol{Method: method, Stream: m.Mode.Streaming()}, s.InFlight))
+	return s.Serve(t, newDoor(t, Options{Method: method, Stream: m.Mode.Streaming(), InFlight: s.InFlight}))
 }
 
 func post(t *testing.T, url, body string, header ...string) *http.Response {
@@ -244,7 +243,7 @@ func getPing(t *testing.T, url string) ping {
 func TestPing(t *testing.T) {
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	d := New(config.Protocol{Method: "query"}, s.InFlight)
+	d := newDoor(t, Options{Method: "query", InFlight: s.InFlight})
 	var mu sync.Mutex
 	clock := time.Unix(1_700_000_000, 0)
 	d.ping.now = func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Second); return clock }
@@ -293,4 +292,14 @@ func TestPing(t *testing.T) {
 	if p := getPing(t, url); *p.Stamp != *back.Stamp {
 		t.Errorf("idle again: stamp moved %d -> %d", *back.Stamp, *p.Stamp)
 	}
+}
+
+// newDoor is New's door of opts.
+func newDoor(t *testing.T, opts Options) *Door {
+	t.Helper()
+	d, err := New(nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -42,14 +42,8 @@ type Door struct {
 	session string // $FOUNDRY_AGENT_SESSION_ID
 }
 
-// New is the door that serves p's method; session is the value of
-// $FOUNDRY_AGENT_SESSION_ID ("" when unset).
-func New(p config.Protocol, session string) *Door {
-	return &Door{method: p.Method, stream: p.Stream, session: session}
-}
-
 // Protocol names the door for the call's log line and metrics.
-func (*Door) Protocol() string { return config.ProtocolFoundry }
+func (*Door) Protocol() string { return Name }
 
 // Handler routes POST /invocations to the server's calls, with the ids
 // resolved first, and GET /readiness to its health.

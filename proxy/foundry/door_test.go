@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
@@ -41,7 +40,7 @@ func do(t *testing.T, method, url, body string, header ...string) (*http.Respons
 func TestInvocations(t *testing.T) {
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
 	for body, want := range map[string]string{
 		`{"message": "hi"}`: `{"got":{"message":"hi"}}`,
 		`hello "you"`:       `{"got":"hello \"you\""}`,
@@ -60,7 +59,7 @@ func TestInvocations(t *testing.T) {
 		t.Errorf("a body neither JSON nor text = %d %s, want 400 BAD_REQUEST", resp.StatusCode, got)
 	}
 
-	stream := s.Serve(t, New(config.Protocol{Method: "stream_query", Stream: true}, ""))
+	stream := s.Serve(t, newDoor(t, Options{Method: "stream_query", Stream: true}))
 	req, _ := http.NewRequest(http.MethodPost, stream+RouteInvocations, strings.NewReader(`{}`))
 	sresp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -71,7 +70,7 @@ func TestInvocations(t *testing.T) {
 	if sresp.Header.Get("Content-Type") != "text/event-stream" || strings.Join(events, "|") != `{"i":1}|{"i":2,"s":"a\nb"}|{"i":3}` {
 		t.Errorf("stream = %s %q", sresp.Header.Get("Content-Type"), events)
 	}
-	cut := s.Serve(t, New(config.Protocol{Method: "cut", Stream: true}, ""))
+	cut := s.Serve(t, newDoor(t, Options{Method: "cut", Stream: true}))
 	req, _ = http.NewRequest(http.MethodPost, cut+RouteInvocations, strings.NewReader(`{}`))
 	if sresp, err = http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
@@ -99,8 +98,8 @@ func TestInvocations(t *testing.T) {
 func TestIDs(t *testing.T) {
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
-	withEnv := s.Serve(t, New(config.Protocol{Method: "query"}, "env-session"))
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
+	withEnv := s.Serve(t, newDoor(t, Options{Method: "query", Session: "env-session"}))
 
 	resp, _ := do(t, http.MethodPost, url+RouteInvocations+"?agent_session_id=q-session", `{}`,
 		HeaderInvocationID, "inv-1", "X-Agent-User-Id", "user-1", "X-Agent-Foundry-Call-Id", "call-1", "Authorization", "Bearer x")
@@ -142,7 +141,7 @@ func TestReadiness(t *testing.T) {
 	s := doortest.NewSidecar(t, agent, "")
 	prober := &doortest.Prober{}
 	s.Prober = prober
-	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
 	if resp, body := do(t, http.MethodGet, url+RouteReadiness, ""); resp.StatusCode != 503 {
 		t.Errorf("not ready: %d %s, want 503", resp.StatusCode, body)
 	}
@@ -167,8 +166,8 @@ func TestReadiness(t *testing.T) {
 func TestBadSessionID(t *testing.T) {
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
-	withEnv := s.Serve(t, New(config.Protocol{Method: "query"}, "env-session"))
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
+	withEnv := s.Serve(t, newDoor(t, Options{Method: "query", Session: "env-session"}))
 	for _, bad := range []string{"a%0D%0AX-Injected:%201", "a%0Ab", "a%0Db", "a%00b", "a%7Fb", "a%1Bb", "%0D%0A"} {
 		for _, base := range []string{url, withEnv} {
 			resp, body := do(t, http.MethodPost, base+RouteInvocations+"?agent_session_id="+bad, `{}`)
@@ -184,4 +183,14 @@ func TestBadSessionID(t *testing.T) {
 			}
 		}
 	}
+}
+
+// newDoor is New's door of opts.
+func newDoor(t *testing.T, opts Options) *Door {
+	t.Helper()
+	d, err := New(nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

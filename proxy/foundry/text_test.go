@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
 
@@ -17,7 +16,7 @@ import (
 func TestTextBodyBounded(t *testing.T) {
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "limits: {request_bytes: 1MiB}\n")
-	url := s.Serve(t, New(config.Protocol{Method: "query"}, ""))
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
 
 	body := strings.Repeat("<", 1_048_000)
 	resp, got := do(t, http.MethodPost, url+RouteInvocations, body)

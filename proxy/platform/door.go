@@ -76,7 +76,7 @@ func (Door) Open(cfg *config.Config, route string, r *http.Request, body []byte)
 }
 
 // Protocol names the door for the call's log line and metrics.
-func (Door) Protocol() string { return config.ProtocolAgentPlatform }
+func (Door) Protocol() string { return Name }
 
 // Encoder is the ndjson writer of one stream (NewNDJSON).
 func (Door) Encoder(w http.ResponseWriter) core.Encoder { return NewNDJSON(w) }

@@ -126,11 +126,12 @@ type Sidecar struct {
 }
 
 // NewSidecar parses head (the protocols section, limits, …) with the
-// agent's upstream and Methods, and builds the Server; Serve serves its
-// doors.
-func NewSidecar(t testing.TB, a *Agent, head string) *Sidecar {
+// agent's upstream and Methods, and with kinds (the doors the protocols
+// section may name, proxy/doors.Kinds), and builds the Server; Serve
+// serves its doors.
+func NewSidecar(t testing.TB, a *Agent, head string, kinds ...config.Kind) *Sidecar {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \""+a.URL+"\"}\n"+head+Methods))
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \""+a.URL+"\"}\n"+head+Methods), kinds...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,18 @@
-package config
+package doors_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
+
+// Parse is config.Parse with the program's doors.
+func Parse(name string, data []byte) (*config.Config, error) {
+	return config.Parse(name, data, doors.Kinds(doors.All)...)
+}
 
 const protocolsBase = `
 upstream: {url: "http://127.0.0.1:8000"}
@@ -25,9 +34,10 @@ protocols:
 		t.Fatal(err)
 	}
 	ps := c.Protocols
-	if !ps.AgentPlatform || ps.AgentCore == nil || ps.AgentCore.Listen != ":8081" || !ps.AgentCore.Stream ||
-		ps.Foundry == nil || ps.Foundry.Listen != ":8088" || ps.Foundry.Stream || ps.Foundry.Method != "query" ||
-		ps.A2A == nil || ps.A2A.Card.Name != "Price agent" || ps.A2A.Card.Description != "Prices things" || ps.A2A.Listen != ":9000" || ps.A2A.URL != "https://agents.example/price/" {
+	agentCore, foundry, a2aDoor := ps.Door("agentcore"), ps.Door("foundry"), ps.Door("a2a")
+	if !ps.AgentPlatform || agentCore == nil || agentCore.Listen != ":8081" || !agentCore.Options.(*config.Target).Stream ||
+		foundry == nil || foundry.Listen != ":8088" || foundry.Options.(*config.Target).Stream || foundry.Options.(*config.Target).Method != "query" ||
+		a2aDoor == nil || a2aOf(c).Card.Name != "Price agent" || a2aOf(c).Card.Description != "Prices things" || a2aDoor.Listen != ":9000" || a2aOf(c).URL != "https://agents.example/price/" {
 		t.Fatalf("Protocols = %+v", ps)
 	}
 	if got := c.Listens(); len(got) != 4 || got[0] != [2]string{"agent_platform", ":8080"} || got[3] != [2]string{"a2a", ":9000"} {
@@ -37,7 +47,7 @@ protocols:
 	if err != nil {
 		t.Fatalf("the printed map does not parse: %v\n%s", err, c.Expanded())
 	}
-	if string(again.Expanded()) != string(c.Expanded()) || again.Protocols.A2A.Card != ps.A2A.Card || again.Protocols.A2A.URL != ps.A2A.URL {
+	if string(again.Expanded()) != string(c.Expanded()) || a2aOf(again).Card != a2aOf(c).Card || a2aOf(again).URL != a2aOf(c).URL {
 		t.Errorf("printed twice differs:\n%s\n---\n%s", c.Expanded(), again.Expanded())
 	}
 	if err := c.CheckListen("0.0.0.0:8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
@@ -58,7 +68,7 @@ protocols:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.Protocols.AgentPlatform || off.Protocols.AgentCore.Listen != ":8080" || len(off.Listens()) != 1 {
+	if off.Protocols.AgentPlatform || off.Protocols.Door("agentcore").Listen != ":8080" || len(off.Listens()) != 1 {
 		t.Errorf("agent_platform off: %+v, %v", off.Protocols, off.Listens())
 	}
 	if !strings.Contains(string(off.Expanded()), "enabled: false") {
@@ -69,6 +79,9 @@ protocols:
 		t.Errorf("no protocols section: platform on, nothing printed; got %+v\n%s", plain.Protocols, plain.Expanded())
 	}
 }
+
+// a2aOf is the options of c's A2A door.
+func a2aOf(c *config.Config) *a2a.Options { return c.Protocols.Door("a2a").Options.(*a2a.Options) }
 
 // TestProtocolProblems: the validate errors of the protocols section.
 func TestProtocolProblems(t *testing.T) {

@@ -1,0 +1,130 @@
+package a2a
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// Name is the door's protocol: its key in the protocols section, the
+// protocol field of its calls' log lines and label of their metrics.
+const Name = "a2a"
+
+// Protocol is the door's registration (proxy/doors lists it):
+//
+//	protocols:
+//	  a2a: {listen: ":9000", method: stream_query, card: {name: …, description: …}, url: https://…/}
+//
+// listen defaults to ":9000"; method is required; card and url are
+// optional (Options).
+var Protocol = core.Protocol[Options]{
+	Kind: config.Kind{
+		Name:   Name,
+		Listen: ":9000",
+		Decode: decodeSection,
+		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
+			d.CheckTarget(c, door, &config.Target{Method: door.Options.(*Options).Method})
+		},
+		Print: func(door *config.Door) *yaml.Node {
+			o := door.Options.(*Options)
+			kv := []any{"card", config.Mapping("name", config.Quoted(o.Card.Name), "description", config.Quoted(o.Card.Description))}
+			if o.URL != "" {
+				kv = append(kv, "url", config.Quoted(o.URL))
+			}
+			return config.PrintTarget(door, &config.Target{Method: o.Method}, kv...)
+		},
+	},
+	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
+}
+
+// Options are what the door serves besides the method map.
+type Options struct {
+	// Method is the method of the map every message calls.
+	Method string
+	// Card is what the agent card says about the agent.
+	Card CardInfo
+	// URL is the public URL the card advertises for the JSON-RPC
+	// endpoint (protocols.a2a.url). Empty: the scheme and host the card
+	// was asked on (X-Forwarded-Proto and X-Forwarded-Host when a proxy
+	// sets them, else http, or https with TLS, and the Host), plus "/".
+	URL string
+}
+
+// CardInfo is the agent card's description of the agent.
+type CardInfo struct {
+	Name, Description string
+}
+
+// decodeSection decodes the section: listen, method, card and url.
+func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Door) bool {
+	o := &Options{}
+	door.Options = o
+	var t config.Target
+	on := d.Target(n, path, door, &t,
+		config.Field{Key: "card", Decode: func(d config.Decoder, e config.Entry, path string) { decodeCard(d, e.Value, path, &o.Card) }},
+		config.Field{Key: "url", Decode: func(d config.Decoder, e config.Entry, path string) {
+			if s, ok := d.Scalar(e, path); ok {
+				if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					d.Addf(e.Value.Line, path, "%q is not an absolute http or https URL (want e.g. https://agents.example.com/price/)", s)
+					return
+				}
+				o.URL = s
+			}
+		}})
+	o.Method = t.Method
+	return on
+}
+
+// decodeCard decodes the agent card's name and description.
+func decodeCard(d config.Decoder, n *yaml.Node, path string, c *CardInfo) {
+	if !d.Mapping(n, path, "a mapping with name and description") {
+		return
+	}
+	for _, e := range d.Entries(n, path) {
+		key := path + "." + e.Name
+		s, ok := d.Scalar(e, key)
+		switch e.Name {
+		case "name":
+			if ok {
+				c.Name = s
+			}
+		case "description":
+			if ok {
+				c.Description = s
+			}
+		default:
+			d.Unknown(e, path, "name", "description")
+		}
+	}
+}
+
+// CardOf is the agent card the A2A door of cfg serves (sidecar a2a-card),
+// advertising url: by default protocols.a2a.url, else http://localhost
+// and protocols.a2a's port, as a local client reaches it.
+func CardOf(cfg *config.Config, url string) ([]byte, error) {
+	door := cfg.Protocols.Door(Name)
+	if door == nil {
+		return nil, fmt.Errorf("the config has no protocols.a2a")
+	}
+	opts := Protocol.Options(door, core.Host{})
+	if url == "" {
+		url = opts.URL
+	}
+	if url == "" {
+		_, port, err := net.SplitHostPort(door.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("protocols.a2a.listen %q: %v", door.Listen, err)
+		}
+		url = "http://localhost:" + port + "/"
+	}
+	d, err := New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d.Card(url), nil
+}

@@ -1,0 +1,26 @@
+package core
+
+import "github.com/sidecar-dev/sidecar/config"
+
+// Protocol is a door's registration, O its Options: the door's package
+// declares it, and the program's list of doors (proxy/doors) names it
+// beside the door's New. Its Kind is what config knows of the door (its
+// name: the protocols key, the log field and metrics label; its default
+// listen address; how its section is decoded, checked and printed).
+type Protocol[O any] struct {
+	config.Kind
+	// Options are the options of the door of section door (nil for
+	// agent_platform, whose section config decodes itself), what its
+	// Kind decoded with what the program gives.
+	Options func(door *config.Door, host Host) O
+}
+
+// Host is what the program gives every door it builds, besides the
+// config.
+type Host struct {
+	// InFlight is the number of calls being served on every door
+	// (proxy.Server.InFlight).
+	InFlight func() int64
+	// Getenv is the value of an environment variable, "" when unset.
+	Getenv func(name string) string
+}

@@ -1,0 +1,82 @@
+// Package doors is the list of the front doors the program can serve:
+// one line per door, a door's package registering it with its Protocol
+// (its name, config key, default listen address, options decoding and
+// validation, which config and the metrics label read from here) and its
+// New. A door is its package plus its line in All: config, proxy and
+// cmd/sidecar name no door.
+package doors
+
+import (
+	"fmt"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/agentcore"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/foundry"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
+)
+
+// All are the doors, agent_platform first; the others' listeners open in
+// this order, and config lists their keys in it.
+var All = []Door{
+	Register(platform.Protocol, platform.New),
+	Register(agentcore.Protocol, agentcore.New),
+	Register(foundry.Protocol, foundry.New),
+	Register(a2a.Protocol, a2a.New),
+}
+
+// Door is one registered door: its config Kind and its constructor.
+type Door struct {
+	config.Kind
+	// New builds the door of cfg's section door (nil for
+	// agent_platform).
+	New func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error)
+}
+
+// Register is the entry of a door whose package declares p and the
+// constructor newDoor, the one shape every door's New has.
+func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
+	return Door{Kind: p.Kind, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+		d, err := newDoor(cfg, p.Options(door, host))
+		if err != nil {
+			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)
+		}
+		return d, nil
+	}}
+}
+
+// Kinds are the Kinds config decodes of list (All, or a test's), every
+// door's but agent_platform's, whose section config knows itself: pass
+// them to config.Parse and config.Load.
+func Kinds(list []Door) []config.Kind {
+	var kinds []config.Kind
+	for _, d := range list {
+		if d.Name != config.ProtocolAgentPlatform {
+			kinds = append(kinds, d.Kind)
+		}
+	}
+	return kinds
+}
+
+// Names are list's protocols, the protocol label's values besides
+// "other" (proxy.Server.Protocols, metrics.New).
+func Names(list []Door) []string {
+	names := make([]string, len(list))
+	for i, d := range list {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Build is the door of cfg's enabled protocol name (one of
+// cfg.Listens()) in list.
+func Build(list []Door, cfg *config.Config, name string, host core.Host) (proxy.Door, error) {
+	for _, d := range list {
+		if d.Name == name {
+			return d.New(cfg, cfg.Protocols.Door(name), host)
+		}
+	}
+	return nil, fmt.Errorf("unknown protocol %q", name)
+}
