@@ -18,7 +18,8 @@ import (
 // decodes and checks its section (its key listed among the protocols,
 // its problems reported file:line), the list builds it, and its calls
 // carry its name as their protocol label, from the closed set the list
-// makes. Nothing in config, proxy or cmd/sidecar names it.
+// makes; its Probe (how the shared hostile-input tests call it) calls it
+// and reads its refusal. Nothing in config, proxy or cmd/sidecar names it.
 func TestToyDoorRegisters(t *testing.T) {
 	list := append(append([]doors.Door{}, doors.All...), doors.Register(proxy.ToyProtocol, proxy.NewToyDoor))
 	kinds := doors.Kinds(list)
@@ -50,7 +51,9 @@ func TestToyDoorRegisters(t *testing.T) {
 	if toy, ok := door.(*proxy.ToyDoor); !ok || toy.Method != "query" {
 		t.Fatalf("Build(toy) = %#v, want the toy door of method query", door)
 	}
-	resp, err := http.Post(s.Serve(t, door)+"/ask", "text/plain", strings.NewReader(`query {"a":1}`))
+	probe := list[len(list)-1].Probe
+	base := s.Serve(t, door)
+	resp, err := http.DefaultClient.Do(probe.Request(base, "query", false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,5 +64,14 @@ func TestToyDoorRegisters(t *testing.T) {
 	}
 	if l := s.Logs.FilterMessage("call").All(); len(l) != 1 || l[0].ContextMap()["protocol"] != "toy" {
 		t.Errorf("call log lines %v, want one with protocol toy", l)
+	}
+	resp, err = http.DefaultClient.Do(probe.Request(base, "nope", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !probe.Refusal(body) {
+		t.Errorf("POST /ask of no method = %d %q, want 404 its Probe reads as a refusal", resp.StatusCode, body)
 	}
 }

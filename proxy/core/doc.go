@@ -9,8 +9,9 @@
 // mapping of an error to what the caller sees (FailureOf: the reasons
 // table of docs/errors.md; NoRoute and NotAllowed for every door's 404
 // and 405), and a door's registration (Protocol: its config Kind and how
-// its Options are built, with what the program gives every door, Host),
-// which proxy/doors lists.
+// its Options are built, with what the program gives every door, Host;
+// its Probe, how the shared hostile-input tests call it), which
+// proxy/doors lists.
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent

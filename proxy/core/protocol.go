@@ -13,6 +13,10 @@ type Protocol[O any] struct {
 	// agent_platform, whose section config decodes itself), what its
 	// Kind decoded with what the program gives.
 	Options func(door *config.Door, host Host) O
+	// Probe is how a client calls the door and reads its failures: what
+	// the shared hostile-input tests use (TestHostileDoors fails for a
+	// registered door without one).
+	Probe Probe
 }
 
 // Host is what the program gives every door it builds, besides the

@@ -1,8 +1,9 @@
 // Package doors is the list of the front doors the program can serve:
 // one line per door, a door's package registering it with its Protocol
 // (its name, config key, default listen address, options decoding and
-// validation, which config and the metrics label read from here) and its
-// New. A door is its package plus its line in All: config, proxy and
+// validation, which config and the metrics label read from here; its
+// Probe, which the shared hostile-input tests call it with) and its New.
+// A door is its package plus its line in All: config, proxy and
 // cmd/sidecar name no door.
 package doors
 
@@ -33,12 +34,15 @@ type Door struct {
 	// New builds the door of cfg's section door (nil for
 	// agent_platform).
 	New func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error)
+	// Probe is how a client calls the door and reads its failures, the
+	// Protocol's: what the shared hostile-input tests use.
+	Probe core.Probe
 }
 
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)

@@ -22,6 +22,7 @@ var Protocol = core.Protocol[Options]{
 		t := door.Options.(*config.Target)
 		return Options{Method: t.Method, Stream: t.Stream, Session: host.Getenv(EnvSessionID)}
 	},
+	Probe: probe,
 }
 
 // Options are what the door serves.

@@ -17,6 +17,7 @@ const Name = config.ProtocolAgentPlatform
 var Protocol = core.Protocol[Options]{
 	Kind:    config.Kind{Name: Name},
 	Options: func(*config.Door, core.Host) Options { return Options{} },
+	Probe:   probe,
 }
 
 // Options are what the door serves: nothing besides the method map.

@@ -1,0 +1,65 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Probe is how a client calls a door and reads its failures: what the
+// shared hostile-input tests use (cmd/sidecar's TestHostileDoors). A door
+// declares it with its Protocol, so a new door gets the whole table by
+// registering.
+type Probe struct {
+	// Section is the door's protocols section, listening on listen, its
+	// calls going to method; nil for agent_platform, whose requests name
+	// their method.
+	Section func(listen, method string) string
+	// Request is a call of method, which streams or not, with a small
+	// input.
+	Request func(base, method string, stream bool) *http.Request
+	// Refusal reports whether body, answered before the first byte, is
+	// the door's error shape.
+	Refusal func(body []byte) bool
+	// Errors are the failures in a stream's body, in the door's shape:
+	// each one's text.
+	Errors func(body []byte) ([]string, error)
+	// LongID, for a door that takes ids in its body, is a call of method
+	// whose id is n bytes long; nil when its ids come only in headers
+	// (capped with every header by limits.header_bytes).
+	LongID func(base, method string, n int) *http.Request
+}
+
+// TargetSection is the Probe.Section of a door whose section is
+// config.TargetKind's: {listen, method}.
+func TargetSection(listen, method string) string {
+	return fmt.Sprintf("{listen: %q, method: %s}", listen, method)
+}
+
+// JSONRequest is a POST of the JSON body to url, for a Probe.
+func JSONRequest(url, body string) *http.Request {
+	r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
+}
+
+// SSEErrors reads body as data events, each one JSON value, and returns
+// the text of those isError says are failures: a Probe.Errors of an SSE
+// door.
+func SSEErrors(body []byte, isError func(data []byte) (string, bool)) ([]string, error) {
+	var errs []string
+	for _, event := range strings.Split(string(body), "\n\n") {
+		if event == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(event, "data: ")
+		if !ok || !json.Valid([]byte(data)) {
+			return nil, fmt.Errorf("event %q is not data: <JSON>", event)
+		}
+		if text, bad := isError([]byte(data)); bad {
+			errs = append(errs, text)
+		}
+	}
+	return errs, nil
+}
