@@ -17,6 +17,18 @@ type Protocol[O any] struct {
 	// the shared hostile-input tests use (TestHostileDoors fails for a
 	// registered door without one).
 	Probe Probe
+	// Example is how a user calls the door from a shell and from its
+	// ecosystem's own SDK, for base (the door's URL, e.g.
+	// http://localhost:9000): what sidecar dev's playground shows for
+	// every enabled door. Nil: the door shows none.
+	Example func(base string) Example
+}
+
+// Example is a copy-paste call of a door: a curl command and a client
+// snippet in the ecosystem's SDK, ClientLang naming its language (e.g.
+// "python", "typescript").
+type Example struct {
+	Curl, Client, ClientLang string
 }
 
 // Host is what the program gives every door it builds, besides the

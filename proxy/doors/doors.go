@@ -37,12 +37,14 @@ type Door struct {
 	// Probe is how a client calls the door and reads its failures, the
 	// Protocol's: what the shared hostile-input tests use.
 	Probe core.Probe
+	// Example is how a user calls the door (the Protocol's; nil: none).
+	Example func(base string) core.Example
 }
 
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, Probe: p.Probe, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, Example: p.Example, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)
