@@ -231,6 +231,27 @@ func textOf(out []byte) (text, reasoning []byte) {
 			return text, reasoning
 		}
 	}
+	if len(out) > 0 && out[0] == '{' {
+		// The stage's whole answer, or an agent's object: a string text
+		// member is the text, a string reasoning member beside it the
+		// reasoning.
+		found := false
+		rawjson.Members(out, func(key, value []byte) bool {
+			if len(value) > 1 && value[0] == '"' {
+				switch {
+				case rawjson.KeyIs(key, "text"):
+					text, found = value[1:len(value)-1], true
+				case rawjson.KeyIs(key, "reasoning"):
+					reasoning = value[1 : len(value)-1]
+				}
+			}
+			return true
+		})
+		if found {
+			return text, reasoning
+		}
+		reasoning = nil
+	}
 	add(out)
 	return text, reasoning
 }
