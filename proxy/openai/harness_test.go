@@ -31,6 +31,8 @@ methods:
   unary: {call: POST /unary}
   input: {call: POST /input}
   big: {mode: stream, call: POST /big/64}
+  hold: {mode: stream, call: POST /hold}
+  down: {mode: stream, call: POST /down}
   replay_chat: {mode: stream, call: POST /replay/openai-chat/text}
   replay_vercel: {mode: stream, call: POST /replay/vercel-ui/text}
   replay_responses: {mode: stream, call: POST /replay/openai-responses/text}

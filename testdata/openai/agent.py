@@ -14,6 +14,9 @@ chunk per event (HTTP/1.1 chunked):
   POST /unary           one JSON object {"text": "echo: <message>"}
   POST /input           one JSON object: {"got": <the body>}
   POST /big/<n>         Chat Completions SSE: n content deltas of 1 KiB each
+  POST /hold            Chat Completions SSE: one content delta, then nothing
+                        until the caller goes
+  POST /down            500 with an error body
   POST /replay/<d>/<c>  the capture testdata/dialects/captures/<d>/<c>.txt
                         (an HTTP response: its headers, then its body, one
                         chunk per event)
@@ -21,6 +24,7 @@ chunk per event (HTTP/1.1 chunked):
 
 import json
 import os
+import select
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -97,6 +101,19 @@ class Handler(BaseHTTPRequestHandler):
             self.fixed({"text": "echo: " + message})
         elif path == "/input":
             self.fixed({"got": body})
+        elif path == "/hold":
+            self.start("text/event-stream")
+            self.sse(chat_chunk({"role": "assistant", "content": "held "}))
+            # Readable once the caller (the sidecar) closes the connection.
+            select.select([self.connection], [], [], 120)
+            self.close_connection = True
+        elif path == "/down":
+            body = b'{"error": "the agent is down"}'
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif path.startswith("/big/"):
             self.start("text/event-stream")
             for _ in range(int(path[len("/big/"):])):
