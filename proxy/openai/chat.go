@@ -17,10 +17,15 @@ type chat struct {
 	id      string
 	created int64
 	model   string
+	// chunk opens every chunk: {"id":…,"object":"chat.completion.chunk",
+	// …,"choices":[{"index":0, made once.
+	head []byte
 }
 
 func (d *Door) newChat() *chat {
-	return &chat{id: newID("chatcmpl-"), created: time.Now().Unix(), model: d.opts.Model}
+	c := &chat{id: newID("chatcmpl-"), created: time.Now().Unix(), model: d.opts.Model}
+	c.head = c.open(nil, "chat.completion.chunk")
+	return c
 }
 
 // open appends {"id":…,"object":<object>,"created":…,"model":…,"choices":[{"index":0,
@@ -54,7 +59,7 @@ func (c *chat) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, err
 // (JSON members, written as they are) and whose finish_reason is finish
 // (JSON).
 func (c *chat) chunk(dst []byte, delta, finish string) []byte {
-	dst = c.open(dst, "chat.completion.chunk")
+	dst = append(dst, c.head...)
 	dst = append(append(append(dst, `"delta":{`...), delta...), `},"logprobs":null,"finish_reason":`...)
 	return append(append(dst, finish...), `}]}`...)
 }
@@ -65,9 +70,8 @@ func (c *chat) delta(dst []byte, p piece) []byte {
 	if p.reasoning {
 		key = `"reasoning_content":"`
 	}
-	dst = c.open(dst, "chat.completion.chunk")
-	dst = append(append(append(append(dst, `"delta":{`...), key...), p.text...), `"},"logprobs":null,"finish_reason":null}]}`...)
-	return dst
+	dst = append(append(dst, c.head...), `"delta":{`...)
+	return append(append(append(dst, key...), p.text...), `"},"logprobs":null,"finish_reason":null}]}`...)
 }
 
 // Encoder is the stream of a request with stream: a chunk with the

@@ -172,8 +172,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: req.input}, Header: r.Header, Route: route}
 	ex := core.Exchange{Call: c, Stream: req.stream}
 	if route == RouteResponses {
-		rs := d.newResponse()
-		ex.Writer, ex.Context = rs, rs.context
+		ex.Writer = d.newResponse()
 	} else {
 		ex.Writer = d.newChat()
 	}

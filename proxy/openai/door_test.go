@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
 
 // chatBody is a chat completions request of model for the user's text.
@@ -465,5 +467,21 @@ func TestReplyCap(t *testing.T) {
 	resp, got = post(t, base+RouteChat, chatBody("m", "hi", true))
 	if content, _, pieces, done := chatStream(t, got); resp.StatusCode != 200 || len(content) != 64<<10 || pieces != 64 || !done {
 		t.Errorf("a 64 KiB chat stream = %d: %d bytes in %d chunks, done %v; want all of it", resp.StatusCode, len(content), pieces, done)
+	}
+}
+
+// TestNotReady: while the agent is not ready, a call waits its bounded
+// time, then is 503 not_ready with Retry-After; /healthz says 503.
+func TestNotReady(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	s.Prober = &doortest.Prober{} // never ready
+	s.ReadyWait = 10 * time.Millisecond
+	base := s.serve(t, Options{Method: "chat", Model: "m"})
+	resp, got := post(t, base+RouteChat, chatBody("m", "hi", true))
+	if e, ok := readError(t, got); resp.StatusCode != 503 || !ok || str(e.Code) != "not_ready" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a call while the agent is not ready = %d %s, want 503 not_ready with Retry-After", resp.StatusCode, got)
+	}
+	if resp, got := do(t, http.MethodGet, base+RouteHealth, ""); resp.StatusCode != 503 {
+		t.Errorf("/healthz while not ready = %d %s, want 503", resp.StatusCode, got)
 	}
 }

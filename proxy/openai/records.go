@@ -13,11 +13,15 @@ type encoder struct {
 	*frames.Writer
 	// frame appends the data of p's frame to dst; nil: p writes none.
 	frame func(dst []byte, p piece) []byte
+	// stop, if set, is why the encoder stopped reading the records (a
+	// cap of its own), nil while it reads on.
+	stop func() error
 }
 
-// Copy writes r's pieces, each its frame.
+// Copy writes r's pieces, each its frame, until r ends or stop says why
+// it stopped.
 func (e *encoder) Copy(r core.Records) error {
-	f := &frameRecords{in: r, frame: e.frame}
+	f := &frameRecords{in: r, frame: e.frame, stop: e.stop}
 	if w, ok := r.(core.Waiter); ok {
 		return e.Writer.Copy(&waitingRecords{frameRecords: f, w: w})
 	}
@@ -29,11 +33,12 @@ func (e *encoder) Copy(r core.Records) error {
 type frameRecords struct {
 	in    core.Records
 	frame func(dst []byte, p piece) []byte
+	stop  func() error
 	cur   []byte
 }
 
 func (f *frameRecords) Next() bool {
-	for f.in.Next() {
+	for f.Err() == nil && f.in.Next() {
 		p, ok := pieceOf(f.in.Record())
 		if !ok {
 			continue
@@ -47,7 +52,24 @@ func (f *frameRecords) Next() bool {
 }
 
 func (f *frameRecords) Record() []byte { return f.cur }
-func (f *frameRecords) Err() error     { return f.in.Err() }
+
+func (f *frameRecords) Err() error {
+	if f.stop != nil {
+		if err := f.stop(); err != nil {
+			return err
+		}
+	}
+	return f.in.Err()
+}
+
+// Stopped is why the encoder stopped reading the records, nil if it did
+// not (core.Stopper).
+func (e *encoder) Stopped() error {
+	if e.stop == nil {
+		return nil
+	}
+	return e.stop()
+}
 func (f *frameRecords) Close()         { f.in.Close() }
 
 // waitingRecords are frameRecords of records that say when they wait
@@ -90,6 +112,7 @@ func (p *pieces) Close()         {}
 
 var (
 	_ core.Encoder = (*encoder)(nil)
+	_ core.Stopper = (*encoder)(nil)
 	_ core.Records = (*frameRecords)(nil)
 	_ core.Waiter  = (*waitingRecords)(nil)
 	_ core.Records = (*pieces)(nil)

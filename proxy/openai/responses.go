@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,27 +28,37 @@ type response struct {
 	seq      int
 
 	// text is the answer so far, escaped, which the closing events carry
-	// whole: at most max bytes (limits.reply_bytes); past it the stream
-	// ends failed, and the call is ended with cancel.
-	text   []byte
-	max    int64
-	over   bool
-	cancel context.CancelCauseFunc
+	// whole: at most max bytes (limits.reply_bytes); past it the encoder
+	// stops (over), the stream ends failed and the agent's call ends.
+	text []byte
+	max  int64
+	over bool
 }
 
 func (d *Door) newResponse() *response {
 	return &response{id: newID("resp_"), item: newID("msg_"), created: time.Now().Unix(), model: d.opts.Model, max: d.replyBytes}
 }
 
+// The response.output_text.delta event around its sequence number and
+// its delta, the item's id left to place.
+const (
+	deltaHead = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":"
+	deltaItem = `,"item_id":"`
+	deltaText = `","output_index":0,"content_index":0,"delta":"`
+	deltaEnd  = `","logprobs":[]}`
+)
+
 // errTextTooLarge ends a stream whose text outgrew what its closing
 // events may carry.
 var errTextTooLarge = fmt.Errorf("%w: a streamed response's closing events carry its whole text", core.ErrReplyTooLarge)
 
-// context is the call's context, which the exchange ends when the text
-// outgrows its cap.
-func (rs *response) context(ctx context.Context) context.Context {
-	ctx, rs.cancel = context.WithCancelCause(ctx)
-	return ctx
+// stopped is why the stream stopped reading the records: its text
+// outgrew the cap.
+func (rs *response) stopped() error {
+	if rs.over {
+		return errTextTooLarge
+	}
+	return nil
 }
 
 // object appends the response object: status, its output (JSON items),
@@ -120,32 +129,29 @@ func (rs *response) begin() [][]byte {
 }
 
 // delta appends the response.output_text.delta of a piece of text, and
-// keeps the text for the closing events; reasoning writes none. Past the
-// cap it writes none and ends the call.
+// keeps the text for the closing events; reasoning writes none. A piece
+// past the cap writes none and stops the stream (stopped).
 func (rs *response) delta(dst []byte, p piece) []byte {
 	if p.reasoning || rs.over {
 		return nil
 	}
 	if rs.max > 0 && int64(len(rs.text)+len(p.text)) > rs.max {
 		rs.over = true
-		if rs.cancel != nil {
-			rs.cancel(errTextTooLarge)
-		}
 		return nil
 	}
 	rs.text = append(rs.text, p.text...)
-	return rs.event(dst, "response.output_text.delta", rs.at()+`,"delta":"`+string(p.text)+`","logprobs":[]`)
+	dst = strconv.AppendInt(append(dst, deltaHead...), int64(rs.seq), 10)
+	rs.seq++
+	dst = append(append(append(dst, deltaItem...), rs.item...), deltaText...)
+	return append(append(dst, p.text...), deltaEnd...)
 }
 
-// end is the frames that close a stream whose records ended: cleanly, the
-// done events and response.completed; when the text outgrew its cap,
-// response.failed. Any other end is a failure, written by failed.
+// end is the frames that close a stream whose records ended cleanly: the
+// done events and response.completed. Any other end (the text past its
+// cap too) is a failure, written by failed.
 func (rs *response) end(err error) [][]byte {
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil
-	case rs.over:
-		return [][]byte{rs.failed(core.FailureOf(errTextTooLarge))}
 	}
 	p := part(rs.text)
 	item := rs.message("completed", p)
@@ -172,7 +178,7 @@ func (rs *response) failed(f core.Failure) []byte {
 // Encoder is the stream of a request with stream: the Responses API's
 // events, framed "event: <type>\ndata: <JSON>\n\n".
 func (rs *response) Encoder(w http.ResponseWriter) core.Encoder {
-	return &encoder{frame: rs.delta, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
+	return &encoder{frame: rs.delta, stop: rs.stopped, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
 		Begin: rs.begin, End: rs.end, Fail: rs.failed})}
 }
 
