@@ -70,7 +70,7 @@ func (e *encoder) Stopped() error {
 	}
 	return e.stop()
 }
-func (f *frameRecords) Close()         { f.in.Close() }
+func (f *frameRecords) Close() { f.in.Close() }
 
 // waitingRecords are frameRecords of records that say when they wait
 // for the agent, which they pass on to the writer.
