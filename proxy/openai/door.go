@@ -92,14 +92,16 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 		}
 		allow := "GET, HEAD"
 		next := health
-		switch r.URL.Path {
-		case RouteHealth:
-		case RouteModels:
+		switch path := r.URL.Path; {
+		case path == RouteHealth:
+		case path == RouteModels:
 			next = http.HandlerFunc(d.serveModels)
-		case RouteChat, RouteResponses:
-			allow, next = http.MethodPost, calls[r.URL.Path]
+		case strings.HasPrefix(path, RouteModels+"/") && path != RouteModels+"/":
+			next = http.HandlerFunc(d.serveModel)
+		case path == RouteChat || path == RouteResponses:
+			allow, next = http.MethodPost, calls[path]
 		default:
-			d.WriteError(w, core.NoRoute(r.URL.Path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))
+			d.WriteError(w, core.NoRoute(path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))
 			return
 		}
 		if !slices.Contains(strings.Split(allow, ", "), r.Method) {
@@ -144,13 +146,34 @@ func (d *Door) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveModel answers GET /v1/models/{id}: the model, when id is its id.
+func (d *Door) serveModel(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, RouteModels+"/")
+	if id != d.opts.Model {
+		writeAnswer(w, refusal(http.StatusNotFound, "model", "model_not_found",
+			fmt.Sprintf("The model %q does not exist: this door serves %q", core.Clip(id), d.opts.Model)))
+		return
+	}
+	b := modelObject(nil, d.opts.Model, d.created)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+}
+
 // modelList is /v1/models' answer.
 func modelList(model string, created int64) []byte {
-	b := []byte(`{"object":"list","data":[{"id":`)
-	b = appendQuoted(b, model)
-	b = append(b, `,"object":"model","created":`...)
-	b = strconv.AppendInt(b, created, 10)
-	return append(b, `,"owned_by":"sidecar"}]}`...)
+	return append(modelObject([]byte(`{"object":"list","data":[`), model, created), "]}"...)
+}
+
+// modelObject appends the model object.
+func modelObject(dst []byte, model string, created int64) []byte {
+	dst = appendQuoted(append(dst, `{"id":`...), model)
+	dst = append(dst, `,"object":"model","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	return append(dst, `,"owned_by":"sidecar"}`...)
 }
 
 // Open decodes a chat completions or responses request, its body read by

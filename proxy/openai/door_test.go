@@ -168,6 +168,10 @@ func TestChatCompletions(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.Choices[0].Message.Content), &in); err != nil || in.Got.Message != "a \"quoted\"\n\nb" {
 		t.Errorf("the agent's input = %s (%v), want message: the last user message's text parts joined by a newline", c.Choices[0].Message.Content, err)
 	}
+	keyed := s.serve(t, Options{Method: "input", Model: "m", APIKey: "sekret", KeySet: true})
+	if _, got := post(t, keyed+RouteChat, chatBody("m", "hi", false), "Authorization", "Bearer sekret"); !strings.Contains(got, `\"authorization\":null`) {
+		t.Errorf("the door's key reached the agent: %s", got)
+	}
 	var sent struct{ Messages json.RawMessage }
 	json.Unmarshal([]byte(body), &sent)
 	if string(in.Got.Messages) != string(sent.Messages) {
@@ -287,6 +291,14 @@ func TestModels(t *testing.T) {
 	}
 	if resp, got := do(t, http.MethodHead, base+RouteModels, ""); resp.StatusCode != 200 || got != "" {
 		t.Errorf("HEAD models = %d %q", resp.StatusCode, got)
+	}
+	if resp, got := do(t, http.MethodGet, base+RouteModels+"/price-agent", ""); resp.StatusCode != 200 ||
+		!strings.HasPrefix(got, `{"id":"price-agent","object":"model","created":`) {
+		t.Errorf("GET the model = %d %s", resp.StatusCode, got)
+	}
+	resp, got = do(t, http.MethodGet, base+RouteModels+"/gpt-4o", "")
+	if e, ok := readError(t, got); resp.StatusCode != 404 || !ok || str(e.Code) != "model_not_found" {
+		t.Errorf("GET another model = %d %s, want 404 model_not_found", resp.StatusCode, got)
 	}
 }
 

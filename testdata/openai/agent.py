@@ -12,7 +12,8 @@ chunk per event (HTTP/1.1 chunked):
                         then the same text in text-delta parts, [DONE]
   POST /fail            Chat Completions SSE: "partial " then an in-band error
   POST /unary           one JSON object {"text": "echo: <message>"}
-  POST /input           one JSON object: {"got": <the body>}
+  POST /input           one JSON object: {"got": <the body>, "authorization":
+                        <the Authorization header, or null>}
   POST /big/<n>         Chat Completions SSE: n content deltas of 1 KiB each
   POST /hold            Chat Completions SSE: one content delta, then nothing
                         until the caller goes
@@ -100,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/unary":
             self.fixed({"text": "echo: " + message})
         elif path == "/input":
-            self.fixed({"got": body})
+            self.fixed({"got": body, "authorization": self.headers.get("Authorization")})
         elif path == "/hold":
             self.start("text/event-stream")
             self.sse(chat_chunk({"role": "assistant", "content": "held "}))
