@@ -165,7 +165,7 @@ func pieceOf(record []byte) (piece, bool) {
 	}
 	switch record[0] {
 	case '"':
-		return piece{text: record[1 : len(record)-1]}, len(record) > 2 && record[len(record)-1] == '"' 
+		return piece{text: record[1 : len(record)-1]}, len(record) > 2 && record[len(record)-1] == '"'
 	case '{':
 		var text, reasoning []byte
 		n, other := 0, false
