@@ -165,7 +165,10 @@ func pieceOf(record []byte) (piece, bool) {
 	}
 	switch record[0] {
 	case '"':
-		return piece{text: record[1 : len(record)-1]}, len(record) > 2 && record[len(record)-1] == '"'
+		if len(record) < 3 || record[len(record)-1] != '"' {
+			return piece{}, false // "", or not a string
+		}
+		return piece{text: record[1 : len(record)-1]}, true
 	case '{':
 		var text, reasoning []byte
 		n, other := 0, false
