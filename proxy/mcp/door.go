@@ -452,7 +452,7 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 	case req.notification():
 		return core.Exchange{Call: name}, accepted()
 	case perr != nil:
-		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, perr)
+		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, perr)
 	case !p.versionSet:
 		return mismatch("params._meta[%q] is missing (MCP-Protocol-Version is %s)", metaVersion, version20260728)
 	case p.version != version20260728:
