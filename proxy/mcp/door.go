@@ -307,7 +307,7 @@ func (d *Door) endSession(w http.ResponseWriter, r *http.Request) {
 	case id == "":
 		writeRPC(w, http.StatusBadRequest, response(nil, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"}))
-	case !d.sessions.end(id):
+	case !d.sessions.end(id, ownerOf(r.Header)):
 		writeRPC(w, http.StatusNotFound, response(nil, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"}))
 	default:
@@ -333,7 +333,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	var a *core.Answer
 	switch {
 	case req.method == "initialize":
-		a = d.initialize(req, p, perr)
+		a = d.initialize(r, req, p, perr)
 	case hvSent && hv == version20260728:
 		return d.modern(cfg, route, r, req, p, perr)
 	case hvSent && hv != version20251125 && hv != version20250618:
@@ -378,11 +378,12 @@ func wellFormed(v string) bool {
 	return true
 }
 
-// initialize opens a session of a 2025 revision: the version the client
-// asked when the door speaks it, else the newest 2025 one (the client
-// then decides whether it speaks that). Its answer carries the session's
-// Mcp-Session-Id, the server's tools capability and info.
-func (d *Door) initialize(req request, p params, perr *rpcError) *core.Answer {
+// initialize opens a session of a 2025 revision, the request's
+// Authorization its owner: the version the client asked when the door
+// speaks it, else the newest 2025 one (the client then decides whether it
+// speaks that). Its answer carries the session's Mcp-Session-Id, the
+// server's tools capability and info.
+func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError) *core.Answer {
 	switch {
 	case req.notification():
 		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest, message: "initialize is a request: it needs an id"})
@@ -393,7 +394,7 @@ func (d *Door) initialize(req request, p params, perr *rpcError) *core.Answer {
 	if p.protocol == version20250618 {
 		v = version20250618
 	}
-	s := d.sessions.open(v)
+	s := d.sessions.open(v, ownerOf(r.Header))
 	result := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":%s}`, v, d.info)
 	a := reply(req.id, http.StatusOK, result, nil)
 	a.Header.Set("Mcp-Session-Id", s.id)
@@ -402,7 +403,8 @@ func (d *Door) initialize(req request, p params, perr *rpcError) *core.Answer {
 
 // legacy serves a message of a 2025 revision: it needs the
 // Mcp-Session-Id of an initialized session (400 without, 404 for one the
-// door does not hold), and the session's version if it names one.
+// door does not hold, or that another Authorization opened), and the
+// session's version if it names one.
 func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError, hv string) (core.Exchange, error) {
 	name := core.Call{Name: core.Clip(req.method)}
 	id, _ := headerValue(r.Header, "Mcp-Session-Id")
@@ -410,7 +412,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: Mcp-Session-Id header is required (send initialize first, or MCP-Protocol-Version: 2026-07-28 and its _meta)"})
 	}
-	s, ok := d.sessions.find(id)
+	s, ok := d.sessions.find(id, ownerOf(r.Header))
 	if !ok {
 		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: initialize again (the session ended, was forgotten past limits.mcp_sessions, or is another replica's)"})

@@ -2,6 +2,9 @@ package mcp
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -22,10 +25,21 @@ type sessions struct {
 	lru  *list.List               // most recently used first
 }
 
-// session is one initialized client: the protocol version it negotiated.
+// session is one initialized client: the protocol version it negotiated,
+// and who opened it (ownerOf).
 type session struct {
 	id      string
 	version string
+	owner   [sha256.Size]byte
+}
+
+// ownerOf is who a request comes from, as far as the door can tell: the
+// hash of its Authorization header (none: the hash of nothing). A session
+// answers only requests of its owner, as MCP's security practices ask
+// (bind a session to the user), so a session id seen by someone else is
+// no way in with another credential. The credential itself is never kept.
+func ownerOf(h http.Header) [sha256.Size]byte {
+	return sha256.Sum256([]byte(strings.Join(h.Values("Authorization"), "\n")))
 }
 
 func newSessions(limit int) *sessions {
@@ -35,10 +49,10 @@ func newSessions(limit int) *sessions {
 	return &sessions{limit: limit, byID: make(map[string]*list.Element), lru: list.New()}
 }
 
-// open is a new session of version, with a fresh random id (a version 4
-// UUID: 122 random bits, not to be guessed).
-func (s *sessions) open(version string) session {
-	ss := &session{id: core.NewID(), version: version}
+// open is a new session of version for owner, with a fresh random id (a
+// version 4 UUID: 122 random bits, not to be guessed).
+func (s *sessions) open(version string, owner [sha256.Size]byte) session {
+	ss := &session{id: core.NewID(), version: version, owner: owner}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.lru.Len() >= s.limit {
@@ -50,24 +64,25 @@ func (s *sessions) open(version string) session {
 	return *ss
 }
 
-// find is the session of id, which is now the most recently used.
-func (s *sessions) find(id string) (session, bool) {
+// find is owner's session of id, which is now the most recently used;
+// another owner's is not found.
+func (s *sessions) find(id string, owner [sha256.Size]byte) (session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
-	if !ok {
+	if !ok || e.Value.(*session).owner != owner {
 		return session{}, false
 	}
 	s.lru.MoveToFront(e)
 	return *e.Value.(*session), true
 }
 
-// end forgets the session of id, reporting whether there was one.
-func (s *sessions) end(id string) bool {
+// end forgets owner's session of id, reporting whether there was one.
+func (s *sessions) end(id string, owner [sha256.Size]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
-	if ok {
+	if ok = ok && e.Value.(*session).owner == owner; ok {
 		delete(s.byID, id)
 		s.lru.Remove(e)
 	}

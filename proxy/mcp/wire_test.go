@@ -310,3 +310,33 @@ func TestMalformed(t *testing.T) {
 		t.Errorf("tools/call without a name = %d %s, want 400 -32020 (its Mcp-Name cannot match)", resp.StatusCode, b)
 	}
 }
+
+// TestSessionOwner: a session answers only requests with the
+// Authorization of the initialize that opened it: another credential, or
+// none, finds no session (404), and cannot end it.
+func TestSessionOwner(t *testing.T) {
+	s := serve(t, "", Options{})
+	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		"Authorization", "Bearer alice")
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || session == "" {
+		t.Fatalf("initialize = %d %s", resp.StatusCode, b)
+	}
+	ping := func(auth string) int {
+		resp, _ := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Mcp-Session-Id", session, "Authorization", auth)
+		return resp.StatusCode
+	}
+	if got := ping("Bearer mallory"); got != 404 {
+		t.Errorf("the session with another credential = %d, want 404", got)
+	}
+	if got := ping(""); got != 404 {
+		t.Errorf("the session with none = %d, want 404", got)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, s.url, nil)
+	if resp, _ := do(t, req, "Mcp-Session-Id", session, "Authorization", "Bearer mallory"); resp.StatusCode != 404 {
+		t.Errorf("DELETE with another credential = %d, want 404", resp.StatusCode)
+	}
+	if got := ping("Bearer alice"); got != 200 {
+		t.Errorf("the session with its own credential = %d, want 200", got)
+	}
+}
