@@ -70,20 +70,19 @@ func readRequest(body []byte) (request, *rpcError) {
 	var req request
 	var version, method []byte
 	var result bool
-	seen := map[string]bool{}
+	var seen uint8 // a bit per member of rpcMembers
 	dup := ""
 	ok := rawjson.Members(body, func(key, value []byte) bool {
-		name := rawjson.Key(key)
-		switch name {
-		case "jsonrpc", "id", "method", "params", "result", "error":
-		default:
+		i := memberIndex(key, rpcMembers)
+		if i < 0 {
 			return true
 		}
-		if seen[name] {
+		name := rpcMembers[i]
+		if seen&(1<<i) != 0 {
 			dup = name
 			return false
 		}
-		seen[name] = true
+		seen |= 1 << i
 		switch name {
 		case "jsonrpc":
 			version = value
@@ -125,6 +124,20 @@ func readRequest(body []byte) (request, *rpcError) {
 	return req, nil
 }
 
+// rpcMembers are the members of a JSON-RPC message the door reads.
+var rpcMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// memberIndex is the index in names of a member key Members gave, -1 for
+// none: compared in place, nothing allocated.
+func memberIndex(key []byte, names []string) int {
+	for i, n := range names {
+		if rawjson.KeyIs(key, n) {
+			return i
+		}
+	}
+	return -1
+}
+
 // params are the members of a request's params the door reads.
 type params struct {
 	version       string          // _meta's io.modelcontextprotocol/protocolVersion
@@ -135,6 +148,13 @@ type params struct {
 	arguments     json.RawMessage // arguments (tools/call), nil when absent
 	protocol      string          // protocolVersion (initialize)
 }
+
+// The members of params, and of its _meta, the door reads, in the order
+// readParams names them.
+var (
+	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion"}
+	metaMembers  = []string{metaVersion, "progressToken"}
+)
 
 // Keys of a request's _meta the door reads (2026-07-28).
 const (
@@ -155,19 +175,20 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 		return false
 	}
 	rawjson.Members(raw, func(key, value []byte) bool {
-		switch rawjson.Key(key) {
-		case "_meta":
+		switch i := memberIndex(key, paramMembers); i {
+		case -1:
+		case 0: // _meta
 			if value[0] != '{' {
 				return bad(`params._meta must be an object`)
 			}
 			rawjson.Members(value, func(key, value []byte) bool {
-				switch rawjson.Key(key) {
-				case metaVersion:
+				switch memberIndex(key, metaMembers) {
+				case 0: // metaVersion
 					p.versionSet = true
 					if value[0] != '"' || json.Unmarshal(value, &p.version) != nil {
 						return bad(`params._meta[%q] must be a string`, metaVersion)
 					}
-				case "progressToken":
+				case 1: // progressToken
 					if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') {
 						return bad(`params._meta.progressToken must be a string or a number`)
 					}
@@ -178,19 +199,19 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 				}
 				return true
 			})
-		case "name":
+		case 1: // name
 			p.nameSet = true
 			if value[0] != '"' || json.Unmarshal(value, &p.name) != nil {
 				return bad(`params.name must be a string`)
 			}
-		case "arguments":
+		case 2: // arguments
 			if value[0] != '{' && string(value) != "null" {
 				return bad(`params.arguments must be an object (the method's input)`)
 			}
 			if value[0] == '{' {
 				p.arguments = value
 			}
-		case "protocolVersion":
+		case 3: // protocolVersion
 			if value[0] != '"' || json.Unmarshal(value, &p.protocol) != nil {
 				return bad(`params.protocolVersion must be a string`)
 			}
