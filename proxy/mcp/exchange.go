@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -271,7 +270,8 @@ func textOf(record []byte) (string, bool) {
 	return string(record), true
 }
 
-var _ core.Encoder = (*encoder)(nil)
-
-// Wrote is what went out (the shared writer's count).
-func (e *encoder) Wrote() (records int, bytes int64, first time.Time) { return e.Writer.Wrote() }
+var (
+	_ core.Writer  = (*exchange)(nil)
+	_ core.Encoder = (*encoder)(nil)
+	_ core.Waiter  = (*waitingTexts)(nil)
+)
