@@ -120,3 +120,25 @@ func TestMethodsListed(t *testing.T) {
 		t.Errorf("a method not listed = %d %s, want an unknown tool", resp.StatusCode, b)
 	}
 }
+
+// TestStreamFails: a streaming tool whose agent fails before its first
+// record is a result with isError and the agent's message (JSON, 200), as
+// a unary one; one that fails after it ends its SSE response with that
+// result, after the progress it sent.
+func TestStreamFails(t *testing.T) {
+	s := serveMap(t, testMap+"  fail_stream: {mode: stream, call: POST /fail, reply: sse}\n", startAgent(t), Options{})
+	resp, b := modern(t, s.url, "tools/call", `"name":"fail_stream","arguments":{}`, "fail_stream")
+	if res := resultOf(t, decode(t, b)); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !res.IsError || res.Content[0].Text != "the model is overloaded" {
+		t.Errorf("a stream failing before its first record = %d %s %s, want 200 JSON, isError with the agent's message", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	params := `"name":"fail_late","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
+	resp, b = post(t, s.url, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{`+params+`}}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "fail_late")
+	evs := events(t, b)
+	if len(evs) != 2 || evs[0].Method != "notifications/progress" || string(evs[1].ID) != "9" {
+		t.Fatalf("a stream failing after its first record = %d %q, want its progress, then the result", resp.StatusCode, b)
+	}
+	if res := resultOf(t, evs[1]); !res.IsError || res.Content[0].Text != "the model is overloaded" || res.ResultType != "complete" {
+		t.Errorf("its result = %s, want isError with the agent's message", evs[1].Result)
+	}
+}
