@@ -31,6 +31,7 @@ type call struct {
 	release  func()        // frees the call's concurrency slot, if it took one
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
+	remote   string        // the peer, for a request the door refused (refuser)
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -188,6 +189,9 @@ func (s *Server) log(r *http.Request, c *call) {
 	fields = append(fields, traceFields(r.Header, s.Project)...)
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
+	}
+	if c.remote != "" {
+		fields = append(fields, zap.String("remote", c.remote))
 	}
 	ce.Write(fields...)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/a2a"
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
@@ -67,9 +69,15 @@ func TestHandlerForSharesLimits(t *testing.T) {
 
 // TestDoorsNoRoute: every door answers a path it does not serve 404 and a
 // method a route does not take 405 (with Allow) with the same message, in
-// its own error shape.
+// its own error shape; each refusal is one call log line with the door's
+// protocol, its status, reason and route (none for the 404: never the
+// caller's path) and the remote address, and counts in the metrics of
+// calls, by protocol, as a bad request.
 func TestDoorsNoRoute(t *testing.T) {
-	s, _, _ := toyServer(t, "", &fakeAgent{})
+	s, _, logs := toyServer(t, "", &fakeAgent{})
+	m := metrics.New()
+	s.Metrics = m
+	s.Protocols = []string{"agent_platform", "agentcore", "foundry", "a2a", "mcp", "openai"}
 	agentCore, err := agentcore.New(s.Config, agentcore.Options{Method: "query", InFlight: s.InFlight})
 	if err != nil {
 		t.Fatal(err)
@@ -124,15 +132,47 @@ func TestDoorsNoRoute(t *testing.T) {
 			return resp, string(b)
 		}
 		name := tt.door.(Named).Protocol()
-		if resp, body := get(http.MethodGet, "/nope"); resp.StatusCode != 404 || !strings.HasPrefix(body, tt.shape) || !strings.Contains(body, tt.notFound) {
+		logs.TakeAll()
+		resp, body := get(http.MethodGet, "/nope")
+		if resp.StatusCode != 404 || !strings.HasPrefix(body, tt.shape) || !strings.Contains(body, tt.notFound) {
 			t.Errorf("%s: GET /nope = %d %s, want 404 %s…%s", name, resp.StatusCode, body, tt.shape, tt.notFound)
 		}
+		refusalLogged(t, logs, name, 404, "NOT_FOUND", "", len(body))
 		want := fmt.Sprintf(`"method \"%s\" not allowed on %s; use %s"`, tt.method, tt.allowed, tt.allow)
-		if resp, body := get(tt.method, tt.allowed); resp.StatusCode != 405 || resp.Header.Get("Allow") != tt.allow ||
-			!strings.HasPrefix(body, tt.shape) || !strings.Contains(body, want) {
+		resp, body = get(tt.method, tt.allowed)
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != tt.allow || !strings.HasPrefix(body, tt.shape) || !strings.Contains(body, want) {
 			t.Errorf("%s: %s %s = %d (Allow %q) %s, want 405 (Allow %q) %s…%s", name, tt.method, tt.allowed, resp.StatusCode,
 				resp.Header.Get("Allow"), body, tt.allow, tt.shape, want)
 		}
+		refusalLogged(t, logs, name, 405, "METHOD_NOT_ALLOWED", tt.allowed, len(body))
 		srv.Close()
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, p := range s.Protocols {
+		if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="` + p + `"} 2`; !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s (the 404 and the 405)", want)
+		}
+	}
+	if want := `sidecar_calls_total{class_method="",outcome="bad_request",route=""} 6`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s (every door's 404)", want)
+	}
+}
+
+// refusalLogged checks that the one log line since the last is a call
+// refused by the door of protocol: its status, reason and route, the
+// bytes of its body and the remote address.
+func refusalLogged(t *testing.T, logs *observer.ObservedLogs, protocol string, status int, reason, route string, bytes int) {
+	t.Helper()
+	lines := logs.TakeAll()
+	if len(lines) != 1 || lines[0].Message != "call" {
+		t.Errorf("%s: a %d logged %d lines %v, want one call line", protocol, status, len(lines), lines)
+		return
+	}
+	f := lines[0].ContextMap()
+	if f["protocol"] != protocol || f["status"] != int64(status) || f["reason"] != reason || f["route"] != route ||
+		f["outcome"] != "bad_request" || f["bytes"] != int64(bytes) || !strings.HasPrefix(fmt.Sprint(f["remote"]), "127.0.0.1:") {
+		t.Errorf("%s: a %d logged %v, want protocol %s, status %d, reason %s, route %q, outcome bad_request, bytes %d, remote 127.0.0.1",
+			protocol, status, f, protocol, status, reason, route, bytes)
 	}
 }

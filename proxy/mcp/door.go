@@ -166,47 +166,59 @@ func (*Door) Protocol() string { return Name }
 // DELETE: ends a session; GET: 405, as the door opens no server-initiated
 // stream) and /healthz. The endpoint first refuses what a web page of
 // another site could send (guard) and a POST whose Accept lacks either
-// of MCP's two types (406).
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// of MCP's two types (406). Every request answered here, health probes
+// aside, goes through refuse: the log line and metrics of a call.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(d.opts.Path, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case d.opts.Path:
-			if !d.guard(w, r) {
+			if a := d.guard(r); a != nil {
+				refuse(w, r, d.opts.Path, a)
 				return
 			}
 			switch r.Method {
 			case http.MethodPost:
 				if !accepts(r.Header.Values("Accept")) {
-					writeRPC(w, http.StatusNotAcceptable, response(nil, nil, &rpcError{code: codeInvalidRequest,
-						message: "Not Acceptable: the Accept header must list both application/json and text/event-stream"}))
+					refuse(w, r, d.opts.Path, refusal(http.StatusNotAcceptable, "NOT_ACCEPTABLE",
+						"Not Acceptable: the Accept header must list both application/json and text/event-stream"))
 					return
 				}
 				calls.ServeHTTP(w, r)
 			case http.MethodDelete:
-				d.endSession(w, r)
+				refuse(w, r, d.opts.Path, d.endSession(r))
 			default:
-				d.notAllowed(w, r, "POST, DELETE")
+				d.notAllowed(w, r, refuse, "POST, DELETE")
 			}
 		case RouteHealth:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				d.notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, refuse, "GET, HEAD")
 				return
 			}
 			health.ServeHTTP(w, r)
 		default:
-			d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+d.opts.Path+" (MCP, Streamable HTTP) and GET "+RouteHealth))
+			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+d.opts.Path+" (MCP, Streamable HTTP) and GET "+RouteHealth))
 		}
 	})
 }
 
-func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+// notAllowed refuses a method the route, the request's path, does not
+// take: 405 with Allow.
+func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, refuse core.Refuse, allow string) {
 	w.Header().Set("Allow", allow)
-	msg := core.NotAllowed(r.Method, r.URL.Path, allow)
+	f := core.NotAllowed(r.Method, r.URL.Path, allow)
 	if r.Method == http.MethodGet && r.URL.Path == d.opts.Path {
-		msg.Message += ": this server opens no server-initiated SSE stream"
+		f.Message += ": this server opens no server-initiated SSE stream"
 	}
-	d.WriteError(w, msg)
+	refuse(w, r, r.URL.Path, f)
+}
+
+// refusal is the door's JSON-RPC error answering a request it refuses
+// before reading it: status, -32600 and message, reason for the log line.
+func refusal(status int, reason, message string) *core.Answer {
+	a := reply(nil, status, nil, &rpcError{code: codeInvalidRequest, message: message})
+	a.Reason = reason
+	return a
 }
 
 // accepts reports whether Accept lists both application/json and
@@ -233,25 +245,23 @@ func accepts(values []string) bool {
 	return json && sse
 }
 
-// guard answers 403 and reports false for a request a web page of
-// another site could have sent: an Origin other than the endpoint's own
+// guard is the 403 refusing a request a web page of another site could
+// have sent, nil for any other: an Origin other than the endpoint's own
 // (the request's Host; the transport's MUST, against DNS rebinding), and
 // on a loopback listener a Host that is not a loopback name with the
 // listener's port (a page under a name its DNS points to 127.0.0.1).
 // A client that sends no Origin (any but a browser) passes.
-func (d *Door) guard(w http.ResponseWriter, r *http.Request) bool {
+func (d *Door) guard(r *http.Request) *core.Answer {
 	if d.loopback && !loopbackHost(r.Host, localPort(r)) {
-		writeRPC(w, http.StatusForbidden, response(nil, nil, &rpcError{code: codeInvalidRequest, message: "Forbidden: Host " +
-			strconv.Quote(core.Clip(r.Host)) + " is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding"}))
-		return false
+		return refusal(http.StatusForbidden, "PERMISSION_DENIED", "Forbidden: Host "+strconv.Quote(core.Clip(r.Host))+
+			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding")
 	}
 	origin, sent := r.Header["Origin"]
 	if sent && (len(origin) != 1 || !sameOrigin(origin[0], r.Host)) {
-		writeRPC(w, http.StatusForbidden, response(nil, nil, &rpcError{code: codeInvalidRequest, message: "Forbidden: Origin " +
-			strconv.Quote(core.Clip(strings.Join(origin, ", "))) + " is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin"}))
-		return false
+		return refusal(http.StatusForbidden, "PERMISSION_DENIED", "Forbidden: Origin "+strconv.Quote(core.Clip(strings.Join(origin, ", ")))+
+			" is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin")
 	}
-	return true
+	return nil
 }
 
 // sameOrigin reports whether origin is a page of host's: http or https,
@@ -299,20 +309,21 @@ func localPort(r *http.Request) string {
 	return port
 }
 
-// endSession answers DELETE: it ends the session its Mcp-Session-Id
-// names (200), unknown 404, none 400.
-func (d *Door) endSession(w http.ResponseWriter, r *http.Request) {
+// endSession is the answer to DELETE: it ends the session its
+// Mcp-Session-Id names (200), unknown 404, none 400.
+func (d *Door) endSession(r *http.Request) *core.Answer {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case id == "":
-		writeRPC(w, http.StatusBadRequest, response(nil, nil, &rpcError{code: codeInvalidRequest,
-			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"}))
+		return refusal(http.StatusBadRequest, "BAD_REQUEST",
+			"Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing")
 	case !d.sessions.end(id, ownerOf(r.Header)):
-		writeRPC(w, http.StatusNotFound, response(nil, nil, &rpcError{code: codeSessionNotFound,
-			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"}))
-	default:
-		w.WriteHeader(http.StatusOK)
+		a := reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
+			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
+		a.Reason = "NOT_FOUND"
+		return a
 	}
+	return &core.Answer{Status: http.StatusOK, Outcome: metrics.OK}
 }
 
 // Open decodes one JSON-RPC message, its body read by the Server. A

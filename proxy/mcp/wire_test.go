@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -338,5 +339,59 @@ func TestSessionOwner(t *testing.T) {
 	}
 	if got := ping("Bearer alice"); got != 200 {
 		t.Errorf("the session with its own credential = %d, want 200", got)
+	}
+}
+
+// TestRefusalsLogged: what the endpoint answers before a call exists (a
+// POST whose Accept lacks a type, a foreign Origin, GET, DELETE of a
+// session) gets one call log line with protocol mcp, its status, reason
+// and route, and counts in the metrics by protocol.
+func TestRefusalsLogged(t *testing.T) {
+	s := serve(t, "", Options{})
+	session := initialize(t, s.url, version20251125)
+	s.logs.TakeAll()
+	request := func(method string) *http.Request {
+		req, _ := http.NewRequest(method, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if method == http.MethodPost {
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		return req
+	}
+	tests := []struct {
+		name    string
+		method  string
+		h       []string
+		status  int
+		reason  string
+		outcome string
+	}{
+		{"Accept without SSE", http.MethodPost, []string{"Accept", "application/json", "Mcp-Session-Id", session}, 406, "NOT_ACCEPTABLE", "bad_request"},
+		{"a foreign Origin", http.MethodPost, []string{"Origin", "https://evil.example", "Mcp-Session-Id", session}, 403, "PERMISSION_DENIED", "bad_request"},
+		{"GET", http.MethodGet, []string{"Accept", "text/event-stream"}, 405, "METHOD_NOT_ALLOWED", "bad_request"},
+		{"DELETE without a session", http.MethodDelete, nil, 400, "BAD_REQUEST", "bad_request"},
+		{"DELETE of an unknown session", http.MethodDelete, []string{"Mcp-Session-Id", "made-up"}, 404, "NOT_FOUND", "bad_request"},
+		{"DELETE of the session", http.MethodDelete, []string{"Mcp-Session-Id", session}, 200, "", "ok"},
+	}
+	for _, tt := range tests {
+		resp, b := do(t, request(tt.method), tt.h...)
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s = %d %s, want %d", tt.name, resp.StatusCode, b, tt.status)
+		}
+		lines := s.logs.TakeAll()
+		if len(lines) != 1 {
+			t.Errorf("%s logged %d lines %v, want one", tt.name, len(lines), lines)
+			continue
+		}
+		f := lines[0].ContextMap()
+		if lines[0].Message != "call" || f["protocol"] != Name || f["status"] != int64(tt.status) || f["route"] != DefaultPath ||
+			f["outcome"] != tt.outcome || (tt.reason != "" && f["reason"] != tt.reason) || f["bytes"] != int64(len(b)) {
+			t.Errorf("%s logged %s %v, want a call of protocol mcp, status %d, route %s, outcome %s, reason %q, bytes %d",
+				tt.name, lines[0].Message, f, tt.status, DefaultPath, tt.outcome, tt.reason, len(b))
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="mcp"} 5`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
 	}
 }
