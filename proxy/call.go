@@ -19,6 +19,7 @@ type call struct {
 	protocol string        // its protocol, for the log line and metrics
 	route    string
 	stream   bool // answered as a stream (the route's until the request is opened)
+	refused  bool // refused by the door before it was a call (refuser): its line names the peer
 	method   string
 	status   int
 	notes    core.Notes // the reply's format and the agent's retries
@@ -31,7 +32,6 @@ type call struct {
 	release  func()        // frees the call's concurrency slot, if it took one
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
-	remote   string        // the peer, for a request the door refused (refuser)
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -190,8 +190,8 @@ func (s *Server) log(r *http.Request, c *call) {
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}
-	if c.remote != "" {
-		fields = append(fields, zap.String("remote", c.remote))
+	if c.refused {
+		fields = append(fields, zap.String("remote", r.RemoteAddr))
 	}
 	ce.Write(fields...)
 }

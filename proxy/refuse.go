@@ -17,7 +17,7 @@ import (
 // unread: a refused caller costs one log line, whatever it sends.
 func (s *Server) refuser(door Door, protocol string) core.Refuse {
 	return func(w http.ResponseWriter, r *http.Request, route string, err error) {
-		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, remote: r.RemoteAddr}
+		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, refused: true}
 		defer s.log(r, c)
 		var a *core.Answer
 		if errors.As(err, &a) {
