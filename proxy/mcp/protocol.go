@@ -48,6 +48,7 @@ var Protocol = core.Protocol[Options]{
 		return o
 	},
 	Probe:   probe,
+	Path:    func(door *config.Door) string { return door.Options.(*Options).Path },
 	Example: example,
 }
 
@@ -104,10 +105,10 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 	return ok
 }
 
-// example is a call of the door at base: a curl tools/list of the
-// 2026-07-28 revision, and a tools/call with the TypeScript SDK.
-func example(base string) core.Example {
-	url := strings.TrimSuffix(base, "/") + DefaultPath
+// example is a call of the door at url, its endpoint's (the listener's
+// and the section's path): a curl tools/list of the 2026-07-28 revision,
+// and a tools/call with the TypeScript SDK.
+func example(url string) core.Example {
 	return core.Example{
 		Curl: fmt.Sprintf(`curl -sS %s \
   -H 'Content-Type: application/json' \
