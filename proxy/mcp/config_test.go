@@ -40,7 +40,7 @@ func TestSection(t *testing.T) {
 		}
 		d := c.Protocols.Door(mcp.Name)
 		o := mcp.Protocol.Options(d, core.Host{})
-		if d == nil || d.Listen != tt.listen || o.Path != tt.path || !slices.Equal(o.Methods, tt.methods) || o.Listen != tt.listen {
+		if d == nil || d.Listen != tt.listen || o.Path != tt.path || !slices.Equal(o.Methods, tt.methods) {
 			t.Errorf("%s: door %+v, options %+v", tt.yaml, d, o)
 		}
 		for _, reg := range doors.All {

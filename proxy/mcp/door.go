@@ -38,7 +38,6 @@ const listTTL = 60_000
 // Door is the MCP front door (a proxy.Door). Build it with New.
 type Door struct {
 	opts     Options
-	loopback bool // the listen address is a loopback one: Host is checked
 	tools    map[string]*tool
 	sessions *sessions
 	maxText  int64 // the most of a streamed answer's text a result keeps: limits.reply_bytes
@@ -64,8 +63,6 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		maxText: cfg.Limits.ReplyBytes}
-	host, _, _ := net.SplitHostPort(opts.Listen)
-	d.loopback = loopbackName(host)
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -247,12 +244,15 @@ func accepts(values []string) bool {
 
 // guard is the 403 refusing a request a web page of another site could
 // have sent, nil for any other: an Origin other than the endpoint's own
-// (the request's Host; the transport's MUST, against DNS rebinding), and
-// on a loopback listener a Host that is not a loopback name with the
-// listener's port (a page under a name its DNS points to 127.0.0.1).
+// (the request's Host; the transport's MUST), and on a connection to a
+// loopback address a Host that is not a loopback name with the
+// listener's port: a page under a name its DNS points to 127.0.0.1 (DNS
+// rebinding) is same-origin with that name, so only its Host tells. The
+// connection decides, not the listen address: a listener of every
+// interface (the default, :8090) is reached on 127.0.0.1 too.
 // A client that sends no Origin (any but a browser) passes.
 func (d *Door) guard(r *http.Request) *core.Answer {
-	if d.loopback && !loopbackHost(r.Host, localPort(r)) {
+	if port, loopback := localAddr(r); loopback && !loopbackHost(r.Host, port) {
 		return refusal(http.StatusForbidden, "PERMISSION_DENIED", "Forbidden: Host "+strconv.Quote(core.Clip(r.Host))+
 			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding")
 	}
@@ -274,8 +274,8 @@ func sameOrigin(origin, host string) bool {
 	return host != "" && strings.EqualFold(u.Host, host)
 }
 
-// loopbackName reports whether a listen address's host is loopback only:
-// localhost or a loopback IP ("" and 0.0.0.0 are every interface).
+// loopbackName reports whether a Host's name is loopback only: localhost
+// or a loopback IP.
 func loopbackName(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -296,17 +296,19 @@ func loopbackHost(host, port string) bool {
 	return port != "" && p == port && loopbackName(name)
 }
 
-// localPort is the port the request came in on ("" if unknown).
-func localPort(r *http.Request) string {
+// localAddr is the port the request came in on, and whether the
+// connection's local address is a loopback one.
+func localAddr(r *http.Request) (port string, loopback bool) {
 	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok {
-		return ""
+		return "", false
 	}
-	_, port, err := net.SplitHostPort(a.String())
+	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return ""
+		return "", false
 	}
-	return port
+	ip := net.ParseIP(host)
+	return port, ip != nil && ip.IsLoopback()
 }
 
 // endSession is the answer to DELETE: it ends the session its

@@ -79,8 +79,9 @@ type served struct {
 	metrics *metrics.Metrics
 }
 
-// serve runs the sidecar with the MCP door (opts; its Listen a loopback
-// one) in front of a new agent.py, head prepended to testMap (limits, …).
+// serve runs the sidecar with the MCP door of opts, on a loopback
+// listener, in front of a new agent.py, head prepended to testMap (limits,
+// …).
 func serve(t *testing.T, head string, opts Options) *served {
 	t.Helper()
 	return serveMap(t, head+testMap, startAgent(t), opts)
@@ -97,9 +98,6 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
 	client, err := upstream.New(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
-	}
-	if opts.Listen == "" {
-		opts.Listen = "127.0.0.1:0"
 	}
 	door, err := New(cfg, opts)
 	if err != nil {

@@ -42,11 +42,7 @@ var Protocol = core.Protocol[Options]{
 			return config.Mapping(kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options {
-		o := *door.Options.(*Options)
-		o.Listen = door.Listen
-		return o
-	},
+	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
 	Probe:   probe,
 	Path:    func(door *config.Door) string { return door.Options.(*Options).Path },
 	Example: example,
@@ -59,9 +55,6 @@ type Options struct {
 	// Methods are the methods of the map served as tools, in this order;
 	// nil: every method the map lists (not "*").
 	Methods []string
-	// Listen is the door's address: on a loopback one the door answers
-	// only requests whose Host is a loopback name (DNS rebinding).
-	Listen string
 }
 
 // decodeSection decodes the section: listen, path and methods.
