@@ -69,7 +69,8 @@ func TestHandlerForSharesLimits(t *testing.T) {
 
 // TestDoorsNoRoute: every door answers a path it does not serve 404 and a
 // method a route does not take 405 (with Allow) with the same message, in
-// its own error shape; each refusal is one call log line with the door's
+// its own error shape, and a CORS preflight with no Access-Control-Allow-*;
+// each refusal is one call log line with the door's
 // protocol, its status, reason and route (none for the 404: never the
 // caller's path) and the remote address, and counts in the metrics of
 // calls, by protocol, as a bad request.
@@ -105,24 +106,28 @@ func TestDoorsNoRoute(t *testing.T) {
 		method   string
 		allow    string
 		shape    string // how the door's errors begin
+		call     string // a route of its calls
 	}{
 		{platform.Door{}, `"no route \"/nope\"; the sidecar serves POST /api/reasoning_engine, POST /api/stream_reasoning_engine and GET /healthz"`,
-			core.RouteUnary, http.MethodGet, "POST", `{"detail":`},
+			core.RouteUnary, http.MethodGet, "POST", `{"detail":`, core.RouteUnary},
 		{agentCore, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /ping"`,
-			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`},
+			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`, agentcore.RouteInvocations},
 		{foundryDoor, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,
-			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`},
+			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`, foundry.RouteInvocations},
 		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
-			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`, a2a.RouteRPC},
 		{mcpDoor, `"no route \"/nope\"; the sidecar serves POST /mcp (MCP, Streamable HTTP) and GET /healthz"`,
-			mcp.RouteHealth, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+			mcp.RouteHealth, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`, mcp.DefaultPath},
 		{openaiDoor, `"no route \"/nope\"; the sidecar serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses and GET /healthz"`,
-			openai.RouteChat, http.MethodGet, "POST", `{"error":{"message":`},
+			openai.RouteChat, http.MethodGet, "POST", `{"error":{"message":`, openai.RouteChat},
 	}
 	for _, tt := range tests {
 		srv := httptest.NewServer(s.HandlerFor(tt.door))
-		get := func(method, path string) (*http.Response, string) {
+		get := func(method, path string, header ...string) (*http.Response, string) {
 			req, _ := http.NewRequest(method, srv.URL+path, nil)
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -145,13 +150,21 @@ func TestDoorsNoRoute(t *testing.T) {
 				resp.Header.Get("Allow"), body, tt.allow, tt.shape, want)
 		}
 		refusalLogged(t, logs, name, 405, "METHOD_NOT_ALLOWED", tt.allowed, len(body))
+		// No door answers a CORS preflight: no page of another site reads
+		// an answer, or sends what a preflight guards.
+		resp, body = get(http.MethodOptions, tt.call, "Origin", "https://evil.example", "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "content-type, authorization")
+		if resp.StatusCode < 400 || resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.Header.Get("Access-Control-Allow-Methods") != "" {
+			t.Errorf("%s: a CORS preflight of %s = %d %v, want refused, no Access-Control-Allow-*", name, tt.call, resp.StatusCode, resp.Header)
+		}
+		logs.TakeAll()
 		srv.Close()
 	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, p := range s.Protocols {
-		if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="` + p + `"} 2`; !strings.Contains(rec.Body.String(), want) {
-			t.Errorf("metrics lack %s (the 404 and the 405)", want)
+		if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="` + p + `"} 3`; !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s (the 404, the 405 and the preflight)", want)
 		}
 	}
 	if want := `sidecar_calls_total{class_method="",outcome="bad_request",route=""} 6`; !strings.Contains(rec.Body.String(), want) {
