@@ -320,10 +320,8 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 		return refusal(http.StatusBadRequest, "BAD_REQUEST",
 			"Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing")
 	case !d.sessions.end(id, ownerOf(r.Header)):
-		a := reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
+		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
-		a.Reason = "NOT_FOUND"
-		return a
 	}
 	return &core.Answer{Status: http.StatusOK, Outcome: metrics.OK}
 }
@@ -523,11 +521,16 @@ func (d *Door) call(route string, r *http.Request, req request, p params, modern
 }
 
 // reply is the door's own answer: a JSON-RPC response (result, or e) with
-// status. Its outcome is OK for a result, a bad request for an error.
+// status. Its outcome is OK for a result, a bad request for an error, its
+// log line's reason NOT_FOUND for a 404 (a method, a session), else
+// BAD_REQUEST.
 func reply(id json.RawMessage, status int, result []byte, e *rpcError) *core.Answer {
 	a := &core.Answer{Status: status, Outcome: metrics.OK, Header: http.Header{"Content-Type": {"application/json"}}}
 	if e != nil {
-		a.Outcome = metrics.BadRequest
+		a.Outcome, a.Reason = metrics.BadRequest, "BAD_REQUEST"
+		if status == http.StatusNotFound {
+			a.Reason = "NOT_FOUND"
+		}
 	}
 	a.Body = append(response(id, result, e), '\n')
 	return a

@@ -383,8 +383,9 @@ func TestSessionOwner(t *testing.T) {
 
 // TestRefusalsLogged: what the endpoint answers before a call exists (a
 // POST whose Accept lacks a type, a foreign Origin, GET, DELETE of a
-// session) gets one call log line with protocol mcp, its status, reason
-// and route, and counts in the metrics by protocol.
+// session), as what Open refuses, gets one call log line with protocol
+// mcp, its status, reason and route, and counts in the metrics by
+// protocol.
 func TestRefusalsLogged(t *testing.T) {
 	s := serve(t, "", Options{})
 	session := initialize(t, s.url, version20251125)
@@ -410,6 +411,8 @@ func TestRefusalsLogged(t *testing.T) {
 		{"DELETE without a session", http.MethodDelete, nil, 400, "BAD_REQUEST", "bad_request"},
 		{"DELETE of an unknown session", http.MethodDelete, []string{"Mcp-Session-Id", "made-up"}, 404, "NOT_FOUND", "bad_request"},
 		{"DELETE of the session", http.MethodDelete, []string{"Mcp-Session-Id", session}, 200, "", "ok"},
+		// Refused once read, by Open: the call's line, its reason too.
+		{"a 2025 request without its session", http.MethodPost, nil, 400, "BAD_REQUEST", "bad_request"},
 	}
 	for _, tt := range tests {
 		resp, b := do(t, request(tt.method), tt.h...)
@@ -430,7 +433,7 @@ func TestRefusalsLogged(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	s.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="mcp"} 5`; !strings.Contains(rec.Body.String(), want) {
+	if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="mcp"} 6`; !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("metrics lack %s", want)
 	}
 }
