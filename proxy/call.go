@@ -42,6 +42,7 @@ func (c *call) context(ctx context.Context) context.Context {
 }
 
 func (c *call) done() {
+	c.notes.Phases.End = time.Now()
 	if c.release != nil {
 		c.release()
 	}
@@ -85,6 +86,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	c.records, c.bytes, first = out.Wrote()
 	if c.records > 0 {
 		c.first = first.Sub(c.start)
+		c.notes.Phases.FirstRecord = first
 	}
 	if err != nil {
 		c.callerLeft(err)
