@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/doors"
+)
+
+// TestDoorExamples: every registered door has the copy-paste example
+// sidecar dev's playground lists, and it holds: its curl, run as printed
+// against the door served as run serves it, gets the agent's answer; its
+// client snippet is valid in its language (the SDKs that call a cloud
+// deployment cannot run here; a door's own test runs a snippet that can).
+func TestDoorExamples(t *testing.T) {
+	for _, d := range doors.All {
+		t.Run(d.Name, func(t *testing.T) {
+			if d.Example == nil {
+				t.Fatalf("door %s is registered without an Example: the playground shows no way to call it", d.Name)
+			}
+			agent := newHostileAgent(t)
+			base, _ := hostileSidecar(t, d.Name, "query", "", agent)
+			ex := d.Example(base)
+			if ex.Curl == "" || ex.Client == "" || ex.ClientLang == "" {
+				t.Fatalf("Example(%q) = %+v, want a curl and a client snippet with its language", base, ex)
+			}
+			if !strings.Contains(ex.Curl, base) {
+				t.Errorf("the curl does not call the door's URL %s:\n%s", base, ex.Curl)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "answered") {
+				t.Errorf("the curl example, run: %v, printed %q, want the agent's answer:\n%s", err, out, ex.Curl)
+			}
+			checkSyntax(t, ctx, ex.ClientLang, ex.Client)
+		})
+	}
+}
+
+// checkSyntax fails the test when src is not valid lang: Python parsed
+// by python3's ast, JavaScript checked by node as an ES module.
+func checkSyntax(t *testing.T, ctx context.Context, lang, src string) {
+	t.Helper()
+	var cmd *exec.Cmd
+	switch lang {
+	case "python":
+		cmd = exec.CommandContext(ctx, "python3", "-c", "import ast, sys; ast.parse(sys.stdin.read())")
+		cmd.Stdin = strings.NewReader(src)
+	case "javascript":
+		file := filepath.Join(t.TempDir(), "example.mjs")
+		if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.CommandContext(ctx, "node", "--check", file)
+	default:
+		t.Errorf("client language %q: the test knows python and javascript; teach it yours", lang)
+		return
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the %s snippet is not valid %s: %v %s\n%s", lang, lang, err, out, src)
+	}
+}
