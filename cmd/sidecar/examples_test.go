@@ -14,7 +14,8 @@ import (
 // TestDoorExamples: every registered door has the copy-paste example
 // sidecar dev's playground lists, and it holds: its curl, run as printed
 // against the door served as run serves it, gets the agent's answer; its
-// client snippet is valid in its language (the SDKs that call a cloud
+// client snippet is valid in its language, and a Python one that needs
+// no SDK runs and gets the answer too (an SDK that calls a cloud
 // deployment cannot run here; a door's own test runs a snippet that can).
 func TestDoorExamples(t *testing.T) {
 	for _, d := range doors.All {
@@ -38,6 +39,14 @@ func TestDoorExamples(t *testing.T) {
 				t.Errorf("the curl example, run: %v, printed %q, want the agent's answer:\n%s", err, out, ex.Curl)
 			}
 			checkSyntax(t, ctx, ex.ClientLang, ex.Client)
+			if ex.ClientLang == "python" && stdlibOnly(t, ctx, ex.Client) {
+				// It needs no SDK: it runs, against the door.
+				cmd := exec.CommandContext(ctx, "python3", "-")
+				cmd.Stdin = strings.NewReader(ex.Client)
+				if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "answered") {
+					t.Errorf("the python snippet, run: %v, printed %q, want the agent's answer:\n%s", err, out, ex.Client)
+				}
+			}
 		})
 	}
 }
@@ -64,4 +73,24 @@ func checkSyntax(t *testing.T, ctx context.Context, lang, src string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("the %s snippet is not valid %s: %v %s\n%s", lang, lang, err, out, src)
 	}
+}
+
+// stdlibOnly reports whether the Python src imports only modules of
+// Python's standard library.
+func stdlibOnly(t *testing.T, ctx context.Context, src string) bool {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "python3", "-c", `import ast, sys
+mods = set()
+for n in ast.walk(ast.parse(sys.stdin.read())):
+    if isinstance(n, ast.Import):
+        mods.update(a.name.split(".")[0] for a in n.names)
+    elif isinstance(n, ast.ImportFrom):
+        mods.add((n.module or "").split(".")[0])
+print("yes" if mods <= set(sys.stdlib_module_names) else "no")`)
+	cmd.Stdin = strings.NewReader(src)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reading the snippet's imports: %v", err)
+	}
+	return strings.TrimSpace(string(out)) == "yes"
 }
