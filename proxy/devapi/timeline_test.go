@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +91,26 @@ func TestPlaygroundTimeline(t *testing.T) {
 	}
 	if got := evalString(t, ctx, `window.cspViolations.join(",")`); got != "" {
 		t.Errorf("the page broke its Content-Security-Policy: %s", got)
+	}
+}
+
+// TestPlaygroundTimelineLongStream: a stream of far more records than the
+// timeline draws ticks for counts them all in its label and draws at most
+// 200 ticks, the last record's among them.
+func TestPlaygroundTimelineLongStream(t *testing.T) {
+	st := newStack(t, Options{})
+	ctx := browser(t)
+	run(t, ctx, "loading the playground", chromedp.Navigate(st.dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream"]`))
+	run(t, ctx, "running a stream of 1,000 records", chromedp.Click(`#methods button[data-method="stream"]`),
+		setInput(`{"lines": 1000}`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the call's end", lastCall+`?.dataset.state === "done"`)
+	ticks := eval[[]float64](t, ctx, `[...`+lastCall+`.querySelectorAll(".timeline [data-phase=record]")].map(b => Number(b.dataset.ms))`)
+	label := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".timeline .lbl")].map(l => l.textContent).join(",")`)
+	last := eval[float64](t, ctx, `Number([...`+lastCall+`.querySelectorAll(".raw .line .t")].pop().textContent.replace(/[^0-9]/g, ""))`)
+	if len(ticks) == 0 || len(ticks) > 200 || !strings.Contains(label, "records · 1000") {
+		t.Fatalf("%d ticks, labels %q: want at most 200 and the count of all 1000", len(ticks), label)
+	}
+	if got := ticks[len(ticks)-1]; got < last-1 || got > last+1 {
+		t.Errorf("the last tick at %v ms, the last record at %v ms", got, last)
 	}
 }
