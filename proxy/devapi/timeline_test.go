@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func TestPlaygroundTimeline(t *testing.T) {
 	const think = 100 * time.Millisecond
 	next := make(chan struct{})
-	stop := sync.OnceFunc(func() { close(next) })
+	ended := t.Context() // done as the test ends, before its cleanups
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(think) // the agent thinking before its first byte
@@ -30,13 +29,15 @@ func TestPlaygroundTimeline(t *testing.T) {
 				case next <- struct{}{}:
 				case <-r.Context().Done():
 					return
+				case <-ended.Done():
+					return
 				}
 			}
 			io.WriteString(w, `{"n":`+string(rune('0'+i))+"}\n")
 			http.NewResponseController(w).Flush()
 		}
 	}))
-	t.Cleanup(func() { stop(); agent.Close() })
+	t.Cleanup(agent.Close)
 	contract, cfg := startSidecar(t, "upstream: {url: "+agent.URL+"}\nmethods:\n  stream_query: {mode: stream, call: POST /s, reply: ndjson}\n")
 	dev := devListener(t, cfg, contract)
 	ctx := browser(t)
