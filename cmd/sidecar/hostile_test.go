@@ -111,6 +111,23 @@ func probeOf(protocol string) core.Probe {
 	return core.Probe{}
 }
 
+// probeSection is the protocols section of the door protocol as
+// hostileSidecar writes it (its Probe's, calling method), parsed; nil for
+// agent_platform.
+func probeSection(t *testing.T, protocol, method string) *config.Door {
+	t.Helper()
+	section := probeOf(protocol).Section
+	if section == nil {
+		return nil
+	}
+	yaml := "upstream: {url: \"http://127.0.0.1:1\"}\n" + hostileMethods + "protocols:\n  " + protocol + ": " + section("127.0.0.1:2", method) + "\n"
+	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Protocols.Door(protocol)
+}
+
 // hostileSidecar serves cfg's doors in process (serve, as run does) in
 // front of agent with door protocol calling method; it returns the door's
 // base URL and a func that starts the drain, as SIGTERM does.
