@@ -170,15 +170,15 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case d.opts.Path:
-			if a := d.guard(r); a != nil {
-				refuse(w, r, d.opts.Path, a)
+			if f, ok := guard(r); !ok {
+				refuse(w, r, d.opts.Path, f)
 				return
 			}
 			switch r.Method {
 			case http.MethodPost:
 				if !accepts(r.Header.Values("Accept")) {
-					refuse(w, r, d.opts.Path, refusal(http.StatusNotAcceptable, "NOT_ACCEPTABLE",
-						"Not Acceptable: the Accept header must list both application/json and text/event-stream"))
+					refuse(w, r, d.opts.Path, core.Failure{Status: http.StatusNotAcceptable, Reason: "NOT_ACCEPTABLE", Outcome: metrics.BadRequest,
+						Message: "Not Acceptable: the Accept header must list both application/json and text/event-stream"})
 					return
 				}
 				calls.ServeHTTP(w, r)
@@ -208,14 +208,6 @@ func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, refuse core.Re
 		f.Message += ": this server opens no server-initiated SSE stream"
 	}
 	refuse(w, r, r.URL.Path, f)
-}
-
-// refusal is the door's JSON-RPC error answering a request it refuses
-// before reading it: status, -32600 and message, reason for the log line.
-func refusal(status int, reason, message string) *core.Answer {
-	a := reply(nil, status, nil, &rpcError{code: codeInvalidRequest, message: message})
-	a.Reason = reason
-	return a
 }
 
 // accepts reports whether Accept lists both application/json and
@@ -251,17 +243,21 @@ func accepts(values []string) bool {
 // connection decides, not the listen address: a listener of every
 // interface (the default, :8090) is reached on 127.0.0.1 too.
 // A client that sends no Origin (any but a browser) passes.
-func (d *Door) guard(r *http.Request) *core.Answer {
+func guard(r *http.Request) (core.Failure, bool) {
 	if port, loopback := localAddr(r); loopback && !loopbackHost(r.Host, port) {
-		return refusal(http.StatusForbidden, "PERMISSION_DENIED", "Forbidden: Host "+strconv.Quote(core.Clip(r.Host))+
-			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding")
+		return forbidden("Forbidden: Host " + strconv.Quote(core.Clip(r.Host)) +
+			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding"), false
 	}
 	origin, sent := r.Header["Origin"]
 	if sent && (len(origin) != 1 || !sameOrigin(origin[0], r.Host)) {
-		return refusal(http.StatusForbidden, "PERMISSION_DENIED", "Forbidden: Origin "+strconv.Quote(core.Clip(strings.Join(origin, ", ")))+
-			" is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin")
+		return forbidden("Forbidden: Origin " + strconv.Quote(core.Clip(strings.Join(origin, ", "))) +
+			" is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin"), false
 	}
-	return nil
+	return core.Failure{}, true
+}
+
+func forbidden(msg string) core.Failure {
+	return core.Failure{Status: http.StatusForbidden, Reason: "PERMISSION_DENIED", Message: msg, Outcome: metrics.BadRequest}
 }
 
 // sameOrigin reports whether origin is a page of host's: http or https,
@@ -317,8 +313,8 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case id == "":
-		return refusal(http.StatusBadRequest, "BAD_REQUEST",
-			"Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing")
+		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
+			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"})
 	case !d.sessions.end(id, ownerOf(r.Header)):
 		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})

@@ -304,9 +304,7 @@ func TestGuards(t *testing.T) {
 	ok := func(string, bool) http.Handler {
 		return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served = true })
 	}
-	refuse := func(w http.ResponseWriter, _ *http.Request, _ string, err error) {
-		w.WriteHeader(err.(*core.Answer).Status)
-	}
+	refuse := func(w http.ResponseWriter, _ *http.Request, _ string, _ error) { w.WriteHeader(http.StatusForbidden) }
 	w := httptest.NewRecorder()
 	every.door.Handler(ok, http.NotFoundHandler(), refuse).ServeHTTP(w, pub)
 	if !served {
@@ -404,15 +402,16 @@ func TestRefusalsLogged(t *testing.T) {
 		status  int
 		reason  string
 		outcome string
+		err     string // in the line's error, the refusal's message
 	}{
-		{"Accept without SSE", http.MethodPost, []string{"Accept", "application/json", "Mcp-Session-Id", session}, 406, "NOT_ACCEPTABLE", "bad_request"},
-		{"a foreign Origin", http.MethodPost, []string{"Origin", "https://evil.example", "Mcp-Session-Id", session}, 403, "PERMISSION_DENIED", "bad_request"},
-		{"GET", http.MethodGet, []string{"Accept", "text/event-stream"}, 405, "METHOD_NOT_ALLOWED", "bad_request"},
-		{"DELETE without a session", http.MethodDelete, nil, 400, "BAD_REQUEST", "bad_request"},
-		{"DELETE of an unknown session", http.MethodDelete, []string{"Mcp-Session-Id", "made-up"}, 404, "NOT_FOUND", "bad_request"},
-		{"DELETE of the session", http.MethodDelete, []string{"Mcp-Session-Id", session}, 200, "", "ok"},
+		{"Accept without SSE", http.MethodPost, []string{"Accept", "application/json", "Mcp-Session-Id", session}, 406, "NOT_ACCEPTABLE", "bad_request", "Accept"},
+		{"a foreign Origin", http.MethodPost, []string{"Origin", "https://evil.example", "Mcp-Session-Id", session}, 403, "PERMISSION_DENIED", "bad_request", "evil.example"},
+		{"GET", http.MethodGet, []string{"Accept", "text/event-stream"}, 405, "METHOD_NOT_ALLOWED", "bad_request", "server-initiated"},
+		{"DELETE without a session", http.MethodDelete, nil, 400, "BAD_REQUEST", "bad_request", ""},
+		{"DELETE of an unknown session", http.MethodDelete, []string{"Mcp-Session-Id", "made-up"}, 404, "NOT_FOUND", "bad_request", ""},
+		{"DELETE of the session", http.MethodDelete, []string{"Mcp-Session-Id", session}, 200, "", "ok", ""},
 		// Refused once read, by Open: the call's line, its reason too.
-		{"a 2025 request without its session", http.MethodPost, nil, 400, "BAD_REQUEST", "bad_request"},
+		{"a 2025 request without its session", http.MethodPost, nil, 400, "BAD_REQUEST", "bad_request", ""},
 	}
 	for _, tt := range tests {
 		resp, b := do(t, request(tt.method), tt.h...)
@@ -426,9 +425,10 @@ func TestRefusalsLogged(t *testing.T) {
 		}
 		f := lines[0].ContextMap()
 		if lines[0].Message != "call" || f["protocol"] != Name || f["status"] != int64(tt.status) || f["route"] != DefaultPath ||
-			f["outcome"] != tt.outcome || (tt.reason != "" && f["reason"] != tt.reason) || f["bytes"] != int64(len(b)) {
-			t.Errorf("%s logged %s %v, want a call of protocol mcp, status %d, route %s, outcome %s, reason %q, bytes %d",
-				tt.name, lines[0].Message, f, tt.status, DefaultPath, tt.outcome, tt.reason, len(b))
+			f["outcome"] != tt.outcome || (tt.reason != "" && f["reason"] != tt.reason) || f["bytes"] != int64(len(b)) ||
+			!strings.Contains(fmt.Sprint(f["error"]), tt.err) {
+			t.Errorf("%s logged %s %v, want a call of protocol mcp, status %d, route %s, outcome %s, reason %q, bytes %d, error with %q",
+				tt.name, lines[0].Message, f, tt.status, DefaultPath, tt.outcome, tt.reason, len(b), tt.err)
 		}
 	}
 	rec := httptest.NewRecorder()
