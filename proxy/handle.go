@@ -24,6 +24,7 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		defer s.inFlight.Add(-1)
 		ctx, done := s.callContext(r)
 		defer done()
+		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
 		var answer *core.Answer
 		if errors.As(err, &answer) {

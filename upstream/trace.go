@@ -1,0 +1,90 @@
+package upstream
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Trace records every request to the agent made in a traced call (one
+// whose context carries a span) as a CLIENT span of tracer, a child of the
+// call's span: one span per attempt, so a retry is a span of its own with
+// http.request.resend_count. The agent receives a traceparent (and the
+// caller's tracestate) naming that span, in place of the caller's, so its
+// own spans join the trace. The span ends with the reply's body. Call it
+// once, before the client is used; without it the agent gets the caller's
+// trace headers as they came.
+func (c *Client) Trace(tracer trace.Tracer) {
+	hc := c.retrying.HTTPClient
+	hc.Transport = &tracedTransport{next: hc.Transport, tracer: tracer}
+}
+
+type tracedTransport struct {
+	next   http.RoundTripper
+	tracer trace.Tracer
+}
+
+func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return t.next.RoundTrip(req) // not a call's (a probe)
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("http.request.method", req.Method),
+		attribute.String("url.full", req.URL.String()),
+		attribute.String("sidecar.class_method", req.Header.Get("X-Sidecar-Class-Method")),
+	}
+	if ci, ok := ctx.Value(callKey{}).(*callInfo); ok {
+		if n := ci.attempts.Load(); n > 0 {
+			attrs = append(attrs, attribute.Int("http.request.resend_count", int(n)))
+		}
+	}
+	ctx, span := t.tracer.Start(ctx, req.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	// A RoundTripper leaves its request as it is: retries send it again.
+	out := req.WithContext(ctx)
+	out.Header = req.Header.Clone()
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	resp, err := t.next.RoundTrip(out)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.End()
+		return nil, err
+	}
+	span.AddEvent("agent.first_byte")
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if resp.StatusCode >= 400 {
+		span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+	}
+	resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
+	return resp, nil
+}
+
+// spanBody ends its span when the body is read to its end, fails, or is
+// closed, whichever comes first (a span ends once).
+type spanBody struct {
+	io.ReadCloser
+	span trace.Span
+}
+
+func (b *spanBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			b.span.RecordError(err)
+			b.span.SetStatus(codes.Error, err.Error())
+		}
+		b.span.End()
+	}
+	return n, err
+}
+
+func (b *spanBody) Close() error {
+	b.span.End()
+	return b.ReadCloser.Close()
+}
