@@ -146,7 +146,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // log writes the call's one log line and records its metrics. Bodies are
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
-	c.endSpan()
+	defer c.endSpan()
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,
