@@ -126,7 +126,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *zap.Logger
 	switch {
 	case endpoint == "":
 	case err != nil:
-		bad(endpointVar, "%v", err)
+		bad(endpointVar, "%q is not an http:// or https:// URL: %v", endpoint, err)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
 		bad(endpointVar, "%q is not an http:// or https:// URL", endpoint)
 	case endpointVar == "OTEL_EXPORTER_OTLP_ENDPOINT" && protocol != protoGRPC:
