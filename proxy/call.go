@@ -32,7 +32,7 @@ type call struct {
 	release  func()        // frees the call's concurrency slot, if it took one
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
-	queue    time.Duration // waiting for a concurrency slot
+	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
 	span     trace.Span    // the call's SERVER span; nil when tracing is off
 }
 
@@ -45,6 +45,7 @@ func (c *call) context(ctx context.Context) context.Context {
 }
 
 func (c *call) done() {
+	c.notes.Phases.End = time.Now()
 	if c.release != nil {
 		c.release()
 	}
@@ -58,6 +59,7 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
+	setServerTiming(w, c)
 	n, err := c.ex.Writer.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
@@ -79,6 +81,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	// record, so the caller knows the call was accepted.
 	out := c.ex.Writer.Encoder(w)
 	c.status = http.StatusOK
+	setServerTiming(w, c)
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
 		return
@@ -88,6 +91,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	c.records, c.bytes, first = out.Wrote()
 	if c.records > 0 {
 		c.first = first.Sub(c.start)
+		c.notes.Phases.FirstRecord = first
 	}
 	if err != nil {
 		c.callerLeft(err)
@@ -136,6 +140,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {
 		return // nobody is listening
 	}
+	setServerTiming(w, c)
 	if c.ex.Writer == nil { // not opened
 		c.door.WriteError(w, f)
 		return

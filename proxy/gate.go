@@ -105,9 +105,8 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		}
 		ctx = c.context(ctx)
 	}
-	queued := time.Now()
 	release, err := s.acquire(ctx)
-	c.queue = time.Since(queued)
+	c.notes.Phases.Queued = time.Now()
 	if err != nil {
 		return ctx, err
 	}

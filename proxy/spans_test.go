@@ -124,6 +124,24 @@ func checkAgentParent(t *testing.T, agent *tracedAgent, i int, client otlptest.S
 	}
 }
 
+// checkPhases checks that span has the phase events named, in that
+// order in time, within the span.
+func checkPhases(t *testing.T, span otlptest.Span, names ...string) {
+	t.Helper()
+	last := span.Start
+	for _, name := range names {
+		e := span.Event(name)
+		if e == nil {
+			t.Errorf("span %s has no %s event: %+v", span.Name, name, span.Events)
+			continue
+		}
+		if e.Time.Before(last) || e.Time.After(span.End) {
+			t.Errorf("span %s: %s at %v, want after %v and by the end %v", span.Name, name, e.Time, last, span.End)
+		}
+		last = e.Time
+	}
+}
+
 // callLog is the "call" log line's fields.
 func callLog(t *testing.T, h *harness) map[string]any {
 	t.Helper()
@@ -161,6 +179,7 @@ func TestSpansUnary(t *testing.T) {
 	if server.Parent != "" {
 		t.Errorf("a call without trace headers has parent %s, want a root span", server.Parent)
 	}
+	checkPhases(t, server, "queued", "connected", "agent.first_byte")
 	c := clients[0]
 	if c.Parent != server.SpanID || c.Attrs["http.response.status_code"] != int64(200) || c.Event("agent.first_byte") == nil {
 		t.Errorf("client span %+v, want a child of %s with status 200 and agent.first_byte", c, server.SpanID)
@@ -189,10 +208,7 @@ func TestSpansStream(t *testing.T) {
 	if server.Attrs["sidecar.records"] != int64(3) || server.Attrs["sidecar.outcome"] != "ok" || server.Attrs["url.path"] != core.RouteStream {
 		t.Errorf("stream server span attributes %v", server.Attrs)
 	}
-	first := server.Event("first_record")
-	if first == nil || first.Time.Before(server.Start) || first.Time.After(server.End) {
-		t.Errorf("stream server span events %+v, want first_record within the span", server.Events)
-	}
+	checkPhases(t, server, "queued", "connected", "agent.first_byte", "first_record")
 	if c := clients[0]; c.Parent != server.SpanID || c.Status == "error" {
 		t.Errorf("stream client span %+v, want an ok child of %s", c, server.SpanID)
 	}

@@ -120,9 +120,12 @@ func (s *Server) startSpan(ctx context.Context, r *http.Request, c *call) contex
 	return ctx
 }
 
-// endSpan ends the call's SERVER span, if it has one, with how the call
-// ended: its status, class_method, outcome, reason and records, status
-// Error unless it ended ok, and its phases as events.
+// endSpan ends the call's SERVER span, if it has one, at the call's end,
+// with how the call ended: its status, class_method, outcome, reason and
+// records, status Error unless it ended ok, and the phases it reached
+// (core.Phases) as events: queued (it had its concurrency slot, or was
+// refused one), connected (to the agent), agent.first_byte (the agent's
+// reply head), first_record (written to the caller).
 func (c *call) endSpan() {
 	if c.span == nil {
 		return
@@ -135,12 +138,14 @@ func (c *call) endSpan() {
 		attribute.String("sidecar.outcome", string(c.outcome)),
 		attribute.Int("sidecar.records", c.records),
 	)
-	if c.queue > 0 {
-		c.span.AddEvent("queued", trace.WithTimestamp(c.start.Add(c.queue)),
-			trace.WithAttributes(attribute.Float64("sidecar.queue_ms", float64(c.queue)/float64(time.Millisecond))))
-	}
-	if c.first > 0 {
-		c.span.AddEvent("first_record", trace.WithTimestamp(c.start.Add(c.first)))
+	p := &c.notes.Phases
+	for _, e := range [...]struct {
+		name string
+		at   time.Time
+	}{{"queued", p.Queued}, {"connected", p.Connected}, {"agent.first_byte", p.FirstByte}, {"first_record", p.FirstRecord}} {
+		if !e.at.IsZero() {
+			c.span.AddEvent(e.name, trace.WithTimestamp(e.at))
+		}
 	}
 	if c.outcome != metrics.OK {
 		if c.reason != "" {
@@ -148,7 +153,7 @@ func (c *call) endSpan() {
 		}
 		c.span.SetStatus(codes.Error, c.reason)
 	}
-	c.span.End()
+	c.span.End(trace.WithTimestamp(p.End))
 }
 
 // spanFields are the Cloud Logging fields that group a call's log line

@@ -130,15 +130,16 @@ function withSession(name, input) {
   return out;
 }
 
-// call POSTs one class_method to the emulator; lines are handed to onLine
-// (streaming) and the result is {status, ok, body, error}.
-async function call(m, input, onLine, signal) {
+// call POSTs one class_method to the emulator; the reply's head goes to
+// onHead (its Server-Timing header), lines to onLine (streaming), and the
+// result is {status, ok, body, error}.
+async function call(m, input, onLine, onHead) {
   const r = await fetch(localURL(m), {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ class_method: m.name, input }),
-    signal,
   });
+  if (onHead) onHead(r.headers.get("Server-Timing"));
   if (!r.ok || !streaming(m)) {
     const text = await r.text();
     let body = null;
@@ -290,7 +291,8 @@ async function run() {
   $("run").disabled = true;
   const t0 = performance.now();
   try {
-    const r = await call(m, input, (line) => view.line(line, performance.now() - t0));
+    const r = await call(m, input, (line) => view.line(line, performance.now() - t0),
+      (timing) => view.head(timing, performance.now() - t0));
     if (!r.ok) view.httpError(r.status, r.body, r.text, performance.now() - t0);
     else if (!streaming(m)) view.reply(r.text, r.body, performance.now() - t0);
     view.done(performance.now() - t0);
