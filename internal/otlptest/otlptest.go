@@ -70,6 +70,9 @@ type Receiver struct {
 	spans []Span
 	paths []string // the HTTP paths exports came to
 	got   chan struct{}
+	// countOnly keeps no spans, only their count (NewCounter).
+	countOnly bool
+	count     int
 }
 
 func newReceiver() *Receiver { return &Receiver{got: make(chan struct{}, 1)} }
@@ -81,6 +84,25 @@ func NewHTTP(t testing.TB) *Receiver {
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	return r
+}
+
+// NewCounter starts an OTLP/HTTP receiver that decodes what it gets but
+// keeps only the number of spans (Count): a receiver for benchmarks,
+// doing as little as a receiver can.
+func NewCounter(t testing.TB) *Receiver {
+	r := newReceiver()
+	r.countOnly = true
+	srv := httptest.NewServer(http.HandlerFunc(r.serveHTTP))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+// Count is the number of spans received.
+func (r *Receiver) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count + len(r.spans)
 }
 
 // NewGRPC starts an OTLP/gRPC receiver on loopback; URL is http://host:port.
@@ -148,6 +170,18 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Receiver) add(req *coltrace.ExportTraceServiceRequest, path string) {
+	if r.countOnly {
+		n := 0
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				n += len(ss.Spans)
+			}
+		}
+		r.mu.Lock()
+		r.count += n
+		r.mu.Unlock()
+		return
+	}
 	var spans []Span
 	for _, rs := range req.ResourceSpans {
 		res := attrs(rs.GetResource().GetAttributes())
