@@ -159,12 +159,12 @@ func (c *call) endSpan() {
 // spanFields are the Cloud Logging fields that group a call's log line
 // with its SERVER span.
 func spanFields(sc trace.SpanContext, project string) []zap.Field {
-	trace := sc.TraceID().String()
+	id := sc.TraceID().String()
 	if project != "" {
-		trace = "projects/" + project + "/traces/" + trace
+		id = "projects/" + project + "/traces/" + id
 	}
 	return []zap.Field{
-		zap.String("logging.googleapis.com/trace", trace),
+		zap.String("logging.googleapis.com/trace", id),
 		zap.String("logging.googleapis.com/spanId", sc.SpanID().String()),
 		zap.Bool("logging.googleapis.com/trace_sampled", sc.IsSampled()),
 	}
