@@ -37,28 +37,35 @@ func TestTracingBadEnv(t *testing.T) {
 }
 
 // TestTracingSidecar runs the sidecar with tracing on and a door besides
-// the platform's, makes a call on each just before SIGTERM, and checks
-// that the receiver gets their spans, flushed at shutdown (the batch
-// delay is far longer than the test), that the agent got traceparents
-// naming the client spans, and that the log lines name the server spans
-// in the project's trace.
+// the platform's, makes a call on each just before SIGTERM and holds a
+// stream open across it, and checks that the receiver gets their spans,
+// flushed at shutdown (the batch delay is far longer than the test), the
+// stream's ended by the drain; that the agent got traceparents naming
+// the client spans; and that the log lines name the server spans in the
+// project's trace.
 func TestTracingSidecar(t *testing.T) {
 	rec := otlptest.NewHTTP(t)
 	var mu sync.Mutex
 	agentGot := map[string]string{} // traceparent by class_method
+	held := make(chan struct{})
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		mu.Lock()
 		agentGot[r.Header.Get("X-Sidecar-Class-Method")] = r.Header.Get("Traceparent")
 		mu.Unlock()
+		if r.URL.Path == "/hold" { // until the drain ends the call
+			close(held)
+			<-r.Context().Done()
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	defer agent.Close()
 	// Every door's listener is open before the first says "listening".
 	agentcore := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf("upstream: {url: %q}\nprotocols:\n  agentcore: {listen: %q, method: invoke}\n"+
-		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n", agent.URL, agentcore)
+	cfg := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nprotocols:\n  agentcore: {listen: %q, method: invoke}\n"+
+		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n  hold: {mode: stream, call: POST /hold}\n", agent.URL, agentcore)
 	p := startProc(t, cfg, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_BSP_SCHEDULE_DELAY=600000",
 		"GOOGLE_CLOUD_PROJECT=my-proj", "OTEL_RESOURCE_ATTRIBUTES=team=search"})
 
@@ -87,14 +94,26 @@ func TestTracingSidecar(t *testing.T) {
 			t.Fatalf("%s: status %d", c.method, resp.StatusCode)
 		}
 	}
+	// A stream the drain will end: its span too must be sent.
+	go func() {
+		resp, err := testClient.Post(p.base+"/api/stream_reasoning_engine", "application/json", strings.NewReader(`{"class_method":"hold","input":{}}`))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-held
 	if n := len(rec.Spans()); n != 0 {
 		t.Fatalf("%d spans exported before SIGTERM with a 10-minute batch delay: the flush below would prove nothing", n)
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(20 * time.Second); code != 0 {
-		t.Fatalf("exit code %d", code)
+	if code := p.wait(20 * time.Second); code != 1 {
+		t.Fatalf("exit code %d, want 1 (the held stream was ended)", code)
 	}
 	spans := rec.Spans()
+	if s := otlptest.Find(spans, otlptest.Kind("server", "hold")); s == nil || s.Status != "error" || s.Attrs["sidecar.outcome"] != "shutting_down" {
+		t.Errorf("the stream the drain ended: server span %+v, want one with status error, outcome shutting_down", s)
+	}
 	logs := callLines(t, p.out())
 	for _, c := range calls {
 		server := otlptest.Find(spans, otlptest.Kind("server", c.method))
