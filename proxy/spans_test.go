@@ -184,6 +184,9 @@ func TestSpansUnary(t *testing.T) {
 	if c.Parent != server.SpanID || c.Attrs["http.response.status_code"] != int64(200) || c.Event("agent.first_byte") == nil {
 		t.Errorf("client span %+v, want a child of %s with status 200 and agent.first_byte", c, server.SpanID)
 	}
+	if c.Attrs["server.address"] != strings.TrimPrefix(agent.URL, "http://") || c.Attrs["url.full"] != nil || c.Attrs["url.path"] != nil {
+		t.Errorf("client span attributes %v, want the agent's address and no path (it may hold the caller's input)", c.Attrs)
+	}
 	if c.Start.Before(server.Start) || c.End.After(server.End) {
 		t.Errorf("client span %v–%v is not within the server span %v–%v", c.Start, c.End, server.Start, server.End)
 	}

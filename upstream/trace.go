@@ -34,9 +34,11 @@ func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return t.next.RoundTrip(req) // not a call's (a probe)
 	}
+	// Not the URL's path or query: a method's path template can put the
+	// caller's input there.
 	attrs := []attribute.KeyValue{
 		attribute.String("http.request.method", req.Method),
-		attribute.String("url.full", req.URL.String()),
+		attribute.String("server.address", req.URL.Host),
 		attribute.String("sidecar.class_method", req.Header.Get("X-Sidecar-Class-Method")),
 	}
 	if ci, ok := ctx.Value(callKey{}).(*callInfo); ok {
