@@ -90,3 +90,4 @@ func (b *spanBody) Close() error {
 	b.span.End()
 	return b.ReadCloser.Close()
 }
+var _ http.RoundTripper = (*tracedTransport)(nil)
