@@ -90,4 +90,5 @@ func (b *spanBody) Close() error {
 	b.span.End()
 	return b.ReadCloser.Close()
 }
+
 var _ http.RoundTripper = (*tracedTransport)(nil)
