@@ -193,3 +193,31 @@ func TestTracingOffSidecar(t *testing.T) {
 		t.Errorf("tracing said it was on: %s", p.out())
 	}
 }
+
+// TestTracingSidecarGRPC: OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends the
+// spans over OTLP/gRPC, named by OTEL_SERVICE_NAME.
+func TestTracingSidecarGRPC(t *testing.T) {
+	rec := otlptest.NewGRPC(t)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer agent.Close()
+	p := startProc(t, fmt.Sprintf("upstream: {url: %q}\nmethods:\n  query: {call: POST /query}\n", agent.URL),
+		[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_SERVICE_NAME=pricer"})
+	resp, err := testClient.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"query","input":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(20 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	spans := rec.Spans()
+	server := otlptest.Find(spans, otlptest.Kind("server", "query"))
+	if server == nil || server.Resource["service.name"] != "pricer" || otlptest.Find(spans, otlptest.Kind("client", "query")) == nil {
+		t.Errorf("over gRPC the receiver got %+v, want the call's server (service pricer) and client spans", spans)
+	}
+}
