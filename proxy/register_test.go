@@ -25,7 +25,7 @@ func TestToyDoorRegisters(t *testing.T) {
 	kinds := doors.Kinds(list)
 
 	for _, tt := range []struct{ name, section, want string }{
-		{"unknown protocol", "  mcp: {method: query}", `test.yaml:4: protocols.mcp: unknown key (want agent_platform, agentcore, foundry, a2a or toy)`},
+		{"unknown protocol", "  langgraph: {method: query}", `test.yaml:4: protocols.langgraph: unknown key (want agent_platform, agentcore, foundry, a2a, mcp or toy)`},
 		{"unknown method", "  toy: {method: nope}", `test.yaml:4: protocols.toy.method: "nope" is not a method of the map`},
 		{"no method", "  toy: {listen: \":9100\"}", `test.yaml:4: protocols.toy.method: missing`},
 		{"unknown key", "  toy: {method: query, card: {}}", `test.yaml:4: protocols.toy.card: unknown key (want listen or method)`},

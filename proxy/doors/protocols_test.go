@@ -114,7 +114,7 @@ protocols:
   foundry: {listen: "8088", method: query}`, `protocols.foundry.listen: "8088" is not host:port`},
 		{"unknown protocol", `
 protocols:
-  mcp: {method: query}`, `protocols.mcp: unknown key (want agent_platform, agentcore, foundry or a2a)`},
+  langgraph: {method: query}`, `protocols.langgraph: unknown key (want agent_platform, agentcore, foundry, a2a or mcp)`},
 		{"card on foundry", `
 protocols:
   foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen or method)`},
