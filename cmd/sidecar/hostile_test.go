@@ -22,7 +22,8 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
-// hostileAgent is the agent behind every door of the table: "hold"
+// hostileAgent is the agent behind every door of the table: "query"
+// answers {"text":"answered"} at once, "hold"
 // answers when the test ends, "stream_hold" sends a record and waits for
 // its caller to go (telling left), "cut" drops the connection in the
 // middle of its second record.
@@ -34,6 +35,7 @@ type hostileAgent struct {
 
 const hostileMethods = `
 methods:
+  query: {}
   hold: {}
   stream_hold: {mode: stream}
   cut: {mode: stream}
@@ -45,6 +47,9 @@ func newHostileAgent(t *testing.T) *hostileAgent {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
+		case "/query":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"text":"answered"}`)
 		case "/hold":
 			a.held.Add(1)
 			select {

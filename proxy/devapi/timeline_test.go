@@ -4,7 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +18,7 @@ import (
 func TestPlaygroundTimeline(t *testing.T) {
 	const think = 100 * time.Millisecond
 	next := make(chan struct{})
-	stop := sync.OnceFunc(func() { close(next) })
+	ended := t.Context() // done as the test ends, before its cleanups
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		time.Sleep(think) // the agent thinking before its first byte
@@ -29,13 +29,15 @@ func TestPlaygroundTimeline(t *testing.T) {
 				case next <- struct{}{}:
 				case <-r.Context().Done():
 					return
+				case <-ended.Done():
+					return
 				}
 			}
 			io.WriteString(w, `{"n":`+string(rune('0'+i))+"}\n")
 			http.NewResponseController(w).Flush()
 		}
 	}))
-	t.Cleanup(func() { stop(); agent.Close() })
+	t.Cleanup(agent.Close)
 	contract, cfg := startSidecar(t, "upstream: {url: "+agent.URL+"}\nmethods:\n  stream_query: {mode: stream, call: POST /s, reply: ndjson}\n")
 	dev := devListener(t, cfg, contract)
 	ctx := browser(t)
@@ -90,5 +92,26 @@ func TestPlaygroundTimeline(t *testing.T) {
 	}
 	if got := evalString(t, ctx, `window.cspViolations.join(",")`); got != "" {
 		t.Errorf("the page broke its Content-Security-Policy: %s", got)
+	}
+}
+
+// TestPlaygroundTimelineLongStream: a stream of far more records than the
+// timeline draws ticks for counts them all in its label and draws at most
+// 200 ticks, the last record's among them.
+func TestPlaygroundTimelineLongStream(t *testing.T) {
+	st := newStack(t, Options{})
+	ctx := browser(t)
+	run(t, ctx, "loading the playground", chromedp.Navigate(st.dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream"]`))
+	run(t, ctx, "running a stream of 1,000 records", chromedp.Click(`#methods button[data-method="stream"]`),
+		setInput(`{"lines": 1000}`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the call's end", lastCall+`?.dataset.state === "done"`)
+	ticks := eval[[]float64](t, ctx, `[...`+lastCall+`.querySelectorAll(".timeline [data-phase=record]")].map(b => Number(b.dataset.ms))`)
+	label := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".timeline .lbl")].map(l => l.textContent).join(",")`)
+	last := eval[float64](t, ctx, `Number([...`+lastCall+`.querySelectorAll(".raw .line .t")].pop().textContent.replace(/[^0-9]/g, ""))`)
+	if len(ticks) == 0 || len(ticks) > 200 || !strings.Contains(label, "records · 1000") {
+		t.Fatalf("%d ticks, labels %q: want at most 200 and the count of all 1000", len(ticks), label)
+	}
+	if got := ticks[len(ticks)-1]; got < last-1 || got > last+1 {
+		t.Errorf("the last tick at %v ms, the last record at %v ms", got, last)
 	}
 }

@@ -13,6 +13,9 @@
   }
   const fmt = (t) => (t < 10 ? t.toFixed(2).replace(/\.?0+$/, "") : String(Math.round(t))) + " ms";
 
+  // The most record ticks drawn; the row's label counts them all.
+  const MAX_TICKS = 200;
+
   // The sidecar's phases, in the order they happen, and what each is.
   const PHASES = [
     ["queue", "waiting for a concurrency slot in the sidecar"],
@@ -71,11 +74,15 @@
         const range = el("span", { class: "range" });
         place(range, first, lastRec, total);
         track.append(range);
-        for (const t of records) {
+        // At most MAX_TICKS ticks, evenly picked, the last always: a long
+        // stream's thousands would cost a redraw per frame and look the same.
+        const step = Math.ceil(records.length / (MAX_TICKS - 1));
+        records.forEach((t, i) => {
+          if (i % step !== 0 && i !== records.length - 1) return;
           const tick = el("span", { class: "bar tick", "data-phase": "record", "data-ms": t });
           place(tick, t, null, total);
           track.append(tick);
-        }
+        });
       }
       if (end != null) {
         const mark = el("span", { class: "bar mark", "data-phase": "end", "data-ms": end });
