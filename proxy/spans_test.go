@@ -142,14 +142,12 @@ func checkPhases(t *testing.T, span otlptest.Span, names ...string) {
 	}
 }
 
-// callLog is the "call" log line's fields.
+// callLog is the "call" log line's fields, once it is written (after the
+// reply has gone).
 func callLog(t *testing.T, h *harness) map[string]any {
 	t.Helper()
-	for _, e := range h.logs.FilterMessage("call").All() {
-		return e.ContextMap()
-	}
-	t.Fatal("no call log line")
-	return nil
+	waitFor(t, func() bool { return h.logs.FilterMessage("call").Len() > 0 })
+	return h.logs.FilterMessage("call").All()[0].ContextMap()
 }
 
 // TestSpansUnary: a unary call is one SERVER span with the HTTP and
