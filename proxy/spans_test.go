@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,7 +31,8 @@ func newTracedAgent(t *testing.T) *tracedAgent {
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		a.mu.Lock()
-		a.got = append(a.got, http.Header{"Traceparent": r.Header["Traceparent"], "Tracestate": r.Header["Tracestate"]})
+		a.got = append(a.got, http.Header{"Traceparent": r.Header["Traceparent"], "Tracestate": r.Header["Tracestate"],
+			"X-Cloud-Trace-Context": r.Header["X-Cloud-Trace-Context"]})
 		a.mu.Unlock()
 		switch r.URL.Path {
 		case "/stream":
@@ -293,8 +296,18 @@ func TestSpansContinueCallerTrace(t *testing.T) {
 					server.TraceID, server.Parent, server.TraceState, tt.traceID, tt.parent, tt.tracestate)
 			}
 			checkAgentParent(t, agent, 0, clients[0])
-			if got := agent.received()[0].Get("Tracestate"); got != tt.tracestate {
-				t.Errorf("the agent's tracestate = %q, want %q", got, tt.tracestate)
+			got := agent.received()[0]
+			if got.Get("Tracestate") != tt.tracestate {
+				t.Errorf("the agent's tracestate = %q, want %q", got.Get("Tracestate"), tt.tracestate)
+			}
+			// An X-Cloud-Trace-Context passed on names the client span too.
+			wantCloud := ""
+			if slices.Contains(tt.header, "X-Cloud-Trace-Context") {
+				id, _ := strconv.ParseUint(clients[0].SpanID, 16, 64)
+				wantCloud = clients[0].TraceID + "/" + strconv.FormatUint(id, 10) + ";o=1"
+			}
+			if g := got.Get("X-Cloud-Trace-Context"); g != wantCloud {
+				t.Errorf("the agent's X-Cloud-Trace-Context = %q, want %q", g, wantCloud)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package upstream
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -16,7 +18,8 @@ import (
 // call's span: one span per attempt, so a retry is a span of its own with
 // http.request.resend_count. The agent receives a traceparent (and the
 // caller's tracestate) naming that span, in place of the caller's, so its
-// own spans join the trace. The span ends with the reply's body. Call it
+// own spans join the trace; an X-Cloud-Trace-Context passed on names it
+// too. The span ends with the reply's body. Call it
 // once, before the client is used; without it the agent gets the caller's
 // trace headers as they came.
 func (c *Client) Trace(tracer trace.Tracer) {
@@ -51,6 +54,10 @@ func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.WithContext(ctx)
 	out.Header = req.Header.Clone()
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	if len(out.Header["X-Cloud-Trace-Context"]) > 0 {
+		// Passed on, it names the same span, for agents that read it.
+		out.Header["X-Cloud-Trace-Context"] = []string{cloudTrace(span.SpanContext())}
+	}
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
 		span.RecordError(err)
@@ -65,6 +72,17 @@ func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &spanBody{ReadCloser: resp.Body, span: span}
 	return resp, nil
+}
+
+// cloudTrace is sc as an X-Cloud-Trace-Context: TRACE_ID/SPAN_ID;o=1,
+// the span id in decimal, o=1 when sampled.
+func cloudTrace(sc trace.SpanContext) string {
+	id := sc.SpanID()
+	sampled := "0"
+	if sc.IsSampled() {
+		sampled = "1"
+	}
+	return sc.TraceID().String() + "/" + strconv.FormatUint(binary.BigEndian.Uint64(id[:]), 10) + ";o=" + sampled
 }
 
 // spanBody ends its span when the body is read to its end, fails, or is
