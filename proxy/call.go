@@ -97,7 +97,11 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		c.callerLeft(err)
 		return
 	}
-	if err := records.Err(); err != nil {
+	err = records.Err()
+	if s, ok := out.(core.Stopper); ok && err == nil {
+		err = s.Stopped() // the encoder ended the stream itself
+	}
+	if err != nil {
 		err = explain(ctx, r.Context(), err)
 		f := c.failed(core.FailureOf(err), err)
 		if f.Outcome == metrics.CallerLeft {

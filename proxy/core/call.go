@@ -214,6 +214,16 @@ type Encoder interface {
 	Wrote() (records int, bytes int64, first time.Time)
 }
 
+// Stopper is implemented by an Encoder that may end a stream itself
+// before its records end: a door whose closing frames carry what it kept
+// of the records, up to a limit. Stopped is why it stopped reading them,
+// nil if it did not; the Server then fails the stream with it (the
+// encoder's Fail, the call's log line and metrics) as with the records'
+// own error, and closes the records, which ends the agent's request.
+type Stopper interface {
+	Stopped() error
+}
+
 // Mux is the Agent for a method map that mixes plain methods, answered by
 // Plain, and methods whose entry names a built-in handler ("adk.*"),
 // answered by Handlers. If Handlers is nil, a handler method fails with
