@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // TestDoorExamples: every registered door has the copy-paste example
 // sidecar dev's playground lists, and it holds: its curl, run as printed
-// against the door served as run serves it, gets the agent's answer; its
+// against the door served as run serves it, is answered, not refused
+// (and gets the agent's answer when it sends a message, "hi"); its
 // client snippet is valid in its language, and a Python one that needs
 // no SDK runs and gets the answer too (an SDK that calls a cloud
 // deployment cannot run here; a door's own test runs a snippet that can).
@@ -34,9 +36,13 @@ func TestDoorExamples(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "answered") {
-				t.Errorf("the curl example, run: %v, printed %q, want the agent's answer:\n%s", err, out, ex.Curl)
+			out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).Output()
+			if err != nil || len(out) == 0 || d.Probe.Refusal(out) {
+				t.Errorf("the curl example, run: %v, printed %q, want an answer, not the door's refusal:\n%s", err, out, ex.Curl)
+			}
+			if strings.Contains(ex.Curl, `"hi"`) && !strings.Contains(string(out), "answered") {
+				// A curl that sends the message "hi" calls the method.
+				t.Errorf("the curl example printed %q, want the agent's answer:\n%s", out, ex.Curl)
 			}
 			checkSyntax(t, ctx, ex.ClientLang, ex.Client)
 			if ex.ClientLang == "python" && stdlibOnly(t, ctx, ex.Client) {
@@ -52,7 +58,8 @@ func TestDoorExamples(t *testing.T) {
 }
 
 // checkSyntax fails the test when src is not valid lang: Python parsed
-// by python3's ast, JavaScript checked by node as an ES module.
+// by python3's ast, JavaScript checked by node as an ES module,
+// TypeScript parsed by esbuild.
 func checkSyntax(t *testing.T, ctx context.Context, lang, src string) {
 	t.Helper()
 	var cmd *exec.Cmd
@@ -66,6 +73,11 @@ func checkSyntax(t *testing.T, ctx context.Context, lang, src string) {
 			t.Fatal(err)
 		}
 		cmd = exec.CommandContext(ctx, "node", "--check", file)
+	case "typescript":
+		// esbuild parses TypeScript (Node 20 cannot): the adk set's
+		// package-lock.json pins it, with @google/adk.
+		cmd = exec.CommandContext(ctx, filepath.Join(deps.NPM(t, "adk"), ".bin", "esbuild"), "--loader=ts", "--format=esm", "--log-level=error")
+		cmd.Stdin = strings.NewReader(src)
 	default:
 		t.Errorf("client language %q: the test knows python and javascript; teach it yours", lang)
 		return
