@@ -2,11 +2,17 @@ package tracing
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/internal/otlptest"
 )
@@ -185,5 +191,35 @@ func TestFromEnvSampler(t *testing.T) {
 		if got := len(rec.Spans()); got != tt.want {
 			t.Errorf("sampler %q %q: %d spans exported, want %d", tt.sampler, tt.arg, got, tt.want)
 		}
+	}
+}
+
+// TestFromEnvExportFailureWarns: an export the collector refuses is
+// logged as a warning; the sidecar goes on.
+func TestFromEnvExportFailureWarns(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		http.Error(w, "no", http.StatusBadRequest) // not retried
+	}))
+	defer refusing.Close()
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10") // the batch goes at once, not at Shutdown
+	observed, logs := observer.New(zap.WarnLevel)
+	p, err := FromEnv(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": refusing.URL}), zap.New(observed))
+	if err != nil || p == nil {
+		t.Fatalf("FromEnv = %v, %v", p, err)
+	}
+	defer p.Shutdown(context.Background())
+	_, span := p.Tracer().Start(context.Background(), "refused")
+	span.End()
+	deadline := time.Now().Add(30 * time.Second)
+	for logs.FilterMessage("tracing").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no warning logged for the refused export")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e := logs.FilterMessage("tracing").All()[0]
+	if e.Level != zap.WarnLevel || !strings.Contains(e.ContextMap()["error"].(string), "400") {
+		t.Errorf("logged %v %v, want a warning with the collector's 400", e.Level, e.ContextMap())
 	}
 }
