@@ -329,3 +329,29 @@ func TestTracingOffPassesCallerTrace(t *testing.T) {
 		t.Errorf("log line %v, want the caller's span id", log)
 	}
 }
+
+// TestSpansUnsampled: a caller's unsampled traceparent is followed: no
+// span is exported, the agent still gets a traceparent in the trace,
+// unsampled, naming a span of the sidecar's, and the log line says so.
+func TestSpansUnsampled(t *testing.T) {
+	rec := otlptest.NewHTTP(t)
+	agent := newTracedAgent(t)
+	h := newHarness(t, agent.URL, tracedConfig, withTracer(rec.Tracer(t)))
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+	if code := tracedCall(t, h, core.RouteUnary, "query", "Traceparent", caller); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	// The span ends before the call leaves the in-flight count, and the
+	// test's exporter sends a sampled span as it ends.
+	waitFor(t, func() bool { return h.server.InFlight() == 0 })
+	if spans := rec.Spans(); len(spans) != 0 {
+		t.Errorf("an unsampled call exported %+v", spans)
+	}
+	got := agent.received()[0].Get("Traceparent")
+	if !strings.HasPrefix(got, "00-0af7651916cd43dd8448eb211c80319c-") || !strings.HasSuffix(got, "-00") || got == caller {
+		t.Errorf("the agent's traceparent = %q, want the caller's trace, unsampled, a span of the sidecar's", got)
+	}
+	if log := callLog(t, h); log["logging.googleapis.com/trace_sampled"] != false || log["logging.googleapis.com/spanId"] == "b7ad6b7169203331" {
+		t.Errorf("log line %v, want the sidecar's unsampled span", log)
+	}
+}
