@@ -237,6 +237,29 @@ func TestSpansFailure(t *testing.T) {
 	}
 }
 
+// TestSpansRefused: a call refused before the agent (a method the map
+// does not have) is a SERVER span too, status Error with its reason, and
+// has no CLIENT span.
+func TestSpansRefused(t *testing.T) {
+	rec := otlptest.NewHTTP(t)
+	agent := newTracedAgent(t)
+	h := newHarness(t, agent.URL, tracedConfig, withTracer(rec.Tracer(t)))
+	if code := tracedCall(t, h, core.RouteUnary, "nope"); code != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400", code)
+	}
+	spans := rec.Wait(t, "the refused call's server span", func(spans []otlptest.Span) bool {
+		return otlptest.Find(spans, otlptest.Kind("server", "nope")) != nil
+	})
+	server := otlptest.Find(spans, otlptest.Kind("server", "nope"))
+	if server.Status != "error" || server.Attrs["sidecar.outcome"] != "bad_request" || server.Attrs["sidecar.reason"] != "BAD_REQUEST" ||
+		server.Attrs["http.response.status_code"] != int64(400) || server.Attrs["sidecar.records"] != int64(0) {
+		t.Errorf("refused call's server span: status %s, attributes %v", server.Status, server.Attrs)
+	}
+	if len(spans) != 1 || len(agent.received()) != 0 {
+		t.Errorf("a refused call made %d spans and %d agent requests, want its server span alone", len(spans), len(agent.received()))
+	}
+}
+
 // TestSpansRetry: each attempt at the agent is a CLIENT span of its own,
 // the retry with http.request.resend_count, each the agent's parent.
 func TestSpansRetry(t *testing.T) {
