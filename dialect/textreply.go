@@ -21,6 +21,29 @@ func outputText(rec []byte) (string, bool) {
 	if !bytes.HasPrefix(rec, []byte(`{"output":"`)) {
 		return "", false
 	}
+	var s scan
+	var out string
+	var seen uint32
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "output":
+			s.once(&seen, 1)
+			s.str(&out) // a string: the prefix says so
+		default:
+			s.other(k, "output")
+		}
+	})
+	if ok {
+		return out, true
+	}
+	return outputTextSlow(rec)
+}
+
+// outputTextSlow is outputText by encoding/json.
+func outputTextSlow(rec []byte) (string, bool) {
+	if !bytes.HasPrefix(rec, []byte(`{"output":"`)) {
+		return "", false
+	}
 	var o struct {
 		Output *string `json:"output"`
 	}
@@ -35,6 +58,14 @@ type textMapper struct{}
 
 func (textMapper) Map(out []Event, _ string, rec []byte) []Event {
 	if s, ok := outputText(rec); ok {
+		return append(out, Event{Kind: Text, Text: s})
+	}
+	return out
+}
+
+// slow is Map by encoding/json.
+func (textMapper) slow(out []Event, _ string, rec []byte) []Event {
+	if s, ok := outputTextSlow(rec); ok {
 		return append(out, Event{Kind: Text, Text: s})
 	}
 	return out
@@ -100,6 +131,18 @@ func (d *dataStream) flush(out []Event) []Event {
 	return out
 }
 
+// scanString reads b, one JSON string, into *dst as json.Unmarshal
+// would, and reports false when it cannot read it so.
+func scanString(b []byte, dst *string) bool {
+	s := scan{b: b}
+	if s.peek() != '"' {
+		return false
+	}
+	s.str(dst)
+	s.space()
+	return !s.bad && s.i == len(b)
+}
+
 func dataLine(out []Event, line []byte) []Event {
 	code, payload, ok := bytes.Cut(bytes.TrimRight(line, "\r"), []byte(":"))
 	if !ok {
@@ -108,7 +151,7 @@ func dataLine(out []Event, line []byte) []Event {
 	var s string
 	switch string(code) {
 	case "0", "g":
-		if json.Unmarshal(payload, &s) != nil {
+		if !scanString(payload, &s) && json.Unmarshal(payload, &s) != nil {
 			return out
 		}
 		if string(code) == "g" {
