@@ -107,7 +107,7 @@ func a2aFastResult(s *scan, out []Event, outer bool) []Event {
 		switch string(k) {
 		case "kind":
 			s.once(&seen, 1)
-			s.name(&kind)
+			s.name(&kind, "artifact-update")
 		case "final":
 			s.once(&seen, 2)
 			s.boolean(&final)

@@ -64,7 +64,7 @@ func (m *agentsMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 		switch string(k) {
 		case "type":
 			s.once(&seen, 1)
-			s.name(&typ)
+			s.name(&typ, "raw_model_stream_event")
 		case "name":
 			s.once(&seen, 2)
 			s.check()
@@ -74,7 +74,7 @@ func (m *agentsMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 				switch string(k) {
 				case "type":
 					s.once(&dataSeen, 1)
-					s.name(&dataType)
+					s.name(&dataType, "output_text_delta", "model")
 				case "delta":
 					s.once(&dataSeen, 2)
 					s.str(&delta)

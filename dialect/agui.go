@@ -56,7 +56,8 @@ func (e *aguiEvent) scan(rec []byte) bool {
 		switch string(k) {
 		case "type":
 			s.once(&seen, 1)
-			s.name(&e.Type)
+			s.name(&e.Type, "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_ARGS",
+				"REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT")
 		case "delta":
 			s.once(&seen, 2)
 			s.str(&e.Delta)

@@ -153,12 +153,19 @@ func (t *textEmitter) fit(lines [][]byte, l []byte) ([][]byte, error) {
 // for each to be at most max bytes.
 func textLines(lines [][]byte, key, s string, max int) ([][]byte, error) {
 	budget := max - len(`{"":""}`) - len(key)
+	if s != "" && len(s) <= budget/6 {
+		// One line however s escapes (a token): no need to measure it.
+		l := append(make([]byte, 0, max-budget+len(s)+len(s)/4+8), `{"`...)
+		l = append(append(l, key...), `":`...)
+		return append(lines, append(appendString(l, s), '}')), nil
+	}
 	for s != "" {
 		head, n := cut(s, budget)
 		if head == "" {
 			return lines, errLineTooLarge
 		}
-		l := append(make([]byte, 0, max-budget+n), `{"`+key+`":`...)
+		l := append(make([]byte, 0, max-budget+n), `{"`...)
+		l = append(append(l, key...), `":`...)
 		lines = append(lines, append(appendString(l, head), '}'))
 		s = s[len(head):]
 	}

@@ -204,7 +204,7 @@ func lgFastChunk(out []Event, rec []byte) ([]Event, bool) {
 			switch string(k) {
 			case "type":
 				s.once(&seen, 1)
-				s.name(&m.Type)
+				s.name(&m.Type, "AIMessageChunk", "ai")
 			case "id":
 				s.once(&seen, 2)
 				s.check()

@@ -262,7 +262,7 @@ func scanResponsesEvent(rec []byte) (typ, delta string, ok bool) {
 		switch string(k) {
 		case "type":
 			s.once(&seen, 1)
-			s.name(&typ)
+			s.name(&typ, "response.output_text.delta", "response.reasoning_text.delta", "response.reasoning_summary_text.delta")
 		case "delta":
 			s.once(&seen, 2)
 			s.str(&delta)

@@ -51,7 +51,7 @@ func (m *vercelMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 		switch string(k) {
 		case "type":
 			s.once(&seen, 1)
-			s.name(&typ)
+			s.name(&typ, "text-delta", "reasoning-delta")
 		case "delta":
 			s.once(&seen, 2)
 			s.str(&delta)
