@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/rawjson"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -96,19 +97,24 @@ func (s benchStream) body(n int) []byte {
 // BenchmarkDialect streams a long answer of benchTokensPerStream token
 // records through the mapping stage, per dialect and emit mode, as the
 // sidecar does: the reply deframed by upstream's SSE deframer, then mapped
-// (emit raw: not mapped, the deframer alone). It reports per record of the
-// reply: records/s, ns/record (CPU: one goroutine), allocs/record and
-// B/record. `go test -run '^$' -bench Dialect ./dialect/`.
+// (emit raw: not mapped, the deframer alone; floor: floorRecords, the
+// least a mapping stage can cost). It reports per record of the reply:
+// records/s and ns/record (wall time), cpu-ns/record (the process's CPU
+// time), allocs/record and B/record. `go test -run '^$' -bench Dialect
+// ./dialect/`.
 func BenchmarkDialect(b *testing.B) {
 	for _, s := range benchStreams {
 		body := s.body(benchTokensPerStream)
 		records := len(s.head) + benchTokensPerStream + len(s.tail)
-		for _, emit := range []config.Emit{config.EmitRaw, config.EmitText, config.EmitADK} {
+		for _, emit := range []config.Emit{config.EmitRaw, config.EmitText, config.EmitADK, emitFloor} {
 			b.Run(string(s.dialect)+"/"+string(emit), func(b *testing.B) {
 				benchRecords(b, records, func() core.Records {
 					recs := upstream.NewStream(upstream.FormatSSE, bytes.NewReader(body), 0)
-					if emit == config.EmitRaw {
+					switch emit {
+					case config.EmitRaw:
 						return recs
+					case emitFloor:
+						return &floorRecords{Records: recs}
 					}
 					c := core.Call{Method: &config.Method{Dialect: s.dialect, Emit: emit}}
 					return Agent{Author: "root_agent"}.Map(c, &fixtureRecords{recs, http.Header{"Content-Type": {"text/event-stream"}}})
@@ -123,13 +129,16 @@ func BenchmarkDialect(b *testing.B) {
 		body.WriteString(strings.NewReplacer(`\"`, `"`, `\n`, "\n").Replace(benchTokens[i%len(benchTokens)]))
 	}
 	h := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-	for _, emit := range []config.Emit{config.EmitRaw, config.EmitText, config.EmitADK} {
+	for _, emit := range []config.Emit{config.EmitRaw, config.EmitText, config.EmitADK, emitFloor} {
 		b.Run("text/"+string(emit), func(b *testing.B) {
 			benchRecords(b, benchTokensPerStream, func() core.Records {
 				r := &tokenReader{s: body.String()}
 				recs := upstream.NewStream(upstream.FormatFor(config.ReplyAuto, h.Get("Content-Type")), r, 0)
-				if emit == config.EmitRaw {
+				switch emit {
+				case config.EmitRaw:
 					return recs
+				case emitFloor:
+					return &floorRecords{Records: recs}
 				}
 				c := core.Call{Method: &config.Method{Dialect: config.DialectAuto, Emit: emit}}
 				return Agent{Author: "root_agent"}.Map(c, &fixtureRecords{recs, h})
@@ -137,6 +146,34 @@ func BenchmarkDialect(b *testing.B) {
 		})
 	}
 }
+
+// emitFloor is the floor of any mapping stage that checks what it reads
+// and writes lines of its own (floorRecords).
+const emitFloor config.Emit = "floor"
+
+// floorRecords is the least a mapping stage can do per record and still
+// check it and write a line of its own: one validating pass over the
+// record (rawjson.AppendCompact into a reused buffer) and one new line
+// the size of the record.
+type floorRecords struct {
+	core.Records
+	scratch, line []byte
+}
+
+func (f *floorRecords) Next() bool {
+	if !f.Records.Next() {
+		return false
+	}
+	var ok bool
+	rec := f.Records.Record()
+	if f.scratch, ok = rawjson.AppendCompact(f.scratch[:0], rec); !ok {
+		return false
+	}
+	f.line = append(make([]byte, 0, len(rec)), rec...)
+	return true
+}
+
+func (f *floorRecords) Record() []byte { return f.line }
 
 // benchRecords reads the stream open makes b.N times and reports the cost
 // per record of its reply (records of them).

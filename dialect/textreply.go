@@ -21,20 +21,14 @@ func outputText(rec []byte) (string, bool) {
 	if !bytes.HasPrefix(rec, []byte(`{"output":"`)) {
 		return "", false
 	}
-	var s scan
-	var out string
-	var seen uint32
-	ok := s.top(rec, func(k []byte) {
-		switch string(k) {
-		case "output":
-			s.once(&seen, 1)
-			s.str(&out) // a string: the prefix says so
-		default:
-			s.other(k, "output")
+	// The deframer's own form, {"output":"<text>"} and nothing more.
+	s := scan{b: rec, i: len(`{"output":`)}
+	if end, plain := s.stringEnd(); !s.bad && end == len(rec)-1 && rec[end] == '}' {
+		inside := rec[s.i+1 : end-1]
+		if plain {
+			return string(inside), true
 		}
-	})
-	if ok {
-		return out, true
+		return unquote(inside), true
 	}
 	return outputTextSlow(rec)
 }

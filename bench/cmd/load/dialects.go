@@ -150,7 +150,8 @@ func dialectMedians(figs []dialectFigures) dialectFigures {
 // emit mode, records/s, CPU and allocations per record, now and (with a
 // baseline) then, each emit mode's records/s against emit raw's (the
 // deframer alone: by wall time, and by CPU time, which the machine's
-// other load does not stretch), and the targets.
+// other load does not stretch), and the targets. The floor rows
+// are the least any mapping stage can cost (BenchmarkDialect's floor).
 func dialectTable(runs dialectRuns, baseName string) string {
 	now, base := runs["now"], runs["base"]
 	var dialects []string
@@ -183,7 +184,7 @@ func dialectTable(runs dialectRuns, baseName string) string {
 	for _, d := range dialects {
 		raw := dialectMedians(now[d+"/raw"])
 		baseRaw := dialectMedians(base[d+"/raw"])
-		for _, emit := range []string{"raw", "text", "adk"} {
+		for _, emit := range []string{"raw", "text", "adk", "floor"} {
 			figs, ok := now[d+"/"+emit]
 			if !ok {
 				continue
@@ -197,6 +198,11 @@ func dialectTable(runs dialectRuns, baseName string) string {
 			}
 			target, met := "", ""
 			switch emit {
+			case "floor": // the least a mapping stage can cost: no target
+				fmt.Fprintf(&b, " %s | %s |", ratio(m.recordsPerSec, raw.recordsPerSec), ratio(raw.cpuNs, m.cpuNs))
+				if base != nil {
+					fmt.Fprintf(&b, " %s |", ratio(baseRaw.cpuNs, bm.cpuNs))
+				}
 			case "raw":
 				fmt.Fprintf(&b, " — | — |")
 				if base != nil {
@@ -224,7 +230,7 @@ func dialectTable(runs dialectRuns, baseName string) string {
 
 // sortedKeys are the benchmark names by dialect, then raw, text, adk.
 func sortedKeys(m map[string][]dialectFigures) []string {
-	order := map[string]int{"raw": 0, "text": 1, "adk": 2}
+	order := map[string]int{"raw": 0, "text": 1, "adk": 2, "floor": 3}
 	keys := slices.Collect(maps.Keys(m))
 	slices.SortFunc(keys, func(a, b string) int {
 		da, ea, _ := strings.Cut(a, "/")
