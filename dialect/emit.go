@@ -22,7 +22,7 @@ import (
 // next line needs, and, when it keeps the whole for a unary call, that.
 type emitter interface {
 	// line appends the lines of e to lines.
-	line(lines [][]byte, e Event) ([][]byte, error)
+	line(lines [][]byte, e *Event) ([][]byte, error)
 	// close appends the lines the clean end of the stream writes.
 	close(lines [][]byte) ([][]byte, error)
 	// whole is the output of a unary call: everything kept, as one value.
@@ -53,7 +53,7 @@ type textEmitter struct {
 	usage           json.RawMessage
 }
 
-func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
+func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 	switch e.Kind {
 	case Text, Reasoning:
 		if e.Text == "" {
@@ -69,14 +69,14 @@ func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 		}
 		return textLines(lines, key, e.Text, t.max)
 	case ToolCall:
-		c := toolCallObject(nil, e)
+		c := toolCallObject(nil, *e)
 		if t.keep {
 			t.calls = append(t.calls, c)
 			t.size += int64(len(c))
 		}
 		return t.fit(lines, wrapLine("tool_call", c))
 	case ToolResult:
-		r := toolResultObject(nil, e)
+		r := toolResultObject(nil, *e)
 		if t.keep {
 			t.results = append(t.results, r)
 			t.size += int64(len(r))
@@ -327,7 +327,7 @@ func (a *adkEmitter) textBudget() int {
 	return a.max - a.overhead
 }
 
-func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
+func (a *adkEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 	switch e.Kind {
 	case Text, Reasoning:
 		budget := a.textBudget()
@@ -360,13 +360,13 @@ func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 		if err != nil {
 			return lines, err
 		}
-		return a.completeEvent(lines, a.functionEvent(e))
+		return a.completeEvent(lines, a.functionEvent(*e))
 	case ToolResult:
 		lines, err := a.flush(lines)
 		if err != nil {
 			return lines, err
 		}
-		return a.completeEvent(lines, a.functionEvent(e))
+		return a.completeEvent(lines, a.functionEvent(*e))
 	}
 	return lines, nil
 }

@@ -146,7 +146,7 @@ func (r *Records) Next() bool {
 			return false
 		}
 		if r.next < len(r.events) {
-			r.write(r.events[r.next])
+			r.write(&r.events[r.next])
 			r.next++
 			continue
 		}
@@ -237,7 +237,7 @@ func (r *Records) place(rec []byte) {
 }
 
 // write turns an event into lines; an error ends the stream.
-func (r *Records) write(e Event) {
+func (r *Records) write(e *Event) {
 	switch {
 	case e.Kind == Error && e.Err != nil:
 		r.err = e.Err
