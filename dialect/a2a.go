@@ -70,14 +70,14 @@ func a2aFast(out []Event, rec []byte) ([]Event, bool) {
 		switch string(k) {
 		case "result":
 			s.once(&seen, 1)
-			if s.isNull() {
+			if s.null() {
 				return
 			}
 			result = true
 			out = a2aFastResult(&s, out, true)
 		case "error":
 			s.once(&seen, 2)
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "result", "error")
 		}
@@ -113,22 +113,22 @@ func a2aFastResult(s *scan, out []Event, outer bool) []Event {
 			s.boolean(&final)
 		case "artifact":
 			s.once(&seen, 4)
-			if !s.isNull() {
+			if !s.null() {
 				artifact = true
 				out = a2aFastArtifact(s, out)
 			}
 		case "artifactUpdate":
 			s.once(&seen, 8)
 			if !outer {
-				s.bad = s.bad || !s.isNull()
+				s.bad = s.bad || !s.null()
 				return
 			}
-			if !s.isNull() {
+			if !s.null() {
 				update = true
 				out = a2aFastResult(s, out, false)
 			}
 		case "status", "artifacts", "role", "parts", "task", "message", "statusUpdate":
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "kind", "final", "status", "artifact", "artifacts", "role", "parts",
 				"task", "message", "statusUpdate", "artifactUpdate")
@@ -162,7 +162,7 @@ func a2aFastArtifact(s *scan, out []Event) []Event {
 						s.check()
 					case "text":
 						s.once(&partSeen, 2)
-						hasText = !s.isNull()
+						hasText = !s.null()
 						if hasText {
 							s.str(&text)
 						}

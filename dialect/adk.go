@@ -65,7 +65,7 @@ func (a *adkMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 			s.once(&seen, 2)
 			s.boolean(&partial)
 		case "errorCode", "error_code", "usageMetadata":
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		case "errorMessage":
 			s.once(&seen, 4)
 			s.str(&errorMessage)
@@ -102,7 +102,7 @@ func adkFastPart(s *scan, out []Event) []Event {
 		switch string(k) {
 		case "text":
 			s.once(&seen, 1)
-			hasText = !s.isNull()
+			hasText = !s.null()
 			if hasText {
 				s.str(&text)
 			}
@@ -110,7 +110,7 @@ func adkFastPart(s *scan, out []Event) []Event {
 			s.once(&seen, 2)
 			s.boolean(&thought)
 		case "functionCall", "function_call", "functionResponse", "function_response":
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "text", "thought", "functionCall", "function_call", "functionResponse", "function_response")
 		}

@@ -83,14 +83,14 @@ func (m *agentsMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 					event = s.raw()
 				case "response":
 					s.once(&dataSeen, 8)
-					s.bad = s.bad || !s.isNull()
+					s.bad = s.bad || !s.null()
 				default:
 					s.other(k, "type", "delta", "event", "response")
 				}
 			})
 		case "item":
 			s.once(&seen, 8)
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "type", "name", "data", "item")
 		}

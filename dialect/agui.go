@@ -71,7 +71,7 @@ func (e *aguiEvent) scan(rec []byte) bool {
 			s.once(&seen, 16)
 			s.str(&e.Message)
 		case "content", "code", "result":
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "type", "delta", "toolCallId", "toolCallName", "content", "message", "code", "result")
 		}

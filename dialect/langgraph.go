@@ -216,13 +216,13 @@ func lgFastChunk(out []Event, rec []byte) ([]Event, bool) {
 				s.check()
 			case "content":
 				s.once(&seen, 16)
-				if s.peek() != '"' && !s.isNull() {
+				if s.peek() != '"' && !s.null() {
 					s.bad = true // parts: left to encoding/json
 					return
 				}
 				s.str(&text)
 			case "tool_calls", "tool_call_chunks":
-				if s.isNull() {
+				if s.null() {
 					return
 				}
 				s.array(func(int) { s.bad = true })

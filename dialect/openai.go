@@ -84,7 +84,7 @@ func (m *chatMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 								s.str(&reasoning)
 							case "tool_calls":
 								s.once(&deltaSeen, 8)
-								s.bad = s.bad || !s.isNull()
+								s.bad = s.bad || !s.null()
 							default:
 								s.other(k, "content", "reasoning_content", "reasoning", "tool_calls")
 							}
@@ -99,10 +99,10 @@ func (m *chatMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 			})
 		case "usage": // the last chunk, and errors: left to slow
 			s.once(&seen, 2)
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		case "error":
 			s.once(&seen, 4)
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default:
 			s.other(k, "choices", "usage", "error")
 		}
@@ -271,7 +271,7 @@ func scanResponsesEvent(rec []byte) (typ, delta string, ok bool) {
 			s.check()
 		case "response":
 			s.once(&seen, 8)
-			s.bad = s.bad || !s.isNull()
+			s.bad = s.bad || !s.null()
 		default: // code and item: json.RawMessage, any value
 			s.other(k, "type", "delta", "message", "code", "item", "response")
 		}

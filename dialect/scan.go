@@ -238,10 +238,6 @@ func (s *scan) check() {
 	s.i, _ = s.stringEnd()
 }
 
-// isNull reports whether the value at the cursor is null, reading it if
-// so.
-func (s *scan) isNull() bool { return s.null() }
-
 // raw reads the value at the cursor, whatever it is, and returns its text
 // (a slice of the record: valid until the record changes).
 func (s *scan) raw() []byte {
