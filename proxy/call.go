@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -33,6 +34,7 @@ type call struct {
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
+	span     trace.Span    // the call's SERVER span; nil when tracing is off
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -154,6 +156,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // log writes the call's one log line and records its metrics. Bodies are
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
+	defer c.endSpan()
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,
@@ -192,7 +195,11 @@ func (s *Server) log(r *http.Request, c *call) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", core.Clip(id)))
 	}
-	fields = append(fields, traceFields(r.Header, s.Project)...)
+	if c.span != nil {
+		fields = append(fields, spanFields(c.span.SpanContext(), s.Project)...)
+	} else {
+		fields = append(fields, traceFields(r.Header, s.Project)...)
+	}
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}

@@ -19,12 +19,16 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
 		c.notes.Phases.Accepted = c.start
-		defer s.log(r, c)
-		defer c.done()
+		// The call is in flight until its log line is written and its
+		// span ended: a shutdown that waits for the calls (WaitIdle)
+		// then flushes their spans and loses no line.
 		s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
+		defer s.log(r, c)
+		defer c.done()
 		ctx, done := s.callContext(r)
 		defer done()
+		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
 		var answer *core.Answer
 		if errors.As(err, &answer) {
