@@ -60,13 +60,20 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		forward: append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
 		set:     cfg.Headers.Set,
 	}
+	// go-retryablehttp logs at debug level only (zapLeveled), and builds
+	// its messages (the URL as a string, the fields) before the logger
+	// can drop them: with debug off it gets no logger, and costs nothing.
+	var retryLog any
+	if logger.Core().Enabled(zap.DebugLevel) {
+		retryLog = zapLeveled{logger}
+	}
 	c.retrying = &retryablehttp.Client{
 		HTTPClient: &http.Client{
 			Transport: t,
 			// Redirects are the agent's answer, not something to follow.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Logger:       zapLeveled{logger},
+		Logger:       retryLog,
 		RetryWaitMin: 20 * time.Millisecond,
 		RetryWaitMax: 500 * time.Millisecond,
 		// Retries are bounded by the connect clock, not by a count.

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -231,5 +234,32 @@ func TestSendConnectionNamed(t *testing.T) {
 	}
 	if h.Get("X-Keep") != "k" {
 		t.Errorf("X-Keep = %q, want k", h.Get("X-Keep"))
+	}
+}
+
+// TestRetryLogDebugOnly: go-retryablehttp's own lines (the request, a
+// failed attempt) are logged at debug level when the logger takes debug,
+// and not built at all when it does not.
+func TestRetryLogDebugOnly(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	for _, level := range []zapcore.Level{zapcore.DebugLevel, zapcore.InfoLevel} {
+		core, logs := observer.New(level)
+		c, err := New(testConfig(t, agent.URL, ""), zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Send(t.Context(), Request{Method: "query", Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Close()
+		c.Close()
+		n := logs.FilterMessage("performing request").Len()
+		if want := map[bool]int{true: 1, false: 0}[level == zapcore.DebugLevel]; n != want {
+			t.Errorf("at %s: %d %q lines, want %d", level, n, "performing request", want)
+		}
 	}
 }
