@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,9 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		CheckRetry:   checkRetry,
 		Backoff:      backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		// Each attempt sends the body from its start (GetBody, which
+		// Send sets); retryablehttp only rewinds the bodies it made.
+		PrepareRetry: rewindBody,
 		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
 			if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok {
 				ci.attempts.Store(int32(attempt))
@@ -258,11 +262,9 @@ func SegmentPath(parts ...string) (path, raw string) {
 // is a *core.StatusError carrying the agent's message. On success the Response
 // owns the call's clocks and body; the caller must Close it.
 func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
-	u := *c.base
-	u.Path = c.base.Path + r.Path
-	u.RawPath = c.base.EscapedPath() + r.RawPath
-	u.RawQuery = r.RawQuery
-
+	if !validQuery(r.RawQuery) {
+		return nil, fmt.Errorf("building agent request: query %q has a control character", r.RawQuery)
+	}
 	clk := newClocks(ctx, r.Timeouts)
 	ci := &callInfo{idempotent: r.Idempotent}
 	if r.Timeouts.Total > 0 {
@@ -271,24 +273,33 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	ci.clk = clk
 	reqCtx := context.WithValue(clk.ctx, callKey{}, ci)
 
-	var rb any
-	if r.Body != nil {
-		rb = r.Body
-	}
-	req, err := retryablehttp.NewRequestWithContext(reqCtx, r.Verb, u.String(), rb)
+	// The URL is built as a struct, not written out and parsed again.
+	req, err := http.NewRequestWithContext(reqCtx, r.Verb, "", nil)
 	if err != nil {
 		clk.stop()
 		return nil, fmt.Errorf("building agent request: %w", err)
 	}
-	req.URL = &u
+	*req.URL = *c.base
+	req.URL.Path = c.base.Path + r.Path
+	req.URL.RawPath = c.base.EscapedPath() + r.RawPath
+	req.URL.RawQuery = r.RawQuery
+	req.Host = c.base.Host
 	if r.Body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		b := newRequestBody(r.Body)
+		req.Body, req.GetBody, req.ContentLength = b, b.rewind, int64(len(r.Body))
+		req.Header["Content-Type"] = valueJSON
 	}
 	if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
-	req.Header.Set(core.HopHeader, "1")
-	if r.Accept != "" {
+	req.Header[core.HopHeader] = valueHop
+	switch r.Accept {
+	case "":
+	case acceptUnary:
+		req.Header["Accept"] = valueJSON
+	case acceptStream:
+		req.Header["Accept"] = valueAcceptStream
+	default:
 		req.Header.Set("Accept", r.Accept)
 	}
 	for _, h := range c.forward {
@@ -309,7 +320,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		req.Header.Set(name, v)
 	}
 
-	resp, err := c.retrying.Do(req)
+	resp, err := c.retrying.Do(&retryablehttp.Request{Request: req})
 	retries := max(int(ci.attempts.Load()), 0)
 	if err != nil {
 		if resp != nil {
@@ -338,6 +349,53 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	}
 	out.closeEnd = closeDelimited(resp)
 	return out, nil
+}
+
+// The values of the headers Send sets to constants, shared by every
+// request: a header's values are replaced (Set), never written into.
+var (
+	valueJSON         = []string{"application/json"}
+	valueHop          = []string{"1"}
+	valueAcceptStream = []string{acceptStream}
+)
+
+// requestBody is a request's body. rewind, its GetBody, gives a retry a
+// reader of its own from the start: the attempt before may still hold
+// this one (net/http's Transport can close a body after RoundTrip).
+type requestBody struct {
+	bytes.Reader
+	b []byte
+}
+
+func newRequestBody(b []byte) *requestBody {
+	rb := &requestBody{b: b}
+	rb.Reset(b)
+	return rb
+}
+
+func (b *requestBody) Close() error { return nil }
+
+func (b *requestBody) rewind() (io.ReadCloser, error) { return newRequestBody(b.b), nil }
+
+// rewindBody readies a retried request's body for its next attempt.
+func rewindBody(req *http.Request) error {
+	if req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	req.Body = body
+	return err
+}
+
+// validQuery reports whether an escaped query string has no control
+// character, which would break the request line it goes out in.
+func validQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		if q[i] < ' ' || q[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // namedInConnection reports whether the caller's Connection header names
