@@ -59,12 +59,18 @@ type conn struct {
 	timer *time.Timer // closes it after idleTimeout in the pool
 	since time.Time   // when it went back to the pool
 	heard bool        // a byte of the current reply arrived
+	// peek is peekOnce, and live and closed what it saw (alive).
+	peek         func(fd uintptr) bool
+	live, closed bool
+	// body bounds the request body being written to its Content-Length.
+	body io.LimitedReader
 }
 
 func newConn(t *transport, nc net.Conn) *conn {
 	c := &conn{nc: nc, cw: countingWriter{w: nc}, t: t}
 	c.lr = limitedReader{r: nc, n: math.MaxInt64}
 	c.br = bufio.NewReaderSize(&c.lr, readerSize)
+	c.peek = c.peekOnce
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
