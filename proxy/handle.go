@@ -25,12 +25,12 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		ctx, done := s.callContext(r)
 		defer done()
 		ctx, err := s.begin(ctx, w, r, c)
-		var answer *core.Answer
-		if errors.As(err, &answer) {
-			s.answer(w, c, answer)
-			return
-		}
 		if err != nil {
+			var answer *core.Answer // here, not above: errors.As puts it on the heap
+			if errors.As(err, &answer) {
+				s.answer(w, c, answer)
+				return
+			}
 			s.fail(w, r, c, err)
 			return
 		}
