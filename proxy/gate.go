@@ -36,7 +36,7 @@ func Concurrency(cfg *config.Config) int {
 // acquire takes a concurrency slot, waiting in the bounded queue for one
 // when they are all taken.
 func (s *Server) acquire(ctx context.Context) (func(), error) {
-	release := func() { <-s.slots }
+	release := s.release
 	select {
 	case s.slots <- struct{}{}:
 		return release, nil

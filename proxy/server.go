@@ -47,8 +47,9 @@ type Server struct {
 	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
 	// Config.Limits.Concurrency is set; queued counts the calls waiting.
-	slots  chan struct{}
-	queued atomic.Int64
+	slots   chan struct{}
+	release func() // frees a slot: made once, not per call
+	queued  atomic.Int64
 	// calls is the parent of every call's context; cancelling it with
 	// ErrShuttingDown ends the calls still in flight.
 	calls    context.Context
@@ -122,6 +123,7 @@ func (s *Server) setup() {
 		})
 	}
 	s.slots = make(chan struct{}, Concurrency(s.Config))
+	s.release = func() { <-s.slots }
 }
 
 // Ready reports whether calls are being taken: the agent is ready (or
