@@ -157,14 +157,14 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 // readBody reads the request body, up to limit bytes: into a buffer of
 // its exact size when the request gives its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, limit)
 	var b []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= limit {
+		// net/http's body ends at Content-Length: within the limit.
 		b = make([]byte, n)
-		_, err = io.ReadFull(body, b)
+		_, err = io.ReadFull(r.Body, b)
 	} else {
-		b, err = io.ReadAll(body)
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	}
 	if err != nil {
 		var maxErr *http.MaxBytesError
