@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -155,7 +156,8 @@ func (s *Server) log(r *http.Request, c *call) {
 	if ce == nil {
 		return
 	}
-	fields := []zap.Field{
+	pooled := logFields.Get().(*[]zap.Field)
+	fields := append((*pooled)[:0],
 		zap.String("class_method", c.method),
 		zap.String("protocol", c.protocol),
 		zap.String("route", c.route),
@@ -165,7 +167,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		zap.Int64("bytes", c.bytes),
 		zap.Duration("duration", time.Since(c.start)),
 		zap.String("outcome", string(c.outcome)),
-	}
+	)
 	if c.phase != "" {
 		fields = append(fields, zap.String("phase", c.phase))
 	}
@@ -186,4 +188,19 @@ func (s *Server) log(r *http.Request, c *call) {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}
 	ce.Write(fields...)
+	*pooled = fields
+	putLogFields(pooled)
+}
+
+// logFields holds the slices the call lines' fields are gathered in, one
+// per call being logged: a core writes the fields before Write returns
+// (zap's cores keep none), so the next call line reuses the slice.
+var logFields = sync.Pool{New: func() any { f := make([]zap.Field, 0, 24); return &f }}
+
+// putLogFields returns a call line's fields to logFields, emptied: the
+// next line starts from none, and holds none of this call's strings.
+func putLogFields(f *[]zap.Field) {
+	clear(*f)
+	*f = (*f)[:0]
+	logFields.Put(f)
 }
