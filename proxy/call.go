@@ -32,6 +32,10 @@ type call struct {
 	release  func()        // frees the call's concurrency slot, if it took one
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
+	// cancel ends the call's context; prev and next link it into the
+	// server's calls in flight (callContext).
+	cancel     context.CancelCauseFunc
+	prev, next *call
 }
 
 // context is the call's context: the exchange's, derived from ctx.

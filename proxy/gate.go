@@ -13,12 +13,45 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// callContext is the context of one call: it ends when the caller leaves
-// or when EndCalls ends every call.
-func (s *Server) callContext(r *http.Request) (context.Context, func()) {
+// callContext is the context of call c: it ends when the caller leaves
+// or when EndCalls ends every call; endContext ends it with the call. The
+// call is on the server's list of calls in flight meanwhile, which
+// EndCalls cancels: a list the call links itself into, not a context
+// of the server's it registers with, so this costs no allocation.
+func (s *Server) callContext(r *http.Request, c *call) context.Context {
 	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := context.AfterFunc(s.calls, func() { cancel(context.Cause(s.calls)) })
-	return ctx, func() { stop(); cancel(nil) }
+	c.cancel = cancel
+	s.liveMu.Lock()
+	ended := s.ended
+	if ended == nil {
+		c.next = s.live
+		if s.live != nil {
+			s.live.prev = c
+		}
+		s.live = c
+	}
+	s.liveMu.Unlock()
+	if ended != nil {
+		cancel(ended)
+	}
+	return ctx
+}
+
+// endContext ends the context of call c, which leaves the list of calls
+// in flight.
+func (s *Server) endContext(c *call) {
+	s.liveMu.Lock()
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else if s.live == c {
+		s.live = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	}
+	c.prev, c.next = nil, nil
+	s.liveMu.Unlock()
+	c.cancel(nil)
 }
 
 // Concurrency is the number of calls served at once: limits.concurrency,

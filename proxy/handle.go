@@ -22,8 +22,8 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		defer c.done()
 		s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
-		ctx, done := s.callContext(r)
-		defer done()
+		ctx := s.callContext(r, c)
+		defer s.endContext(c)
 		ctx, err := s.begin(ctx, w, r, c)
 		if err != nil {
 			var answer *core.Answer // here, not above: errors.As puts it on the heap

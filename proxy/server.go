@@ -50,10 +50,14 @@ type Server struct {
 	slots   chan struct{}
 	release func() // frees a slot: made once, not per call
 	queued  atomic.Int64
-	// calls is the parent of every call's context; cancelling it with
-	// ErrShuttingDown ends the calls still in flight.
+	// calls ends with ErrShuttingDown when EndCalls is called.
 	calls    context.Context
 	endCalls context.CancelCauseFunc
+	// live are the calls in flight (callContext), linked through their
+	// prev and next; ended is EndCalls' cause once it was called.
+	liveMu sync.Mutex
+	live   *call
+	ended  error
 }
 
 // Prober reports the agent's readiness (upstream.Prober does).
@@ -94,7 +98,19 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
-func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
+func (s *Server) EndCalls() {
+	s.endCalls(ErrShuttingDown)
+	s.liveMu.Lock()
+	s.ended = ErrShuttingDown
+	var cancels []context.CancelCauseFunc
+	for c := s.live; c != nil; c = c.next {
+		cancels = append(cancels, c.cancel)
+	}
+	s.liveMu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrShuttingDown)
+	}
+}
 
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,
