@@ -36,6 +36,7 @@ type call struct {
 	// server's calls in flight (callContext).
 	cancel     context.CancelCauseFunc
 	prev, next *call
+	writes     writeBound // bounds the reply's writes (boundWrites)
 }
 
 // context is the call's context: the exchange's, derived from ctx.
