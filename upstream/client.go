@@ -265,8 +265,11 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	if !validQuery(r.RawQuery) {
 		return nil, fmt.Errorf("building agent request: query %q has a control character", r.RawQuery)
 	}
-	clk := newClocks(ctx, r.Timeouts)
-	ci := &callInfo{idempotent: r.Idempotent}
+	st := new(sent)
+	clk := &st.clk
+	clk.init(ctx, r.Timeouts)
+	ci := &st.ci
+	ci.idempotent = r.Idempotent
 	if r.Timeouts.Total > 0 {
 		ci.deadline = time.Now().Add(r.Timeouts.Total)
 	}
@@ -339,16 +342,27 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		}
 		return nil, &core.StatusError{Status: resp.StatusCode, Detail: detail}
 	}
-	out := &Response{
+	st.body = idleReader{r: resp.Body, clk: clk}
+	out := &st.resp
+	*out = Response{
 		Status:  resp.StatusCode,
 		Header:  resp.Header,
 		Retries: retries,
-		body:    &idleReader{r: resp.Body, clk: clk},
+		body:    &st.body,
 		raw:     resp.Body,
 		clk:     clk,
 	}
 	out.closeEnd = closeDelimited(resp)
 	return out, nil
+}
+
+// sent is what Send keeps for one call, in one allocation: its retry
+// facts, its clocks, and its reply and the reader of its body.
+type sent struct {
+	ci   callInfo
+	clk  clocks
+	resp Response
+	body idleReader
 }
 
 // The values of the headers Send sets to constants, shared by every

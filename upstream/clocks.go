@@ -47,10 +47,16 @@ type clocks struct {
 }
 
 func newClocks(parent context.Context, t config.Timeouts) *clocks {
-	ctx, cancel := context.WithCancelCause(parent)
-	c := &clocks{ctx: ctx, cancel: cancel, t: t, start: time.Now()}
-	c.enter("connect", t.Connect)
+	c := new(clocks)
+	c.init(parent, t)
 	return c
+}
+
+// init starts the zero clocks c, in the connect phase.
+func (c *clocks) init(parent context.Context, t config.Timeouts) {
+	c.ctx, c.cancel = context.WithCancelCause(parent)
+	c.t, c.start = t, time.Now()
+	c.enter("connect", t.Connect)
 }
 
 // enter starts phase, limited to d (none if d <= 0).
