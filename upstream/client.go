@@ -352,7 +352,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		raw:     resp.Body,
 		clk:     clk,
 	}
-	out.closeEnd = closeDelimited(resp)
+	out.closeEnd, out.length = closeDelimited(resp), resp.ContentLength
 	return out, nil
 }
 
@@ -446,6 +446,8 @@ type Response struct {
 	clk  *clocks
 	// closeEnd: only a close ends the body (see closeDelimited).
 	closeEnd bool
+	// length is the body's Content-Length, -1 when not known.
+	length int64
 }
 
 // Close releases the body and the call's clocks. Closing before the body
