@@ -206,6 +206,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		}
 		return nil, &core.RequestError{Msg: "reading request body: " + err.Error()}
 	}
+	// Read whole: closed, net/http has nothing left of it to discard
+	// before the reply.
+	r.Body.Close()
 	return b, nil
 }
 
