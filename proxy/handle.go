@@ -20,8 +20,8 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
 		defer s.log(r, c)
 		defer c.done()
-		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
+		s.callBegun()
+		defer s.callEnded()
 		ctx := s.callContext(r, c)
 		defer s.endContext(c)
 		ctx, err := s.begin(ctx, w, r, c)

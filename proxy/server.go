@@ -43,6 +43,10 @@ type Server struct {
 	setupOnce sync.Once
 	draining  atomic.Bool
 	inFlight  atomic.Int64
+	// peak is the most calls in flight since the last collect, and
+	// collecting is set while a collect runs.
+	peak       atomic.Int64
+	collecting atomic.Bool
 	// notReady is the readiness detail last logged.
 	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
