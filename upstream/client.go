@@ -33,6 +33,9 @@ type Client struct {
 	retrying  *retryablehttp.Client
 	logger    *zap.Logger
 	limits    config.Limits // bound replies and records
+	// methodValues are the X-Sidecar-Class-Method values of the method
+	// map's names, made once and shared (see valueJSON).
+	methodValues map[string][]string
 }
 
 // forwardHeaders is the allow-list of inbound headers the agent receives:
@@ -58,8 +61,14 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
-		forward: append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
-		set:     cfg.Headers.Set,
+		forward:      append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		set:          cfg.Headers.Set,
+		methodValues: map[string][]string{},
+	}
+	for _, m := range cfg.Methods {
+		if m.Name != "*" {
+			c.methodValues[m.Name] = []string{m.Name}
+		}
 	}
 	// go-retryablehttp logs at debug level only (zapLeveled), and builds
 	// its messages (the URL as a string, the fields) before the logger
@@ -111,6 +120,7 @@ type callInfo struct {
 	deadline      time.Time // zero: none
 	statusRetries int       // 429/503 retries so far (one goroutine: retryablehttp's)
 	waited        bool      // the call waited out a Retry-After; the next attempt starts afresh
+	body          []byte    // the request body, sent again by a retry
 }
 
 // maxStatusRetries bounds retries of an agent's 429 or 503, however long
@@ -288,11 +298,17 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	req.URL.RawQuery = r.RawQuery
 	req.Host = c.base.Host
 	if r.Body != nil {
-		b := newRequestBody(r.Body)
-		req.Body, req.GetBody, req.ContentLength = b, b.rewind, int64(len(r.Body))
+		st.reqBody.reset(r.Body)
+		req.Body, req.ContentLength = &st.reqBody, int64(len(r.Body))
+		ci.body = r.Body // for a retry (rewindBody)
+		if netHTTP {     // net/http's Transport retries an unwritten request itself
+			req.GetBody = st.reqBody.rewind
+		}
 		req.Header["Content-Type"] = valueJSON
 	}
-	if r.Method != "" {
+	if v, ok := c.methodValues[r.Method]; ok {
+		req.Header["X-Sidecar-Class-Method"] = v
+	} else if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
 	req.Header[core.HopHeader] = valueHop
@@ -359,10 +375,11 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 // sent is what Send keeps for one call, in one allocation: its retry
 // facts, its clocks, and its reply and the reader of its body.
 type sent struct {
-	ci   callInfo
-	clk  clocks
-	resp Response
-	body idleReader
+	ci      callInfo
+	clk     clocks
+	reqBody requestBody
+	resp    Response
+	body    idleReader
 }
 
 // The values of the headers Send sets to constants, shared by every
@@ -373,32 +390,36 @@ var (
 	valueAcceptStream = []string{acceptStream}
 )
 
-// requestBody is a request's body. rewind, its GetBody, gives a retry a
-// reader of its own from the start: the attempt before may still hold
-// this one (net/http's Transport can close a body after RoundTrip).
+// requestBody is a request's body. A retry gets a reader of its own from
+// the start (rewind): the attempt before may still hold this one
+// (net/http's Transport can close a body after RoundTrip).
 type requestBody struct {
 	bytes.Reader
 	b []byte
 }
 
-func newRequestBody(b []byte) *requestBody {
-	rb := &requestBody{b: b}
-	rb.Reset(b)
-	return rb
+func (b *requestBody) reset(body []byte) {
+	b.b = body
+	b.Reset(body)
 }
 
 func (b *requestBody) Close() error { return nil }
 
-func (b *requestBody) rewind() (io.ReadCloser, error) { return newRequestBody(b.b), nil }
+func (b *requestBody) rewind() (io.ReadCloser, error) {
+	rb := new(requestBody)
+	rb.reset(b.b)
+	return rb, nil
+}
 
-// rewindBody readies a retried request's body for its next attempt.
+// rewindBody readies a retried request's body for its next attempt: the
+// call's whole body again (callInfo.body).
 func rewindBody(req *http.Request) error {
-	if req.GetBody == nil {
-		return nil
+	if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok && ci.body != nil {
+		rb := new(requestBody)
+		rb.reset(ci.body)
+		req.Body = rb
 	}
-	body, err := req.GetBody()
-	req.Body = body
-	return err
+	return nil
 }
 
 // validQuery reports whether an escaped query string has no control
