@@ -14,11 +14,11 @@ func (a *App) Agent() core.Agent { return agent{a} }
 type agent struct{ app *App }
 
 func (g agent) Unary(ctx context.Context, c core.Call) (json.RawMessage, error) {
-	return g.app.Unary(ctx, c.Method, c.Name, c.Input, c.Header)
+	return g.app.Unary(withPhases(ctx, c.Phases()), c.Method, c.Name, c.Input, c.Header)
 }
 
 func (g agent) Stream(ctx context.Context, c core.Call) (core.Records, error) {
-	s, done, err := g.app.Stream(ctx, c.Method, c.Name, c.Input, c.Header)
+	s, done, err := g.app.Stream(withPhases(ctx, c.Phases()), c.Method, c.Name, c.Input, c.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -48,3 +48,21 @@ var (
 	_ core.Records = (*records)(nil)
 	_ core.Waiter  = (*waitingRecords)(nil)
 )
+
+// phasesKey carries a call's core.Phases to the requests its handler
+// makes (App.send): each notes its connection and reply head over the
+// last one's, so the call's are its last request's before its answer
+// (the run's, for a stream). A session deleted after the call notes none.
+type phasesKey struct{}
+
+func withPhases(ctx context.Context, p *core.Phases) context.Context {
+	if p == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, phasesKey{}, p)
+}
+
+func phasesOf(ctx context.Context) *core.Phases {
+	p, _ := ctx.Value(phasesKey{}).(*core.Phases)
+	return p
+}

@@ -100,6 +100,7 @@ func (a *App) send(c call, verb string, body any, parts ...string) (*upstream.Re
 	}
 	return a.Client.Send(c.ctx, upstream.Request{
 		Method: c.name, Verb: verb, Path: path, RawPath: raw, Body: b, Timeouts: c.m.Timeouts, Header: c.header,
+		Phases: phasesOf(c.ctx),
 	})
 }
 

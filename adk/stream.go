@@ -139,7 +139,7 @@ func (a *App) runWithEvents(c call) (core.Records, func(), error) {
 // caller may already be gone.
 func (a *App) deleteLater(c call, user, sid string) func() {
 	return func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(c.ctx), phasesKey{}, (*core.Phases)(nil)), cleanupTimeout)
 		defer cancel()
 		dc := c
 		dc.ctx = ctx

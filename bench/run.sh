@@ -7,7 +7,7 @@
 #   bench/run.sh            full run, about 5 minutes (bounded at 12)
 #   QUICK=1 bench/run.sh    short run, under 2 minutes
 #   ONLY=unary,memory ...   only those rows (unary, throughput, latency,
-#                           firstline, memory, startup)
+#                           firstline, memory, startup, dialects)
 #   BASELINE=<rev> ...      before and after in one run: the sidecar of git
 #                           revision <rev> as well, as one more variant
 #                           (sidecar@<rev>, same config, same rounds), and a
@@ -23,6 +23,12 @@
 # 127.0.0.1 only, and stops every process it started by its PID. The table
 # is also written to bench/out/last.md. KEEP=1 keeps the work directory
 # (configs and logs of the agent, nginx and the sidecar).
+#
+# The dialect rows (issue 23) are package dialect's BenchmarkDialect: the
+# mapping stage per dialect and emit mode, in-process, from a test binary
+# (bench/bin/dialect.test); with BASELINE, the same benchmark file built
+# against the baseline's package (bench/bin/dialect-base.test), the two
+# run in alternating rounds. Their table follows the main one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +43,17 @@ CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$version" -o
 "$GO" build -o "$bin/goproxy" ./bench/cmd/goproxy
 "$GO" build -o "$bin/load" ./bench/cmd/load
 
+# Which rows: the dialect rows are this script's, the others load's.
+dialects=1
+load_only=${ONLY:-}
+if [ -n "${ONLY:-}" ]; then
+	case ",$ONLY," in *,dialects,*) ;; *) dialects=0 ;; esac
+	load_only=$(echo ",$ONLY," | sed 's/,dialects,/,/g; s/^,//; s/,$//')
+fi
+if [ "$dialects" = 1 ]; then
+	"$GO" test -c -o "$bin/dialect.test" ./dialect
+fi
+
 # BASELINE=<rev>: the sidecar of that revision, built the same way from a
 # copy of its tree (git archive into a temporary directory, removed after).
 if [ -n "${BASELINE:-}" ]; then
@@ -48,6 +65,12 @@ if [ -n "${BASELINE:-}" ]; then
 	trap 'rm -rf "$base_tree"' EXIT
 	git archive "$base_rev" | tar -x -C "$base_tree"
 	(cd "$base_tree" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$base_version" -o "$root/$bin/sidecar-base" ./cmd/sidecar)
+	if [ "$dialects" = 1 ]; then
+		# This tree's benchmark against the baseline's package: the same
+		# streams, measured the same way.
+		cp dialect/bench_test.go "$base_tree/dialect/bench_test.go"
+		(cd "$base_tree" && "$GO" test -c -o "$root/$bin/dialect-base.test" ./dialect)
+	fi
 	rm -rf "$base_tree"
 	trap - EXIT
 fi
@@ -97,7 +120,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	budget=3m
 fi
 if [ "${KEEP:-0}" = 1 ]; then args+=(-keep); fi
-if [ -n "${ONLY:-}" ]; then args+=(-only "$ONLY"); fi
+if [ -n "$load_only" ]; then args+=(-only "$load_only"); fi
 if [ -n "${BASELINE:-}" ]; then
 	args+=(-baseline "$bin/sidecar-base" -baseline-name "$base_rev")
 	budget=$([ "${QUICK:-0}" = 1 ] && echo 4m || echo 15m) # six variants, not five
@@ -112,4 +135,22 @@ if [ "${VARIANT_NETHTTP:-0}" = 1 ]; then
 	fi
 fi
 # load stops its own processes on SIGTERM, and on its own deadline.
-exec timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"
+if [ -z "${ONLY:-}" ] || [ -n "$load_only" ]; then
+	timeout -s TERM -k 30s "$budget" "$bin/load" "${args[@]}"
+else
+	: >bench/out/last.md
+fi
+
+if [ "$dialects" = 1 ]; then
+	dargs=(dialects -test "$bin/dialect.test" -out bench/out/dialects.md)
+	if [ "${QUICK:-0}" = 1 ]; then dargs+=(-rounds 3 -benchtime 50x); fi
+	if [ -n "${BASELINE:-}" ]; then dargs+=(-base "$bin/dialect-base.test" -base-name "$base_rev"); fi
+	{
+		echo
+		echo "Dialect rows: package dialect's BenchmarkDialect, a long answer's token stream (1,000 token records and the"
+		echo "records around them) through the SSE deframer and the mapping stage, in one process; emit raw is the deframer"
+		echo "alone. Median of the rounds; CPU is the process's (GC included)."
+		echo
+	} | tee -a bench/out/last.md
+	timeout -s TERM -k 30s 20m "$bin/load" "${dargs[@]}" | tee -a bench/out/last.md
+fi

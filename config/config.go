@@ -185,6 +185,11 @@ type Limits struct {
 	// and artifact. Over it the oldest ended tasks are forgotten first.
 	// Default: 64 MiB.
 	TaskStoreBytes int64
+	// MCPSessions caps the MCP door's sessions of its 2025 revisions (the
+	// Mcp-Session-Id each initialize opens): past it the least recently
+	// used is forgotten, and its client, answered 404, initializes again.
+	// Default: 10000.
+	MCPSessions int
 }
 
 // Admin is the private listener: /metrics and /healthz, never on the

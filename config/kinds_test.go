@@ -86,3 +86,76 @@ func TestKinds(t *testing.T) {
 		t.Errorf("Parse without the Kind = %v, want greeter an unknown key", err)
 	}
 }
+
+// listerKind is a door whose section has a list: names, decoded by
+// Decoder.Strings, and checked as methods by CheckMethods.
+var listerKind = Kind{
+	Name:   "lister",
+	Listen: ":9101",
+	Decode: func(d Decoder, n *yaml.Node, path string, door *Door) bool {
+		var names []string
+		door.Options = &names
+		if !d.Mapping(n, path, "a mapping with listen and names") {
+			return false
+		}
+		for _, e := range d.Entries(n, path) {
+			switch e.Name {
+			case "listen":
+				d.Listen(e, path+".listen", door)
+			case "names":
+				if l, ok := d.Strings(e, path+".names", "method names"); ok {
+					names = l
+				}
+			default:
+				d.Unknown(e, path, "listen", "names")
+			}
+		}
+		return true
+	},
+	Check: func(d Decoder, c *Config, door *Door) {
+		d.CheckMethods(c, door.Line, "protocols.lister.names", *door.Options.(*[]string))
+	},
+	Print: func(door *Door) *yaml.Node {
+		return Mapping("listen", Quoted(door.Listen), "names", Strings(*door.Options.(*[]string)))
+	},
+}
+
+// TestStringsList: Decoder.Strings takes a list of distinct non-empty
+// strings (a null is no list and no problem), reports every other item
+// at its own line, all at once; CheckMethods reports the names that are
+// not methods of the map; Strings prints the list back.
+func TestStringsList(t *testing.T) {
+	const base = "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods: {query: {}, stream_query: {mode: stream}}\n"
+	c, err := Parse("sidecar.yaml", []byte(base+"protocols:\n  lister: {listen: \":9200\", names: [stream_query, query]}\n"), listerKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Protocols.Door("lister")
+	if got := *d.Options.(*[]string); d.Listen != ":9200" || strings.Join(got, ",") != "stream_query,query" {
+		t.Errorf("lister = %+v %v", d, got)
+	}
+	if !strings.Contains(string(c.Expanded()), "names: [stream_query, query]") {
+		t.Errorf("printed:\n%s", c.Expanded())
+	}
+	if c, err := Parse("sidecar.yaml", []byte(base+"protocols:\n  lister: {names: null}\n"), listerKind); err != nil || *c.Protocols.Door("lister").Options.(*[]string) != nil {
+		t.Errorf("names: null = %v", err)
+	}
+	_, err = Parse("sidecar.yaml", []byte(base+"protocols:\n  lister:\n    names:\n      - query\n      - {a: 1}\n      - \"\"\n      - query\n      - nope\n"), listerKind)
+	for _, want := range []string{
+		"sidecar.yaml:7: protocols.lister.names: every item must be one of the method names, not a mapping",
+		"sidecar.yaml:8: protocols.lister.names: an item is empty",
+		`sidecar.yaml:9: protocols.lister.names: "query" is listed twice`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a bad list = %v, want %q", err, want)
+		}
+	}
+	_, err = Parse("sidecar.yaml", []byte(base+"protocols:\n  lister: {names: [query, nope]}\n"), listerKind)
+	if err == nil || !strings.Contains(err.Error(), `protocols.lister.names: "nope" is not a method of the map (want "query" or "stream_query")`) {
+		t.Errorf("an unknown method = %v", err)
+	}
+	_, err = Parse("sidecar.yaml", []byte(base+"protocols:\n  lister: {names: query}\n"), listerKind)
+	if err == nil || !strings.Contains(err.Error(), "protocols.lister.names: want a list of method names such as [a, b], not a string") {
+		t.Errorf("a string for a list = %v", err)
+	}
+}

@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "task_store_bytes"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "task_store_bytes", "mcp_sessions"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -132,9 +132,17 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			} else if ok {
 				l.QueueTimeout = d
 			}
-		case "concurrency", "queue":
+		case "concurrency", "queue", "mcp_sessions":
 			v, ok := p.count(e, key, "")
 			if !ok {
+				continue
+			}
+			if e.name == "mcp_sessions" {
+				if v == 0 {
+					p.addf(e.val.Line, key, "must be at least 1 (each initialize of an MCP client opens a session)")
+					continue
+				}
+				l.MCPSessions = v
 				continue
 			}
 			if e.name == "concurrency" {

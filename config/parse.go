@@ -42,6 +42,7 @@ var defaultLimits = Limits{
 	QueueTimeout:  10 * time.Second,
 
 	TaskStoreBytes: 64 << 20,
+	MCPSessions:    10000,
 }
 
 // Load reads and parses the method map at path; kinds are the protocols

@@ -120,6 +120,72 @@ func (d Decoder) Addf(line int, path, format string, args ...any) {
 	d.p.addf(line, path, format, args...)
 }
 
+// Listen decodes a door's listen key into door.Listen: a "host:port"
+// address (a Kind whose section is not a Target's reads it with this).
+func (d Decoder) Listen(e Entry, path string, door *Door) {
+	if s, ok := d.p.scalar(e.entry(), path); ok {
+		if err := checkListen(s); err != nil {
+			d.p.addf(e.Value.Line, path, "%v", err)
+			return
+		}
+		door.Listen = s
+	}
+}
+
+// Strings decodes e as a list of distinct non-empty strings, what (e.g.
+// "method names") naming its items in messages. A null is no list and no
+// problem (ok false: the caller keeps its default); anything but a list,
+// an item that is not a string, an empty one or one given twice is a
+// problem, each reported at its line, and ok is false.
+func (d Decoder) Strings(e Entry, path, what string) (list []string, ok bool) {
+	if isNull(e.Value) {
+		return nil, false
+	}
+	if e.Value.Kind != yaml.SequenceNode {
+		d.p.addf(e.Value.Line, path, "want a list of %s such as [a, b], not a %s", what, kindName(e.Value))
+		return nil, false
+	}
+	ok = true
+	seen := make(map[string]bool, len(e.Value.Content))
+	for _, n := range e.Value.Content {
+		n = resolve(n)
+		switch {
+		case n.Kind != yaml.ScalarNode || isNull(n):
+			d.p.addf(n.Line, path, "every item must be one of the %s, not a %s", what, kindName(n))
+		case n.Value == "":
+			d.p.addf(n.Line, path, "an item is empty (want one of the %s)", what)
+		case seen[n.Value]:
+			d.p.addf(n.Line, path, "%q is listed twice", n.Value)
+		default:
+			seen[n.Value] = true
+			list = append(list, n.Value)
+			continue
+		}
+		ok = false
+	}
+	return list, ok
+}
+
+// CheckMethods reports each of names (a door's list at key, declared at
+// line) that is not a method of c's map (the preset's included): a name
+// the map lists, or any name when it has "*".
+func (d Decoder) CheckMethods(c *Config, line int, key string, names []string) {
+	for _, name := range names {
+		if c.methodNamed(name) == nil {
+			d.p.addf(line, key, "%q is not a method of the map (want %s)", name, c.methodNames())
+		}
+	}
+}
+
+// Strings is a YAML flow list of l, for a Kind's Print.
+func Strings(l []string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, s := range l {
+		n.Content = append(n.Content, scalar(s))
+	}
+	return n
+}
+
 // Target is the options of a door whose every call goes to one method
 // of the map, its section's method key.
 type Target struct {

@@ -50,7 +50,140 @@ type a2aResult struct {
 	ArtifactUpdate *a2aResult `json:"artifactUpdate"`
 }
 
-func (a2aMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (m a2aMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := a2aFast(out, rec); ok {
+		return out
+	}
+	return m.slow(out, event, rec)
+}
+
+// a2aFast maps an artifact update (0.3's kind artifact-update, 1.0's
+// artifactUpdate), the chunks of an answer, read in place (scan): the text
+// of its artifact's parts. It reports false for any other record, or one
+// it cannot read as encoding/json would decode it.
+func a2aFast(out []Event, rec []byte) ([]Event, bool) {
+	n := len(out)
+	var s scan
+	var seen uint32
+	result := false // the record has a result
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "result":
+			s.once(&seen, 1)
+			if s.null() {
+				return
+			}
+			result = true
+			out = a2aFastResult(&s, out, true)
+		case "error":
+			s.once(&seen, 2)
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "result", "error")
+		}
+	})
+	if ok && !result {
+		// REST: the record is the result itself.
+		s = scan{b: rec}
+		out = a2aFastResult(&s, out, true)
+		s.space()
+		ok = !s.bad && s.i == len(s.b)
+	}
+	if !ok {
+		return out[:n], false
+	}
+	return out, true
+}
+
+// a2aFastResult reads the a2aResult at the cursor: an artifact update, or
+// (outer) the StreamResponse that wraps one, appending its artifact's
+// text.
+func a2aFastResult(s *scan, out []Event, outer bool) []Event {
+	var kind string
+	var final bool
+	var seen uint32
+	artifact, update := false, false
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "kind":
+			s.once(&seen, 1)
+			s.name(&kind, "artifact-update")
+		case "final":
+			s.once(&seen, 2)
+			s.boolean(&final)
+		case "artifact":
+			s.once(&seen, 4)
+			if !s.null() {
+				artifact = true
+				out = a2aFastArtifact(s, out)
+			}
+		case "artifactUpdate":
+			s.once(&seen, 8)
+			if !outer {
+				s.bad = s.bad || !s.null()
+				return
+			}
+			if !s.null() {
+				update = true
+				out = a2aFastResult(s, out, false)
+			}
+		case "status", "artifacts", "role", "parts", "task", "message", "statusUpdate":
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "kind", "final", "status", "artifact", "artifacts", "role", "parts",
+				"task", "message", "statusUpdate", "artifactUpdate")
+		}
+	})
+	switch {
+	case artifact && update: // the wrapper's alone would count
+		s.bad = true
+	case outer && !update && kind != "artifact-update":
+		s.bad = true
+	}
+	return out
+}
+
+// a2aFastArtifact reads an artifact's parts at the cursor, appending the
+// text of each.
+func a2aFastArtifact(s *scan, out []Event) []Event {
+	var seen uint32
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "parts":
+			s.once(&seen, 1)
+			s.array(func(int) {
+				var text string
+				var hasText bool
+				var partSeen uint32
+				s.object(func(k []byte) {
+					switch string(k) {
+					case "kind":
+						s.once(&partSeen, 1)
+						s.check()
+					case "text":
+						s.once(&partSeen, 2)
+						hasText = !s.null()
+						if hasText {
+							s.str(&text)
+						}
+					default: // data: json.RawMessage
+						s.other(k, "kind", "text", "data")
+					}
+				})
+				if hasText && text != "" {
+					out = append(out, Event{Kind: Text, Text: text})
+				}
+			})
+		default:
+			s.other(k, "parts")
+		}
+	})
+	return out
+}
+
+// slow maps a record decoded by encoding/json: every record as Map maps
+// its own.
+func (a2aMapper) slow(out []Event, _ string, rec []byte) []Event {
 	var env struct {
 		Result *a2aResult      `json:"result"`
 		Error  json.RawMessage `json:"error"`
@@ -63,8 +196,8 @@ func (a2aMapper) Map(out []Event, _ string, rec []byte) []Event {
 	}
 	r := env.Result
 	if r == nil {
-		if json.Unmarshal(rec, &r) != nil {
-			return out
+		if json.Unmarshal(rec, &r) != nil || r == nil {
+			return out // r nil: the record is null
 		}
 	}
 	switch {

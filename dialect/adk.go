@@ -30,7 +30,104 @@ type adkFunction struct {
 	Response json.RawMessage `json:"response"`
 }
 
-func (a *adkMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (a *adkMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := a.fast(out, rec); ok {
+		return out
+	}
+	return a.slow(out, event, rec)
+}
+
+// fast maps an event whose parts are all text (a partial event, a turn's
+// complete text) and that has no error, finish reason or usage, read in
+// place (scan); it reports false for any other, or one it cannot read as
+// encoding/json would decode it.
+func (a *adkMapper) fast(out []Event, rec []byte) ([]Event, bool) {
+	n := len(out)
+	var s scan
+	var partial, content bool
+	var errorMessage, errorMessageSnake, finish string
+	var seen uint32
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "content":
+			s.once(&seen, 1)
+			var contentSeen uint32
+			content = s.object(func(k []byte) {
+				switch string(k) {
+				case "parts":
+					s.once(&contentSeen, 1)
+					s.array(func(int) { out = adkFastPart(&s, out) })
+				default:
+					s.other(k, "parts")
+				}
+			})
+		case "partial":
+			s.once(&seen, 2)
+			s.boolean(&partial)
+		case "errorCode", "error_code", "usageMetadata":
+			s.bad = s.bad || !s.null()
+		case "errorMessage":
+			s.once(&seen, 4)
+			s.str(&errorMessage)
+		case "error_message":
+			s.once(&seen, 8)
+			s.str(&errorMessageSnake)
+		case "finishReason":
+			s.once(&seen, 16)
+			s.str(&finish)
+		default:
+			s.other(k, "content", "partial", "errorCode", "error_code", "errorMessage", "error_message", "finishReason", "usageMetadata")
+		}
+	})
+	if !ok || finish != "" {
+		return out[:n], false
+	}
+	if !content {
+		return out[:n], true
+	}
+	if !partial && a.partials {
+		out = out[:n] // the aggregate of the partials already out
+	}
+	a.partials = partial
+	return out, true
+}
+
+// adkFastPart reads a part at the cursor: its text, thought or not; any
+// other part is bad.
+func adkFastPart(s *scan, out []Event) []Event {
+	var text string
+	var hasText, thought bool
+	var seen uint32
+	s.object(func(k []byte) {
+		switch string(k) {
+		case "text":
+			s.once(&seen, 1)
+			hasText = !s.null()
+			if hasText {
+				s.str(&text)
+			}
+		case "thought":
+			s.once(&seen, 2)
+			s.boolean(&thought)
+		case "functionCall", "function_call", "functionResponse", "function_response":
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "text", "thought", "functionCall", "function_call", "functionResponse", "function_response")
+		}
+	})
+	if !hasText {
+		return out
+	}
+	kind := Text
+	if thought {
+		kind = Reasoning
+	}
+	return append(out, Event{Kind: kind, Text: text})
+}
+
+// slow maps an event decoded by encoding/json: every event as Map maps
+// its own.
+func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 	var e struct {
 		Content *struct {
 			Parts []adkPartIn `json:"parts"`

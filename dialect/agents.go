@@ -45,7 +45,86 @@ type agentsEvent struct {
 	} `json:"item"`
 }
 
-func (m *agentsMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (m *agentsMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := m.fast(out, rec); ok {
+		return out
+	}
+	return m.slow(out, event, rec)
+}
+
+// fast maps a raw model stream event without a response (a text delta,
+// the provider's own event) or an event that maps to nothing, read in
+// place (scan), and reports false for any other, or one it cannot read so.
+func (m *agentsMapper) fast(out []Event, rec []byte) ([]Event, bool) {
+	var s scan
+	var typ, dataType, delta string
+	var event []byte
+	var seen, dataSeen uint32
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "type":
+			s.once(&seen, 1)
+			s.name(&typ, "raw_model_stream_event")
+		case "name":
+			s.once(&seen, 2)
+			s.check()
+		case "data":
+			s.once(&seen, 4)
+			s.object(func(k []byte) {
+				switch string(k) {
+				case "type":
+					s.once(&dataSeen, 1)
+					s.name(&dataType, "output_text_delta", "model")
+				case "delta":
+					s.once(&dataSeen, 2)
+					s.str(&delta)
+				case "event":
+					s.once(&dataSeen, 4)
+					event = s.raw()
+				case "response":
+					s.once(&dataSeen, 8)
+					s.bad = s.bad || !s.null()
+				default:
+					s.other(k, "type", "delta", "event", "response")
+				}
+			})
+		case "item":
+			s.once(&seen, 8)
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "type", "name", "data", "item")
+		}
+	})
+	if !ok {
+		return out, false
+	}
+	switch typ {
+	case "raw_model_stream_event":
+		switch dataType {
+		case "output_text_delta":
+			m.deltas = true
+			return append(out, Event{Kind: Text, Text: delta}), true
+		case "model":
+			if event == nil {
+				return out, true
+			}
+			t, d, ok := scanResponsesEvent(event)
+			if !ok {
+				return out, false
+			}
+			if strings.HasPrefix(t, "response.reasoning") && strings.HasSuffix(t, ".delta") {
+				return append(out, Event{Kind: Reasoning, Text: d}), true
+			}
+		}
+	case "run_item_stream_event":
+		return out, false
+	}
+	return out, true
+}
+
+// slow maps an event decoded by encoding/json: every event as fast maps
+// its own.
+func (m *agentsMapper) slow(out []Event, _ string, rec []byte) []Event {
 	var e agentsEvent
 	if json.Unmarshal(rec, &e) != nil {
 		return out

@@ -38,11 +38,58 @@ type aguiEvent struct {
 	Result       json.RawMessage `json:"result"`
 }
 
-func (m *aguiMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (m *aguiMapper) Map(out []Event, event string, rec []byte) []Event {
+	var e aguiEvent
+	if !e.scan(rec) {
+		return m.slow(out, event, rec)
+	}
+	return m.event(out, &e)
+}
+
+// scan reads an event that carries no JSON value (content, code, result)
+// into e, in place, as encoding/json would decode it, and reports false
+// for any other, or one it cannot read so.
+func (e *aguiEvent) scan(rec []byte) bool {
+	var s scan
+	var seen uint32
+	return s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "type":
+			s.once(&seen, 1)
+			s.name(&e.Type, "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_ARGS",
+				"REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CHUNK", "THINKING_TEXT_MESSAGE_CONTENT")
+		case "delta":
+			s.once(&seen, 2)
+			s.str(&e.Delta)
+		case "toolCallId":
+			s.once(&seen, 4)
+			s.str(&e.ToolCallID)
+		case "toolCallName":
+			s.once(&seen, 8)
+			s.str(&e.ToolCallName)
+		case "message":
+			s.once(&seen, 16)
+			s.str(&e.Message)
+		case "content", "code", "result":
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "type", "delta", "toolCallId", "toolCallName", "content", "message", "code", "result")
+		}
+	})
+}
+
+// slow maps an event decoded by encoding/json: every event as Map maps
+// its own.
+func (m *aguiMapper) slow(out []Event, _ string, rec []byte) []Event {
 	var e aguiEvent
 	if json.Unmarshal(rec, &e) != nil {
 		return out
 	}
+	return m.event(out, &e)
+}
+
+// event maps a decoded event.
+func (m *aguiMapper) event(out []Event, e *aguiEvent) []Event {
 	switch e.Type {
 	case "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CHUNK":
 		return append(out, Event{Kind: Text, Text: e.Delta})

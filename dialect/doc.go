@@ -19,6 +19,17 @@
 //     carrying the agent's message; terminators ([DONE], finish events)
 //     are never passed on.
 //
+// A record is read once per record, and a token costs the line it makes:
+// each mapper reads the records of a token stream (text and reasoning
+// deltas, finishes) in place with scan, decoding only the fields it needs,
+// and the emitters write each line into one buffer. A record the scan
+// cannot read exactly as encoding/json decodes it into the mapper's struct
+// (a key repeated, whose last value encoding/json keeps, merging objects;
+// a key that only case-folds to a field; a field of another type; a shape
+// the fast path does not take: tool calls, errors, usage) is decoded by
+// encoding/json as before, so every record maps as it did
+// (FuzzFastPaths compares the two).
+//
 // The proxy does not import this package: cmd/sidecar wraps its Agent in
 // an Agent of this package, which picks the mapping per call from the
 // method entry.

@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // emitter writes events as lines of the method's emit. No line it writes
@@ -19,7 +22,7 @@ import (
 // next line needs, and, when it keeps the whole for a unary call, that.
 type emitter interface {
 	// line appends the lines of e to lines.
-	line(lines [][]byte, e Event) ([][]byte, error)
+	line(lines [][]byte, e *Event) ([][]byte, error)
 	// close appends the lines the clean end of the stream writes.
 	close(lines [][]byte) ([][]byte, error)
 	// whole is the output of a unary call: everything kept, as one value.
@@ -50,24 +53,7 @@ type textEmitter struct {
 	usage           json.RawMessage
 }
 
-type toolCallLine struct {
-	ID   string          `json:"id,omitempty"`
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
-type toolResultLine struct {
-	ID     string          `json:"id,omitempty"`
-	Name   string          `json:"name,omitempty"`
-	Output json.RawMessage `json:"output"`
-}
-
-type endLine struct {
-	FinishReason string          `json:"finish_reason,omitempty"`
-	Usage        json.RawMessage `json:"usage,omitempty"`
-}
-
-func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
+func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 	switch e.Kind {
 	case Text, Reasoning:
 		if e.Text == "" {
@@ -83,23 +69,19 @@ func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 		}
 		return textLines(lines, key, e.Text, t.max)
 	case ToolCall:
-		c := marshal(toolCallLine{e.ID, e.Name, orEmpty(e.JSON)})
+		c := toolCallObject(nil, *e)
 		if t.keep {
 			t.calls = append(t.calls, c)
 			t.size += int64(len(c))
 		}
-		return t.fit(lines, marshal(struct {
-			ToolCall json.RawMessage `json:"tool_call"`
-		}{c}))
+		return t.fit(lines, wrapLine("tool_call", c))
 	case ToolResult:
-		r := marshal(toolResultLine{e.ID, e.Name, orNull(e.JSON)})
+		r := toolResultObject(nil, *e)
 		if t.keep {
 			t.results = append(t.results, r)
 			t.size += int64(len(r))
 		}
-		return t.fit(lines, marshal(struct {
-			ToolResult json.RawMessage `json:"tool_result"`
-		}{r}))
+		return t.fit(lines, wrapLine("tool_result", r))
 	case End:
 		if e.Finish != "" {
 			t.finish = e.Finish
@@ -109,6 +91,54 @@ func (t *textEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 		}
 	}
 	return lines, nil
+}
+
+// toolCallObject appends {"id":…,"name":…,"args":…} (no id when it has
+// none), as encoding/json wrote toolCallLine.
+func toolCallObject(b []byte, e Event) []byte {
+	b = append(b, '{')
+	if e.ID != "" {
+		b = appendString(append(b, `"id":`...), e.ID)
+		b = append(b, ',')
+	}
+	b = appendString(append(b, `"name":`...), e.Name)
+	b = appendRaw(append(b, `,"args":`...), orEmpty(e.JSON))
+	return append(b, '}')
+}
+
+// toolResultObject appends {"id":…,"name":…,"output":…} (no id or name
+// when it has none), as encoding/json wrote toolResultLine.
+func toolResultObject(b []byte, e Event) []byte {
+	b = append(b, '{')
+	if e.ID != "" {
+		b = appendString(append(b, `"id":`...), e.ID)
+		b = append(b, ',')
+	}
+	if e.Name != "" {
+		b = appendString(append(b, `"name":`...), e.Name)
+		b = append(b, ',')
+	}
+	b = appendRaw(append(b, `"output":`...), orNull(e.JSON))
+	return append(b, '}')
+}
+
+// wrapLine is {"<key>":<v>}.
+func wrapLine(key string, v []byte) []byte {
+	b := make([]byte, 0, len(key)+len(v)+5)
+	b = append(append(append(b, `{"`...), key...), `":`...)
+	return append(append(b, v...), '}')
+}
+
+// appendRaw appends v, a JSON value, compacted as encoding/json writes a
+// json.RawMessage; a v that is not JSON (no mapper makes one) is written
+// as a JSON string of its text rather than as a broken line.
+func appendRaw(b, v []byte) []byte {
+	n := len(b)
+	b, ok := rawjson.AppendCompact(b, v)
+	if !ok {
+		b = appendString(b[:n], string(v))
+	}
+	return b
 }
 
 // fit appends l when it is no longer than the cap.
@@ -123,12 +153,19 @@ func (t *textEmitter) fit(lines [][]byte, l []byte) ([][]byte, error) {
 // for each to be at most max bytes.
 func textLines(lines [][]byte, key, s string, max int) ([][]byte, error) {
 	budget := max - len(`{"":""}`) - len(key)
+	if s != "" && len(s) <= budget/6 {
+		// One line however s escapes (a token): no need to measure it.
+		l := append(make([]byte, 0, max-budget+len(s)+len(s)/4+8), `{"`...)
+		l = append(append(l, key...), `":`...)
+		return append(lines, append(appendString(l, s), '}')), nil
+	}
 	for s != "" {
 		head, n := cut(s, budget)
 		if head == "" {
 			return lines, errLineTooLarge
 		}
-		l := append(make([]byte, 0, max-budget+n), `{"`+key+`":`...)
+		l := append(make([]byte, 0, max-budget+n), `{"`...)
+		l = append(append(l, key...), `":`...)
 		lines = append(lines, append(appendString(l, head), '}'))
 		s = s[len(head):]
 	}
@@ -136,9 +173,17 @@ func textLines(lines [][]byte, key, s string, max int) ([][]byte, error) {
 }
 
 func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
-	return t.fit(lines, marshal(struct {
-		End endLine `json:"end"`
-	}{endLine{t.finish, t.usage}}))
+	b := append(make([]byte, 0, 32+len(t.finish)+len(t.usage)), `{"end":{`...)
+	if t.finish != "" {
+		b = appendString(append(b, `"finish_reason":`...), t.finish)
+	}
+	if len(t.usage) > 0 {
+		if t.finish != "" {
+			b = append(b, ',')
+		}
+		b = appendRaw(append(b, `"usage":`...), t.usage)
+	}
+	return t.fit(lines, append(b, "}}"...))
 }
 
 // whole is {"text":…, "reasoning":…, "tool_calls":[…], "tool_results":[…],
@@ -185,9 +230,6 @@ func newADKEmitter(author string, snake bool) *adkEmitter {
 	return &adkEmitter{author: author, invocationID: "e-" + newID(), snake: snake, newID: newID, now: time.Now}
 }
 
-// adkPart is a part of an ADK event's content, in either key case.
-type adkPart map[string]any
-
 func (a *adkEmitter) key(camel, snake string) string {
 	if a.snake {
 		return snake
@@ -195,11 +237,15 @@ func (a *adkEmitter) key(camel, snake string) string {
 	return camel
 }
 
-// event is one ADK event of role with parts.
-func (a *adkEmitter) event(role string, partial bool, parts ...adkPart) []byte {
-	return a.eventID(a.newID(), role, partial, parts...)
-}
+// adkPart is a part of an ADK event's content, in either key case, for
+// eventID.
+type adkPart map[string]any
 
+// eventID is one ADK event of role with parts, as encoding/json writes it:
+// the form the events written by hand (textEvent, functionEvent) are
+// checked against, byte for byte (TestTextEventAsMarshal,
+// TestFunctionEventAsMarshal). It is not used to write events: its maps
+// and encoder cost tens of allocations an event.
 func (a *adkEmitter) eventID(id, role string, partial bool, parts ...adkPart) []byte {
 	ev := map[string]any{
 		"content":                              map[string]any{"role": role, "parts": parts},
@@ -214,6 +260,58 @@ func (a *adkEmitter) eventID(id, role string, partial bool, parts ...adkPart) []
 	return marshal(ev)
 }
 
+// appendHead appends an event's start, up to its first part: the keys
+// are in encoding/json's order for a map, as the ADK api server's events
+// were written (author, content, id, invocationId, partial, timestamp).
+func (a *adkEmitter) appendHead(b []byte) []byte {
+	b = appendString(append(b, `{"author":`...), a.author)
+	return append(b, `,"content":{"parts":[`...)
+}
+
+// appendTail appends an event's end, after its last part.
+func (a *adkEmitter) appendTail(b []byte, role, id string, partial bool) []byte {
+	b = append(append(append(b, `],"role":"`...), role...), `"},"id":`...)
+	b = appendString(b, id)
+	b = append(append(append(b, `,"`...), a.key("invocationId", "invocation_id")...), `":`...)
+	b = appendString(b, a.invocationID)
+	if partial {
+		b = append(b, `,"partial":true`...)
+	}
+	b = append(b, `,"timestamp":`...)
+	b = appendFloat(b, float64(a.now().UnixMicro())/1e6)
+	return append(b, '}')
+}
+
+// functionEvent is a complete event of one function call (role model:
+// {"functionCall":{"args":…,"id":…,"name":…}}) or response (role user:
+// {"functionResponse":{"id":…,"name":…,"response":…}}).
+func (a *adkEmitter) functionEvent(e Event) []byte {
+	b := make([]byte, 0, a.textBudgetOverhead()+len(e.ID)+len(e.Name)+len(e.JSON)+32)
+	b = a.appendHead(b)
+	role := "model"
+	if e.Kind == ToolCall {
+		b = append(append(append(b, `{"`...), a.key("functionCall", "function_call")...), `":{"args":`...)
+		b = appendArgs(b, e.JSON)
+		b = appendString(append(b, `,"id":`...), e.ID)
+	} else {
+		role = "user"
+		b = append(append(append(b, `{"`...), a.key("functionResponse", "function_response")...), `":{"id":`...)
+		b = appendString(b, e.ID)
+	}
+	b = appendString(append(b, `,"name":`...), e.Name)
+	if e.Kind == ToolResult {
+		b = appendResponse(append(b, `,"response":`...), e.JSON)
+	}
+	b = append(b, "}}"...)
+	return a.appendTail(b, role, a.newID(), false)
+}
+
+// textBudgetOverhead is a.overhead, once known.
+func (a *adkEmitter) textBudgetOverhead() int {
+	a.textBudget()
+	return a.overhead
+}
+
 // textBudget is how much escaped text one event may carry: what a
 // complete event with both a thought and a text part leaves of the cap (a
 // partial event of one part needs less).
@@ -221,13 +319,15 @@ func (a *adkEmitter) textBudget() int {
 	if a.overhead == 0 {
 		// An id as newID makes them, and room for a longer one and a
 		// longer timestamp.
-		empty := a.eventID(strings.Repeat("0", 16), "model", true, adkPart{"text": "", "thought": true}, adkPart{"text": ""})
+		empty := a.appendHead(nil)
+		empty = append(empty, `{"text":"","thought":true},{"text":""}`...)
+		empty = a.appendTail(empty, "model", strings.Repeat("0", 16), true)
 		a.overhead = len(empty) + 64
 	}
 	return a.max - a.overhead
 }
 
-func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
+func (a *adkEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 	switch e.Kind {
 	case Text, Reasoning:
 		budget := a.textBudget()
@@ -260,15 +360,13 @@ func (a *adkEmitter) line(lines [][]byte, e Event) ([][]byte, error) {
 		if err != nil {
 			return lines, err
 		}
-		return a.completeEvent(lines, a.event("model", false, adkPart{a.key("functionCall", "function_call"): map[string]any{
-			"id": e.ID, "name": e.Name, "args": argsObject(e.JSON)}}))
+		return a.completeEvent(lines, a.functionEvent(*e))
 	case ToolResult:
 		lines, err := a.flush(lines)
 		if err != nil {
 			return lines, err
 		}
-		return a.completeEvent(lines, a.event("user", false, adkPart{a.key("functionResponse", "function_response"): map[string]any{
-			"id": e.ID, "name": e.Name, "response": responseObject(e.JSON)}}))
+		return a.completeEvent(lines, a.functionEvent(*e))
 	}
 	return lines, nil
 }
@@ -303,11 +401,8 @@ func (a *adkEmitter) flush(lines [][]byte) ([][]byte, error) {
 // its text may be most of the cap, and an encoder would copy it several
 // times. escaped is at most how long the two are escaped.
 func (a *adkEmitter) textEvent(partial bool, thought, text string, escaped int) []byte {
-	a.textBudget() // a.overhead known
-	b := make([]byte, 0, a.overhead+escaped)
-	b = append(b, `{"author":`...)
-	b = appendString(b, a.author)
-	b = append(b, `,"content":{"parts":[`...)
+	b := make([]byte, 0, a.textBudgetOverhead()+escaped)
+	b = a.appendHead(b)
 	if thought != "" {
 		b = append(b, `{"text":`...)
 		b = appendString(b, thought)
@@ -321,18 +416,25 @@ func (a *adkEmitter) textEvent(partial bool, thought, text string, escaped int) 
 		b = appendString(b, text)
 		b = append(b, '}')
 	}
-	b = append(b, `],"role":"model"},"id":`...)
-	b = appendString(b, a.newID())
-	b = append(b, `,"`...)
-	b = append(b, a.key("invocationId", "invocation_id")...)
-	b = append(b, `":`...)
-	b = appendString(b, a.invocationID)
-	if partial {
-		b = append(b, `,"partial":true`...)
+	return a.appendTail(b, "model", a.newID(), partial)
+}
+
+// appendFloat appends f as encoding/json writes a float64.
+func appendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
 	}
-	b = append(b, `,"timestamp":`...)
-	b = append(b, marshal(float64(a.now().UnixMicro())/1e6)...)
-	return append(b, '}')
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // appendString appends s as a JSON string as marshal writes it:
@@ -433,24 +535,25 @@ func cut(s string, budget int) (string, int) {
 	return s, n
 }
 
-// argsObject is a function call's args: ADK wants an object.
-func argsObject(v json.RawMessage) json.RawMessage {
-	if len(v) > 0 && v[0] == '{' {
-		return v
+// appendArgs appends a function call's args: ADK wants an object, so
+// anything else is {"value": …}.
+func appendArgs(b []byte, v json.RawMessage) []byte {
+	switch {
+	case len(v) > 0 && v[0] == '{':
+		return appendRaw(b, v)
+	case len(v) == 0:
+		return append(b, "{}"...)
 	}
-	if len(v) == 0 {
-		return json.RawMessage("{}")
-	}
-	return marshal(map[string]json.RawMessage{"value": v})
+	return append(appendRaw(append(b, `{"value":`...), v), '}')
 }
 
-// responseObject is a function response: ADK wants an object, and wraps
-// anything else as {"result": …} itself.
-func responseObject(v json.RawMessage) json.RawMessage {
+// appendResponse appends a function response: ADK wants an object, and
+// wraps anything else as {"result": …} itself.
+func appendResponse(b []byte, v json.RawMessage) []byte {
 	if len(v) > 0 && v[0] == '{' {
-		return v
+		return appendRaw(b, v)
 	}
-	return marshal(map[string]json.RawMessage{"result": orNull(v)})
+	return append(appendRaw(append(b, `{"result":`...), orNull(v)), '}')
 }
 
 func orEmpty(v json.RawMessage) json.RawMessage {
@@ -481,6 +584,8 @@ func marshal(v any) []byte {
 
 func newID() string {
 	var b [8]byte
+	var h [16]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }

@@ -81,6 +81,17 @@ func (m *lgMessage) isAI() bool {
 func (m *lgMessage) isTool() bool { return m.Type == "tool" || m.Type == "ToolMessage" }
 
 func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
+	return l.mapEvent(out, event, rec, true)
+}
+
+// slow is Map with every record decoded by encoding/json.
+func (l *langgraphMapper) slow(out []Event, event string, rec []byte) []Event {
+	return l.mapEvent(out, event, rec, false)
+}
+
+// mapEvent is Map; fast reads a messages chunk of text in place (scan)
+// where it can.
+func (l *langgraphMapper) mapEvent(out []Event, event string, rec []byte, fast bool) []Event {
 	mode := lgModes[event]
 	if mode < l.finest {
 		return out // a coarser view of what a finer mode already said
@@ -88,6 +99,11 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 	l.finest = mode
 	switch event {
 	case "messages", "messages-tuple":
+		if fast {
+			if out, ok := lgFastChunk(out, rec); ok {
+				return out
+			}
+		}
 		var pair []json.RawMessage
 		var msg lgMessage
 		if json.Unmarshal(rec, &pair) != nil || len(pair) == 0 || json.Unmarshal(pair[0], &msg) != nil {
@@ -169,6 +185,60 @@ func (l *langgraphMapper) Map(out []Event, event string, rec []byte) []Event {
 		}
 	}
 	return out
+}
+
+// lgFastChunk maps a messages event whose chunk is an AI message's text
+// (content a string, no tool calls or tool call chunks) or a message that
+// is neither AI nor tool, read in place (scan), and reports false for any
+// other, or one it cannot read as encoding/json would decode it.
+func lgFastChunk(out []Event, rec []byte) ([]Event, bool) {
+	s := scan{b: rec}
+	var m lgMessage
+	var text string
+	s.array(func(i int) {
+		if i > 0 {
+			return // the metadata: skipped, checked
+		}
+		var seen uint32
+		s.object(func(k []byte) {
+			switch string(k) {
+			case "type":
+				s.once(&seen, 1)
+				s.name(&m.Type, "AIMessageChunk", "ai")
+			case "id":
+				s.once(&seen, 2)
+				s.check()
+			case "name":
+				s.once(&seen, 4)
+				s.check()
+			case "tool_call_id":
+				s.once(&seen, 8)
+				s.check()
+			case "content":
+				s.once(&seen, 16)
+				if s.peek() != '"' && !s.null() {
+					s.bad = true // parts: left to encoding/json
+					return
+				}
+				s.str(&text)
+			case "tool_calls", "tool_call_chunks":
+				if s.null() {
+					return
+				}
+				s.array(func(int) { s.bad = true })
+			default:
+				s.other(k, "type", "id", "content", "name", "tool_call_id", "tool_calls", "tool_call_chunks")
+			}
+		})
+	})
+	s.space()
+	if s.bad || s.i != len(rec) || s.i == 0 || rec[0] != '[' || m.isTool() {
+		return out, false
+	}
+	if !m.isAI() {
+		return out, true
+	}
+	return append(out, Event{Kind: Text, Text: text}), true
 }
 
 func (l *langgraphMapper) partialSeen(id string) int {

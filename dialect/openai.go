@@ -45,7 +45,87 @@ type chatChunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-func (m *chatMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (m *chatMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := m.fast(out, rec); ok {
+		return out
+	}
+	return m.slow(out, event, rec)
+}
+
+// fast maps a chunk of text, reasoning or a finish_reason, read in place
+// (scan), and reports false for any other, or one it cannot read so.
+func (m *chatMapper) fast(out []Event, rec []byte) ([]Event, bool) {
+	var s scan
+	var content, reasoningContent, reasoning, finish string
+	var seen, choiceSeen, deltaSeen uint32
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "choices":
+			s.once(&seen, 1)
+			s.array(func(i int) {
+				if i > 0 {
+					s.bad = true // n > 1: encoding/json reads them all
+					return
+				}
+				s.object(func(k []byte) {
+					switch string(k) {
+					case "delta":
+						s.once(&choiceSeen, 1)
+						s.object(func(k []byte) {
+							switch string(k) {
+							case "content":
+								s.once(&deltaSeen, 1)
+								s.str(&content)
+							case "reasoning_content":
+								s.once(&deltaSeen, 2)
+								s.str(&reasoningContent)
+							case "reasoning":
+								s.once(&deltaSeen, 4)
+								s.str(&reasoning)
+							case "tool_calls":
+								s.once(&deltaSeen, 8)
+								s.bad = s.bad || !s.null()
+							default:
+								s.other(k, "content", "reasoning_content", "reasoning", "tool_calls")
+							}
+						})
+					case "finish_reason":
+						s.once(&choiceSeen, 2)
+						s.str(&finish)
+					default:
+						s.other(k, "delta", "finish_reason")
+					}
+				})
+			})
+		case "usage": // the last chunk, and errors: left to slow
+			s.once(&seen, 2)
+			s.bad = s.bad || !s.null()
+		case "error":
+			s.once(&seen, 4)
+			s.bad = s.bad || !s.null()
+		default:
+			s.other(k, "choices", "usage", "error")
+		}
+	})
+	if !ok {
+		return out, false
+	}
+	if reasoningContent != "" || reasoning != "" {
+		out = append(out, Event{Kind: Reasoning, Text: reasoningContent + reasoning})
+	}
+	if content != "" {
+		out = append(out, Event{Kind: Text, Text: content})
+	}
+	if finish != "" {
+		out = m.Flush(out)
+		out = append(out, Event{Kind: End, Finish: finish})
+	}
+	return out, true
+}
+
+// slow maps a chunk decoded by encoding/json: every chunk as fast maps
+// its own.
+func (m *chatMapper) slow(out []Event, _ string, rec []byte) []Event {
 	var c chatChunk
 	if json.Unmarshal(rec, &c) != nil {
 		return out
@@ -143,7 +223,65 @@ type responsesEvent struct {
 	} `json:"response"`
 }
 
-func (responsesMapper) Map(out []Event, event string, rec []byte) []Event {
+func (m responsesMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := m.fast(out, event, rec); ok {
+		return out
+	}
+	return m.slow(out, event, rec)
+}
+
+// fast maps a text or reasoning delta, or an event that maps to nothing,
+// read in place (scan), and reports false for any other, or one it cannot
+// read so.
+func (responsesMapper) fast(out []Event, event string, rec []byte) ([]Event, bool) {
+	typ, delta, ok := scanResponsesEvent(rec)
+	if !ok {
+		return out, false
+	}
+	if typ == "" {
+		typ = event
+	}
+	switch typ {
+	case "response.output_text.delta":
+		return append(out, Event{Kind: Text, Text: delta}), true
+	case "response.reasoning_text.delta", "response.reasoning_summary_text.delta":
+		return append(out, Event{Kind: Reasoning, Text: delta}), true
+	case "response.output_item.done", "response.completed", "response.incomplete", "response.failed", "error":
+		return out, false
+	}
+	return out, true
+}
+
+// scanResponsesEvent reads the type and delta of a Responses event as
+// encoding/json decodes them into responsesEvent, when its response is
+// null or absent; ok is false when it cannot read it so.
+func scanResponsesEvent(rec []byte) (typ, delta string, ok bool) {
+	var s scan
+	var seen uint32
+	ok = s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "type":
+			s.once(&seen, 1)
+			s.name(&typ, "response.output_text.delta", "response.reasoning_text.delta", "response.reasoning_summary_text.delta")
+		case "delta":
+			s.once(&seen, 2)
+			s.str(&delta)
+		case "message":
+			s.once(&seen, 4)
+			s.check()
+		case "response":
+			s.once(&seen, 8)
+			s.bad = s.bad || !s.null()
+		default: // code and item: json.RawMessage, any value
+			s.other(k, "type", "delta", "message", "code", "item", "response")
+		}
+	})
+	return typ, delta, ok
+}
+
+// slow maps an event decoded by encoding/json: every event as fast maps
+// its own.
+func (responsesMapper) slow(out []Event, event string, rec []byte) []Event {
 	var e responsesEvent
 	if json.Unmarshal(rec, &e) != nil {
 		return out

@@ -146,7 +146,7 @@ func (r *Records) Next() bool {
 			return false
 		}
 		if r.next < len(r.events) {
-			r.write(r.events[r.next])
+			r.write(&r.events[r.next])
 			r.next++
 			continue
 		}
@@ -176,7 +176,7 @@ func (r *Records) Next() bool {
 		}
 		var event string
 		if e, ok := r.in.(EventType); ok {
-			event = string(e.Event())
+			event = eventName(e.Event())
 		}
 		r.read++
 		r.mapEvents(r.m.Map(r.events[:0], event, rec))
@@ -237,7 +237,7 @@ func (r *Records) place(rec []byte) {
 }
 
 // write turns an event into lines; an error ends the stream.
-func (r *Records) write(e Event) {
+func (r *Records) write(e *Event) {
 	switch {
 	case e.Kind == Error && e.Err != nil:
 		r.err = e.Err
@@ -252,6 +252,34 @@ func (r *Records) write(e Event) {
 	}
 	r.lines, r.err = r.emit.line(r.lines, e)
 }
+
+// eventName is an SSE event type as a string: one a mapper reads is
+// interned, not copied per record.
+func eventName(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := eventNames[string(b)]; ok {
+		return s
+	}
+	return string(b)
+}
+
+// eventNames are the SSE event types of the dialects that send them
+// (LangGraph's modes, the Responses API's events).
+var eventNames = func() map[string]string {
+	m := map[string]string{}
+	for _, e := range []string{"metadata", "messages", "messages-tuple", "messages/partial", "messages/complete",
+		"messages/metadata", "updates", "values", "custom", "events", "debug", "tasks", "checkpoints",
+		"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done",
+		"response.content_part.added", "response.content_part.done", "response.output_text.delta",
+		"response.output_text.done", "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
+		"response.function_call_arguments.delta", "response.function_call_arguments.done",
+		"response.completed", "response.incomplete", "response.failed", "error"} {
+		m[e] = e
+	}
+	return m
+}()
 
 // Record is the current line.
 func (r *Records) Record() []byte { return r.cur }

@@ -21,6 +21,23 @@ func outputText(rec []byte) (string, bool) {
 	if !bytes.HasPrefix(rec, []byte(`{"output":"`)) {
 		return "", false
 	}
+	// The deframer's own form, {"output":"<text>"} and nothing more.
+	s := scan{b: rec, i: len(`{"output":`)}
+	if end, plain := s.stringEnd(); !s.bad && end == len(rec)-1 && rec[end] == '}' {
+		inside := rec[s.i+1 : end-1]
+		if plain {
+			return string(inside), true
+		}
+		return unquote(inside), true
+	}
+	return outputTextSlow(rec)
+}
+
+// outputTextSlow is outputText by encoding/json.
+func outputTextSlow(rec []byte) (string, bool) {
+	if !bytes.HasPrefix(rec, []byte(`{"output":"`)) {
+		return "", false
+	}
 	var o struct {
 		Output *string `json:"output"`
 	}
@@ -35,6 +52,14 @@ type textMapper struct{}
 
 func (textMapper) Map(out []Event, _ string, rec []byte) []Event {
 	if s, ok := outputText(rec); ok {
+		return append(out, Event{Kind: Text, Text: s})
+	}
+	return out
+}
+
+// slow is Map by encoding/json.
+func (textMapper) slow(out []Event, _ string, rec []byte) []Event {
+	if s, ok := outputTextSlow(rec); ok {
 		return append(out, Event{Kind: Text, Text: s})
 	}
 	return out
@@ -100,6 +125,18 @@ func (d *dataStream) flush(out []Event) []Event {
 	return out
 }
 
+// scanString reads b, one JSON string, into *dst as json.Unmarshal
+// would, and reports false when it cannot read it so.
+func scanString(b []byte, dst *string) bool {
+	s := scan{b: b}
+	if s.peek() != '"' {
+		return false
+	}
+	s.str(dst)
+	s.space()
+	return !s.bad && s.i == len(b)
+}
+
 func dataLine(out []Event, line []byte) []Event {
 	code, payload, ok := bytes.Cut(bytes.TrimRight(line, "\r"), []byte(":"))
 	if !ok {
@@ -108,7 +145,7 @@ func dataLine(out []Event, line []byte) []Event {
 	var s string
 	switch string(code) {
 	case "0", "g":
-		if json.Unmarshal(payload, &s) != nil {
+		if !scanString(payload, &s) && json.Unmarshal(payload, &s) != nil {
 			return out
 		}
 		if string(code) == "g" {

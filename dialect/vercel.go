@@ -30,8 +30,70 @@ type vercelChunk struct {
 	Reason       string          `json:"reason"`
 }
 
-func (m *vercelMapper) Map(out []Event, _ string, rec []byte) []Event {
+func (m *vercelMapper) Map(out []Event, event string, rec []byte) []Event {
+	if out, ok := m.fast(out, rec); ok {
+		return out
+	}
+	return m.slow(out, event, rec)
+}
+
+// fast maps a text or reasoning delta, a finish, or a chunk that maps to
+// nothing, read in place (scan), and reports false for any other, or one
+// it cannot read so.
+func (m *vercelMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 	if chunk, ok := outputText(rec); ok {
+		return m.v4.mapChunk(out, chunk), true
+	}
+	var s scan
+	var typ, delta, finish string
+	var seen uint32
+	ok := s.top(rec, func(k []byte) {
+		switch string(k) {
+		case "type":
+			s.once(&seen, 1)
+			s.name(&typ, "text-delta", "reasoning-delta")
+		case "delta":
+			s.once(&seen, 2)
+			s.str(&delta)
+		case "toolCallId":
+			s.once(&seen, 4)
+			s.check()
+		case "toolName":
+			s.once(&seen, 8)
+			s.check()
+		case "errorText":
+			s.once(&seen, 16)
+			s.check()
+		case "finishReason":
+			s.once(&seen, 32)
+			s.str(&finish)
+		case "reason":
+			s.once(&seen, 64)
+			s.check()
+		default: // input and output: json.RawMessage, any value
+			s.other(k, "type", "delta", "toolCallId", "toolName", "input", "output", "errorText", "finishReason", "reason")
+		}
+	})
+	if !ok {
+		return out, false
+	}
+	switch typ {
+	case "text-delta":
+		return append(out, Event{Kind: Text, Text: delta}), true
+	case "reasoning-delta":
+		return append(out, Event{Kind: Reasoning, Text: delta}), true
+	case "finish":
+		return append(out, Event{Kind: End, Finish: finish}), true
+	case "tool-input-available", "tool-output-available", "tool-output-error", "error", "abort":
+		return out, false
+	}
+	return out, true
+}
+
+// slow maps a chunk decoded by encoding/json: every chunk as fast maps its
+// own.
+func (m *vercelMapper) slow(out []Event, _ string, rec []byte) []Event {
+	if chunk, ok := outputTextSlow(rec); ok {
 		return m.v4.mapChunk(out, chunk)
 	}
 	var c vercelChunk

@@ -23,11 +23,11 @@ import (
 // examples run. AgentCore's door is on 8080 in its pages, as the runtime
 // wants it; the examples' sidecar serves the platform there too, so a
 // call of 8080's /invocations or /ping goes to its AgentCore listener.
-var docPorts = []string{"8000", "8080", "8081", "8088", "9000", "9090", "agentcore"}
+var docPorts = []string{"8000", "8080", "8081", "8088", "8090", "8091", "9000", "9090", "agentcore"}
 
 // example is the sidecar the pages' commands run against: `sidecar dev`
-// in front of examples/python/agent.py, with the A2A, AgentCore and
-// Foundry doors on too, and the admin listener.
+// in front of examples/python/agent.py, with the A2A, AgentCore,
+// Foundry, MCP and OpenAI doors on too, and the admin listener.
 type example struct {
 	ports map[string]string // doc port → the port it runs on
 	path  string            // PATH for the commands, the sidecar first
@@ -76,7 +76,9 @@ protocols:
   agentcore: {listen: "127.0.0.1:%s", method: stream_query}
   foundry: {listen: "127.0.0.1:%s", method: query}
   a2a: {listen: "127.0.0.1:%s", method: stream_query, card: {name: Price agent, description: Prices things}}
-`, e.ports["9090"], e.ports["agentcore"], e.ports["8088"], e.ports["9000"])
+  mcp: {listen: "127.0.0.1:%s"}
+  openai: {listen: "127.0.0.1:%s", method: stream_query, model: price-agent}
+`, e.ports["9090"], e.ports["agentcore"], e.ports["8088"], e.ports["9000"], e.ports["8090"], e.ports["8091"])
 	cfgPath := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -151,7 +153,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var docAddr = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):(8000|8080|8081|8088|9000|9090)\b(/[^\s'"]*)?`)
+var docAddr = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):(8000|8080|8081|8088|8090|8091|9000|9090)\b(/[^\s'"]*)?`)
 
 // toRun is a command as the examples' sidecar runs it: the pages' ports
 // made the ones it listens on.

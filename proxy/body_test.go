@@ -49,8 +49,8 @@ func TestDoorsLeaveTheBody(t *testing.T) {
 			}
 		}
 	}
-	if doors < 4 {
-		t.Errorf("found %d door packages under proxy/, want at least platform, agentcore, foundry and a2a", doors)
+	if doors < 6 {
+		t.Errorf("found %d door packages under proxy/, want at least platform, agentcore, foundry, a2a, mcp and openai", doors)
 	}
 }
 

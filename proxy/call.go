@@ -32,6 +32,7 @@ type call struct {
 	release  func()        // frees the call's concurrency slot, if it took one
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
+	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
 	// cancel ends the call's context; prev and next link it into the
 	// server's calls in flight (callContext).
 	cancel     context.CancelCauseFunc
@@ -48,6 +49,7 @@ func (c *call) context(ctx context.Context) context.Context {
 }
 
 func (c *call) done() {
+	c.notes.Phases.End = time.Now()
 	if c.release != nil {
 		c.release()
 	}
@@ -61,6 +63,7 @@ func (s *Server) serveUnary(ctx context.Context, w http.ResponseWriter, r *http.
 		return
 	}
 	c.status, c.records, c.outcome = http.StatusOK, 1, metrics.OK
+	setServerTiming(w, c)
 	n, err := c.ex.Writer.WriteOutput(w, out)
 	c.bytes = int64(n)
 	if err != nil {
@@ -82,6 +85,7 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	// record, so the caller knows the call was accepted.
 	out := c.ex.Writer.Encoder(w)
 	c.status = http.StatusOK
+	setServerTiming(w, c)
 	if err := out.Begin(); err != nil {
 		c.callerLeft(err)
 		return
@@ -91,12 +95,17 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 	c.records, c.bytes, first = out.Wrote()
 	if c.records > 0 {
 		c.first = first.Sub(c.start)
+		c.notes.Phases.FirstRecord = first
 	}
 	if err != nil {
 		c.callerLeft(err)
 		return
 	}
-	if err := records.Err(); err != nil {
+	err = records.Err()
+	if s, ok := out.(core.Stopper); ok && err == nil {
+		err = s.Stopped() // the encoder ended the stream itself
+	}
+	if err != nil {
 		err = explain(ctx, r.Context(), err)
 		f := c.failed(core.FailureOf(err), err)
 		if f.Outcome == metrics.CallerLeft {
@@ -139,6 +148,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {
 		return // nobody is listening
 	}
+	setServerTiming(w, c)
 	if c.ex.Writer == nil { // not opened
 		c.door.WriteError(w, f)
 		return

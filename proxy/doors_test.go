@@ -13,6 +13,8 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/foundry"
+	"github.com/sidecar-dev/sidecar/proxy/mcp"
+	"github.com/sidecar-dev/sidecar/proxy/openai"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
@@ -80,6 +82,14 @@ func TestDoorsNoRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mcpDoor, err := mcp.New(s.Config, mcp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	openaiDoor, err := openai.New(s.Config, openai.Options{Method: "query"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		door     Door
 		notFound string // the 404's body for /nope
@@ -96,6 +106,10 @@ func TestDoorsNoRoute(t *testing.T) {
 			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`},
 		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
 			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+		{mcpDoor, `"no route \"/nope\"; the sidecar serves POST /mcp (MCP, Streamable HTTP) and GET /healthz"`,
+			mcp.RouteHealth, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+		{openaiDoor, `"no route \"/nope\"; the sidecar serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses and GET /healthz"`,
+			openai.RouteChat, http.MethodGet, "POST", `{"error":{"message":`},
 	}
 	for _, tt := range tests {
 		srv := httptest.NewServer(s.HandlerFor(tt.door))

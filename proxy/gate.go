@@ -139,6 +139,7 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		ctx = c.context(ctx)
 	}
 	release, err := s.acquire(ctx)
+	c.notes.Phases.Queued = time.Now()
 	if err != nil {
 		return ctx, err
 	}

@@ -18,6 +18,7 @@ import (
 func (s *Server) handle(door Door, protocol, route string, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
+		c.notes.Phases.Accepted = c.start
 		defer s.log(r, c)
 		defer c.done()
 		s.callBegun()

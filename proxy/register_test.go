@@ -25,7 +25,7 @@ func TestToyDoorRegisters(t *testing.T) {
 	kinds := doors.Kinds(list)
 
 	for _, tt := range []struct{ name, section, want string }{
-		{"unknown protocol", "  mcp: {method: query}", `test.yaml:4: protocols.mcp: unknown key (want agent_platform, agentcore, foundry, a2a or toy)`},
+		{"unknown protocol", "  nope: {method: query}", `test.yaml:4: protocols.nope: unknown key (want ` + oneOf(doors.Names(list)) + `)`},
 		{"unknown method", "  toy: {method: nope}", `test.yaml:4: protocols.toy.method: "nope" is not a method of the map`},
 		{"no method", "  toy: {listen: \":9100\"}", `test.yaml:4: protocols.toy.method: missing`},
 		{"unknown key", "  toy: {method: query, card: {}}", `test.yaml:4: protocols.toy.card: unknown key (want listen or method)`},
@@ -74,4 +74,9 @@ func TestToyDoorRegisters(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound || !probe.Refusal(body) {
 		t.Errorf("POST /ask of no method = %d %q, want 404 its Probe reads as a refusal", resp.StatusCode, body)
 	}
+}
+
+// oneOf lists names as config's messages do: "a, b or c".
+func oneOf(names []string) string {
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -204,7 +204,8 @@ func (c *Client) Call(ctx context.Context, call core.Call) (*Response, error) {
 		return nil, err
 	}
 	return c.Send(ctx, Request{Method: call.Name, Verb: m.Verb, Path: path, RawPath: rawPath, RawQuery: query, Body: body,
-		Accept: acceptFor(m), Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers, Pass: call.Pass})
+		Accept: acceptFor(m), Timeouts: m.Timeouts, Idempotent: m.Idempotent, Header: call.Header, Set: m.Headers, Pass: call.Pass,
+		Phases: call.Phases()})
 }
 
 // The Accept header a method's requests carry unless headers.set gives
@@ -252,6 +253,10 @@ type Request struct {
 	// Pass are headers the agent receives as they are, besides the
 	// allow-list: a front door's own (core.Call.Pass). headers.set wins.
 	Pass http.Header
+	// Phases, if set, is where Send notes when it had a connection to
+	// the agent and when the agent's reply head arrived (core.Call.Phases),
+	// whether the call succeeds or not.
+	Phases *core.Phases
 }
 
 // SegmentPath joins parts into a path, each part escaped as exactly one
@@ -341,6 +346,12 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 
 	resp, err := c.retrying.Do(&retryablehttp.Request{Request: req})
 	retries := max(int(ci.attempts.Load()), 0)
+	if err == nil {
+		clk.headersArrived()
+	}
+	if r.Phases != nil {
+		clk.note(r.Phases)
+	}
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close() // a reply that came as the call's context ended
@@ -348,7 +359,6 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		clk.stop()
 		return nil, clk.explain(err, c.up.URL)
 	}
-	clk.headersArrived()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer clk.stop()
 		defer resp.Body.Close()

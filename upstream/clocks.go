@@ -45,6 +45,10 @@ type clocks struct {
 
 	connected atomic.Bool
 	lastDial  atomic.Pointer[error]
+	// connectedAt and headAt are when, from start, a connection was had
+	// (the last attempt's) and the reply head arrived; 0: not yet. mu
+	// guards them.
+	connectedAt, headAt time.Duration
 }
 
 func newClocks(parent context.Context, t config.Timeouts) *clocks {
@@ -69,6 +73,12 @@ func (c *clocks) enter(phase string, d time.Duration) {
 		return
 	}
 	c.phase, c.limit = phase, d
+	switch phase {
+	case "first_byte":
+		c.connectedAt = now
+	case "idle":
+		c.headAt = now
+	}
 	c.counting.Store(int64(now))
 	c.arm(now)
 }
@@ -196,6 +206,19 @@ func (c *clocks) readStarted() {
 func (c *clocks) readEnded() {
 	c.reading.Store(false)
 	c.counting.Store(int64(time.Since(c.start)))
+}
+
+// note writes when the call had its connection and the reply head
+// arrived into p, those it reached.
+func (c *clocks) note(p *core.Phases) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.connectedAt > 0 {
+		p.Connected = c.start.Add(c.connectedAt)
+	}
+	if c.headAt > 0 {
+		p.FirstByte = c.start.Add(c.headAt)
+	}
 }
 
 func (c *clocks) stop() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/devapi"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // sidecar dev: the normal sidecar plus the dev listener, where
@@ -85,7 +86,7 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 		ln.Close()
 		return fmt.Errorf("dev listener on %s: %w", d.listen, err)
 	}
-	opts := devapi.Options{Cut: d.cut, SingleContentType: d.singleContentType}
+	opts := devapi.Options{Cut: d.cut, SingleContentType: d.singleContentType, Doors: devDoors(cfg, ln.Addr())}
 	if d.cut == 0 {
 		opts.Cut = -1 // never
 	}
@@ -114,6 +115,41 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 		err = fmt.Errorf("dev listener: %w", e)
 	}
 	return err
+}
+
+// devDoors are cfg's enabled doors for the playground to list, each
+// with its URL (the contract listener's at contract) and the example of
+// its registration.
+func devDoors(cfg *config.Config, contract net.Addr) []devapi.Door {
+	var list []devapi.Door
+	for _, p := range cfg.Listens() {
+		url := contractURL(contract)
+		if p[0] != config.ProtocolAgentPlatform {
+			url = listenURL(p[1])
+		}
+		door := devapi.Door{Protocol: p[0], URL: url}
+		for _, d := range doors.All {
+			if d.Name == p[0] && d.Example != nil {
+				ex := d.Example(url)
+				door.Example = &ex
+			}
+		}
+		list = append(list, door)
+	}
+	return list
+}
+
+// listenURL is the URL of a listen address (":8090", "127.0.0.1:8090"),
+// on 127.0.0.1 when it names no host or every interface.
+func listenURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // contractURL is where the emulator reaches the contract listener: its

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,8 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
-// hostileAgent is the agent behind every door of the table: "hold"
+// hostileAgent is the agent behind every door of the table: "query"
+// answers {"text":"answered"} at once, "hold"
 // answers when the test ends, "stream_hold" sends a record and waits for
 // its caller to go (telling left), "cut" drops the connection in the
 // middle of its second record.
@@ -33,6 +35,7 @@ type hostileAgent struct {
 
 const hostileMethods = `
 methods:
+  query: {}
   hold: {}
   stream_hold: {mode: stream}
   cut: {mode: stream}
@@ -44,6 +47,9 @@ func newHostileAgent(t *testing.T) *hostileAgent {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
+		case "/query":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"text":"answered"}`)
 		case "/hold":
 			a.held.Add(1)
 			select {
@@ -206,6 +212,24 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 	return b
 }
 
+// checkServerTiming checks that resp carries Server-Timing with the
+// entries names, in order, each with a dur.
+func checkServerTiming(t *testing.T, what string, resp *http.Response, names ...string) {
+	t.Helper()
+	v := resp.Header.Get("Server-Timing")
+	var got []string
+	for _, e := range strings.Split(v, ", ") {
+		name, dur, _ := strings.Cut(e, ";dur=")
+		if _, err := strconv.ParseFloat(dur, 64); err != nil {
+			t.Errorf("%s: Server-Timing %q: entry %q has no dur", what, v, e)
+		}
+		got = append(got, name)
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Errorf("%s: Server-Timing %q, want the entries %v", what, v, names)
+	}
+}
+
 // TestHostileDoors: every registered door, served as run serves it, holds
 // against the same hostile callers and agents: a body over
 // limits.request_bytes and a call while busy are refused in the door's
@@ -213,7 +237,9 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 // mid-stream ends the agent's request; an agent cut mid-record gives
 // exactly one failure in the door's shape; a stream or unary call in
 // flight at drain gets the door's shutting-down failure; headers past
-// limits.header_bytes are refused, and ids in a body past their cap.
+// limits.header_bytes are refused, and ids in a body past their cap. A
+// stream's head and a failure carry the Server-Timing of the phases the
+// call reached.
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
 		spec := d.Probe
@@ -249,6 +275,7 @@ func TestHostileDoors(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("stream = %d %q", resp.StatusCode, readAll(t, resp))
 				}
+				checkServerTiming(t, "the stream's head", resp, "queue", "connect", "agent")
 				agent.waitHeld(t, 1)
 				conn.Close()
 				select {
@@ -294,6 +321,8 @@ func TestHostileDoors(t *testing.T) {
 				if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.Refusal(body) || !strings.Contains(string(body), "shutting down") {
 					t.Errorf("a unary call in flight at drain = %d %q, want 503 in the door's shape saying the sidecar is shutting down", resp.StatusCode, body)
 				}
+				// It had a connection, and the agent never answered.
+				checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
 			})
 			t.Run("headers and ids capped", func(t *testing.T) {
 				agent := newHostileAgent(t)

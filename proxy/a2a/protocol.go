@@ -41,6 +41,7 @@ var Protocol = core.Protocol[Options]{
 	},
 	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
 	Probe:   probe,
+	Example: example,
 }
 
 // Options are what the door serves besides the method map.

@@ -22,7 +22,8 @@ var Protocol = core.Protocol[Options]{
 		t := door.Options.(*config.Target)
 		return Options{Method: t.Method, Stream: t.Stream, InFlight: host.InFlight}
 	},
-	Probe: probe,
+	Probe:   probe,
+	Example: example,
 }
 
 // Options are what the door serves.

@@ -107,6 +107,43 @@ type Notes struct {
 	// Dialect is the stream dialect the mapping stage read the reply in
 	// ("raw" when it passed it through), "" when it did not map it.
 	Dialect string
+	// Phases are when the call passed each of its stages: the Server
+	// notes its own, the Agent when it had a connection and the agent's
+	// first byte.
+	Phases Phases
+}
+
+// Phases are when one call passed each of its stages, what the
+// Server-Timing header, a trace's spans and sidecar dev's timeline show.
+// A zero time is a stage the call did not reach. Each time carries the
+// monotonic clock, so the spans between them are exact.
+type Phases struct {
+	// Accepted is when the request came in.
+	Accepted time.Time
+	// Queued is when the call's wait for a concurrency slot ended (at
+	// once when one was free): it had its slot, or was refused one.
+	Queued time.Time
+	// Connected is when the Agent had a connection to the agent: of the
+	// last attempt, when a failed dial or an agent's 429 or 503 was
+	// retried. Zero for a built-in handler's call.
+	Connected time.Time
+	// FirstByte is when the agent's reply head (its status line and
+	// headers: the first bytes of its reply) arrived.
+	FirstByte time.Time
+	// FirstRecord is when a stream's first record was written to the
+	// caller.
+	FirstRecord time.Time
+	// End is when the call ended: its reply written, or its failure.
+	End time.Time
+}
+
+// Phases is where an Agent notes the times of its stages of c: its
+// Notes' Phases, nil when c has no Notes.
+func (c Call) Phases() *Phases {
+	if c.Notes == nil {
+		return nil
+	}
+	return &c.Notes.Phases
 }
 
 // Note records reply and retries on the call's Notes, if it has them.
@@ -175,6 +212,16 @@ type Encoder interface {
 	// Wrote is what went out, for the call's log line and metrics: the
 	// records and bytes written, and when the first record was.
 	Wrote() (records int, bytes int64, first time.Time)
+}
+
+// Stopper is implemented by an Encoder that may end a stream itself
+// before its records end: a door whose closing frames carry what it kept
+// of the records, up to a limit. Stopped is why it stopped reading them,
+// nil if it did not; the Server then fails the stream with it (the
+// encoder's Fail, the call's log line and metrics) as with the records'
+// own error, and closes the records, which ends the agent's request.
+type Stopper interface {
+	Stopped() error
 }
 
 // Mux is the Agent for a method map that mixes plain methods, answered by

@@ -26,7 +26,13 @@ import (
 // contractURL and returns its base URL.
 func devListener(t *testing.T, cfg *config.Config, contractURL string) string {
 	t.Helper()
-	srv := httptest.NewServer(New(cfg, contractURL, Options{}))
+	return devListenerWith(t, cfg, contractURL, Options{})
+}
+
+// devListenerWith is devListener with opts.
+func devListenerWith(t *testing.T, cfg *config.Config, contractURL string, opts Options) string {
+	t.Helper()
+	srv := httptest.NewServer(New(cfg, contractURL, opts))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

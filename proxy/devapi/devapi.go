@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 //go:embed playground
@@ -51,6 +52,18 @@ type Options struct {
 	// Client calls the contract listener; nil: a client of its own with
 	// no overall timeout (streams run for minutes).
 	Client *http.Client
+	// Doors are the sidecar's enabled doors, which the playground lists
+	// with how to call each (GET /playground/doors.json).
+	Doors []Door
+}
+
+// Door is one enabled door as the playground lists it.
+type Door struct {
+	// Protocol is its name (agent_platform, agentcore, …); URL where it
+	// listens (http://127.0.0.1:8080).
+	Protocol, URL string
+	// Example is how to call it, nil when its registration gives none.
+	Example *core.Example
 }
 
 // emulator is the dev listener's handler.
@@ -61,6 +74,7 @@ type emulator struct {
 	client   *http.Client
 	files    fs.FS
 	methods  []byte // GET /playground/methods.json
+	doors    []byte // GET /playground/doors.json
 }
 
 // New returns the dev listener's handler for cfg, in front of the
@@ -84,7 +98,33 @@ func New(cfg *config.Config, contractURL string, opts Options) http.Handler {
 		panic(err) // the embed line names the directory: cannot happen
 	}
 	return &emulator{cfg: cfg, contract: strings.TrimRight(contractURL, "/"), opts: opts,
-		client: client, files: files, methods: methodsJSON(cfg)}
+		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors)}
+}
+
+// doorInfo is one door of GET /playground/doors.json.
+type doorInfo struct {
+	Protocol   string `json:"protocol"`
+	URL        string `json:"url"`
+	Curl       string `json:"curl,omitempty"`
+	Client     string `json:"client,omitempty"`
+	ClientLang string `json:"client_lang,omitempty"`
+}
+
+// doorsJSON lists the enabled doors to the playground, in the order
+// given (the program's: agent_platform first).
+func doorsJSON(doors []Door) []byte {
+	out := struct {
+		Doors []doorInfo `json:"doors"`
+	}{Doors: []doorInfo{}}
+	for _, d := range doors {
+		info := doorInfo{Protocol: d.Protocol, URL: d.URL}
+		if d.Example != nil {
+			info.Curl, info.Client, info.ClientLang = d.Example.Curl, d.Example.Client, d.Example.ClientLang
+		}
+		out.Doors = append(out.Doors, info)
+	}
+	b, _ := json.Marshal(out)
+	return append(b, '\n')
 }
 
 // methodInfo is one method of GET /playground/methods.json.
@@ -126,7 +166,7 @@ func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := r.URL.Path
 	switch {
-	case p == "/" || p == "/playground/methods.json" || strings.HasPrefix(p, "/playground/"):
+	case p == "/" || strings.HasPrefix(p, "/playground/"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed on "+p+"; use GET")
@@ -187,13 +227,19 @@ var contentTypes = map[string]string{
 
 // static serves the playground: GET / is its index.html, GET
 // /playground/<file> the other files, /playground/methods.json the
-// method map. Never cached: the page changes with the binary.
+// method map, /playground/doors.json the enabled doors. Never cached: the
+// page changes with the binary.
 func (e *emulator) static(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
-	if r.URL.Path == "/playground/methods.json" {
+	switch r.URL.Path {
+	case "/playground/methods.json":
 		h.Set("Content-Type", "application/json")
 		w.Write(e.methods)
+		return
+	case "/playground/doors.json":
+		h.Set("Content-Type", "application/json")
+		w.Write(e.doors)
 		return
 	}
 	name := "index.html"

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sidecar-dev/sidecar/internal/producers"
+	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
 var screenshot = flag.String("screenshot", "", "write a PNG of the ADK conversation to this file (docs/playground.png)")
@@ -161,7 +162,8 @@ func TestPlaygroundADKSession(t *testing.T) {
 	exited := startProcess(t, []string{"PORT=" + port, "ADK_SSE_DELAY_MS=30"}, "python3", "../../testdata/adkpy/server.py")
 	waitHealthy(t, "http://"+adkAddr+"/health", exited)
 	contract, cfg := startSidecar(t, "upstream: {url: http://"+adkAddr+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
-	dev := devListener(t, cfg, contract)
+	ex := platform.Protocol.Example(contract)
+	dev := devListenerWith(t, cfg, contract, Options{Doors: []Door{{Protocol: "agent_platform", URL: contract, Example: &ex}}})
 	ctx := browser(t)
 
 	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#session-bar`))
@@ -182,6 +184,10 @@ func TestPlaygroundADKSession(t *testing.T) {
 		}
 		if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".tool .label span:first-child")].map(e => e.textContent).join(",")`); got != "tool call · get_weather,tool result · get_weather" {
 			t.Errorf("%s: tool blocks = %q", city, got)
+		}
+		// The built-in handler's call has its phases: the run's connection and head.
+		if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".timeline [data-phase]")].map(b => b.dataset.phase).join(",")`); got != "queue,connect,agent,record,record,record,end" {
+			t.Errorf("%s: timeline = %q, want the sidecar's three phases, a tick per event and the end", city, got)
 		}
 	}
 	// With run_config streaming SSE, partial events grow one model message,

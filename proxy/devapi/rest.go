@@ -175,6 +175,11 @@ func (e *emulator) call(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		}
 		return nil
 	}
+	// The contract's Server-Timing (its phases) goes on as it is: the
+	// playground draws it. The platform's own front end may not pass it.
+	if v := resp.Header.Values("Server-Timing"); len(v) > 0 {
+		w.Header()["Server-Timing"] = v
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		containerFailed(w, resp)
 		resp.Body.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,39 @@ func TestContentTypeToContainer(t *testing.T) {
 		}
 		if ct := <-got; ct != tt.want {
 			t.Errorf("%+v: the container got Content-Type %q, want %q", tt.opts, ct, tt.want)
+		}
+	}
+}
+
+// TestServerTimingPassedOn: the contract's Server-Timing reaches the
+// REST caller on :query, on :streamQuery's head and on a container's
+// error, for the playground to draw: queue, connect and agent, the
+// agent's at least the time it waited before its head.
+func TestServerTimingPassedOn(t *testing.T) {
+	st := newStack(t, Options{})
+	const think = 100 * time.Millisecond
+	for _, tt := range []struct{ verb, body string }{
+		{"query", `{"class_method": "echo", "input": {"think_ms": 100}}`},
+		{"streamQuery?alt=sse", `{"class_method": "stream", "input": {"lines": 2, "think_ms": 100}}`},
+		{"query", `{"class_method": "fail", "input": {"think_ms": 100}}`},
+	} {
+		_, h, body := postRead(t, st.dev+engine("v1", tt.verb), tt.body)
+		v := h.Get("Server-Timing")
+		var names []string
+		var agent time.Duration
+		for _, e := range strings.Split(v, ", ") {
+			name, dur, _ := strings.Cut(e, ";dur=")
+			ms, err := strconv.ParseFloat(dur, 64)
+			if err != nil {
+				t.Errorf("%s %s: Server-Timing %q: entry %q has no dur", tt.verb, tt.body, v, e)
+			}
+			names = append(names, name)
+			if name == "agent" {
+				agent = time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+		if strings.Join(names, ",") != "queue,connect,agent" || agent < think {
+			t.Errorf("%s %s: Server-Timing %q (reply %q), want queue, connect and agent of at least %v", tt.verb, tt.body, v, body, think)
 		}
 	}
 }

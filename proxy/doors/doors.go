@@ -16,6 +16,8 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/foundry"
+	"github.com/sidecar-dev/sidecar/proxy/mcp"
+	"github.com/sidecar-dev/sidecar/proxy/openai"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
 
@@ -26,6 +28,8 @@ var All = []Door{
 	Register(agentcore.Protocol, agentcore.New),
 	Register(foundry.Protocol, foundry.New),
 	Register(a2a.Protocol, a2a.New),
+	Register(mcp.Protocol, mcp.New),
+	Register(openai.Protocol, openai.New),
 }
 
 // Door is one registered door: its config Kind and its constructor.

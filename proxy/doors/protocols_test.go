@@ -114,7 +114,7 @@ protocols:
   foundry: {listen: "8088", method: query}`, `protocols.foundry.listen: "8088" is not host:port`},
 		{"unknown protocol", `
 protocols:
-  mcp: {method: query}`, `protocols.mcp: unknown key (want agent_platform, agentcore, foundry or a2a)`},
+  nope: {method: query}`, `protocols.nope: unknown key (want ` + strings.Join(doors.Names(doors.All)[:len(doors.All)-1], ", ") + " or " + doors.All[len(doors.All)-1].Name + `)`},
 		{"card on foundry", `
 protocols:
   foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen or method)`},

@@ -18,6 +18,7 @@ var Protocol = core.Protocol[Options]{
 	Kind:    config.Kind{Name: Name},
 	Options: func(*config.Door, core.Host) Options { return Options{} },
 	Probe:   probe,
+	Example: example,
 }
 
 // Options are what the door serves: nothing besides the method map.

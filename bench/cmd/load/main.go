@@ -15,7 +15,8 @@
 //
 //	load idle   -addr 127.0.0.1:8080 -contract -n 1000 -d 20s
 //
-// and "load ports N" prints N free loopback addresses.
+// "load dialects" runs package dialect's benchmark (see dialects.go), and
+// "load ports N" prints N free loopback addresses.
 package main
 
 import (
@@ -31,7 +32,7 @@ func main() { cli.Main("load", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: load run|unary|stream|firstline|idle|ports [flags]")
+		return fmt.Errorf("usage: load run|unary|stream|firstline|idle|dialects|ports [flags]")
 	}
 	switch args[0] {
 	case "run":
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string) error {
 		return runFirstLine(args[1:])
 	case "idle":
 		return runIdle(args[1:])
+	case "dialects":
+		return runDialects(ctx, args[1:])
 	case "ports":
 		// Free loopback addresses, for scripts: "load ports 3".
 		n := 1
@@ -59,7 +62,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, firstline, idle or ports)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, firstline, idle, dialects or ports)", args[0])
 }
 
 // runUnary puts closed-loop unary load on one address and prints what it

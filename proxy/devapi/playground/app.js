@@ -63,6 +63,45 @@ async function load() {
   }
   const first = i.methods.find(streaming) || i.methods[0];
   if (first) pick(first);
+  loadDoors();
+}
+
+// loadDoors lists the sidecar's enabled doors, each with how to call it.
+async function loadDoors() {
+  let doors = [];
+  try {
+    const r = await fetch("/playground/doors.json", { cache: "no-store" });
+    if (!r.ok) throw new Error(`GET /playground/doors.json: HTTP ${r.status}`);
+    doors = (await r.json()).doors || [];
+  } catch (e) {
+    $("load-error").textContent = String(e.message || e);
+    $("load-error").hidden = false;
+    return;
+  }
+  $("doors-head").hidden = doors.length === 0;
+  for (const d of doors) {
+    const b = el("button", { type: "button", "data-door": d.protocol, onclick: () => showDoor(d) },
+      el("span", { class: "name" }, d.protocol), el("span", { class: "url" }, d.url));
+    $("doors").append(el("li", {}, b));
+  }
+}
+
+// showDoor shows a door's examples, a curl and its ecosystem's client.
+function showDoor(d) {
+  for (const b of document.querySelectorAll("#doors button")) {
+    b.classList.toggle("active", b.dataset.door === d.protocol);
+  }
+  $("door-title").textContent = d.protocol;
+  $("door-url").textContent = d.url;
+  $("door-curl").textContent = d.curl || "(this door gives no example)";
+  $("door-client").textContent = d.client || "";
+  $("door-client-lang").textContent = d.client_lang || "client";
+  $("door-view").hidden = false;
+}
+
+function copyDoor(id) {
+  const text = $(id).textContent;
+  if (navigator.clipboard) navigator.clipboard.writeText(text).catch(() => {});
 }
 
 function pick(m) {
@@ -130,15 +169,16 @@ function withSession(name, input) {
   return out;
 }
 
-// call POSTs one class_method to the emulator; lines are handed to onLine
-// (streaming) and the result is {status, ok, body, error}.
-async function call(m, input, onLine, signal) {
+// call POSTs one class_method to the emulator; the reply's head goes to
+// onHead (its Server-Timing header), lines to onLine (streaming), and the
+// result is {status, ok, body, error}.
+async function call(m, input, onLine, onHead) {
   const r = await fetch(localURL(m), {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ class_method: m.name, input }),
-    signal,
   });
+  if (onHead) onHead(r.headers.get("Server-Timing"));
   if (!r.ok || !streaming(m)) {
     const text = await r.text();
     let body = null;
@@ -290,7 +330,8 @@ async function run() {
   $("run").disabled = true;
   const t0 = performance.now();
   try {
-    const r = await call(m, input, (line) => view.line(line, performance.now() - t0));
+    const r = await call(m, input, (line) => view.line(line, performance.now() - t0),
+      (timing) => view.head(timing, performance.now() - t0));
     if (!r.ok) view.httpError(r.status, r.body, r.text, performance.now() - t0);
     else if (!streaming(m)) view.reply(r.text, r.body, performance.now() - t0);
     view.done(performance.now() - t0);
@@ -304,6 +345,12 @@ async function run() {
   if (isADK()) refreshSessions();
 }
 
+$("door-close").addEventListener("click", () => {
+  $("door-view").hidden = true;
+  for (const b of document.querySelectorAll("#doors button")) b.classList.remove("active");
+});
+$("copy-door-curl").addEventListener("click", () => copyDoor("door-curl"));
+$("copy-door-client").addEventListener("click", () => copyDoor("door-client"));
 $("input").addEventListener("input", validate);
 $("run").addEventListener("click", run);
 $("copy-curl").addEventListener("click", () => copyCurrent("curl"));

@@ -56,8 +56,11 @@
     const snippet = el("pre", { class: "snippet", hidden: "" });
     const status = el("span", { class: "status running" }, "running…");
     const rawBtn = el("button", { type: "button", class: "toggle", "aria-pressed": "false" }, "Raw lines (0)");
+    const output = el("div", { class: "output-col" }, chat, raw);
+    const body = el("div", { class: "call-body" }, output);
     const card = el("article", { class: "call", "data-state": "running", "data-method": m.name },
-      head, chat, raw, snippet);
+      head, body, snippet);
+    const timeline = window.Timeline.start(body);
     head.append(
       el("span", { class: "name" }, m.name),
       el("span", { class: "mode" }, m.api_mode || "sync"),
@@ -129,8 +132,12 @@
     }
 
     return {
+      head(timing, t) {
+        timeline.head(timing, t);
+      },
       line(text, t) {
         addRaw(text, t);
+        timeline.record(t);
         let obj;
         try { obj = JSON.parse(text); } catch (e) { block("line", "line (not JSON)", text, t); scroll(); return; }
         const err = errorOf(obj);
@@ -143,6 +150,7 @@
       },
       reply(text, body, t) {
         addRaw(text, t);
+        timeline.record(t, "reply");
         const out = body && "output" in body ? body.output : body;
         const evs = events(out) || (Array.isArray(out) ? out.flatMap((x) => events(x) || []) : null);
         if (evs && evs.length) evs.forEach((ev) => render(ev, t));
@@ -158,6 +166,7 @@
         scroll();
       },
       done(t) {
+        timeline.done(t);
         if (growing) growing.classList.remove("growing");
         card.dataset.state = failed ? "error" : "done";
         status.className = "status " + (failed ? "failed" : "ok");

@@ -10,11 +10,14 @@ Listens on 127.0.0.1 (an OS-chosen port) and prints "READY <port>" on stdout.
                  with input.fail, the connection is dropped after the lines (no
                  final chunk), which the sidecar turns into a final error line.
   POST /release  lets one held line go.
+
+  On /echo, /fail and /stream, input.think_ms waits that long before the reply's head.
 """
 
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 release = threading.Semaphore(0)
@@ -44,6 +47,8 @@ class Handler(BaseHTTPRequestHandler):
             release.release()
             return self.reply(200, {})
         data = json.loads(raw or b"{}")
+        if data.get("think_ms"):
+            time.sleep(data["think_ms"] / 1000)
         if self.path == "/echo":
             return self.reply(200, {"input": data, "content_type": self.headers.get("Content-Type")})
         if self.path == "/fail":

@@ -1,0 +1,117 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestGoSDKClient: the official Go SDK's client (go-sdk v1.8.0) connects
+// as it does by default, 2026-07-28 (server/discover first, then every
+// request stateless), and as a 2025-11-25 and a 2025-06-18 client
+// (initialize, its session); each lists the tools, calls a unary one, a
+// streaming one with a progress token (a notification per text record,
+// then the whole text), a failing one and an unknown one, against the
+// sidecar in front of a python3 agent.
+func TestGoSDKClient(t *testing.T) {
+	s := serve(t, "", Options{})
+	for _, version := range []string{"", version20251125, version20250618} {
+		t.Run("version "+version, func(t *testing.T) {
+			progressed := make(chan string, 100)
+			client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, &gomcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *gomcp.ProgressNotificationClientRequest) {
+					progressed <- fmt.Sprintf("%v %v %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Message)
+				}})
+			ctx := t.Context()
+			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+			cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			init := cs.InitializeResult()
+			want := version
+			if want == "" {
+				want = version20260728
+			}
+			if init.ProtocolVersion != want || init.ServerInfo == nil || init.ServerInfo.Name != "sidecar" || init.Capabilities.Tools == nil {
+				t.Errorf("connected with %+v, want %s, the sidecar's info and tools", init, want)
+			}
+			if (cs.ID() != "") != (version != "") {
+				t.Errorf("session id %q: want one for a 2025 version only", cs.ID())
+			}
+
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range tools.Tools {
+				names = append(names, tool.Name+": "+tool.Description)
+			}
+			if got := strings.Join(names, ", "); got != "ask: Answers a question., story: Tells a story., long: , fail: , fail_late: " {
+				t.Errorf("tools = %s", got)
+			}
+			schema, _ := json.Marshal(tools.Tools[0].InputSchema)
+			if string(schema) != `{"properties":{"message":{"type":"string"}},"required":["message"],"type":"object"}` {
+				t.Errorf("ask's input schema = %s", schema)
+			}
+
+			ask, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "what is up"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			structured, _ := json.Marshal(ask.StructuredContent)
+			if text := ask.Content[0].(*gomcp.TextContent).Text; ask.IsError || text != `{"answer":"you asked: what is up","words":3}` ||
+				string(structured) != `{"answer":"you asked: what is up","words":3}` {
+				t.Errorf("ask = %q, structured %s, isError %v", text, structured, ask.IsError)
+			}
+
+			params := &gomcp.CallToolParams{Name: "story", Arguments: map[string]any{"message": "the end"}}
+			params.SetProgressToken("story-1")
+			story, err := cs.CallTool(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := story.Content[0].(*gomcp.TextContent).Text; story.IsError || text != "once upon a time the end " {
+				t.Errorf("story = %q (isError %v)", text, story.IsError)
+			}
+			// The SDK hands notifications to the handler on goroutines of
+			// its own, maybe after the result: wait for the six.
+			var progress []string
+			for len(progress) < 6 {
+				select {
+				case p := <-progressed:
+					progress = append(progress, p)
+				case <-time.After(hangGuard):
+					t.Fatalf("progress after %v: %q, want 6 notifications", hangGuard, progress)
+				}
+			}
+			slices.Sort(progress)
+			if got := strings.Join(progress, "|"); got != "story-1 1 once |story-1 2 upon |story-1 3 a |story-1 4 time |story-1 5 the |story-1 6 end " {
+				t.Errorf("progress = %q", got)
+			}
+
+			fail, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "fail", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := fail.Content[0].(*gomcp.TextContent).Text; !fail.IsError || text != "the model is overloaded" {
+				t.Errorf("fail = %q (isError %v), want the agent's message, isError", text, fail.IsError)
+			}
+
+			_, err = cs.CallTool(ctx, &gomcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+			var rpcErr interface{ Error() string }
+			if err == nil || !errors.As(err, &rpcErr) || !strings.Contains(err.Error(), `Unknown tool "nope"`) {
+				t.Errorf("an unknown tool = %v, want the JSON-RPC error", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/dialect"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/upstream"
+)
+
+// Door is a proxy.Door, without importing proxy outside its tests.
+var _ proxy.Door = (*Door)(nil)
+
+// testMap is the method map the tests serve in front of testdata/mcp's
+// agent.py; AGENT is its URL.
+const testMap = `
+upstream: {url: AGENT}
+methods:
+  ask:
+    call: POST /ask
+    description: Answers a question.
+    parameters: {type: object, properties: {message: {type: string}}, required: [message]}
+  story: {mode: stream, call: POST /story, reply: sse, description: Tells a story.}
+  long: {mode: stream, call: POST /long, reply: sse}
+  fail: {call: POST /fail}
+  fail_late: {mode: stream, call: POST /fail_late, reply: sse}
+`
+
+// startAgent runs testdata/mcp/agent.py, a python3 process, on a free
+// loopback port and returns its URL; the test's end kills it (by its pid).
+func startAgent(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed: cannot run the test agent")
+	}
+	cmd := exec.Command("python3", "../../testdata/mcp/agent.py")
+	cmd.Env = []string{"PORT=0", "PATH=/usr/bin:/bin:/usr/local/bin"}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
+	if err != nil || !ok {
+		t.Fatalf("agent.py said %q (%v), want READY <port>", line, err)
+	}
+	return "http://127.0.0.1:" + port
+}
+
+// served is a sidecar serving the MCP door on a loopback listener.
+type served struct {
+	url    string // the MCP endpoint's URL
+	base   string // the listener's
+	door   *Door
+	server *proxy.Server
+}
+
+// serve runs the sidecar with the MCP door (opts; its Listen a loopback
+// one) in front of a new agent.py, head prepended to testMap (limits, …).
+func serve(t *testing.T, head string, opts Options) *served {
+	t.Helper()
+	return serveMap(t, head+testMap, startAgent(t), opts)
+}
+
+// serveMap runs the sidecar with the MCP door of opts on methodMap, its
+// AGENT agent, through the mapping stage as cmd/sidecar builds it.
+func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(methodMap, "AGENT", agent)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := upstream.New(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	door, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes,
+		MaxRecord: cfg.Limits.RecordBytes}, Logger: zap.NewNop()}
+	srv := httptest.NewServer(s.HandlerFor(door))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		client.Close()
+	})
+	path := opts.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	return &served{url: srv.URL + path, base: srv.URL, door: door, server: s}
+}
+
+// testClient is the tests' client: a call a correct door answers at once
+// fails the test after hangGuard instead of hanging it.
+var testClient = &http.Client{Timeout: hangGuard}
+
+const hangGuard = 30 * time.Second
+
+// modernMeta is the _meta of a 2026-07-28 request.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// post posts body to url with the headers h (name, value, …; an empty
+// value is left out) besides Content-Type and the Accept MCP wants.
+func post(t *testing.T, url, body string, h ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return do(t, req, h...)
+}
+
+// do sends req with the headers h and reads the whole answer.
+func do(t *testing.T, req *http.Request, h ...string) (*http.Response, []byte) {
+	t.Helper()
+	for i := 0; i+1 < len(h); i += 2 {
+		if h[i+1] == "" {
+			req.Header.Del(h[i])
+		} else {
+			req.Header.Set(h[i], h[i+1])
+		}
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// modern posts a 2026-07-28 request of method, its params (without _meta)
+// params, with its headers: MCP-Protocol-Version, Mcp-Method, and Mcp-Name
+// when name is not "".
+func modern(t *testing.T, url, method, params, name string, h ...string) (*http.Response, []byte) {
+	t.Helper()
+	p := "{" + modernMeta + "}"
+	if params != "" {
+		p = "{" + params + "," + modernMeta + "}"
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, method, p)
+	return post(t, url, body, append([]string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method, "Mcp-Name", name}, h...)...)
+}
+
+// rpcReply is a JSON-RPC response, its result left raw.
+type rpcReply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// reply decodes one JSON-RPC message.
+func decode(t *testing.T, b []byte) rpcReply {
+	t.Helper()
+	var r rpcReply
+	if err := json.Unmarshal(b, &r); err != nil || r.JSONRPC != "2.0" {
+		t.Fatalf("%q is no JSON-RPC message (%v)", b, err)
+	}
+	return r
+}
+
+// events reads an SSE body: each data: line's JSON-RPC message.
+func events(t *testing.T, b []byte) []rpcReply {
+	t.Helper()
+	var out []rpcReply
+	for _, ev := range strings.Split(strings.TrimSuffix(string(b), "\n\n"), "\n\n") {
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok || strings.Contains(data, "\n") {
+			t.Fatalf("event %q is not one data: line", ev)
+		}
+		out = append(out, decode(t, []byte(data)))
+	}
+	return out
+}
+
+// initialize opens a session of version (2025 revisions) and returns its
+// Mcp-Session-Id.
+func initialize(t *testing.T, url, version string) string {
+	t.Helper()
+	resp, b := post(t, url, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, version))
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize = %d %q (session %q)", resp.StatusCode, b, id)
+	}
+	return id
+}

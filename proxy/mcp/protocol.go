@@ -1,0 +1,128 @@
+package mcp
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// Name is the door's protocol: its key in the protocols section, the
+// protocol field of its calls' log lines and label of their metrics.
+const Name = "mcp"
+
+// DefaultPath is the MCP endpoint's path when the section names none: the
+// one MCP hosts are told by convention.
+const DefaultPath = "/mcp"
+
+// Protocol is the door's registration (proxy/doors lists it):
+//
+//	protocols:
+//	  mcp: {listen: ":8090", path: /mcp, methods: [query, stream_query]}
+//
+// listen defaults to ":8090", path to /mcp, methods to every method of the
+// map (Options).
+var Protocol = core.Protocol[Options]{
+	Kind: config.Kind{
+		Name:   Name,
+		Listen: ":8090",
+		Decode: decodeSection,
+		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
+			d.CheckMethods(c, door.Line, "protocols.mcp.methods", door.Options.(*Options).Methods)
+		},
+		Print: func(door *config.Door) *yaml.Node {
+			o := door.Options.(*Options)
+			kv := []any{"listen", config.Quoted(door.Listen), "path", config.Quoted(o.Path)}
+			if o.Methods != nil {
+				kv = append(kv, "methods", config.Strings(o.Methods))
+			}
+			return config.Mapping(kv...)
+		},
+	},
+	Options: func(door *config.Door, _ core.Host) Options {
+		o := *door.Options.(*Options)
+		o.Listen = door.Listen
+		return o
+	},
+	Probe:   probe,
+	Example: example,
+}
+
+// Options are what the door serves besides the method map.
+type Options struct {
+	// Path is the MCP endpoint's path. Default: DefaultPath.
+	Path string
+	// Methods are the methods of the map served as tools, in this order;
+	// nil: every method the map lists (not "*").
+	Methods []string
+	// Listen is the door's address: on a loopback one the door answers
+	// only requests whose Host is a loopback name (DNS rebinding).
+	Listen string
+}
+
+// decodeSection decodes the section: listen, path and methods.
+func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Door) bool {
+	o := &Options{Path: DefaultPath}
+	door.Options = o
+	if !d.Mapping(n, path, "a mapping with listen, path and methods") {
+		return n.ShortTag() == "!!null" // mcp: with nothing is on, every key its default
+	}
+	ok := true
+	for _, e := range d.Entries(n, path) {
+		key := path + "." + e.Name
+		switch e.Name {
+		case "listen":
+			d.Listen(e, key, door)
+		case "path":
+			if s, set := d.Scalar(e, key); set {
+				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# ") {
+					d.Addf(e.Value.Line, key, "%q is not a path (want one starting with /, e.g. /mcp)", s)
+					ok = false
+					continue
+				}
+				o.Path = s
+			}
+		case "methods":
+			list, set := d.Strings(e, key, "method names")
+			if set && len(list) == 0 {
+				d.Addf(e.Value.Line, key, "empty list (want the methods served as tools, or no methods key for every method of the map)")
+				ok = false
+				continue
+			}
+			if !set && e.Value.Kind == yaml.SequenceNode {
+				ok = false
+				continue
+			}
+			o.Methods = list
+		default:
+			d.Unknown(e, path, "listen", "path", "methods")
+		}
+	}
+	return ok
+}
+
+// example is a call of the door at base: a curl tools/list of the
+// 2026-07-28 revision, and a tools/call with the TypeScript SDK.
+func example(base string) core.Example {
+	url := strings.TrimSuffix(base, "/") + DefaultPath
+	return core.Example{
+		Curl: fmt.Sprintf(`curl -sS %s \
+  -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'`, url),
+		ClientLang: "typescript",
+		Client: fmt.Sprintf(`import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+
+const client = new Client({ name: "example", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+await client.connect(new StreamableHTTPClientTransport(new URL(%q)));
+const { tools } = await client.listTools();
+const result = await client.callTool({ name: tools[0].name, arguments: { message: "hi" } },
+  { onprogress: (p) => console.log(p.message) });
+console.log(result.content[0].text);
+await client.close();`, url),
+	}
+}

@@ -1,0 +1,116 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+)
+
+// chat is one chat completions request's answer (a core.Writer): a
+// chat.completion object, or a stream of chat.completion.chunk events and
+// [DONE].
+type chat struct {
+	id      string
+	created int64
+	model   string
+	// chunk opens every chunk: {"id":…,"object":"chat.completion.chunk",
+	// …,"choices":[{"index":0, made once.
+	head []byte
+}
+
+func (d *Door) newChat() *chat {
+	c := &chat{id: newID("chatcmpl-"), created: time.Now().Unix(), model: d.opts.Model}
+	c.head = c.open(nil, "chat.completion.chunk")
+	return c
+}
+
+// open appends {"id":…,"object":<object>,"created":…,"model":…,"choices":[{"index":0,
+func (c *chat) open(dst []byte, object string) []byte {
+	dst = append(dst, `{"id":"`...)
+	dst = append(dst, c.id...)
+	dst = append(dst, `","object":"`...)
+	dst = append(dst, object...)
+	dst = append(dst, `","created":`...)
+	dst = strconv.AppendInt(dst, c.created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendQuoted(dst, c.model)
+	return append(dst, `,"choices":[{"index":0,`...)
+}
+
+// WriteOutput answers a request without stream: the chat.completion of
+// the output's text (and reasoning, as reasoning_content), 200, flushed.
+func (c *chat) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+	text, reasoning := textOf(out)
+	b := c.open(make([]byte, 0, 256+len(text)+len(reasoning)), "chat.completion")
+	b = append(b, `"message":{"role":"assistant","content":"`...)
+	b = append(append(b, text...), '"')
+	if len(reasoning) > 0 {
+		b = append(append(append(b, `,"reasoning_content":"`...), reasoning...), '"')
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`...)
+	return writeJSON(w, b)
+}
+
+// chunk appends a chat.completion.chunk whose delta's members are delta
+// (JSON members, written as they are) and whose finish_reason is finish
+// (JSON).
+func (c *chat) chunk(dst []byte, delta, finish string) []byte {
+	dst = append(dst, c.head...)
+	dst = append(append(append(dst, `"delta":{`...), delta...), `},"logprobs":null,"finish_reason":`...)
+	return append(append(dst, finish...), `}]}`...)
+}
+
+// delta appends the chunk of one piece: content, or reasoning_content.
+func (c *chat) delta(dst []byte, p piece) []byte {
+	key := `"content":"`
+	if p.reasoning {
+		key = `"reasoning_content":"`
+	}
+	dst = append(append(dst, c.head...), `"delta":{`...)
+	return append(append(append(dst, key...), p.text...), `"},"logprobs":null,"finish_reason":null}]}`...)
+}
+
+// Encoder is the stream of a request with stream: a chunk with the
+// assistant's role, a chunk per piece of the answer, a last chunk with
+// finish_reason "stop", then [DONE]. A failure after the first byte is
+// one data event of OpenAI's error object, and no [DONE]: the openai
+// clients raise it.
+func (c *chat) Encoder(w http.ResponseWriter) core.Encoder {
+	return &encoder{frame: c.delta, Writer: frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
+		Begin: func() [][]byte { return [][]byte{c.chunk(nil, `"role":"assistant","content":""`, "null")} },
+		End: func(err error) [][]byte {
+			if err != nil {
+				return nil
+			}
+			return [][]byte{c.chunk(nil, "", `"stop"`), []byte("[DONE]")}
+		},
+		Fail: failureBody,
+	})}
+}
+
+// WriteError answers a call that failed before its first byte: OpenAI's
+// error object with the failure's status.
+func (*chat) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }
+
+// writeJSON writes b, 200 JSON, flushed at once.
+func writeJSON(w http.ResponseWriter, b []byte) (int, error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	n, err := w.Write(b)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	return n, err
+}
+
+// appendQuoted appends s as a JSON string.
+func appendQuoted(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}

@@ -1,0 +1,220 @@
+package openai
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// The door's routes.
+const (
+	RouteModels    = "/v1/models"
+	RouteChat      = "/v1/chat/completions"
+	RouteResponses = "/v1/responses"
+	RouteHealth    = "/healthz"
+)
+
+// Door is the OpenAI-compatible front door (a proxy.Door). Build it with
+// New.
+type Door struct {
+	opts Options
+	// method is the entry serving opts.Method, emitting text: the door's
+	// calls go through the mapping stage whatever the entry's emit.
+	method  *config.Method
+	stream  bool     // the entry streams
+	key     [32]byte // the api_key's SHA-256, when set
+	keyed   bool
+	created int64 // the model's created time: when the door was built
+	models  []byte
+	// replyBytes caps the text a streamed Responses answer keeps for its
+	// closing events (limits.reply_bytes).
+	replyBytes int64
+}
+
+// New is the door calling opts.Method of cfg's map: the entry of that
+// name, else the "*" entry (streaming first). An api_key set but empty
+// once its ${NAME} references are resolved is an error: the door would be
+// open to anyone.
+func New(cfg *config.Config, opts Options) (*Door, error) {
+	var m *config.Method
+	for _, e := range cfg.Methods {
+		if e.Name == opts.Method {
+			m = e
+		}
+	}
+	if m == nil {
+		if m = cfg.Lookup(opts.Method, true); m == nil {
+			m = cfg.Lookup(opts.Method, false)
+		}
+	}
+	if m == nil {
+		return nil, fmt.Errorf("method %q is not in the method map", opts.Method)
+	}
+	if opts.Model == "" {
+		opts.Model = opts.Method
+	}
+	if opts.KeySet && (len(opts.MissingEnv) > 0 || opts.APIKey == "") {
+		return nil, fmt.Errorf("api_key: environment variable %s is not set (or empty): the door would let anyone in",
+			strings.Join(opts.MissingEnv, ", "))
+	}
+	text := *m
+	text.Emit = config.EmitText
+	d := &Door{opts: opts, method: &text, stream: m.Mode.Streaming(), created: time.Now().Unix(),
+		replyBytes: cfg.Limits.ReplyBytes}
+	if opts.KeySet {
+		d.key, d.keyed = sha256.Sum256([]byte(opts.APIKey)), true
+	}
+	d.models = modelList(opts.Model, d.created)
+	return d, nil
+}
+
+// Protocol names the door in the call's log line and metrics.
+func (*Door) Protocol() string { return Name }
+
+// Handler serves the models list, the two call routes (each served by
+// the Server's call handler, which reads the body and has Open decode
+// it) and /healthz; every request first passes the guard (Host and
+// Origin), and every route but /healthz the key.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+	calls := map[string]http.Handler{RouteChat: call(RouteChat, d.stream), RouteResponses: call(RouteResponses, d.stream)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := guard(r); !ok {
+			d.WriteError(w, f)
+			return
+		}
+		allow := "GET, HEAD"
+		next := health
+		switch path := r.URL.Path; {
+		case path == RouteHealth:
+		case path == RouteModels:
+			next = http.HandlerFunc(d.serveModels)
+		case strings.HasPrefix(path, RouteModels+"/") && path != RouteModels+"/":
+			next = http.HandlerFunc(d.serveModel)
+		case path == RouteChat || path == RouteResponses:
+			allow, next = http.MethodPost, calls[path]
+		default:
+			d.WriteError(w, core.NoRoute(path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))
+			return
+		}
+		if !slices.Contains(strings.Split(allow, ", "), r.Method) {
+			w.Header().Set("Allow", allow)
+			d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
+			return
+		}
+		if r.URL.Path != RouteHealth && !d.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar"`)
+			a := refusal(http.StatusUnauthorized, "", "invalid_api_key",
+				"Incorrect or missing API key: send the door's api_key as Authorization: Bearer <key>")
+			writeAnswer(w, a)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized reports whether r carries the door's key, when it has one:
+// Authorization: Bearer <key>, compared in constant time (their SHA-256
+// digests, so the key's length does not show either).
+func (d *Door) authorized(r *http.Request) bool {
+	if !d.keyed {
+		return true
+	}
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(key)))
+	return subtle.ConstantTimeCompare(got[:], d.key[:]) == 1
+}
+
+// serveModels answers GET /v1/models: the one model.
+func (d *Door) serveModels(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(d.models)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(d.models)
+	}
+}
+
+// serveModel answers GET /v1/models/{id}: the model, when id is its id.
+func (d *Door) serveModel(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, RouteModels+"/")
+	if id != d.opts.Model {
+		writeAnswer(w, refusal(http.StatusNotFound, "model", "model_not_found",
+			fmt.Sprintf("The model %q does not exist: this door serves %q", core.Clip(id), d.opts.Model)))
+		return
+	}
+	b := modelObject(nil, d.opts.Model, d.created)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+}
+
+// modelList is /v1/models' answer.
+func modelList(model string, created int64) []byte {
+	return append(modelObject([]byte(`{"object":"list","data":[`), model, created), "]}"...)
+}
+
+// modelObject appends the model object.
+func modelObject(dst []byte, model string, created int64) []byte {
+	dst = appendQuoted(append(dst, `{"id":`...), model)
+	dst = append(dst, `,"object":"model","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	return append(dst, `,"owned_by":"sidecar"}`...)
+}
+
+// Open decodes a chat completions or responses request, its body read by
+// the Server, into the call of the door's method: streamed (Agent.Stream,
+// through the mapping stage) when the request's stream is true, else
+// answered once (Agent.Unary: the stage's whole text, capped by
+// limits.reply_bytes), whatever the method's mode. A request it cannot
+// read, or for another model, is answered here.
+func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	refused := core.Exchange{Call: core.Call{Name: d.opts.Method}}
+	req, bad := readRequest(route, body)
+	if bad != nil {
+		return refused, bad
+	}
+	if req.model != d.opts.Model {
+		return refused, refusal(http.StatusNotFound, "model", "model_not_found",
+			fmt.Sprintf("The model %q does not exist: this door serves %q (GET %s)", core.Clip(req.model), d.opts.Model, RouteModels))
+	}
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: req.input}, Header: r.Header, Route: route}
+	ex := core.Exchange{Call: c, Stream: req.stream}
+	if route == RouteResponses {
+		ex.Writer = d.newResponse()
+	} else {
+		ex.Writer = d.newChat()
+	}
+	return ex, nil
+}
+
+// WriteError answers a request refused before it was opened (busy,
+// draining, over the limit) or by the guard: OpenAI's error object with
+// the failure's status.
+func (*Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }
+
+// writeAnswer writes one of the door's own answers.
+func writeAnswer(w http.ResponseWriter, a *core.Answer) {
+	for k, v := range a.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(a.Status)
+	w.Write(a.Body)
+}
+
+// newID is a random id with prefix (chatcmpl-, resp_, msg_).
+func newID(prefix string) string { return prefix + strings.ReplaceAll(core.NewID(), "-", "") }

@@ -1,0 +1,187 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+)
+
+// response is one Responses API request's answer (a core.Writer): a
+// response object, or its stream of typed events, each "event: <type>"
+// and "data: {"type": <type>, "sequence_number": n, …}", in the order the
+// API sends them for one message of output text: response.created,
+// response.in_progress, response.output_item.added,
+// response.content_part.added, response.output_text.delta per piece,
+// response.output_text.done, response.content_part.done,
+// response.output_item.done, response.completed; or, for a failure after
+// the first byte, response.failed with the error.
+type response struct {
+	id, item string
+	created  int64
+	model    string
+	seq      int
+
+	// text is the answer so far, escaped, which the closing events carry
+	// whole: at most max bytes (limits.reply_bytes); past it the encoder
+	// stops (over), the stream ends failed and the agent's call ends.
+	text []byte
+	max  int64
+	over bool
+}
+
+func (d *Door) newResponse() *response {
+	return &response{id: newID("resp_"), item: newID("msg_"), created: time.Now().Unix(), model: d.opts.Model, max: d.replyBytes}
+}
+
+// The response.output_text.delta event around its sequence number and
+// its delta, the item's id left to place.
+const (
+	deltaHead = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":"
+	deltaItem = `,"item_id":"`
+	deltaText = `","output_index":0,"content_index":0,"delta":"`
+	deltaEnd  = `","logprobs":[]}`
+)
+
+// errTextTooLarge ends a stream whose text outgrew what its closing
+// events may carry.
+var errTextTooLarge = fmt.Errorf("%w: a streamed response's closing events carry its whole text", core.ErrReplyTooLarge)
+
+// stopped is why the stream stopped reading the records: its text
+// outgrew the cap.
+func (rs *response) stopped() error {
+	if rs.over {
+		return errTextTooLarge
+	}
+	return nil
+}
+
+// object appends the response object: status, its output (JSON items),
+// and error (JSON, "" for null).
+func (rs *response) object(dst []byte, status, output, errObj string) []byte {
+	dst = append(dst, `{"id":"`...)
+	dst = append(dst, rs.id...)
+	dst = append(dst, `","object":"response","created_at":`...)
+	dst = strconv.AppendInt(dst, rs.created, 10)
+	dst = append(append(append(dst, `,"status":"`...), status...), `","error":`...)
+	if errObj == "" {
+		errObj = "null"
+	}
+	dst = append(append(dst, errObj...), `,"incomplete_details":null,"model":`...)
+	dst = appendQuoted(dst, rs.model)
+	dst = append(append(append(dst, `,"output":[`...), output...), `],"usage":`...)
+	if status == "completed" {
+		return append(dst, `{"input_tokens":0,"output_tokens":0,"total_tokens":0}}`...)
+	}
+	return append(dst, `null}`...)
+}
+
+// part is the output_text content part of text (escaped).
+func part(text []byte) string {
+	return `{"type":"output_text","text":"` + string(text) + `","annotations":[]}`
+}
+
+// item is the message output item, its content parts given.
+func (rs *response) message(status, content string) string {
+	return `{"id":"` + rs.item + `","type":"message","status":"` + status + `","role":"assistant","content":[` + content + `]}`
+}
+
+// WriteOutput answers a request without stream: the completed response
+// of the output's text (its reasoning is not written), 200, flushed.
+func (rs *response) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+	text, _ := textOf(out)
+	return writeJSON(w, rs.object(make([]byte, 0, 512+len(text)), "completed", rs.message("completed", part(text)), ""))
+}
+
+// event appends one event's frame: "event: <type>", then its data, the
+// type and sequence number first, then members (JSON members, or "").
+func (rs *response) event(dst []byte, typ, members string) []byte {
+	dst = append(append(append(dst, "event: "...), typ...), "\ndata: {\"type\":\""...)
+	dst = append(append(dst, typ...), `","sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(rs.seq), 10)
+	rs.seq++
+	if members != "" {
+		dst = append(dst, ',')
+		dst = append(dst, members...)
+	}
+	return append(dst, '}')
+}
+
+// at is the members that place an event in the one message's one part.
+func (rs *response) at() string {
+	return `"item_id":"` + rs.item + `","output_index":0,"content_index":0`
+}
+
+// begin is the frames that open the stream, before the first piece.
+func (rs *response) begin() [][]byte {
+	inProgress := string(rs.object(nil, "in_progress", "", ""))
+	return [][]byte{
+		rs.event(nil, "response.created", `"response":`+inProgress),
+		rs.event(nil, "response.in_progress", `"response":`+inProgress),
+		rs.event(nil, "response.output_item.added", `"output_index":0,"item":`+rs.message("in_progress", "")),
+		rs.event(nil, "response.content_part.added", rs.at()+`,"part":`+part(nil)),
+	}
+}
+
+// delta appends the response.output_text.delta of a piece of text, and
+// keeps the text for the closing events; reasoning writes none. A piece
+// past the cap writes none and stops the stream (stopped).
+func (rs *response) delta(dst []byte, p piece) []byte {
+	if p.reasoning || rs.over {
+		return nil
+	}
+	if rs.max > 0 && int64(len(rs.text)+len(p.text)) > rs.max {
+		rs.over = true
+		return nil
+	}
+	rs.text = append(rs.text, p.text...)
+	dst = strconv.AppendInt(append(dst, deltaHead...), int64(rs.seq), 10)
+	rs.seq++
+	dst = append(append(append(dst, deltaItem...), rs.item...), deltaText...)
+	return append(append(dst, p.text...), deltaEnd...)
+}
+
+// end is the frames that close a stream whose records ended cleanly: the
+// done events and response.completed. Any other end (the text past its
+// cap too) is a failure, written by failed.
+func (rs *response) end(err error) [][]byte {
+	if err != nil {
+		return nil
+	}
+	p := part(rs.text)
+	item := rs.message("completed", p)
+	return [][]byte{
+		rs.event(nil, "response.output_text.done", rs.at()+`,"text":"`+string(rs.text)+`","logprobs":[]`),
+		rs.event(nil, "response.content_part.done", rs.at()+`,"part":`+p),
+		rs.event(nil, "response.output_item.done", `"output_index":0,"item":`+item),
+		rs.event(nil, "response.completed", `"response":`+string(rs.object(nil, "completed", item, ""))),
+	}
+}
+
+// failed is the response.failed event of a failure after the first byte:
+// the response, failed, with the error's code (the failure's reason, in
+// lower case) and message.
+func (rs *response) failed(f core.Failure) []byte {
+	e := struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{strings.ToLower(f.Reason), f.Message}
+	errObj, _ := json.Marshal(e)
+	return rs.event(nil, "response.failed", `"response":`+string(rs.object(nil, "failed", "", string(errObj))))
+}
+
+// Encoder is the stream of a request with stream: the Responses API's
+// events, framed "event: <type>\ndata: <JSON>\n\n".
+func (rs *response) Encoder(w http.ResponseWriter) core.Encoder {
+	return &encoder{frame: rs.delta, stop: rs.stopped, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
+		Begin: rs.begin, End: rs.end, Fail: rs.failed})}
+}
+
+// WriteError answers a call that failed before its first byte: OpenAI's
+// error object with the failure's status.
+func (*response) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }

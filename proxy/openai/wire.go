@@ -1,0 +1,320 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// request is what the door reads of a chat completions or responses
+// request: the method's input, whether it streams, the model asked for.
+type request struct {
+	model  string
+	stream bool
+	input  []byte
+}
+
+// readRequest decodes body, a request of route, into the call's input:
+// {"message": <the last user message's text>, "messages": <the messages>}.
+// A request it cannot read is the door's 400, naming the parameter.
+func readRequest(route string, body []byte) (request, *core.Answer) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return request{}, refusal(http.StatusBadRequest, "", "invalid_json",
+			"the request body is not a JSON object (want e.g. {\"model\": …, \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]})")
+	}
+	var req request
+	if err := json.Unmarshal(fields["model"], &req.model); err != nil || req.model == "" {
+		return request{}, refusal(http.StatusBadRequest, "model", "missing_model", "model is required: a string, the id GET /v1/models lists")
+	}
+	if s := fields["stream"]; len(s) > 0 && string(s) != "null" {
+		if json.Unmarshal(s, &req.stream) != nil {
+			return request{}, refusal(http.StatusBadRequest, "stream", "invalid_type", "stream must be true or false, not "+core.Clip(string(s)))
+		}
+	}
+	var (
+		message, messages []byte
+		bad               *core.Answer
+	)
+	if route == RouteResponses {
+		message, messages, bad = readInput(fields["input"])
+	} else {
+		message, messages, bad = readMessages(fields["messages"])
+	}
+	if bad != nil {
+		return request{}, bad
+	}
+	compact, ok := rawjson.AppendCompact(nil, messages)
+	if !ok {
+		return request{}, refusal(http.StatusBadRequest, "messages", "invalid_value", "the messages nest too deeply")
+	}
+	in := make([]byte, 0, len(message)+len(compact)+len(`{"message":,"messages":}`))
+	in = append(append(in, `{"message":`...), message...)
+	in = append(append(append(in, `,"messages":`...), compact...), '}')
+	req.input = in
+	return req, nil
+}
+
+// message is a chat message as the door reads it: its role and content.
+type message struct {
+	Role    string          `json:"role"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+}
+
+// readMessages reads a chat completions request's messages: a non-empty
+// array of messages with a role. message is the last user message's text
+// as a JSON string.
+func readMessages(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
+	var list []message
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
+		return nil, nil, refusal(http.StatusBadRequest, "messages", "invalid_value",
+			"messages is required: a non-empty array of {\"role\", \"content\"} objects")
+	}
+	for i, m := range list {
+		if m.Role == "" {
+			return nil, nil, refusal(http.StatusBadRequest, fmt.Sprintf("messages[%d].role", i), "invalid_value",
+				fmt.Sprintf("messages[%d] has no role (want user, assistant, system, developer or tool)", i))
+		}
+	}
+	text, bad = lastUser(list, "messages")
+	return text, raw, bad
+}
+
+// readInput reads a responses request's input: a string, one user
+// message (then the messages are [{"role": "user", "content": input}]), or
+// an array of input items, the last user message's text taken as for
+// chat.
+func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		messages = append(append([]byte(`[{"role":"user","content":`), raw...), "}]"...)
+		return raw, messages, nil
+	}
+	var list []message
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
+		return nil, nil, refusal(http.StatusBadRequest, "input", "invalid_value",
+			"input is required: a string, or a non-empty array of input items ({\"role\": \"user\", \"content\": …})")
+	}
+	text, bad = lastUser(list, "input")
+	return text, raw, bad
+}
+
+// lastUser is the text of the last message of list whose role is user, as
+// a JSON string: its content when that is a string, else its text parts'
+// texts (type text or input_text) joined by newlines.
+func lastUser(list []message, param string) ([]byte, *core.Answer) {
+	for i := len(list) - 1; i >= 0; i-- {
+		m := list[i]
+		if m.Role != "user" {
+			continue
+		}
+		c := bytes.TrimSpace(m.Content)
+		if len(c) > 0 && c[0] == '"' {
+			return c, nil
+		}
+		var parts []struct {
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
+		}
+		if len(c) > 0 && c[0] != '[' || json.Unmarshal(c, &parts) != nil {
+			return nil, refusal(http.StatusBadRequest, fmt.Sprintf("%s[%d].content", param, i), "invalid_value",
+				fmt.Sprintf("%s[%d].content must be a string or an array of content parts", param, i))
+		}
+		text := []byte{'"'}
+		n := 0
+		for _, p := range parts {
+			if (p.Type == "text" || p.Type == "input_text") && len(p.Text) > 0 && p.Text[0] == '"' {
+				if n > 0 {
+					text = append(text, `\n`...)
+				}
+				text = append(text, p.Text[1:len(p.Text)-1]...)
+				n++
+			}
+		}
+		return append(text, '"'), nil
+	}
+	return nil, refusal(http.StatusBadRequest, param, "invalid_value", param+" has no user message: the agent is called with the last one's text")
+}
+
+// A piece of the answer, read from one record.
+type piece struct {
+	reasoning bool
+	// text is a JSON string's contents, escaped, without its quotes.
+	text []byte
+}
+
+// pieceOf is the piece of the answer one record is, ok false for a record
+// that adds none. The mapping stage (emit: text) writes {"text": …} and
+// {"reasoning": …}, and {"tool_call"}, {"tool_result"} and {"end"} lines
+// that add none; a record it passed through (a stream it could not place,
+// a stage not in front) is read as A2A reads one: an object with a string
+// text member is that text, a JSON string its value, anything else its
+// JSON as text.
+func pieceOf(record []byte) (piece, bool) {
+	record = bytes.TrimSpace(record)
+	if len(record) == 0 {
+		return piece{}, false
+	}
+	switch record[0] {
+	case '"':
+		if len(record) < 3 || record[len(record)-1] != '"' {
+			return piece{}, false // "", or not a string
+		}
+		return piece{text: record[1 : len(record)-1]}, true
+	case '{':
+		var text, reasoning []byte
+		n, other := 0, false
+		rawjson.Members(record, func(key, value []byte) bool {
+			n++
+			switch {
+			case rawjson.KeyIs(key, "text") && len(value) > 1 && value[0] == '"':
+				text = value
+			case rawjson.KeyIs(key, "reasoning") && len(value) > 1 && value[0] == '"':
+				reasoning = value
+			case rawjson.KeyIs(key, "tool_call"), rawjson.KeyIs(key, "tool_result"), rawjson.KeyIs(key, "end"):
+			default:
+				other = true
+			}
+			return true
+		})
+		switch {
+		case text != nil:
+			return piece{text: text[1 : len(text)-1]}, len(text) > 2
+		case reasoning != nil && n == 1:
+			return piece{reasoning: true, text: reasoning[1 : len(reasoning)-1]}, len(reasoning) > 2
+		case n == 1 && !other:
+			return piece{}, false // a tool call, a tool result, the end
+		}
+	}
+	return piece{text: escape(nil, record)}, true
+}
+
+// escape appends value, compact JSON, escaped as a JSON string's contents:
+// compact JSON has no control character outside its strings, and its
+// strings' are escaped, so only quotes and backslashes need one.
+func escape(dst, value []byte) []byte {
+	for _, c := range value {
+		if c == '"' || c == '\\' {
+			dst = append(dst, '\\')
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// textOf is a unary output's text and reasoning, JSON strings' escaped
+// contents: the mapping stage's whole answer ({"text": …, "reasoning":
+// …}), or what it passed through (one record, or the array of a stream's
+// records), each read as pieceOf reads a record.
+func textOf(out []byte) (text, reasoning []byte) {
+	if c, ok := rawjson.AppendCompact(nil, out); ok {
+		out = c
+	}
+	add := func(record []byte) {
+		if p, ok := pieceOf(record); ok && p.reasoning {
+			reasoning = append(reasoning, p.text...)
+		} else if ok {
+			text = append(text, p.text...)
+		}
+	}
+	if len(out) > 0 && out[0] == '[' {
+		var records []json.RawMessage
+		if json.Unmarshal(out, &records) == nil {
+			for _, r := range records {
+				add(r)
+			}
+			return text, reasoning
+		}
+	}
+	if len(out) > 0 && out[0] == '{' {
+		// The stage's whole answer, or an agent's object: a string text
+		// member is the text, a string reasoning member beside it the
+		// reasoning.
+		found := false
+		rawjson.Members(out, func(key, value []byte) bool {
+			if len(value) > 1 && value[0] == '"' {
+				switch {
+				case rawjson.KeyIs(key, "text"):
+					text, found = value[1:len(value)-1], true
+				case rawjson.KeyIs(key, "reasoning"):
+					reasoning = value[1 : len(value)-1]
+				}
+			}
+			return true
+		})
+		if found {
+			return text, reasoning
+		}
+		reasoning = nil
+	}
+	add(out)
+	return text, reasoning
+}
+
+// errorBody is OpenAI's error object: {"error": {"message", "type",
+// "param", "code"}}, param null when empty.
+func errorBody(message, typ, param, code string) []byte {
+	type detail struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	}
+	d := detail{Message: message, Type: typ, Code: code}
+	if param != "" {
+		d.Param = &param
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
+		Error detail `json:"error"`
+	}{d})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// errorType is the error object's type for an HTTP status, as OpenAI's
+// API names them.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+// failureBody is a failure's error object: its reason, lower case, as the
+// code.
+func failureBody(f core.Failure) []byte {
+	return errorBody(f.Message, errorType(f.Status), "", strings.ToLower(f.Reason))
+}
+
+// writeFailure answers f before the first byte: its status, Retry-After
+// when it has one, and its error object.
+func writeFailure(w http.ResponseWriter, f core.Failure) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if f.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	w.WriteHeader(f.Status)
+	w.Write(failureBody(f))
+}
+
+// refusal is the door's own answer to a request it refuses before the
+// agent: status and OpenAI's error object.
+func refusal(status int, param, code, message string) *core.Answer {
+	return &core.Answer{Status: status, Outcome: metrics.BadRequest,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   errorBody(message, errorType(status), param, code)}
+}
