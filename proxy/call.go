@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -33,6 +34,7 @@ type call struct {
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
+	span     trace.Span    // the call's SERVER span; nil when tracing is off
 	// cancel ends the call's context; prev and next link it into the
 	// server's calls in flight (callContext).
 	cancel     context.CancelCauseFunc
@@ -159,6 +161,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // log writes the call's one log line and records its metrics. Bodies are
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
+	defer c.endSpan()
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,
@@ -198,7 +201,11 @@ func (s *Server) log(r *http.Request, c *call) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", core.Clip(id)))
 	}
-	fields = append(fields, traceFields(r.Header, s.Project)...)
+	if c.span != nil {
+		fields = append(fields, spanFields(c.span.SpanContext(), s.Project)...)
+	} else {
+		fields = append(fields, traceFields(r.Header, s.Project)...)
+	}
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}

@@ -2,7 +2,7 @@
 // and what every front door shares. A call is counted in flight, has its
 // request body bounded and read, waits in the concurrency queue and for
 // a ready agent, is answered by the core.Agent, and ends with one log line
-// and its metrics; draining, ending the calls at shutdown and the health
+// and its metrics (and, with a Tracer, one SERVER span: trace.go); draining, ending the calls at shutdown and the health
 // answer are here too. Failures are mapped once (core.FailureOf).
 //
 // A front door is a Door: it routes its protocol's requests and opens

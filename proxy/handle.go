@@ -19,12 +19,16 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
 		c.notes.Phases.Accepted = c.start
-		defer s.log(r, c)
-		defer c.done()
+		// The call is in flight until its log line is written and its
+		// span ended: a shutdown that waits for the calls (WaitIdle)
+		// then flushes their spans and loses no line.
 		s.callBegun()
 		defer s.callEnded()
+		defer s.log(r, c)
+		defer c.done()
 		ctx := s.callContext(r, c)
 		defer s.endContext(c)
+		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
 		if err != nil {
 			var answer *core.Answer // here, not above: errors.As puts it on the heap

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -39,6 +40,11 @@ type Server struct {
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
+	// Tracer records a SERVER span for every call, continuing the
+	// caller's trace context; the agent's requests are its children. If
+	// nil, no span is recorded (the agent still gets the caller's trace
+	// headers).
+	Tracer trace.Tracer
 
 	setupOnce sync.Once
 	draining  atomic.Bool
