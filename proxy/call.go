@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -35,6 +36,11 @@ type call struct {
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
 	span     trace.Span    // the call's SERVER span; nil when tracing is off
+	// cancel ends the call's context; prev and next link it into the
+	// server's calls in flight (callContext).
+	cancel     context.CancelCauseFunc
+	prev, next *call
+	writes     writeBound // bounds the reply's writes (boundWrites)
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -169,7 +175,8 @@ func (s *Server) log(r *http.Request, c *call) {
 	if ce == nil {
 		return
 	}
-	fields := []zap.Field{
+	pooled := logFields.Get().(*[]zap.Field)
+	fields := append((*pooled)[:0],
 		zap.String("class_method", c.method),
 		zap.String("protocol", c.protocol),
 		zap.String("route", c.route),
@@ -179,7 +186,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		zap.Int64("bytes", c.bytes),
 		zap.Duration("duration", time.Since(c.start)),
 		zap.String("outcome", string(c.outcome)),
-	}
+	)
 	if c.phase != "" {
 		fields = append(fields, zap.String("phase", c.phase))
 	}
@@ -207,4 +214,19 @@ func (s *Server) log(r *http.Request, c *call) {
 		fields = append(fields, zap.String("remote", r.RemoteAddr))
 	}
 	ce.Write(fields...)
+	*pooled = fields
+	putLogFields(pooled)
+}
+
+// logFields holds the slices the call lines' fields are gathered in, one
+// per call being logged: a core writes the fields before Write returns
+// (zap's cores keep none), so the next call line reuses the slice.
+var logFields = sync.Pool{New: func() any { f := make([]zap.Field, 0, 24); return &f }}
+
+// putLogFields returns a call line's fields to logFields, emptied: the
+// next line starts from none, and holds none of this call's strings.
+func putLogFields(f *[]zap.Field) {
+	clear(*f)
+	*f = (*f)[:0]
+	logFields.Put(f)
 }

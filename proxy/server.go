@@ -49,16 +49,25 @@ type Server struct {
 	setupOnce sync.Once
 	draining  atomic.Bool
 	inFlight  atomic.Int64
+	// peak is the most calls in flight since the last collect, and
+	// collecting is set while a collect runs.
+	peak       atomic.Int64
+	collecting atomic.Bool
 	// notReady is the readiness detail last logged.
 	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
 	// Config.Limits.Concurrency is set; queued counts the calls waiting.
-	slots  chan struct{}
-	queued atomic.Int64
-	// calls is the parent of every call's context; cancelling it with
-	// ErrShuttingDown ends the calls still in flight.
+	slots   chan struct{}
+	release func() // frees a slot: made once, not per call
+	queued  atomic.Int64
+	// calls ends with ErrShuttingDown when EndCalls is called.
 	calls    context.Context
 	endCalls context.CancelCauseFunc
+	// live are the calls in flight (callContext), linked through their
+	// prev and next; ended is EndCalls' cause once it was called.
+	liveMu sync.Mutex
+	live   *call
+	ended  error
 }
 
 // Prober reports the agent's readiness (upstream.Prober does).
@@ -99,7 +108,19 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
-func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
+func (s *Server) EndCalls() {
+	s.endCalls(ErrShuttingDown)
+	s.liveMu.Lock()
+	s.ended = ErrShuttingDown
+	var cancels []context.CancelCauseFunc
+	for c := s.live; c != nil; c = c.next {
+		cancels = append(cancels, c.cancel)
+	}
+	s.liveMu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrShuttingDown)
+	}
+}
 
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,
@@ -129,6 +150,7 @@ func (s *Server) setup() {
 		})
 	}
 	s.slots = make(chan struct{}, Concurrency(s.Config))
+	s.release = func() { <-s.slots }
 }
 
 // Ready reports whether calls are being taken: the agent is ready (or

@@ -41,6 +41,9 @@ func traceFields(h http.Header, project string) []zap.Field {
 
 // parseTraceparent reads "00-<32 hex trace id>-<16 hex span id>-<flags>".
 func parseTraceparent(v string) (traceID, spanID string, sampled bool) {
+	if v == "" {
+		return "", "", false
+	}
 	f := strings.Split(strings.TrimSpace(v), "-")
 	if len(f) < 4 || len(f[0]) != 2 || len(f[1]) != 32 || len(f[2]) != 16 || len(f[3]) != 2 || !isHex(f[1]) || !isHex(f[2]) {
 		return "", "", false

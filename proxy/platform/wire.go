@@ -37,6 +37,10 @@ func MethodNotFound(cfg *config.Config, name string, stream bool) error {
 	return &core.RequestError{Status: http.StatusBadRequest, Msg: msg}
 }
 
+// contentTypeJSON is every unary answer's Content-Type, one value shared
+// by all (a header's values are replaced, never written into).
+var contentTypeJSON = []string{"application/json"}
+
 // WriteOutput answers a unary call: 200 with {"output": …}, flushed at
 // once so the reply leaves before the call's log line and metrics. It
 // returns the bytes written.
@@ -46,7 +50,7 @@ func (Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error)
 	body = append(body, out...)
 	body = append(body, "}\n"...)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = contentTypeJSON
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	n, err := w.Write(body)
