@@ -29,6 +29,12 @@ type Config struct {
 
 	// Protocols are the front doors served, each on its own listener.
 	Protocols Protocols
+
+	// TrustedHosts are host names (lower case, no port) a request on a
+	// loopback connection may carry as its Host besides localhost and the
+	// loopback IPs: the public name a gateway on the same machine or pod
+	// forwards with. A page of one of them may also POST (its Origin).
+	TrustedHosts []string
 	// kinds are the protocols Parse was given, for Expanded.
 	kinds []Kind
 

@@ -142,8 +142,10 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 			p.adk(e.val, e.name, &c.ADK)
 		case "protocols":
 			p.protocols(e.val, e.name, &c.Protocols, kinds)
+		case "trusted_hosts":
+			c.TrustedHosts = p.trustedHosts(e)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "methods")
 		}
 	}
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {

@@ -58,6 +58,9 @@ func (c *Config) Expanded() []byte {
 	if ps := c.Protocols; !ps.AgentPlatform || len(ps.Doors) > 0 {
 		root.Content = append(root.Content, scalar("protocols"), c.protocolsNode())
 	}
+	if len(c.TrustedHosts) > 0 {
+		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))
+	}
 	methods := mapping()
 	for _, m := range c.Methods {
 		methods.Content = append(methods.Content, scalar(m.Name), methodNode(m))

@@ -200,7 +200,7 @@ func TestServerLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	io.WriteString(conn, "POST /api/reasoning_engine HTTP/1.1\r\nHost: x\r\n") // and never the rest
+	io.WriteString(conn, "POST /api/reasoning_engine HTTP/1.1\r\nHost: "+conn.RemoteAddr().String()+"\r\n") // and never the rest
 	start := time.Now()
 	if r := h.unary("query", `{}`); r.status != 200 {
 		t.Errorf("a normal call beside the slow client = %d", r.status)

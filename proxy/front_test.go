@@ -134,11 +134,11 @@ func TestNoRedirects(t *testing.T) {
 	h := newHarness(t, agent.URL, oneMethodConfig)
 	body := `{"class_method":"query"}`
 	post := func(target string) string {
-		return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		return "POST " + target + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.url, "http://") + "\r\nContent-Type: application/json\r\nContent-Length: " +
 			itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body
 	}
 	get := func(target string) string {
-		return "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+		return "GET " + target + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.url, "http://") + "\r\nConnection: close\r\n\r\n"
 	}
 	tests := []struct {
 		name, request string
@@ -148,11 +148,14 @@ func TestNoRedirects(t *testing.T) {
 		{"dot dot", get("/api/../healthz"), 404},
 		{"double slash", post("//api/reasoning_engine"), 404},
 		{"trailing slash", post("/api/reasoning_engine/"), 404},
-		{"absolute form, no path", get("http://evil.example"), 404},
-		{"absolute form, dot segment", get("http://evil.example/./healthz"), 404},
-		{"absolute form, double slash", post("http://evil.example//api/stream_reasoning_engine"), 404},
+		// An absolute form's host is the request's Host: the listener's own
+		// (on loopback another name is refused 403 before routing).
+		{"absolute form, no path", get(h.url), 404},
+		{"absolute form, dot segment", get(h.url + "/./healthz"), 404},
+		{"absolute form, double slash", post(h.url + "//api/stream_reasoning_engine"), 404},
 		{"dot segment, wrong verb", get("/./api/reasoning_engine"), 404},
-		{"absolute form of a served path", post("http://x/api/reasoning_engine"), 200},
+		{"absolute form of a served path", post(h.url + "/api/reasoning_engine"), 200},
+		{"absolute form under another name", post("http://evil.example/api/reasoning_engine"), 403},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,7 +258,7 @@ func TestStuckCallerEndsByTotal(t *testing.T) {
 	defer conn.Close() // unblocks the sidecar if the test fails
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	body := `{"class_method":"stream_query"}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", core.RouteStream, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n%s", core.RouteStream, conn.RemoteAddr(), len(body), body)
 	// The caller reads nothing more.
 	start := time.Now()
 	waitFor(t, func() bool { return h.server.InFlight() == 1 })
@@ -285,7 +288,7 @@ func sendHead(t *testing.T, h *harness, route string, n int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", route, n)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", route, conn.RemoteAddr(), n)
 	return conn
 }
 
@@ -441,7 +444,7 @@ func TestSlowCallerIsNotAgentIdle(t *testing.T) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	body := `{"class_method":"stream_query"}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", core.RouteStream, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", core.RouteStream, conn.RemoteAddr(), len(body), body)
 	br := bufio.NewReaderSize(conn, 4096)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
 )
 
 // Server serves front doors in front of one agent. Fill its fields, then
@@ -127,11 +128,30 @@ func (s *Server) EndCalls() {
 // readiness, drain, log line and metrics, each call, and each request
 // the door refuses itself, labelled with its door's protocol (ProtocolOf,
 // one of Protocols). Serve each door on a listener of its own.
+//
+// Every request first passes the guard every door shares (hostcheck):
+// on a loopback connection a Host that is not a loopback name with the
+// listener's port nor one of Config.TrustedHosts, and a state-changing
+// request with another site's Origin, are refused 403 in the door's
+// shape before the door routes them (health probes included: a probe on
+// loopback sends a loopback Host).
 func (s *Server) HandlerFor(door Door) http.Handler {
 	s.setupOnce.Do(s.setup)
 	protocol := ProtocolOf(door, s.Protocols)
-	return door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
-		http.HandlerFunc(s.ServeHealth), s.refuser(door, protocol))
+	refuse := s.refuser(door, protocol)
+	h := door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
+		http.HandlerFunc(s.ServeHealth), refuse)
+	var guard hostcheck.Guard
+	if s.Config != nil {
+		guard.Trusted = s.Config.TrustedHosts
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := guard.Check(r); !ok {
+			refuse(w, r, "", f) // before routing: no route of the door's
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // setup readies the server for its first handler.

@@ -31,9 +31,10 @@ import (
 // its caller to go (telling left), "cut" drops the connection in the
 // middle of its second record.
 type hostileAgent struct {
-	url  string
-	held atomic.Int32
-	left chan struct{}
+	url   string
+	calls atomic.Int32 // every request it got
+	held  atomic.Int32
+	left  chan struct{}
 }
 
 const hostileMethods = `
@@ -48,6 +49,7 @@ func newHostileAgent(t *testing.T) *hostileAgent {
 	a := &hostileAgent{left: make(chan struct{}, 1)}
 	ended := t.Context()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
 		io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
 		case "/query":
@@ -144,19 +146,30 @@ func hostileSidecar(t *testing.T, protocol, method, head string, agent *hostileA
 // Info and above) kept for the test to read.
 func hostileServe(t *testing.T, protocol, method, head string, agent *hostileAgent) (string, func(), *observer.ObservedLogs) {
 	t.Helper()
+	return hostileServeOn(t, "127.0.0.1", protocol, method, head, agent)
+}
+
+// hostileServeOn is hostileServe with the door listening on the IP
+// address ip.
+func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *hostileAgent) (string, func(), *observer.ObservedLogs) {
+	t.Helper()
 	observed, logs := observer.New(zap.InfoLevel)
 	logger := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, observed) })))
 	yaml := "upstream: {url: \"" + agent.url + "\"}\nshutdown: {drain: 500ms, agent_grace: 1s}\n" + head + hostileMethods
 	addr := ""
 	if section := probeOf(protocol).Section; section != nil {
-		addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		addr = net.JoinHostPort(ip, strconv.Itoa(freePort(t)))
 		yaml += "protocols:\n  " + protocol + ": " + section(addr, method) + "\n"
 	}
 	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	contract := "127.0.0.1:0"
+	if addr == "" {
+		contract = net.JoinHostPort(ip, "0")
+	}
+	ln, err := net.Listen("tcp", contract)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +213,7 @@ func write(t *testing.T, req *http.Request, n int, body []byte) net.Conn {
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(hostileBound))
 	var head bytes.Buffer
-	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\n", req.Method, req.URL.RequestURI(), req.URL.Host)
+	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\n", req.Method, req.URL.RequestURI(), req.Host) // NewRequest's: the URL's
 	req.Header.Write(&head)
 	fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", n)
 	if _, err := conn.Write(append(head.Bytes(), body...)); err != nil {
@@ -372,6 +385,89 @@ func TestHostileDoors(t *testing.T) {
 				if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusNotFound) ||
 					lines[0]["reason"] != "NOT_FOUND" || lines[0]["route"] != "" {
 					t.Errorf("the 404 logged %v, want one call line of protocol %s, status 404, reason NOT_FOUND, no route", lines, d.Name)
+				}
+			})
+			t.Run("a web page's requests", func(t *testing.T) {
+				// The guard every door shares (proxy/internal/hostcheck),
+				// applied by the Server before the door routes: on a
+				// loopback connection a Host other than a loopback name
+				// with the port (DNS rebinding) and, on any connection, a
+				// POST with another site's Origin are refused 403 in the
+				// door's shape, one call line, the body unread, the agent
+				// never called.
+				agent := newHostileAgent(t)
+				base, _, logs := hostileServe(t, d.Name, "query", "trusted_hosts: [agents.example.com]\n", agent)
+				_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
+				refused := []struct {
+					name, host, origin string
+				}{
+					{"a rebinding Host", "rebind.test:" + port, ""},
+					{"a rebinding Host with its own Origin", "rebind.test:" + port, "http://rebind.test:" + port},
+					{"a loopback Host with another port", "127.0.0.1:1", ""},
+					{"a foreign Origin", "", "https://evil.example"},
+					{"a null Origin", "", "null"},
+				}
+				for _, tt := range refused {
+					logs.TakeAll()
+					req := spec.Request(base, "query", false)
+					if tt.host != "" {
+						req.Host = tt.host
+					}
+					if tt.origin != "" {
+						req.Header.Set("Origin", tt.origin)
+					}
+					_, resp := send(t, req, 1<<20, nil) // the body never sent: answered unread
+					body := readAll(t, resp)
+					if resp.StatusCode != http.StatusForbidden || !spec.Refusal(body) {
+						t.Errorf("%s = %d %q, want 403 in the door's shape", tt.name, resp.StatusCode, body)
+					}
+					var lines []map[string]any
+					for _, l := range logs.FilterMessage("call").All() {
+						lines = append(lines, l.ContextMap())
+					}
+					if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusForbidden) ||
+						lines[0]["reason"] != "PERMISSION_DENIED" || lines[0]["route"] != "" {
+						t.Errorf("%s logged %v, want one call line of protocol %s, status 403, reason PERMISSION_DENIED, no route", tt.name, lines, d.Name)
+					}
+				}
+				if n := agent.calls.Load(); n != 0 {
+					t.Errorf("the agent ran %d calls of refused requests, want 0", n)
+				}
+				passed := []struct {
+					name, host, origin string
+				}{
+					{"localhost", "localhost:" + port, ""},
+					{"its own Origin", "", base},
+					{"a trusted Host", "agents.example.com", ""},
+					{"a trusted Host with its port and Origin", "agents.example.com:443", "https://agents.example.com"},
+				}
+				for _, tt := range passed {
+					req := spec.Request(base, "query", false)
+					if tt.host != "" {
+						req.Host = tt.host
+					}
+					if tt.origin != "" {
+						req.Header.Set("Origin", tt.origin)
+					}
+					if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+						t.Errorf("%s = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
+					}
+				}
+				if n := agent.calls.Load(); n != int32(len(passed)) {
+					t.Errorf("the agent ran %d calls, want %d", n, len(passed))
+				}
+			})
+			t.Run("any Host off loopback", func(t *testing.T) {
+				ips := nonLoopbackIPs(t)
+				if len(ips) == 0 {
+					t.Skip("this machine has no non-loopback IPv4 address to dial: the Host check off loopback is not exercised here")
+				}
+				agent := newHostileAgent(t)
+				base, _, _ := hostileServeOn(t, ips[0], d.Name, "query", "", agent)
+				req := spec.Request(base, "query", false)
+				req.Host = "agents.example.com"
+				if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+					t.Errorf("Host agents.example.com on a connection to %s = %d %q, want 200: only a loopback connection checks the Host", ips[0], resp.StatusCode, readAll(t, resp))
 				}
 			})
 			t.Run("headers and ids capped", func(t *testing.T) {

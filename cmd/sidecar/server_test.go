@@ -124,7 +124,7 @@ func TestIdleConnectionsBounded(t *testing.T) {
 		conns[i] = c
 		// One request each; then the connection is idle.
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: sidecar\r\n\r\n")
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+c.RemoteAddr().String()+"\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("connection %d: %v", i, err)

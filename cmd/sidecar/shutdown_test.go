@@ -141,7 +141,7 @@ func TestEntrypointShutdownBudget(t *testing.T) {
 	stream := func(t *testing.T, p *proc, body string) net.Conn {
 		c := dial(t, p)
 		c.(*net.TCPConn).SetReadBuffer(4096)
-		fmt.Fprintf(c, "POST /api/stream_reasoning_engine HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(c, "POST /api/stream_reasoning_engine HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", c.RemoteAddr(), len(body), body)
 		// Read the head and a little, then stop reading.
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "200") {
@@ -155,7 +155,7 @@ func TestEntrypointShutdownBudget(t *testing.T) {
 	}{
 		{"half-sent body", func(t *testing.T, p *proc) net.Conn {
 			c := dial(t, p)
-			fmt.Fprintf(c, "POST /api/reasoning_engine HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+			fmt.Fprintf(c, "POST /api/reasoning_engine HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", c.RemoteAddr())
 			io.WriteString(c, `{"class_me`)
 			return c
 		}},

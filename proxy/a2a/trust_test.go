@@ -96,7 +96,7 @@ func TestBusyRefusedUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: a2a\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), 1<<20)
 	conn.SetReadDeadline(time.Now().Add(hangGuard))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -156,7 +156,7 @@ func TestHeldBodiesBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: a2a\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+			fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), size)
 			if _, err := conn.Write(body); err == nil {
 				written.Add(1)
 			}

@@ -2,11 +2,11 @@ package devapi
 
 import (
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
 )
 
 // The dev listener has no authentication: only its loopback address
@@ -40,17 +40,20 @@ var securityHeaders = map[string]string{
 
 // guard answers 403 and reports false for a request a web page of
 // another origin could have sent: a foreign Host, or a foreign Origin on
-// a method that changes something.
+// a method that changes something. The predicates are every listener's
+// (hostcheck); the listener's own rules are stricter than a door's: its
+// Host is checked whatever the connection (it listens on loopback only),
+// no name is trusted, and an Origin must be its own page's (http, one of
+// its loopback names), not merely the request's Host.
 func guard(w http.ResponseWriter, r *http.Request) bool {
-	port := localPort(r)
-	if !ownHost(r.Host, port) {
+	port, _ := hostcheck.Local(r)
+	if !hostcheck.LoopbackHost(r.Host, port) {
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Host "+strconv.Quote(clip([]byte(r.Host)))+
 			" is not the dev listener's: it answers only its loopback names "+ownNames(port)+
 			" (a page under another name may be DNS rebinding)")
 		return false
 	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	if hostcheck.Safe(r.Method) {
 		return true
 	}
 	origin, sent := r.Header["Origin"]
@@ -63,57 +66,20 @@ func guard(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// localPort is the port the request came in on ("" if unknown).
-func localPort(r *http.Request) string {
-	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return ""
-	}
-	_, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return ""
-	}
-	return port
-}
-
-// ownHost reports whether host (a Host header, or an Origin's host) names
-// the listener: localhost or a loopback IP address, with the listener's
-// port (none: 80). An IP address cannot be rebound; localhost resolves
-// to loopback without asking DNS (RFC 6761 §6.3; browsers hard-code it).
-func ownHost(host, port string) bool {
-	name, p, err := net.SplitHostPort(host)
-	if err != nil {
-		name, p = host, "80"
-		if strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]") {
-			name = name[1 : len(name)-1]
-		}
-	}
-	if port == "" || p != port {
-		return false
-	}
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
-}
-
 // ownOrigin reports whether a request's Origin is a page of the
-// listener's own: http, a name ownHost accepts, nothing else.
-func ownOrigin(origin, port string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Scheme != "http" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
-		return false
-	}
-	return ownHost(u.Host, port)
+// listener's own: http, a loopback name with its port.
+func ownOrigin(origin string, port int) bool {
+	host, ok := hostcheck.OriginHost(origin, true)
+	return ok && hostcheck.LoopbackHost(host, port)
 }
 
 // ownNames lists the origins the listener answers, for messages.
-func ownNames(port string) string {
-	if port == "" {
-		port = "PORT"
+func ownNames(port int) string {
+	p := "PORT"
+	if port != 0 {
+		p = strconv.Itoa(port)
 	}
-	return "http://127.0.0.1:" + port + ", http://localhost:" + port + ", http://[::1]:" + port
+	return "http://127.0.0.1:" + p + ", http://localhost:" + p + ", http://[::1]:" + p
 }
 
 // jsonBody answers 415 and reports false for a REST call whose body is

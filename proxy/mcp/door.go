@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -161,19 +159,16 @@ func (*Door) Protocol() string { return Name }
 // Handler serves the MCP endpoint (POST: every message served by the
 // Server's call handler, which reads the body and has Open decode it;
 // DELETE: ends a session; GET: 405, as the door opens no server-initiated
-// stream) and /healthz. The endpoint first refuses what a web page of
-// another site could send (guard) and a POST whose Accept lacks either
-// of MCP's two types (406). Every request answered here, health probes
+// stream) and /healthz. The endpoint refuses a POST whose Accept lacks
+// either of MCP's two types (406); what a web page of another site could
+// send (a foreign Host on loopback, a foreign Origin: the transport's
+// MUST) the Server refused before (hostcheck). Every request answered here, health probes
 // aside, goes through refuse: the log line and metrics of a call.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(d.opts.Path, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case d.opts.Path:
-			if f, ok := guard(r); !ok {
-				refuse(w, r, d.opts.Path, f)
-				return
-			}
 			switch r.Method {
 			case http.MethodPost:
 				if !accepts(r.Header.Values("Accept")) {
@@ -232,79 +227,6 @@ func accepts(values []string) bool {
 		}
 	}
 	return json && sse
-}
-
-// guard is the 403 refusing a request a web page of another site could
-// have sent, nil for any other: an Origin other than the endpoint's own
-// (the request's Host; the transport's MUST), and on a connection to a
-// loopback address a Host that is not a loopback name with the
-// listener's port: a page under a name its DNS points to 127.0.0.1 (DNS
-// rebinding) is same-origin with that name, so only its Host tells. The
-// connection decides, not the listen address: a listener of every
-// interface (the default, :8090) is reached on 127.0.0.1 too.
-// A client that sends no Origin (any but a browser) passes.
-func guard(r *http.Request) (core.Failure, bool) {
-	if port, loopback := localAddr(r); loopback && !loopbackHost(r.Host, port) {
-		return forbidden("Forbidden: Host " + strconv.Quote(core.Clip(r.Host)) +
-			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding"), false
-	}
-	origin, sent := r.Header["Origin"]
-	if sent && (len(origin) != 1 || !sameOrigin(origin[0], r.Host)) {
-		return forbidden("Forbidden: Origin " + strconv.Quote(core.Clip(strings.Join(origin, ", "))) +
-			" is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin"), false
-	}
-	return core.Failure{}, true
-}
-
-func forbidden(msg string) core.Failure {
-	return core.Failure{Status: http.StatusForbidden, Reason: "PERMISSION_DENIED", Message: msg, Outcome: metrics.BadRequest}
-}
-
-// sameOrigin reports whether origin is a page of host's: http or https,
-// its host and port host's.
-func sameOrigin(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Path != "" || u.RawQuery != "" {
-		return false
-	}
-	return host != "" && strings.EqualFold(u.Host, host)
-}
-
-// loopbackName reports whether a Host's name is loopback only: localhost
-// or a loopback IP.
-func loopbackName(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// loopbackHost reports whether host (a Host header) names a loopback
-// listener on port: localhost or a loopback IP address, with the port
-// (none: 80). An IP address cannot be rebound; localhost resolves to
-// loopback without asking DNS (RFC 6761 §6.3).
-func loopbackHost(host, port string) bool {
-	name, p, err := net.SplitHostPort(host)
-	if err != nil {
-		name, p = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), "80"
-	}
-	return port != "" && p == port && loopbackName(name)
-}
-
-// localAddr is the port the request came in on, and whether the
-// connection's local address is a loopback one.
-func localAddr(r *http.Request) (port string, loopback bool) {
-	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return "", false
-	}
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return "", false
-	}
-	ip := net.ParseIP(host)
-	return port, ip != nil && ip.IsLoopback()
 }
 
 // endSession is the answer to DELETE: it ends the session its

@@ -81,8 +81,8 @@ func (*Door) Protocol() string { return Name }
 
 // Handler serves the models list, the two call routes (each served by
 // the Server's call handler, which reads the body and has Open decode
-// it) and /healthz; every request first passes the guard (Host and
-// Origin), and every route but /healthz the key. What it refuses goes
+// it) and /healthz; every route but /healthz checks the key (the Host
+// and Origin the Server checked before: hostcheck). What it refuses goes
 // through refuse (a call's log line and metrics), before the body is
 // read: a caller without the key never takes a concurrency slot.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
@@ -99,10 +99,6 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			route, next = RouteModels, model
 		case path == RouteChat || path == RouteResponses:
 			allow, route, next = http.MethodPost, path, calls[path]
-		}
-		if f, ok := guard(r); !ok {
-			refuse(w, r, route, f)
-			return
 		}
 		if route == "" {
 			refuse(w, r, "", core.NoRoute(r.URL.Path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))

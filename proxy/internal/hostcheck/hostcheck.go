@@ -1,0 +1,181 @@
+// Package hostcheck holds the one copy of the checks every listener of
+// the sidecar makes against what only a web page would send: a listener
+// on loopback is reached by the pages of the browser on its machine.
+//
+//   - On a connection whose local address is loopback, the Host must be
+//     localhost or a loopback IP address with the listener's port (or a
+//     name the operator trusts): a page at a name its attacker's DNS
+//     points to 127.0.0.1 (DNS rebinding) is same-origin with that name
+//     and could read the answers; only its Host tells. An IP address
+//     cannot be rebound; localhost resolves to loopback without asking
+//     DNS (RFC 6761 §6.3; browsers hard-code it).
+//   - A request that changes something (every method but GET, HEAD and
+//     OPTIONS) with an Origin other than the request's own (browsers send
+//     one on every cross-origin POST, no-cors ones included): the page
+//     cannot read the answer, but the agent would run the call.
+//
+// Clients that are not browsers (SDKs, curl, gateways) send no Origin.
+// The checks allocate nothing for a request that passes them without an
+// Origin: they run on every call.
+package hostcheck
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// Guard is the check of every front door's requests, made by the Server
+// before the door sees them.
+type Guard struct {
+	// Trusted are host names (lower case, no port) a loopback connection
+	// may also carry as its Host, with any port, and whose pages may send
+	// state-changing requests: config's trusted_hosts.
+	Trusted []string
+}
+
+// Check is the 403 refusing r, and false, when a web page of another
+// site could have sent it; a zero Failure and true otherwise.
+func (g Guard) Check(r *http.Request) (core.Failure, bool) {
+	if port, loopback := Local(r); loopback && !LoopbackHost(r.Host, port) && !g.trusted(r.Host) {
+		return Forbidden("Host " + strconv.Quote(core.Clip(r.Host)) + " is not this listener's: on a loopback address it answers only " +
+			"localhost, 127.0.0.1 and [::1] with its port " + strconv.Itoa(port) + " and the names of trusted_hosts " +
+			"(a page under another name may be DNS rebinding)"), false
+	}
+	if Safe(r.Method) {
+		return core.Failure{}, true
+	}
+	origin, sent := r.Header["Origin"]
+	if sent && (len(origin) != 1 || !SameOrigin(origin[0], r.Host) && !g.trustedOrigin(origin[0])) {
+		return Forbidden("Origin " + strconv.Quote(core.Clip(strings.Join(origin, ", "))) + " is another site's: a web page may " +
+			strings.ToLower(core.Clip(r.Method)) + " here only from its own origin or one of trusted_hosts (clients send no Origin)"), false
+	}
+	return core.Failure{}, true
+}
+
+// trusted reports whether host's name (a Host header's) is trusted.
+func (g Guard) trusted(host string) bool {
+	if len(g.Trusted) == 0 {
+		return false
+	}
+	name, _, ok := Split(host)
+	if !ok {
+		return false
+	}
+	for _, t := range g.Trusted {
+		if strings.EqualFold(name, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// trustedOrigin reports whether origin is an http or https page of a
+// trusted name.
+func (g Guard) trustedOrigin(origin string) bool {
+	host, ok := OriginHost(origin, false)
+	return ok && g.trusted(host)
+}
+
+// Forbidden is the 403 of a refused Host or Origin.
+func Forbidden(msg string) core.Failure {
+	return core.Failure{Status: http.StatusForbidden, Reason: "PERMISSION_DENIED", Message: msg, Outcome: metrics.BadRequest}
+}
+
+// Safe reports whether method changes nothing (GET, HEAD, OPTIONS): one
+// a foreign Origin may send.
+func Safe(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// Local is the port of the TCP connection r came in on, and whether its
+// local address is a loopback one. The connection decides, not the
+// listen address: a listener of every interface (":8080") is reached on
+// 127.0.0.1 too. A Unix socket, which no page reaches, is 0 and false.
+func Local(r *http.Request) (port int, loopback bool) {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if !ok {
+		return 0, false
+	}
+	return a.Port, a.IP.IsLoopback()
+}
+
+// LoopbackHost reports whether host (a Host header, or an Origin's host)
+// names a loopback listener on port: localhost or a loopback IP address,
+// with the port (none: 80).
+func LoopbackHost(host string, port int) bool {
+	name, p, ok := Split(host)
+	if !ok || p != port || port == 0 {
+		return false
+	}
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.Unmap().IsLoopback() && ip.Zone() == ""
+}
+
+// Split is a Host header's name (an IPv6 address without its brackets)
+// and port (none: 80), without allocating; ok is false for a malformed
+// one.
+func Split(host string) (name string, port int, ok bool) {
+	name, port = host, 80
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+		var digits bool
+		if port, digits = atoi(host[i+1:]); !digits {
+			return "", 0, false
+		}
+		name = host[:i]
+	}
+	if strings.HasPrefix(name, "[") {
+		if !strings.HasSuffix(name, "]") {
+			return "", 0, false
+		}
+		name = name[1 : len(name)-1]
+	} else if strings.IndexByte(name, ':') >= 0 {
+		return "", 0, false // an IPv6 address must be bracketed
+	}
+	return name, port, name != ""
+}
+
+// atoi is s as a port number, 1 to 65535.
+func atoi(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 5 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, n > 0 && n <= 65535
+}
+
+// SameOrigin reports whether origin is a page of host itself (a
+// request's Host): http or https, that host and port, nothing else.
+func SameOrigin(origin, host string) bool {
+	h, ok := OriginHost(origin, false)
+	return ok && host != "" && strings.EqualFold(h, host)
+}
+
+// OriginHost is the host (and port, as written) of origin, an Origin
+// header: ok only for an http URL (https too unless httpOnly) with no
+// user, path, query or fragment. "null" and anything else is not ok.
+func OriginHost(origin string, httpOnly bool) (string, bool) {
+	u, err := url.Parse(origin)
+	if err != nil || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", false
+	}
+	if u.Scheme != "http" && (httpOnly || u.Scheme != "https") {
+		return "", false
+	}
+	return u.Host, u.Host != ""
+}
