@@ -2,6 +2,7 @@ package devapi
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,5 +152,58 @@ func TestDevBrowserRebinding(t *testing.T) {
 		.then(async r => r.status + " " + await r.text(), e => String(e))`, chromedp.EvalAwaitPromise)
 	if !strings.HasPrefix(out, "200 ") || !strings.Contains(out, "the agent's reply") || calls.Load() != 1 {
 		t.Errorf("a call from the playground at localhost: %s (the agent ran %d), want 200 and the agent's reply", out, calls.Load())
+	}
+}
+
+// contractCall is a page's same-origin call of the Agent Platform
+// contract's unary route, resolving to its status and body.
+const contractCall = `fetch("/api/reasoning_engine", {method: "POST",
+	headers: {"Content-Type": "application/json"}, body: JSON.stringify({class_method: "echo", input: {}})})
+	.then(async r => r.status + " " + await r.text(), e => String(e))`
+
+// TestContractBrowserRebinding: sidecar dev's contract listener (the
+// Agent Platform contract on 127.0.0.1, which the dev listener calls) is
+// held to the guard every door shares. In Chromium, a page under a
+// foreign name resolving to 127.0.0.1 (--host-resolver-rules, as a
+// rebinding DNS answer would) is refused, and its same-origin call
+// neither runs the agent nor reads its reply; a page of another site
+// (a server on 127.0.0.1, another port) posting no-cors, unread, does not
+// run it either. Loaded as localhost, the same call runs.
+func TestContractBrowserRebinding(t *testing.T) {
+	agent, calls := countingAgent(t)
+	st := newStackAt(t, agent, Options{})
+	ctx := browser(t, chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"), chromedp.Flag("no-proxy-server", true))
+	port := devPort(st.contract)
+
+	run(t, ctx, "loading the contract listener as rebind.test", chromedp.Navigate("http://rebind.test:"+port+"/healthz"))
+	if text := evalString(t, ctx, `document.body ? document.body.innerText : ""`); !strings.Contains(text, "is not this listener's") {
+		t.Errorf("the contract's /healthz under rebind.test shows %.300q, want the refusal", text)
+	}
+	if out := eval[string](t, ctx, contractCall, chromedp.EvalAwaitPromise); !strings.HasPrefix(out, "403 ") || strings.Contains(out, "the agent's reply") {
+		t.Errorf("a same-origin call of the contract under rebind.test: %s, want 403", out)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the agent ran %d calls from the page under rebind.test", n)
+	}
+
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><title>another site</title>`)
+	}))
+	defer attacker.Close()
+	run(t, ctx, "loading another site's page", chromedp.Navigate(attacker.URL+"/"))
+	out := eval[string](t, ctx, fmt.Sprintf(`fetch(%q + "/api/reasoning_engine", {method: "POST", mode: "no-cors",
+		headers: {"Content-Type": "text/plain"}, body: JSON.stringify({class_method: "echo", input: {}})})
+		.then(r => r.type, e => String(e))`, st.contract), chromedp.EvalAwaitPromise)
+	if out != "opaque" {
+		t.Errorf("another site's no-cors POST gave %q, want an opaque answer (sent, unread)", out)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the agent ran %d calls posted by another site's page", n)
+	}
+
+	run(t, ctx, "loading the contract listener as localhost", chromedp.Navigate("http://localhost:"+port+"/healthz"))
+	if out := eval[string](t, ctx, contractCall, chromedp.EvalAwaitPromise); !strings.HasPrefix(out, "200 ") || !strings.Contains(out, "the agent's reply") || calls.Load() != 1 {
+		t.Errorf("a same-origin call of the contract at localhost: %s (the agent ran %d), want 200 and the agent's reply", out, calls.Load())
 	}
 }
