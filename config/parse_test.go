@@ -301,6 +301,15 @@ var problemTests = []struct {
 	{"only comments", "# nothing\n\n", "sidecar.yaml: empty file (want a mapping with upstream and methods)"},
 	{"null document", "~\n", "sidecar.yaml: empty file (want a mapping with upstream and methods)"},
 	{"not a mapping", "- a\n- b\n", "sidecar.yaml:1: want a mapping with upstream and methods, not a list"},
+	{"trusted_hosts not a list", minimal + "trusted_hosts: agents.example.com\n",
+		"sidecar.yaml:3: trusted_hosts: want a list of host names such as [a, b], not a string"},
+	{"trusted_hosts with a scheme", minimal + "trusted_hosts: [agents.example.com, \"https://agents.example.com\"]\n",
+		`sidecar.yaml:3: trusted_hosts: "https://agents.example.com" is not a host name (want a name such as agents.example.com: no scheme, port, path or wildcard)`},
+	{"trusted_hosts with a port", minimal + "trusted_hosts: [\"agents.example.com:443\"]\n",
+		`sidecar.yaml:3: trusted_hosts: "agents.example.com:443" is not a host name (want a name such as agents.example.com: no scheme, port, path or wildcard)`},
+	{"trusted_hosts with a wildcard", minimal + "trusted_hosts: [\"*.example.com\"]\n",
+		`sidecar.yaml:3: trusted_hosts: "*.example.com" is not a host name (want a name such as agents.example.com: no scheme, port, path or wildcard)`},
+	{"trusted_hosts twice", minimal + "trusted_hosts: [a.example, a.example]\n", `sidecar.yaml:3: trusted_hosts: "a.example" is listed twice`},
 	{"two documents", minimal + "---\n" + minimal, "sidecar.yaml:3: a second YAML document (want one method map per file)"},
 	{"tab indent", "upstream:\n\turl: http://h:1\n",
 		"sidecar.yaml:2: invalid YAML: found character that cannot start any token (indent with spaces: YAML does not allow tabs)"},
@@ -319,7 +328,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols or methods)"},
+		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: camel, model: x}\n",
@@ -332,7 +341,7 @@ var problemTests = []struct {
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command, restart or idle_timeout)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
