@@ -28,9 +28,11 @@ type Door interface {
 	// until their request is opened (for the log line and metrics of one
 	// refused before) — and each health route by health (200 while the
 	// agent is ready, else 503). Every other request the door refuses
-	// (404, 405, its own 501s, a Host, Origin or key it does not take)
-	// with refuse, which writes the refusal and gives it a call's log
-	// line and metrics, without a concurrency slot or reading its body.
+	// (404, 405, its own 501s, a key it does not take) with refuse,
+	// which writes the refusal and gives it a call's log line and
+	// metrics, without a concurrency slot or reading its body. A Host or
+	// Origin only a web page sends never reaches Handler: the Server
+	// refuses it first, for every door (HandlerFor).
 	Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler
 	// Open decodes the body of a call's request on route into its
 	// exchange: the call for the agent (its Method, looked up in cfg,

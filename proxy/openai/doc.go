@@ -11,8 +11,9 @@
 // deltas, reasoning as reasoning_content. Failures are OpenAI's error
 // object with its HTTP status before the first byte, one data event of
 // it after (Chat Completions), or response.failed (Responses). An
-// api_key, when set, is checked on every route but /healthz; a request
-// on a loopback connection must name a loopback Host, and a POST whose
-// Origin is another site's is refused, so no web page drives the door.
+// api_key, when set, is checked on every route but /healthz; the Server
+// refuses, before the door, a request on a loopback connection that does
+// not name a loopback Host and a POST whose Origin is another site's
+// (the check every door shares), so no web page drives the door.
 // It uses only core's types and does not import proxy.
 package openai

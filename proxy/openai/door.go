@@ -205,7 +205,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 }
 
 // WriteError answers a request refused before it was opened (busy,
-// draining, over the limit) or by the guard: OpenAI's error object with
+// draining, over the limit) or by the Host and Origin check: OpenAI's error object with
 // the failure's status.
 func (*Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }
 
