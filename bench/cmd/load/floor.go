@@ -73,6 +73,12 @@ func (s *suite) floorRows() error {
 			vs = append(vs, v)
 		}
 	}
+	var extra []variant // the baseline sidecar (BASELINE=), after the ladder's steps
+	for _, v := range s.variants {
+		if v.name == vBaseline {
+			extra = append(extra, v)
+		}
+	}
 	admin, err := freePort()
 	if err != nil {
 		return err
@@ -83,6 +89,7 @@ func (s *suite) floorRows() error {
 	}
 	started = append(started, mp)
 	vs = append(vs, variant{name: floorSidecar, addr: maddr, contract: true, cpu: func() time.Duration { return cpuTime([]int{mp.pid()}) }})
+	vs = append(vs, extra...)
 	for _, v := range vs {
 		if _, err := unaryLoad(v.addr, v.unaryRequest(), 4, 0, 300*time.Millisecond, nil); err != nil {
 			return fmt.Errorf("warming %s: %w", v.name, err)
@@ -110,7 +117,7 @@ func (s *suite) floorRows() error {
 		}
 		logf("floor round %d: CPU µs per call%s", r+1, b.String())
 	}
-	s.res.floor = floorTable(vs, cpu, rps, p.rounds)
+	s.res.floor = floorTable(vs, cpu, rps, p.rounds, s.label(vBaseline))
 	return nil
 }
 
@@ -118,9 +125,10 @@ func (s *suite) floorRows() error {
 // lowest and highest round), its difference from the step before and its
 // ratio to go-raw (medians of the per-round figures: a round's variants
 // ran back to back), and requests/s.
-func floorTable(vs []variant, cpu, rps series, rounds int) string {
+func floorTable(vs []variant, cpu, rps series, rounds int, baseLabel string) string {
 	adds := map[string]string{vSidecar: "the sidecar binary as the benchmark runs it (no admin listener: no metrics)",
-		floorSidecar: "the sidecar binary with metrics on (admin.listen): what the server rung serves, as a process"}
+		floorSidecar: "the sidecar binary with metrics on (admin.listen): what the server rung serves, as a process",
+		vBaseline:    "the baseline sidecar (BASELINE=), as the benchmark runs it"}
 	for _, r := range floorRungs {
 		adds[floorName(r.name)] = r.adds
 	}
@@ -136,12 +144,16 @@ func floorTable(vs []variant, cpu, rps series, rounds int) string {
 		if prev != "" && v.name != floorSidecar {
 			delta = fmt.Sprintf("%+.1f", median(pairwise(xs, cpu[prev], func(a, b float64) float64 { return a - b })))
 		}
-		if v.name == floorSidecar {
+		if v.name == floorSidecar || v.name == vBaseline {
 			delta = fmt.Sprintf("%+.1f (from sidecar)", median(pairwise(xs, cpu[vSidecar], func(a, b float64) float64 { return a - b })))
 		}
 		ratio := median(pairwise(xs, cpu[base], func(a, b float64) float64 { return a / b }))
 		lo, hi := spread(xs)
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f–%.1f | %s | %.2f× | %s |\n", strings.TrimPrefix(v.name, "floor:"), adds[v.name],
+		label := strings.TrimPrefix(v.name, "floor:")
+		if v.name == vBaseline {
+			label = baseLabel
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f–%.1f | %s | %.2f× | %s |\n", label, adds[v.name],
 			median(xs), lo, hi, delta, ratio, commas(rps.median(v.name)))
 		prev = v.name
 	}
