@@ -86,7 +86,7 @@ func TestLadderRungsAnswer(t *testing.T) {
 	for i, name := range rungs {
 		t.Run(name, func(t *testing.T) {
 			var logged strings.Builder
-			h, err := newLadder(i, target.Host, &syncWriter{w: &logged})
+			h, stop, err := newLadder(i, target.Host, &syncWriter{w: &logged})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +108,10 @@ func TestLadderRungsAnswer(t *testing.T) {
 					t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, got, want)
 				}
 			}
-			// The line follows the reply: Close waits for the handlers.
+			// The line follows the reply: Close waits for the handlers;
+			// stop flushes a buffered log.
 			srv.Close()
+			stop()
 			lines := strings.Count(logged.String(), `"message":"call"`)
 			switch {
 			case i < rungLog && lines != 0:
@@ -142,10 +144,11 @@ func BenchmarkFloorLadder(b *testing.B) {
 	target, _ := url.Parse(agent.URL)
 	for i, name := range rungs {
 		b.Run(name, func(b *testing.B) {
-			h, err := newLadder(i, target.Host, io.Discard)
+			h, stop, err := newLadder(i, target.Host, io.Discard)
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer stop()
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 			body := `{"class_method":"query","input":{"message":"hello"}}`

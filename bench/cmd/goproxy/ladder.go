@@ -57,8 +57,13 @@ import (
 //	               concurrency slot, write bounds, Server-Timing, dialect stage)
 //
 // Above that is the sidecar binary itself (load's floor row runs it with
-// metrics on).
-var rungs = []string{"go-raw", "log", "metrics", "mux", "envelope", "retryablehttp", "peek", "upstream", "server"}
+// metrics on). One more rung is off the ladder, a proposal measured:
+//
+//	server-buflog  server, its log lines written through zap's
+//	               BufferedWriteSyncer (256 KiB, flushed every second):
+//	               one write(2) per many lines, but lines still in the
+//	               buffer are lost if the process dies
+var rungs = []string{"go-raw", "log", "metrics", "mux", "envelope", "retryablehttp", "peek", "upstream", "server", "server-buflog"}
 
 const (
 	rungLog = iota + 1
@@ -69,6 +74,7 @@ const (
 	rungPeek
 	rungUpstream
 	rungServer
+	rungServerBuffered
 )
 
 func rungOf(name string) (int, error) {
@@ -93,7 +99,7 @@ methods:
 
 // ladderLogger is cmd/sidecar's newLogger at info level (the same
 // encoder settings; Cloud Logging's severity names) writing to w.
-func ladderLogger(w io.Writer) *zap.Logger {
+func ladderLogger(w zapcore.WriteSyncer) *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey, enc.MessageKey, enc.LevelKey = "time", "message", "severity"
 	enc.EncodeLevel = func(l zapcore.Level, enc zapcore.PrimitiveArrayEncoder) {
@@ -105,26 +111,34 @@ func ladderLogger(w io.Writer) *zap.Logger {
 	}
 	enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	enc.EncodeDuration = zapcore.MillisDurationEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), zapcore.InfoLevel))
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), w, zapcore.InfoLevel))
 }
 
 // newLadder is the handler of one rung, in front of the agent at
-// agentAddr, logging to logOut.
-func newLadder(rung int, agentAddr string, logOut io.Writer) (http.Handler, error) {
+// agentAddr, logging to logOut. stop ends what the rung started (the
+// buffered log's flusher, which it flushes).
+func newLadder(rung int, agentAddr string, logOut io.Writer) (h http.Handler, stop func(), err error) {
 	cfg, err := ladderConfig(agentAddr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	logger := ladderLogger(logOut)
+	stop = func() {}
+	var logger *zap.Logger
+	if rung == rungServerBuffered {
+		ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(logOut), Size: 256 << 10, FlushInterval: time.Second}
+		logger, stop = ladderLogger(ws), func() { ws.Stop() }
+	} else {
+		logger = ladderLogger(zapcore.Lock(zapcore.AddSync(logOut)))
+	}
 	m := metrics.New(doors.Names(doors.All)...)
 	if rung >= rungServer {
 		client, err := upstream.New(cfg, logger)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s := &proxy.Server{Config: cfg, Logger: logger, Metrics: m, Protocols: doors.Names(doors.All),
 			Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}}
-		return s.HandlerFor(platform.Door{}), nil
+		return s.HandlerFor(platform.Door{}), stop, nil
 	}
 	l := &ladder{rung: rung, cfg: cfg, raw: newRaw(agentAddr)}
 	l.raw.path = "/query"
@@ -163,15 +177,15 @@ func newLadder(rung int, agentAddr string, logOut io.Writer) (http.Handler, erro
 	}
 	if rung >= rungUpstream {
 		if l.client, err = upstream.New(cfg, logger); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if rung < rungMux {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, core.RouteUnary) }), nil
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, core.RouteUnary) }), stop, nil
 	}
 	return platform.Door{}.Handler(func(route string, _ bool) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, route) })
-	}, http.NotFoundHandler()), nil
+	}, http.NotFoundHandler()), stop, nil
 }
 
 // ladder is one rung below the sidecar's own handler.

@@ -67,9 +67,11 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if h, err = newLadder(n, *upstream, os.Stderr); err != nil {
+		var stop func()
+		if h, stop, err = newLadder(n, *upstream, os.Stderr); err != nil {
 			return err
 		}
+		defer stop()
 	default:
 		return fmt.Errorf("-mode %q: want minimal, raw, reverseproxy or ladder", *mode)
 	}

@@ -31,6 +31,16 @@ var floorRungs = []floorRung{
 	{"peek", "+ the liveness peek on a pooled connection"},
 	{"upstream", "the ladder's client replaced by upstream.Client (request building, clocks, contexts, ReadResponse)"},
 	{"server", "the sidecar's handler, proxy.Server (call context, slot, write bounds, Server-Timing)"},
+	{"server-buflog", "off the ladder, a proposal: server with its log lines through zap's BufferedWriteSyncer (256 KiB, flushed every second; lines in the buffer are lost if the process dies)"},
+}
+
+// floorFrom is the step a step's Δ is taken from, where that is not the
+// step before it.
+var floorFrom = map[string]string{
+	floorName("server-buflog"): floorName("server"),
+	vSidecar:                   floorName("server"),
+	floorSidecar:               vSidecar,
+	vBaseline:                  vSidecar,
 }
 
 // floorSidecar is the sidecar with metrics on, the ladder's last step.
@@ -141,11 +151,10 @@ func floorTable(vs []variant, cpu, rps series, rounds int, baseLabel string) str
 	for _, v := range vs {
 		xs := cpu[v.name]
 		delta := "—"
-		if prev != "" && v.name != floorSidecar {
+		if from, ok := floorFrom[v.name]; ok {
+			delta = fmt.Sprintf("%+.1f (from %s)", median(pairwise(xs, cpu[from], func(a, b float64) float64 { return a - b })), strings.TrimPrefix(from, "floor:"))
+		} else if prev != "" {
 			delta = fmt.Sprintf("%+.1f", median(pairwise(xs, cpu[prev], func(a, b float64) float64 { return a - b })))
-		}
-		if v.name == floorSidecar || v.name == vBaseline {
-			delta = fmt.Sprintf("%+.1f (from sidecar)", median(pairwise(xs, cpu[vSidecar], func(a, b float64) float64 { return a - b })))
 		}
 		ratio := median(pairwise(xs, cpu[base], func(a, b float64) float64 { return a / b }))
 		lo, hi := spread(xs)
