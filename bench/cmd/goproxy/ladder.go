@@ -50,6 +50,8 @@ import (
 //	               as their RoundTripper
 //	peek           + the liveness peek on a pooled connection before reuse,
 //	               as upstream's pool does
+//	readresponse   + the reply's head read by net/http's ReadResponse, as
+//	               upstream's transport does, in place of the hand parser
 //	upstream       the ladder's client replaced by the sidecar's, upstream.Client
 //	               (its request building, clocks, contexts, net/http's ReadResponse)
 //	server         the sidecar's handler: proxy.Server with the platform door,
@@ -63,7 +65,7 @@ import (
 //	               BufferedWriteSyncer (256 KiB, flushed every second):
 //	               one write(2) per many lines, but lines still in the
 //	               buffer are lost if the process dies
-var rungs = []string{"go-raw", "log", "metrics", "mux", "envelope", "retryablehttp", "peek", "upstream", "server", "server-buflog"}
+var rungs = []string{"go-raw", "log", "metrics", "mux", "envelope", "retryablehttp", "peek", "readresponse", "upstream", "server", "server-buflog"}
 
 const (
 	rungLog = iota + 1
@@ -72,6 +74,7 @@ const (
 	rungEnvelope
 	rungRetry
 	rungPeek
+	rungReadResponse
 	rungUpstream
 	rungServer
 	rungServerBuffered
@@ -149,7 +152,7 @@ func newLadder(rung int, agentAddr string, logOut io.Writer) (h http.Handler, st
 		l.metrics = m
 	}
 	if rung >= rungRetry {
-		rt := &rawRT{raw: l.raw, peek: rung >= rungPeek}
+		rt := &rawRT{raw: l.raw, peek: rung >= rungPeek, readResponse: rung >= rungReadResponse}
 		l.retrying = &retryablehttp.Client{
 			HTTPClient: &http.Client{
 				Transport:     rt,
@@ -339,8 +342,9 @@ func (*reqBody) Close() error { return nil }
 // returning the connection to the pool at its end. With peek, a pooled
 // connection is peeked at before reuse as upstream's pool does.
 type rawRT struct {
-	raw  *raw
-	peek bool
+	raw          *raw
+	peek         bool
+	readResponse bool // the head read by http.ReadResponse
 }
 
 func (t *rawRT) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -356,6 +360,21 @@ func (t *rawRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		c.nc.Close()
 		return nil, err
+	}
+	if t.readResponse {
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			c.nc.Close()
+			return nil, err
+		}
+		if resp.ContentLength < 0 {
+			c.nc.Close()
+			return nil, errors.New("agent: reply without a length")
+		}
+		b := &rtBody{c: c, p: t.raw, body: resp.Body}
+		b.r = io.LimitedReader{R: resp.Body, N: resp.ContentLength}
+		resp.Body = b
+		return resp, nil
 	}
 	head, err := h1.ReadHead(c.br)
 	if err != nil {
@@ -425,6 +444,7 @@ type rtBody struct {
 	r    io.LimitedReader
 	c    *rawConn
 	p    *raw
+	body io.ReadCloser // net/http's, with readResponse; closed at the end
 	done bool
 }
 
@@ -432,9 +452,17 @@ func (b *rtBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if err == io.EOF && !b.done {
 		b.done = true
-		b.p.put(b.c)
+		b.end()
 	}
 	return n, err
+}
+
+// end returns the connection, its reply read whole, to the pool.
+func (b *rtBody) end() {
+	if b.body != nil {
+		b.body.Close()
+	}
+	b.p.put(b.c)
 }
 
 func (b *rtBody) Close() error {
@@ -443,7 +471,7 @@ func (b *rtBody) Close() error {
 	}
 	b.done = true
 	if b.r.N == 0 {
-		b.p.put(b.c)
+		b.end()
 		return nil
 	}
 	return b.c.nc.Close()

@@ -29,7 +29,8 @@ var floorRungs = []floorRung{
 	{"envelope", "+ the envelope decoded (platform.Door.Open), the reply read whole and answered {\"output\": …}"},
 	{"retryablehttp", "+ the request as an *http.Request through go-retryablehttp and http.Client"},
 	{"peek", "+ the liveness peek on a pooled connection"},
-	{"upstream", "the ladder's client replaced by upstream.Client (request building, clocks, contexts, ReadResponse)"},
+	{"readresponse", "+ the reply's head read by net/http's ReadResponse (as upstream's transport does) in place of the hand parser"},
+	{"upstream", "the ladder's client replaced by upstream.Client (its request building, clocks, contexts, reply checks)"},
 	{"server", "the sidecar's handler, proxy.Server (call context, slot, write bounds, Server-Timing)"},
 	{"server-buflog", "off the ladder, a proposal: server with its log lines through zap's BufferedWriteSyncer (256 KiB, flushed every second; lines in the buffer are lost if the process dies)"},
 }
