@@ -80,3 +80,22 @@ func BenchmarkStreamSSE(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkRefusal is one request the door refuses itself (a 404) over
+// loopback: its answer, log line and metrics, beside BenchmarkUnary's
+// call.
+func BenchmarkRefusal(b *testing.B) {
+	h := newHarness(b, "http://127.0.0.1:1", oneMethodConfig)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Get(h.url + "/nope")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			b.Fatalf("GET /nope = %d, want 404", resp.StatusCode)
+		}
+	}
+}

@@ -21,6 +21,7 @@ type call struct {
 	protocol string        // its protocol, for the log line and metrics
 	route    string
 	stream   bool // answered as a stream (the route's until the request is opened)
+	refused  bool // refused by the door before it was a call (refuser): its line names the peer
 	method   string
 	status   int
 	notes    core.Notes // the reply's format and the agent's retries
@@ -208,6 +209,9 @@ func (s *Server) log(r *http.Request, c *call) {
 	}
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
+	}
+	if c.refused {
+		fields = append(fields, zap.String("remote", r.RemoteAddr))
 	}
 	ce.Write(fields...)
 	*pooled = fields

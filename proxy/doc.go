@@ -10,7 +10,9 @@
 // the core.Call for the agent, whether it streams, and the writers of its
 // replies, records (a core.Encoder) and failures in its wire format. The
 // per-call pipeline is handle (handle.go); the gate before the agent
-// (slots, queue, body, readiness) is gate.go. proxy/platform, the Agent
+// (slots, queue, body, readiness) is gate.go; a request the door refuses
+// before it is a call gets the call's log line and metrics from refuser
+// (refuse.go), outside the pipeline. proxy/platform, the Agent
 // Platform contract (its routes, envelope, {"output": …} replies, ndjson
 // streams and error shapes), is the first door; a further protocol is one
 // more Door beside it. proxy imports neither its doors nor upstream nor

@@ -124,13 +124,14 @@ func (s *Server) EndCalls() {
 
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,
-// readiness, drain, log line and metrics, each call labelled with its
-// door's protocol (ProtocolOf, one of Protocols). Serve each door on a listener of its own.
+// readiness, drain, log line and metrics, each call, and each request
+// the door refuses itself, labelled with its door's protocol (ProtocolOf,
+// one of Protocols). Serve each door on a listener of its own.
 func (s *Server) HandlerFor(door Door) http.Handler {
 	s.setupOnce.Do(s.setup)
 	protocol := ProtocolOf(door, s.Protocols)
 	return door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
-		http.HandlerFunc(s.ServeHealth))
+		http.HandlerFunc(s.ServeHealth), s.refuser(door, protocol))
 }
 
 // setup readies the server for its first handler.

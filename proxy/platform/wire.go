@@ -8,14 +8,15 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// BidiNotSupported answers the bidi route: 501, saying what to use.
-func BidiNotSupported(w http.ResponseWriter, _ *http.Request) {
-	Door{}.WriteError(w, core.Failure{Status: http.StatusNotImplemented, Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
-		"serve the method as unary (:query) or streaming (:streamQuery)"})
-}
+// BidiNotSupported is the answer of the bidi route: 501, saying what to
+// use.
+var BidiNotSupported = core.Failure{Status: http.StatusNotImplemented, Reason: "UNIMPLEMENTED", Outcome: metrics.BadRequest,
+	Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
+		"serve the method as unary (:query) or streaming (:streamQuery)"}
 
 // MethodNotFound words the error as the managed server does, listing only
 // the methods of the route that was called.
