@@ -188,7 +188,13 @@ func newLadder(rung int, agentAddr string, logOut io.Writer) (h http.Handler, st
 	}
 	return platform.Door{}.Handler(func(route string, _ bool) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, route) })
-	}, http.NotFoundHandler()), stop, nil
+	}, http.NotFoundHandler(), refuse), stop, nil
+}
+
+// refuse is the ladder's core.Refuse: the benchmark's calls are never
+// refused, so no log line or metrics for a refusal.
+func refuse(w http.ResponseWriter, _ *http.Request, _ string, err error) {
+	http.Error(w, err.Error(), http.StatusNotFound)
 }
 
 // ladder is one rung below the sidecar's own handler.
