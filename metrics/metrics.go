@@ -4,9 +4,12 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +31,28 @@ type Metrics struct {
 	timeouts   *prometheus.CounterVec
 	restarts   prometheus.Counter
 	protocols  *prometheus.CounterVec
+
+	// series are the label lookups of Call resolved once per set of
+	// labels (a closed set: method map entries, routes, outcomes,
+	// protocols), read without a lock; a new set is added under mu.
+	series atomic.Pointer[map[seriesKey]*series]
+	mu     sync.Mutex
+}
+
+// seriesKey is the labels of the series one finished call adds to.
+type seriesKey struct {
+	method, route, protocol string
+	outcome                 Outcome
+	stream                  bool
+}
+
+// series are the counters and histograms one seriesKey's calls add to.
+type series struct {
+	calls, protocol, bytes prometheus.Counter // protocol nil: none named
+	duration               prometheus.Observer
+	// A stream's:
+	records, streamEnds prometheus.Counter
+	firstLine           prometheus.Observer
 }
 
 // Outcome is who ended a call. It is a label value, so it comes from this
@@ -116,25 +141,67 @@ func (m *Metrics) Call(c Call) {
 	if m == nil {
 		return
 	}
-	m.calls.WithLabelValues(c.Method, c.Route, string(c.Outcome)).Inc()
-	if c.Protocol != "" {
-		m.protocols.WithLabelValues(c.Protocol, string(c.Outcome)).Inc()
+	s := m.seriesOf(seriesKey{method: c.Method, route: c.Route, protocol: c.Protocol, outcome: c.Outcome, stream: c.Stream})
+	s.calls.Inc()
+	if s.protocol != nil {
+		s.protocol.Inc()
 	}
-	if c.Outcome == Timeout {
+	if c.Outcome == Timeout { // rare: looked up each time
 		m.timeouts.WithLabelValues(c.Method, c.Route, c.Phase).Inc()
 	}
-	m.duration.WithLabelValues(c.Method, c.Route).Observe(c.Duration.Seconds())
-	m.bytes.WithLabelValues(c.Method, c.Route).Add(float64(c.Bytes))
+	s.duration.Observe(c.Duration.Seconds())
+	s.bytes.Add(float64(c.Bytes))
 	if c.Retries > 0 {
 		m.retries.WithLabelValues(c.Method).Add(float64(c.Retries))
 	}
 	if c.Stream {
-		m.records.WithLabelValues(c.Method).Add(float64(c.Records))
+		s.records.Add(float64(c.Records))
 		if c.FirstLine > 0 {
-			m.firstLine.WithLabelValues(c.Method).Observe(c.FirstLine.Seconds())
+			s.firstLine.Observe(c.FirstLine.Seconds())
 		}
-		m.streamEnds.WithLabelValues(string(c.Outcome)).Inc()
+		s.streamEnds.Inc()
 	}
+}
+
+// seriesOf is k's series, resolved the first time a call has k's labels.
+func (m *Metrics) seriesOf(k seriesKey) *series {
+	if known := m.series.Load(); known != nil {
+		if s, ok := (*known)[k]; ok {
+			return s
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	known := m.series.Load()
+	if known != nil {
+		if s, ok := (*known)[k]; ok {
+			return s
+		}
+	}
+	outcome := string(k.outcome)
+	s := &series{
+		calls:    m.calls.WithLabelValues(k.method, k.route, outcome),
+		duration: m.duration.WithLabelValues(k.method, k.route),
+		bytes:    m.bytes.WithLabelValues(k.method, k.route),
+	}
+	if k.protocol != "" {
+		s.protocol = m.protocols.WithLabelValues(k.protocol, outcome)
+	}
+	if k.stream {
+		s.records = m.records.WithLabelValues(k.method)
+		s.firstLine = m.firstLine.WithLabelValues(k.method)
+		s.streamEnds = m.streamEnds.WithLabelValues(outcome)
+	}
+	// Copied on write: readers never lock, and there are only as many
+	// sets of labels as the method map and the doors make.
+	next := make(map[seriesKey]*series, 1)
+	if known != nil {
+		next = make(map[seriesKey]*series, len(*known)+1)
+		maps.Copy(next, *known)
+	}
+	next[k] = s
+	m.series.Store(&next)
+	return s
 }
 
 // AgentRestarted counts a restart of the agent process.

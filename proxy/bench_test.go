@@ -7,11 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // BenchmarkUnary is one unary call through the sidecar to an in-process
-// agent, over loopback: the sidecar's per-call cost plus net/http's.
+// agent, over loopback: the sidecar's per-call cost plus net/http's. The
+// sidecar logs its call line as cmd/sidecar does (JSON, at info level, to
+// a writer that drops it) and records its metrics. The caller and the
+// agent are counted too: bench/cmd/goproxy's BenchmarkFloorUnary measures
+// them alone (direct) and behind the least net/http proxy (go-raw), the
+// same way.
 func BenchmarkUnary(b *testing.B) {
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -19,7 +28,7 @@ func BenchmarkUnary(b *testing.B) {
 		io.WriteString(w, `{"text":"Echo: hello"}`)
 	}))
 	defer agent.Close()
-	h := newHarness(b, agent.URL, oneMethodConfig)
+	h := newHarness(b, agent.URL, oneMethodConfig, withLogCore(productionCore), withMetrics(metrics.New()))
 	body := `{"class_method":"query","input":{"message":"hello"}}`
 	b.ReportAllocs()
 	for b.Loop() {
@@ -30,6 +39,17 @@ func BenchmarkUnary(b *testing.B) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// productionCore is the log core cmd/sidecar's newLogger makes (JSON, the
+// Cloud Logging keys, info level) writing to io.Discard, in place of the
+// harness's observer.
+func productionCore(zapcore.Core) zapcore.Core {
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey, enc.MessageKey, enc.LevelKey = "time", "message", "severity"
+	enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	enc.EncodeDuration = zapcore.MillisDurationEncoder
+	return zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(io.Discard)), zapcore.InfoLevel)
 }
 
 // BenchmarkStreamSSE is one streamed call through the sidecar: the agent
@@ -59,4 +79,23 @@ func BenchmarkStreamSSE(b *testing.B) {
 		resp.Body.Close()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkRefusal is one request the door refuses itself (a 404) over
+// loopback: its answer, log line and metrics, beside BenchmarkUnary's
+// call.
+func BenchmarkRefusal(b *testing.B) {
+	h := newHarness(b, "http://127.0.0.1:1", oneMethodConfig)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Get(h.url + "/nope")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			b.Fatalf("GET /nope = %d, want 404", resp.StatusCode)
+		}
+	}
 }

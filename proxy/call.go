@@ -3,8 +3,10 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -19,6 +21,7 @@ type call struct {
 	protocol string        // its protocol, for the log line and metrics
 	route    string
 	stream   bool // answered as a stream (the route's until the request is opened)
+	refused  bool // refused by the door before it was a call (refuser): its line names the peer
 	method   string
 	status   int
 	notes    core.Notes // the reply's format and the agent's retries
@@ -32,6 +35,12 @@ type call struct {
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
+	span     trace.Span    // the call's SERVER span; nil when tracing is off
+	// cancel ends the call's context; prev and next link it into the
+	// server's calls in flight (callContext).
+	cancel     context.CancelCauseFunc
+	prev, next *call
+	writes     writeBound // bounds the reply's writes (boundWrites)
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -153,6 +162,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // log writes the call's one log line and records its metrics. Bodies are
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
+	defer c.endSpan()
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,
@@ -165,7 +175,8 @@ func (s *Server) log(r *http.Request, c *call) {
 	if ce == nil {
 		return
 	}
-	fields := []zap.Field{
+	pooled := logFields.Get().(*[]zap.Field)
+	fields := append((*pooled)[:0],
 		zap.String("class_method", c.method),
 		zap.String("protocol", c.protocol),
 		zap.String("route", c.route),
@@ -175,7 +186,7 @@ func (s *Server) log(r *http.Request, c *call) {
 		zap.Int64("bytes", c.bytes),
 		zap.Duration("duration", time.Since(c.start)),
 		zap.String("outcome", string(c.outcome)),
-	}
+	)
 	if c.phase != "" {
 		fields = append(fields, zap.String("phase", c.phase))
 	}
@@ -191,9 +202,31 @@ func (s *Server) log(r *http.Request, c *call) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", core.Clip(id)))
 	}
-	fields = append(fields, traceFields(r.Header, s.Project)...)
+	if c.span != nil {
+		fields = append(fields, spanFields(c.span.SpanContext(), s.Project)...)
+	} else {
+		fields = append(fields, traceFields(r.Header, s.Project)...)
+	}
 	if c.err != nil {
 		fields = append(fields, zap.String("error", c.err.Error()))
 	}
+	if c.refused {
+		fields = append(fields, zap.String("remote", r.RemoteAddr))
+	}
 	ce.Write(fields...)
+	*pooled = fields
+	putLogFields(pooled)
+}
+
+// logFields holds the slices the call lines' fields are gathered in, one
+// per call being logged: a core writes the fields before Write returns
+// (zap's cores keep none), so the next call line reuses the slice.
+var logFields = sync.Pool{New: func() any { f := make([]zap.Field, 0, 24); return &f }}
+
+// putLogFields returns a call line's fields to logFields, emptied: the
+// next line starts from none, and holds none of this call's strings.
+func putLogFields(f *[]zap.Field) {
+	clear(*f)
+	*f = (*f)[:0]
+	logFields.Put(f)
 }

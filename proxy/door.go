@@ -27,9 +27,11 @@ type Door interface {
 	// handler for calls on that route, stream saying whether they stream
 	// until their request is opened (for the log line and metrics of one
 	// refused before) — and each health route by health (200 while the
-	// agent is ready, else 503). The door answers every other request
-	// itself (404, 405, its own 501s).
-	Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler
+	// agent is ready, else 503). Every other request the door refuses
+	// (404, 405, its own 501s, a Host, Origin or key it does not take)
+	// with refuse, which writes the refusal and gives it a call's log
+	// line and metrics, without a concurrency slot or reading its body.
+	Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler
 	// Open decodes the body of a call's request on route into its
 	// exchange: the call for the agent (its Method, looked up in cfg,
 	// Name, Input.Raw, Header, Pass and Route), whether it streams, and
@@ -40,7 +42,8 @@ type Door interface {
 	// *core.Answer as the error: the Server writes it as it is.
 	Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error)
 	// WriteError answers a request that failed before it was opened: its
-	// body unread (busy, draining, over the limit) or unreadable.
+	// body unread (busy, draining, over the limit) or unreadable, or
+	// refused by the door (a Failure passed to refuse).
 	WriteError(w http.ResponseWriter, f core.Failure)
 }
 

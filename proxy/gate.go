@@ -13,12 +13,45 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// callContext is the context of one call: it ends when the caller leaves
-// or when EndCalls ends every call.
-func (s *Server) callContext(r *http.Request) (context.Context, func()) {
+// callContext is the context of call c: it ends when the caller leaves
+// or when EndCalls ends every call; endContext ends it with the call. The
+// call is on the server's list of calls in flight meanwhile, which
+// EndCalls cancels: a list the call links itself into, not a context
+// of the server's it registers with, so this costs no allocation.
+func (s *Server) callContext(r *http.Request, c *call) context.Context {
 	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := context.AfterFunc(s.calls, func() { cancel(context.Cause(s.calls)) })
-	return ctx, func() { stop(); cancel(nil) }
+	c.cancel = cancel
+	s.liveMu.Lock()
+	ended := s.ended
+	if ended == nil {
+		c.next = s.live
+		if s.live != nil {
+			s.live.prev = c
+		}
+		s.live = c
+	}
+	s.liveMu.Unlock()
+	if ended != nil {
+		cancel(ended)
+	}
+	return ctx
+}
+
+// endContext ends the context of call c, which leaves the list of calls
+// in flight.
+func (s *Server) endContext(c *call) {
+	s.liveMu.Lock()
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else if s.live == c {
+		s.live = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	}
+	c.prev, c.next = nil, nil
+	s.liveMu.Unlock()
+	c.cancel(nil)
 }
 
 // Concurrency is the number of calls served at once: limits.concurrency,
@@ -36,7 +69,7 @@ func Concurrency(cfg *config.Config) int {
 // acquire takes a concurrency slot, waiting in the bounded queue for one
 // when they are all taken.
 func (s *Server) acquire(ctx context.Context) (func(), error) {
-	release := func() { <-s.slots }
+	release := s.release
 	select {
 	case s.slots <- struct{}{}:
 		return release, nil
@@ -158,14 +191,14 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 // readBody reads the request body, up to limit bytes: into a buffer of
 // its exact size when the request gives its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, limit)
 	var b []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= limit {
+		// net/http's body ends at Content-Length: within the limit.
 		b = make([]byte, n)
-		_, err = io.ReadFull(body, b)
+		_, err = io.ReadFull(r.Body, b)
 	} else {
-		b, err = io.ReadAll(body)
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	}
 	if err != nil {
 		var maxErr *http.MaxBytesError
@@ -174,6 +207,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		}
 		return nil, &core.RequestError{Msg: "reading request body: " + err.Error()}
 	}
+	// Read whole: closed, net/http has nothing left of it to discard
+	// before the reply.
+	r.Body.Close()
 	return b, nil
 }
 

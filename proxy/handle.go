@@ -19,23 +19,28 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := &call{start: time.Now(), door: door, protocol: protocol, route: route, stream: stream}
 		c.notes.Phases.Accepted = c.start
+		// The call is in flight until its log line is written and its
+		// span ended: a shutdown that waits for the calls (WaitIdle)
+		// then flushes their spans and loses no line.
+		s.callBegun()
+		defer s.callEnded()
 		defer s.log(r, c)
 		defer c.done()
-		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
-		ctx, done := s.callContext(r)
-		defer done()
+		ctx := s.callContext(r, c)
+		defer s.endContext(c)
+		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
-		var answer *core.Answer
-		if errors.As(err, &answer) {
-			s.answer(w, c, answer)
-			return
-		}
 		if err != nil {
+			var answer *core.Answer // here, not above: errors.As puts it on the heap
+			if errors.As(err, &answer) {
+				s.answer(w, c, answer)
+				return
+			}
 			s.fail(w, r, c, err)
 			return
 		}
-		defer boundWrites(ctx, w, r, c.start, c.ex.Call.Method.Timeouts.Total)()
+		c.boundWrites(ctx, w, r, c.ex.Call.Method.Timeouts.Total)
+		defer c.endWrites()
 		if c.ex.Stream {
 			s.serveStream(ctx, w, r, c)
 		} else {
@@ -46,7 +51,7 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 
 // answer writes the reply a Door gave without calling the agent.
 func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
-	c.status, c.outcome, c.bytes = a.Status, a.Outcome, int64(len(a.Body))
+	c.status, c.outcome, c.bytes, c.reason = a.Status, a.Outcome, int64(len(a.Body)), a.Reason
 	h := w.Header()
 	for k, v := range a.Header {
 		h[k] = v
@@ -65,42 +70,59 @@ const writeGrace = time.Second
 // otherwise hold the call, its goroutine and its concurrency slot for as
 // long as its connection stays open. A write ends with an error
 // writeGrace after the call's total time (none if total is 0) or
-// after ctx ends (EndCalls, the caller leaving), whichever is sooner. The
-// returned stop leaves writeGrace for what net/http writes after the
+// after ctx ends (EndCalls, the caller leaving), whichever is sooner.
+// endWrites leaves writeGrace for what net/http writes after the
 // handler (the stream's last chunk) when the server has a write timeout,
 // which it sets afresh for the connection's next request; without one,
-// it clears the deadline.
-func boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, total time.Duration) (stop func()) {
-	rc := http.NewResponseController(w)
-	var deadline time.Time
+// it clears the deadline. The state lives in the call (c.writes): none
+// of it is allocated per call but the AfterFunc.
+func (c *call) boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, total time.Duration) {
+	b := &c.writes
+	b.rc, b.r = *http.NewResponseController(w), r
 	if total > 0 {
-		deadline = start.Add(total + writeGrace)
+		b.deadline = c.start.Add(total + writeGrace)
 	}
-	var mu sync.Mutex // guards deadline and stopped
-	stopped := false
-	set := func(d time.Time) {
-		deadline = d
-		rc.SetWriteDeadline(d)
+	b.set(b.deadline)
+	b.stopAfter = context.AfterFunc(ctx, b.ctxEnded)
+}
+
+// writeBound is the bound on one call's writes (boundWrites).
+type writeBound struct {
+	rc        http.ResponseController
+	r         *http.Request
+	stopAfter func() bool
+
+	mu       sync.Mutex // guards deadline and stopped
+	deadline time.Time
+	stopped  bool
+}
+
+func (b *writeBound) set(d time.Time) {
+	b.deadline = d
+	b.rc.SetWriteDeadline(d)
+}
+
+// ctxEnded leaves the writes writeGrace from now, at most.
+func (b *writeBound) ctxEnded() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d := time.Now().Add(writeGrace); !b.stopped && (b.deadline.IsZero() || d.Before(b.deadline)) {
+		b.set(d)
 	}
-	set(deadline)
-	stopAfter := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if d := time.Now().Add(writeGrace); !stopped && (deadline.IsZero() || d.Before(deadline)) {
-			set(d)
+}
+
+// endWrites ends the call's bound on its writes (boundWrites).
+func (c *call) endWrites() {
+	b := &c.writes
+	b.stopAfter()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	if srv, _ := b.r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
+		if d := time.Now().Add(writeGrace); b.deadline.IsZero() || d.Before(b.deadline) {
+			b.set(d)
 		}
-	})
-	return func() {
-		stopAfter()
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		if srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server); srv != nil && srv.WriteTimeout > 0 {
-			if d := time.Now().Add(writeGrace); deadline.IsZero() || d.Before(deadline) {
-				set(d)
-			}
-			return
-		}
-		set(time.Time{})
+		return
 	}
+	b.set(time.Time{})
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -45,6 +46,12 @@ type harnessConfig struct {
 	builtin      core.Agent
 	wrapCore     func(zapcore.Core) zapcore.Core
 	metrics      *metrics.Metrics
+	tracer       trace.Tracer
+}
+
+// withTracer records the harness's spans with tracer.
+func withTracer(tracer trace.Tracer) harnessOption {
+	return func(c *harnessConfig) { c.tracer = tracer }
 }
 
 // withMetrics records the harness's calls in m.
@@ -100,6 +107,10 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 	h := &harness{t: t, logs: logs}
 	agent := core.Mux{Plain: client, Handlers: hc.builtin}
 	h.server = &Server{Config: cfg, Agent: agent, Logger: logger, ReadyWait: hc.readyWait, Metrics: hc.metrics}
+	if hc.tracer != nil {
+		h.server.Tracer = hc.tracer
+		client.Trace(hc.tracer)
+	}
 	if hc.probe {
 		prober := upstream.NewProber(cfg, client)
 		h.server.Prober = prober

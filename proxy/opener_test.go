@@ -132,7 +132,7 @@ func TestOpener(t *testing.T) {
 // starting with "+" asks for a stream.
 type streamAsked struct{ toyDoor }
 
-func (d streamAsked) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+func (d streamAsked) Handler(call func(route string, stream bool) http.Handler, health http.Handler, _ core.Refuse) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /ask", call("/ask", false))
 	return mux

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -39,20 +40,34 @@ type Server struct {
 	// Project is the Google Cloud project ($GOOGLE_CLOUD_PROJECT), for the
 	// trace field of log lines. Empty: the bare trace id is logged.
 	Project string
+	// Tracer records a SERVER span for every call, continuing the
+	// caller's trace context; the agent's requests are its children. If
+	// nil, no span is recorded (the agent still gets the caller's trace
+	// headers).
+	Tracer trace.Tracer
 
 	setupOnce sync.Once
 	draining  atomic.Bool
 	inFlight  atomic.Int64
+	// peak is the most calls in flight since the last collect, and
+	// collecting is set while a collect runs.
+	peak       atomic.Int64
+	collecting atomic.Bool
 	// notReady is the readiness detail last logged.
 	notReady atomic.Pointer[string]
 	// slots holds one token per call being served when
 	// Config.Limits.Concurrency is set; queued counts the calls waiting.
-	slots  chan struct{}
-	queued atomic.Int64
-	// calls is the parent of every call's context; cancelling it with
-	// ErrShuttingDown ends the calls still in flight.
+	slots   chan struct{}
+	release func() // frees a slot: made once, not per call
+	queued  atomic.Int64
+	// calls ends with ErrShuttingDown when EndCalls is called.
 	calls    context.Context
 	endCalls context.CancelCauseFunc
+	// live are the calls in flight (callContext), linked through their
+	// prev and next; ended is EndCalls' cause once it was called.
+	liveMu sync.Mutex
+	live   *call
+	ended  error
 }
 
 // Prober reports the agent's readiness (upstream.Prober does).
@@ -93,17 +108,30 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 // EndCalls ends every call still in flight: a stream gets a final
 // "shutting_down" error line, a call not yet answered a 503. The agent's
 // requests are cancelled.
-func (s *Server) EndCalls() { s.endCalls(ErrShuttingDown) }
+func (s *Server) EndCalls() {
+	s.endCalls(ErrShuttingDown)
+	s.liveMu.Lock()
+	s.ended = ErrShuttingDown
+	var cancels []context.CancelCauseFunc
+	for c := s.live; c != nil; c = c.next {
+		cancels = append(cancels, c.cancel)
+	}
+	s.liveMu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrShuttingDown)
+	}
+}
 
 // HandlerFor is door's public surface, its calls served here: every door
 // of one Server shares its in-flight count, concurrency slots and queue,
-// readiness, drain, log line and metrics, each call labelled with its
-// door's protocol (ProtocolOf, one of Protocols). Serve each door on a listener of its own.
+// readiness, drain, log line and metrics, each call, and each request
+// the door refuses itself, labelled with its door's protocol (ProtocolOf,
+// one of Protocols). Serve each door on a listener of its own.
 func (s *Server) HandlerFor(door Door) http.Handler {
 	s.setupOnce.Do(s.setup)
 	protocol := ProtocolOf(door, s.Protocols)
 	return door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
-		http.HandlerFunc(s.ServeHealth))
+		http.HandlerFunc(s.ServeHealth), s.refuser(door, protocol))
 }
 
 // setup readies the server for its first handler.
@@ -122,6 +150,7 @@ func (s *Server) setup() {
 		})
 	}
 	s.slots = make(chan struct{}, Concurrency(s.Config))
+	s.release = func() { <-s.slots }
 }
 
 // Ready reports whether calls are being taken: the agent is ready (or

@@ -27,7 +27,7 @@ import (
 // of proxy: its calls get the same limits, queue, drain and log line.
 type toyDoor struct{}
 
-func (toyDoor) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+func (toyDoor) Handler(call func(route string, stream bool) http.Handler, health http.Handler, _ core.Refuse) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /ask", call("/ask", false))
 	mux.Handle("POST /watch", call("/watch", true))

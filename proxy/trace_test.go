@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +52,26 @@ func TestTraceFields(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCallerSpan: any traceparent, tracestate and X-Cloud-Trace-Context
+// give a valid parent or none, never a panic; a valid one is remote and
+// carries the trace id one of the headers named.
+func FuzzCallerSpan(f *testing.F) {
+	f.Add("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor=x", "")
+	f.Add("", "", "105445aa7843bc8bf206b12000100000/1;o=1")
+	f.Add("00-zz-yy-01", "", "105445aa7843bc8bf206b12000100000/2")
+	f.Add("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=b,c", "105445aa7843bc8bf206b12000100000/0;o=1")
+	f.Add("00-00000000000000000000000000000000-b7ad6b7169203331-01", "", "105445aa7843bc8bf206b12000100000/18446744073709551615")
+	f.Fuzz(func(t *testing.T, traceparent, tracestate, cloud string) {
+		h := http.Header{"Traceparent": {traceparent}, "Tracestate": {tracestate}, "X-Cloud-Trace-Context": {cloud}}
+		sc := callerSpan(h)
+		if !sc.IsValid() {
+			return
+		}
+		id := sc.TraceID().String()
+		if !sc.IsRemote() || !strings.Contains(strings.ToLower(traceparent+cloud), id) {
+			t.Errorf("callerSpan(%q, %q) = trace %s, remote %v: not a trace the headers named", traceparent, cloud, id, sc.IsRemote())
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type Client struct {
 	retrying  *retryablehttp.Client
 	logger    *zap.Logger
 	limits    config.Limits // bound replies and records
+	// methodValues are the X-Sidecar-Class-Method values of the method
+	// map's names, made once and shared (see valueJSON).
+	methodValues map[string][]string
 }
 
 // forwardHeaders is the allow-list of inbound headers the agent receives:
@@ -57,8 +61,21 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
-		forward: append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
-		set:     cfg.Headers.Set,
+		forward:      append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		set:          cfg.Headers.Set,
+		methodValues: map[string][]string{},
+	}
+	for _, m := range cfg.Methods {
+		if m.Name != "*" {
+			c.methodValues[m.Name] = []string{m.Name}
+		}
+	}
+	// go-retryablehttp logs at debug level only (zapLeveled), and builds
+	// its messages (the URL as a string, the fields) before the logger
+	// can drop them: with debug off it gets no logger, and costs nothing.
+	var retryLog any
+	if logger.Core().Enabled(zap.DebugLevel) {
+		retryLog = zapLeveled{logger}
 	}
 	c.retrying = &retryablehttp.Client{
 		HTTPClient: &http.Client{
@@ -66,7 +83,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 			// Redirects are the agent's answer, not something to follow.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		Logger:       zapLeveled{logger},
+		Logger:       retryLog,
 		RetryWaitMin: 20 * time.Millisecond,
 		RetryWaitMax: 500 * time.Millisecond,
 		// Retries are bounded by the connect clock, not by a count.
@@ -74,6 +91,9 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 		CheckRetry:   checkRetry,
 		Backoff:      backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		// Each attempt sends the body from its start (GetBody, which
+		// Send sets); retryablehttp only rewinds the bodies it made.
+		PrepareRetry: rewindBody,
 		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, attempt int) {
 			if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok {
 				ci.attempts.Store(int32(attempt))
@@ -100,6 +120,7 @@ type callInfo struct {
 	deadline      time.Time // zero: none
 	statusRetries int       // 429/503 retries so far (one goroutine: retryablehttp's)
 	waited        bool      // the call waited out a Retry-After; the next attempt starts afresh
+	body          []byte    // the request body, sent again by a retry
 }
 
 // maxStatusRetries bounds retries of an agent's 429 or 503, however long
@@ -256,37 +277,53 @@ func SegmentPath(parts ...string) (path, raw string) {
 // is a *core.StatusError carrying the agent's message. On success the Response
 // owns the call's clocks and body; the caller must Close it.
 func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
-	u := *c.base
-	u.Path = c.base.Path + r.Path
-	u.RawPath = c.base.EscapedPath() + r.RawPath
-	u.RawQuery = r.RawQuery
-
-	clk := newClocks(ctx, r.Timeouts)
-	ci := &callInfo{idempotent: r.Idempotent}
+	if !validQuery(r.RawQuery) {
+		return nil, fmt.Errorf("building agent request: query %q has a control character", r.RawQuery)
+	}
+	st := new(sent)
+	clk := &st.clk
+	clk.init(ctx, r.Timeouts)
+	ci := &st.ci
+	ci.idempotent = r.Idempotent
 	if r.Timeouts.Total > 0 {
 		ci.deadline = time.Now().Add(r.Timeouts.Total)
 	}
 	ci.clk = clk
 	reqCtx := context.WithValue(clk.ctx, callKey{}, ci)
 
-	var rb any
-	if r.Body != nil {
-		rb = r.Body
-	}
-	req, err := retryablehttp.NewRequestWithContext(reqCtx, r.Verb, u.String(), rb)
+	// The URL is built as a struct, not written out and parsed again.
+	req, err := http.NewRequestWithContext(reqCtx, r.Verb, "", nil)
 	if err != nil {
 		clk.stop()
 		return nil, fmt.Errorf("building agent request: %w", err)
 	}
-	req.URL = &u
+	*req.URL = *c.base
+	req.URL.Path = c.base.Path + r.Path
+	req.URL.RawPath = c.base.EscapedPath() + r.RawPath
+	req.URL.RawQuery = r.RawQuery
+	req.Host = c.base.Host
 	if r.Body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		st.reqBody.reset(r.Body)
+		req.Body, req.ContentLength = &st.reqBody, int64(len(r.Body))
+		ci.body = r.Body // for a retry (rewindBody)
+		if netHTTP {     // net/http's Transport retries an unwritten request itself
+			req.GetBody = st.reqBody.rewind
+		}
+		req.Header["Content-Type"] = valueJSON
 	}
-	if r.Method != "" {
+	if v, ok := c.methodValues[r.Method]; ok {
+		req.Header["X-Sidecar-Class-Method"] = v
+	} else if r.Method != "" {
 		req.Header.Set("X-Sidecar-Class-Method", r.Method)
 	}
-	req.Header.Set(core.HopHeader, "1")
-	if r.Accept != "" {
+	req.Header[core.HopHeader] = valueHop
+	switch r.Accept {
+	case "":
+	case acceptUnary:
+		req.Header["Accept"] = valueJSON
+	case acceptStream:
+		req.Header["Accept"] = valueAcceptStream
+	default:
 		req.Header.Set("Accept", r.Accept)
 	}
 	for _, h := range c.forward {
@@ -307,7 +344,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		req.Header.Set(name, v)
 	}
 
-	resp, err := c.retrying.Do(req)
+	resp, err := c.retrying.Do(&retryablehttp.Request{Request: req})
 	retries := max(int(ci.attempts.Load()), 0)
 	if err == nil {
 		clk.headersArrived()
@@ -331,16 +368,79 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		}
 		return nil, &core.StatusError{Status: resp.StatusCode, Detail: detail}
 	}
-	out := &Response{
+	st.body = idleReader{r: resp.Body, clk: clk}
+	out := &st.resp
+	*out = Response{
 		Status:  resp.StatusCode,
 		Header:  resp.Header,
 		Retries: retries,
-		body:    &idleReader{r: resp.Body, clk: clk},
+		body:    &st.body,
 		raw:     resp.Body,
 		clk:     clk,
 	}
-	out.closeEnd = closeDelimited(resp)
+	out.closeEnd, out.length = closeDelimited(resp), resp.ContentLength
 	return out, nil
+}
+
+// sent is what Send keeps for one call, in one allocation: its retry
+// facts, its clocks, and its reply and the reader of its body.
+type sent struct {
+	ci      callInfo
+	clk     clocks
+	reqBody requestBody
+	resp    Response
+	body    idleReader
+}
+
+// The values of the headers Send sets to constants, shared by every
+// request: a header's values are replaced (Set), never written into.
+var (
+	valueJSON         = []string{"application/json"}
+	valueHop          = []string{"1"}
+	valueAcceptStream = []string{acceptStream}
+)
+
+// requestBody is a request's body. A retry gets a reader of its own from
+// the start (rewind): the attempt before may still hold this one
+// (net/http's Transport can close a body after RoundTrip).
+type requestBody struct {
+	bytes.Reader
+	b []byte
+}
+
+func (b *requestBody) reset(body []byte) {
+	b.b = body
+	b.Reset(body)
+}
+
+func (b *requestBody) Close() error { return nil }
+
+func (b *requestBody) rewind() (io.ReadCloser, error) {
+	rb := new(requestBody)
+	rb.reset(b.b)
+	return rb, nil
+}
+
+// rewindBody readies a retried request's body for its next attempt: the
+// call's whole body again (callInfo.body).
+func rewindBody(req *http.Request) error {
+	if ci, ok := req.Context().Value(callKey{}).(*callInfo); ok && ci.body != nil {
+		rb := new(requestBody)
+		rb.reset(ci.body)
+		req.Body = rb
+	}
+	return nil
+}
+
+// validQuery reports whether an escaped query string has no control
+// character, which would break the request line it goes out in.
+func validQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		if q[i] < ' ' || q[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // namedInConnection reports whether the caller's Connection header names
@@ -377,6 +477,8 @@ type Response struct {
 	clk  *clocks
 	// closeEnd: only a close ends the body (see closeDelimited).
 	closeEnd bool
+	// length is the body's Content-Length, -1 when not known.
+	length int64
 }
 
 // Close releases the body and the call's clocks. Closing before the body

@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -231,5 +235,89 @@ func TestSendConnectionNamed(t *testing.T) {
 	}
 	if h.Get("X-Keep") != "k" {
 		t.Errorf("X-Keep = %q, want k", h.Get("X-Keep"))
+	}
+}
+
+// TestRetryLogDebugOnly: go-retryablehttp's own lines (the request, a
+// failed attempt) are logged at debug level when the logger takes debug,
+// and not built at all when it does not.
+func TestRetryLogDebugOnly(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	for _, level := range []zapcore.Level{zapcore.DebugLevel, zapcore.InfoLevel} {
+		core, logs := observer.New(level)
+		c, err := New(testConfig(t, agent.URL, ""), zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Send(t.Context(), Request{Method: "query", Verb: http.MethodPost, Path: "/q", Body: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Close()
+		c.Close()
+		n := logs.FilterMessage("performing request").Len()
+		if want := map[bool]int{true: 1, false: 0}[level == zapcore.DebugLevel]; n != want {
+			t.Errorf("at %s: %d %q lines, want %d", level, n, "performing request", want)
+		}
+	}
+}
+
+// TestRetrySendsWholeBody: a retried attempt (an idempotent method's 429)
+// sends the request body again from its start.
+func TestRetrySendsWholeBody(t *testing.T) {
+	const body = `{"message":"the same body every time"}`
+	var bodies []string
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b)) // one attempt at a time
+		if len(bodies) < 3 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "{}")
+	}))
+	defer agent.Close()
+	c, err := New(testConfig(t, agent.URL, ""), zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.Send(t.Context(), Request{Verb: http.MethodPost, Path: "/q", Body: []byte(body), Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Close()
+	if len(bodies) != 3 {
+		t.Fatalf("agent called %d times, want 3 (two 429s retried)", len(bodies))
+	}
+	for i, b := range bodies {
+		if b != body {
+			t.Errorf("attempt %d sent body %q, want %q", i+1, b, body)
+		}
+	}
+}
+
+// TestSendRefusesControlInQuery: a query with a control character never
+// goes out (it would break the request line).
+func TestSendRefusesControlInQuery(t *testing.T) {
+	var calls atomic.Int32
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	defer agent.Close()
+	c, err := New(testConfig(t, agent.URL, ""), zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, q := range []string{"a=\r\nX-Injected: 1", "a=\x00", "a=\x7f"} {
+		if _, err := c.Send(t.Context(), Request{Verb: http.MethodGet, Path: "/q", RawQuery: q}); err == nil || !strings.Contains(err.Error(), "building agent request") {
+			t.Errorf("Send with query %q: err = %v, want a refusal", q, err)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("agent called %d times, want 0", n)
 	}
 }

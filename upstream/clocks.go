@@ -29,8 +29,9 @@ type clocks struct {
 	t      config.Timeouts
 	start  time.Time // monotonic base of the call
 
-	mu      sync.Mutex // guards timer, phase, limit and stopped
-	timer   *time.Timer
+	mu      sync.Mutex // guards timer, armed, phase, limit and stopped
+	timer   *clockTimer
+	armed   bool // timer is set to run (not stopped since, nor run)
 	phase   string
 	limit   time.Duration
 	stopped bool
@@ -51,10 +52,16 @@ type clocks struct {
 }
 
 func newClocks(parent context.Context, t config.Timeouts) *clocks {
-	ctx, cancel := context.WithCancelCause(parent)
-	c := &clocks{ctx: ctx, cancel: cancel, t: t, start: time.Now()}
-	c.enter("connect", t.Connect)
+	c := new(clocks)
+	c.init(parent, t)
 	return c
+}
+
+// init starts the zero clocks c, in the connect phase.
+func (c *clocks) init(parent context.Context, t config.Timeouts) {
+	c.ctx, c.cancel = context.WithCancelCause(parent)
+	c.t, c.start = t, time.Now()
+	c.enter("connect", t.Connect)
 }
 
 // enter starts phase, limited to d (none if d <= 0).
@@ -88,14 +95,46 @@ func (c *clocks) arm(now time.Duration) {
 	}
 	switch {
 	case next < 0:
-		if c.timer != nil {
-			c.timer.Stop()
+		if c.timer != nil && c.timer.t.Stop() {
+			c.armed = false
 		}
 	case c.timer == nil:
-		c.timer = time.AfterFunc(next-now, c.fire)
+		c.timer, c.armed = startClockTimer(c, next-now), true
 	default:
-		c.timer.Reset(next - now)
+		c.timer.t.Reset(next - now)
+		c.armed = true
 	}
+}
+
+// clockTimer is the timer of one call's clocks at a time. Timers are
+// pooled: stop gives one back once it can no longer run for the clocks
+// it served (its pending run cancelled, or its last run over). A run
+// that reached the next clocks all the same would find no limit run out
+// and only set the timer again (fire), as an early run does.
+type clockTimer struct {
+	t     *time.Timer
+	owner atomic.Pointer[clocks]
+}
+
+var clockTimers sync.Pool
+
+func (ct *clockTimer) fire() {
+	if c := ct.owner.Load(); c != nil {
+		c.fire()
+	}
+}
+
+// startClockTimer is a timer running c.fire after d: a pooled one, or new.
+func startClockTimer(c *clocks, d time.Duration) *clockTimer {
+	if ct, ok := clockTimers.Get().(*clockTimer); ok {
+		ct.owner.Store(c)
+		ct.t.Reset(d)
+		return ct
+	}
+	ct := new(clockTimer)
+	ct.owner.Store(c)
+	ct.t = time.AfterFunc(d, ct.fire)
+	return ct
 }
 
 // fire runs when the timer does: it cancels the call with the clock that
@@ -104,6 +143,7 @@ func (c *clocks) fire() {
 	now := time.Since(c.start)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.armed = false
 	if c.stopped {
 		return
 	}
@@ -184,8 +224,13 @@ func (c *clocks) note(p *core.Phases) {
 func (c *clocks) stop() {
 	c.mu.Lock()
 	c.stopped = true
-	if c.timer != nil {
-		c.timer.Stop()
+	if ct := c.timer; ct != nil {
+		if ct.t.Stop() || !c.armed {
+			// It will not run again for c: it may serve other clocks.
+			ct.owner.Store(nil)
+			clockTimers.Put(ct)
+		}
+		c.timer = nil
 	}
 	c.mu.Unlock()
 	c.cancel(context.Canceled)

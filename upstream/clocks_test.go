@@ -177,3 +177,26 @@ func TestClocksStop(t *testing.T) {
 	}
 	c.headersArrived() // late phase changes after stop are ignored
 }
+
+// TestClocksTimersServeOneCall: a call's clocks reuse the timer of a call
+// that ended (pooled), and it runs for them alone: each of a row of
+// calls, one after another, still times out on its own clock, and one
+// call stopping never ends the next.
+func TestClocksTimersServeOneCall(t *testing.T) {
+	for i := range 20 {
+		// Ended before its clock ran out: its timer goes back to the pool.
+		done := newClocks(context.Background(), config.Timeouts{Connect: time.Hour, Total: time.Hour})
+		done.stop()
+		c := newClocks(context.Background(), config.Timeouts{Connect: 20 * time.Millisecond})
+		if p := timedOut(c, 10*time.Second); p != "connect" {
+			t.Fatalf("call %d: ended by %q, want connect (its own timer)", i, p)
+		}
+		c.stop()
+		next := newClocks(context.Background(), config.Timeouts{Connect: time.Hour})
+		c.stop() // again: the timer c had must not be given back twice
+		if p := timedOut(next, 50*time.Millisecond); p != "" {
+			t.Fatalf("call %d: the next call ended by %q, want running", i, p)
+		}
+		next.stop()
+	}
+}

@@ -71,14 +71,18 @@ func (c *conn) alive() (live, closed bool) {
 	if c.rc == nil {
 		return true, false
 	}
+	err := c.rc.Read(c.peek)
+	return err == nil && c.live, c.closed
+}
+
+// peekOnce is alive's one non-blocking peek, made once per connection as
+// c.peek: a closure per call would cost an allocation per call.
+func (c *conn) peekOnce(fd uintptr) bool {
 	var buf [1]byte
-	err := c.rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		live = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		closed = n == 0 || (n < 0 && !live)
-		return true
-	})
-	return err == nil && live, closed
+	n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	c.live = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+	c.closed = n == 0 || (n < 0 && !c.live)
+	return true
 }
 
 // release puts c back in the pool, or closes it when it cannot be reused:

@@ -103,7 +103,7 @@ func compact(b []byte) string {
 // array of its records. A reply whose end cut a record, as a stream
 // would find it, is an error wrapping io.ErrUnexpectedEOF.
 func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json.RawMessage, error) {
-	b, err := io.ReadAll(io.LimitReader(r.body, maxReply+1))
+	b, err := r.readAll(maxReply)
 	if err != nil {
 		return nil, r.Explain(fmt.Errorf("reading agent reply: %w", err))
 	}
@@ -138,6 +138,30 @@ func (r *Response) Output(m *config.Method, maxReply int64, maxRecord int) (json
 		return unwrapOutput(out)
 	}
 	return out, nil
+}
+
+// readAll reads the reply's body whole, up to max bytes and one more (a
+// reply longer than max). A body of known length within max is read
+// into one buffer of that size, and a byte more: room for the read that
+// finds its end.
+func (r *Response) readAll(max int64) ([]byte, error) {
+	if r.length < 0 || r.length > max {
+		return io.ReadAll(io.LimitReader(r.body, max+1))
+	}
+	b := make([]byte, 0, r.length+1)
+	for {
+		n, err := r.body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b): // not from net/http, whose body ends at its length
+			rest, err := io.ReadAll(io.LimitReader(r.body, max+1-int64(len(b))))
+			return append(b, rest...), err
+		}
+	}
 }
 
 // jsonOutput compacts a JSON reply, and reports false when it is not

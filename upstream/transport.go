@@ -59,12 +59,21 @@ type conn struct {
 	timer *time.Timer // closes it after idleTimeout in the pool
 	since time.Time   // when it went back to the pool
 	heard bool        // a byte of the current reply arrived
+	// close closes nc: what a call's end does (made once, not per call).
+	close func()
+	// peek is peekOnce, and live and closed what it saw (alive).
+	peek         func(fd uintptr) bool
+	live, closed bool
+	// body bounds the request body being written to its Content-Length.
+	body io.LimitedReader
 }
 
 func newConn(t *transport, nc net.Conn) *conn {
 	c := &conn{nc: nc, cw: countingWriter{w: nc}, t: t}
 	c.lr = limitedReader{r: nc, n: math.MaxInt64}
 	c.br = bufio.NewReaderSize(&c.lr, readerSize)
+	c.peek = c.peekOnce
+	c.close = func() { nc.Close() }
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
@@ -118,28 +127,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
-	fail := func(err error) (*http.Response, error) {
-		stop()
-		c.nc.Close()
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, err
-	}
+	stop := context.AfterFunc(ctx, c.close)
 	bw := writers.Get().(*bufio.Writer)
 	if err := t.writeHead(c, bw, req); err != nil {
 		putWriter(bw)
-		return fail(err)
+		return failed(ctx, c, stop, err)
 	}
 	if hasBody(req) && (req.ContentLength <= 0 || req.ContentLength > syncBody) {
-		return t.roundTripConcurrent(ctx, c, bw, req, reused, stop, fail)
+		return t.roundTripConcurrent(ctx, c, bw, req, reused, stop)
 	}
 	err = t.writeBody(c, bw, req)
 	putWriter(bw)
 	if err != nil {
 		if reused && c.cw.n == 0 {
-			return fail(fmt.Errorf("%w: %w", errServerClosedIdle, err))
+			return failed(ctx, c, stop, fmt.Errorf("%w: %w", errServerClosedIdle, err))
 		}
 		// The agent may have answered before reading the whole request
 		// (a 413, say) and closed: its answer, not the broken pipe, is
@@ -148,7 +149,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Close = true
 			return t.withBody(ctx, c, resp, stop, nil), nil
 		}
-		return fail(err)
+		return failed(ctx, c, stop, err)
 	}
 	resp, err := t.readHead(c, req)
 	if err != nil {
@@ -156,9 +157,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.learn(time.Since(c.since))
 			err = fmt.Errorf("%w: %w", errServerClosedIdle, err)
 		}
-		return fail(err)
+		return failed(ctx, c, stop, err)
 	}
 	return t.withBody(ctx, c, resp, stop, nil), nil
+}
+
+// failed ends a round trip on c that failed with err: c is closed, and
+// the error is the call's end when that is what broke it.
+func failed(ctx context.Context, c *conn, stop func() bool, err error) (*http.Response, error) {
+	stop()
+	c.nc.Close()
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return nil, err
 }
 
 // roundTripConcurrent writes a large request body on a goroutine of its
@@ -167,7 +179,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // reading it. Such an early reply goes to the caller, and its connection
 // is not reused (the agent did not read all of the request). The writer
 // ends when the connection closes, which the reply's body does.
-func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.Writer, req *http.Request, reused bool, stop func() bool, fail func(error) (*http.Response, error)) (*http.Response, error) {
+func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.Writer, req *http.Request, reused bool, stop func() bool) (*http.Response, error) {
 	wrote := make(chan error, 1)
 	go func() {
 		err := t.writeBody(c, bw, req)
@@ -186,7 +198,7 @@ func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.
 			t.learn(time.Since(c.since))
 			err = fmt.Errorf("%w: %w", errServerClosedIdle, err)
 		}
-		return fail(err)
+		return failed(ctx, c, stop, err)
 	}
 	// A reply that followed the whole request finds the writer done, or
 	// about to report it; net/http waits the same 50 ms before it gives

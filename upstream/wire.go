@@ -109,7 +109,9 @@ func (t *transport) writeBody(c *conn, bw *bufio.Writer, req *http.Request) erro
 			}
 		} else {
 			var n int64
-			n, err = io.Copy(bw, io.LimitReader(req.Body, req.ContentLength))
+			c.body = io.LimitedReader{R: req.Body, N: req.ContentLength}
+			n, err = io.Copy(bw, &c.body)
+			c.body.R = nil
 			if err == nil && n != req.ContentLength {
 				err = fmt.Errorf("upstream: request body is %d bytes, not the %d announced", n, req.ContentLength)
 			}

@@ -118,8 +118,9 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 }
 
 // devDoors are cfg's enabled doors for the playground to list, each
-// with its URL (the contract listener's at contract) and the example of
-// its registration.
+// with its URL (its listener's, the contract listener's at contract, then
+// the path its section gives, MCP's) and the example of its registration
+// for that URL.
 func devDoors(cfg *config.Config, contract net.Addr) []devapi.Door {
 	var list []devapi.Door
 	for _, p := range cfg.Listens() {
@@ -129,8 +130,12 @@ func devDoors(cfg *config.Config, contract net.Addr) []devapi.Door {
 		}
 		door := devapi.Door{Protocol: p[0], URL: url}
 		for _, d := range doors.All {
-			if d.Name == p[0] && d.Example != nil {
-				ex := d.Example(url)
+			if d.Name != p[0] {
+				continue
+			}
+			door.URL = d.URL(url, cfg.Protocols.Door(p[0]))
+			if d.Example != nil {
+				ex := d.Example(door.URL)
 				door.Example = &ex
 			}
 		}

@@ -52,9 +52,10 @@ func (o *devOutput) contractAddr() string {
 }
 
 // TestDevDoorsListed: sidecar dev gives the playground its enabled
-// doors, in order, each with the URL it listens on and its example
-// (GET /playground/doors.json); each example's curl, run as listed,
-// gets the agent's answer through its door.
+// doors, in order, each with its URL (the one it listens on, then the
+// path its section sets: MCP's) and its example (GET
+// /playground/doors.json); each example's curl, run as listed, gets the
+// agent's answer through its door (MCP's: its tools).
 func TestDevDoorsListed(t *testing.T) {
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -62,9 +63,10 @@ func TestDevDoorsListed(t *testing.T) {
 		io.WriteString(w, `{"text":"answered"}`)
 	}))
 	defer agent.Close()
-	agentcore, a2a := freePort(t), freePort(t)
+	agentcore, a2a, mcp := freePort(t), freePort(t), freePort(t)
 	yaml := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nmethods:\n  query: {call: POST /q}\n"+
-		"protocols:\n  agentcore: {listen: \":%d\", method: query}\n  a2a: {listen: \"127.0.0.1:%d\", method: query}\n", agent.URL, agentcore, a2a)
+		"protocols:\n  agentcore: {listen: \":%d\", method: query}\n  a2a: {listen: \"127.0.0.1:%d\", method: query}\n"+
+		"  mcp: {listen: \"127.0.0.1:%d\", path: /tools}\n", agent.URL, agentcore, a2a, mcp)
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -106,10 +108,12 @@ func TestDevDoorsListed(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /playground/doors.json: %d %q %v", resp.StatusCode, resp.Header.Get("Content-Type"), err)
 	}
-	want := []struct{ protocol, url string }{
-		{"agent_platform", "http://" + out.contractAddr()},
-		{"agentcore", fmt.Sprintf("http://127.0.0.1:%d", agentcore)},
-		{"a2a", fmt.Sprintf("http://127.0.0.1:%d", a2a)},
+	want := []struct{ protocol, url, answer string }{
+		{"agent_platform", "http://" + out.contractAddr(), "answered"},
+		{"agentcore", fmt.Sprintf("http://127.0.0.1:%d", agentcore), "answered"},
+		{"a2a", fmt.Sprintf("http://127.0.0.1:%d", a2a), "answered"},
+		// Its URL ends with protocols.mcp.path; its curl lists the tools.
+		{"mcp", fmt.Sprintf("http://127.0.0.1:%d/tools", mcp), `"name":"query"`},
 	}
 	if len(got.Doors) != len(want) {
 		t.Fatalf("doors.json lists %+v, want %v", got.Doors, want)
@@ -123,7 +127,7 @@ func TestDevDoorsListed(t *testing.T) {
 		cctx, ccancel := context.WithTimeout(context.Background(), 15*time.Second)
 		b, err := exec.CommandContext(cctx, "sh", "-c", d.Curl).CombinedOutput()
 		ccancel()
-		if err != nil || !strings.Contains(string(b), "answered") {
+		if err != nil || !strings.Contains(string(b), w.answer) {
 			t.Errorf("%s: its curl, run: %v %q\n%s", d.Protocol, err, b, d.Curl)
 		}
 	}

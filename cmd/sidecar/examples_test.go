@@ -26,7 +26,8 @@ func TestDoorExamples(t *testing.T) {
 				t.Fatalf("door %s is registered without an Example: the playground shows no way to call it", d.Name)
 			}
 			agent := newHostileAgent(t)
-			base, _ := hostileSidecar(t, d.Name, "query", "", agent)
+			listener, _ := hostileSidecar(t, d.Name, "query", "", agent)
+			base := d.URL(listener, probeSection(t, d.Name, "query"))
 			ex := d.Example(base)
 			if ex.Curl == "" || ex.Client == "" || ex.ClientLang == "" {
 				t.Fatalf("Example(%q) = %+v, want a curl and a client snippet with its language", base, ex)

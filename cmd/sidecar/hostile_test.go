@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -111,11 +114,38 @@ func probeOf(protocol string) core.Probe {
 	return core.Probe{}
 }
 
+// probeSection is the protocols section of the door protocol as
+// hostileSidecar writes it (its Probe's, calling method), parsed; nil for
+// agent_platform.
+func probeSection(t *testing.T, protocol, method string) *config.Door {
+	t.Helper()
+	section := probeOf(protocol).Section
+	if section == nil {
+		return nil
+	}
+	yaml := "upstream: {url: \"http://127.0.0.1:1\"}\n" + hostileMethods + "protocols:\n  " + protocol + ": " + section("127.0.0.1:2", method) + "\n"
+	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Protocols.Door(protocol)
+}
+
 // hostileSidecar serves cfg's doors in process (serve, as run does) in
 // front of agent with door protocol calling method; it returns the door's
 // base URL and a func that starts the drain, as SIGTERM does.
 func hostileSidecar(t *testing.T, protocol, method, head string, agent *hostileAgent) (string, func()) {
 	t.Helper()
+	base, drain, _ := hostileServe(t, protocol, method, head, agent)
+	return base, drain
+}
+
+// hostileServe is hostileSidecar, with the sidecar's log lines (those of
+// Info and above) kept for the test to read.
+func hostileServe(t *testing.T, protocol, method, head string, agent *hostileAgent) (string, func(), *observer.ObservedLogs) {
+	t.Helper()
+	observed, logs := observer.New(zap.InfoLevel)
+	logger := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, observed) })))
 	yaml := "upstream: {url: \"" + agent.url + "\"}\nshutdown: {drain: 500ms, agent_grace: 1s}\n" + head + hostileMethods
 	addr := ""
 	if section := probeOf(protocol).Section; section != nil {
@@ -136,7 +166,7 @@ func hostileSidecar(t *testing.T, protocol, method, head string, agent *hostileA
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, ln, zaptest.NewLogger(t), agentIO{env: []string{}}, defaultServerLimits)
+		done <- serve(ctx, cfg, ln, logger, agentIO{env: []string{}}, defaultServerLimits)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -155,7 +185,7 @@ func hostileSidecar(t *testing.T, protocol, method, head string, agent *hostileA
 			t.Fatalf("the %s door is not listening on %s after %v", protocol, addr, hostileBound)
 		}
 	}
-	return "http://" + addr, cancel
+	return "http://" + addr, cancel, logs
 }
 
 // write writes req's head on a new connection with Content-Length n and
@@ -236,8 +266,10 @@ func checkServerTiming(t *testing.T, what string, resp *http.Response, names ...
 // shape before their body is read (none is ever sent); a caller leaving
 // mid-stream ends the agent's request; an agent cut mid-record gives
 // exactly one failure in the door's shape; a stream or unary call in
-// flight at drain gets the door's shutting-down failure; headers past
-// limits.header_bytes are refused, and ids in a body past their cap. A
+// flight at drain gets the door's shutting-down failure; a path the door
+// does not serve is its 404 and one call log line of its protocol;
+// headers past limits.header_bytes are refused, and ids in a body past
+// their cap. A
 // stream's head and a failure carry the Server-Timing of the phases the
 // call reached.
 func TestHostileDoors(t *testing.T) {
@@ -323,6 +355,24 @@ func TestHostileDoors(t *testing.T) {
 				}
 				// It had a connection, and the agent never answered.
 				checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
+			})
+			t.Run("refused by the door, logged", func(t *testing.T) {
+				agent := newHostileAgent(t)
+				base, _, logs := hostileServe(t, d.Name, "hold", "", agent)
+				req, _ := http.NewRequest(http.MethodGet, base+"/no/such/path", http.NoBody)
+				_, resp := call(t, req)
+				body := readAll(t, resp)
+				if resp.StatusCode != http.StatusNotFound || !spec.Refusal(body) {
+					t.Errorf("a path the door does not serve = %d %q, want 404 in the door's shape", resp.StatusCode, body)
+				}
+				var lines []map[string]any
+				for _, l := range logs.FilterMessage("call").All() {
+					lines = append(lines, l.ContextMap())
+				}
+				if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusNotFound) ||
+					lines[0]["reason"] != "NOT_FOUND" || lines[0]["route"] != "" {
+					t.Errorf("the 404 logged %v, want one call line of protocol %s, status 404, reason NOT_FOUND, no route", lines, d.Name)
+				}
 			})
 			t.Run("headers and ids capped", func(t *testing.T) {
 				agent := newHostileAgent(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 	"github.com/sidecar-dev/sidecar/supervise"
+	"github.com/sidecar-dev/sidecar/tracing"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -29,6 +30,13 @@ import (
 // a shutting_down error and its connection closed, and only then is the
 // agent stopped.
 func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap.Logger, aio agentIO, lim serverLimits) error {
+	spans, err := tracing.FromEnv(ctx, func(name string) string { return envValue(aio.env, name) }, logger)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return &exitError{code: 1, msg: "sidecar: " + err.Error()}
+	}
 	client, err := upstream.New(cfg, logger)
 	if err != nil {
 		if ln != nil {
@@ -37,6 +45,13 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		return err
 	}
 	defer client.Close()
+	// A return before the shutdown below (which flushed them already)
+	// still sends the spans of the calls served.
+	defer func() { flushSpans(spans, time.Now().Add(config.ShutdownMargin), logger) }()
+	if spans != nil {
+		client.Trace(spans.Tracer())
+		logger.Info("tracing", zap.String("endpoint", spans.Endpoint), zap.String("protocol", spans.Protocol))
+	}
 	prober := upstream.NewProber(cfg, client)
 	var m *metrics.Metrics
 	if cfg.Admin.Listen != "" {
@@ -57,7 +72,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
 		MaxRecord: cfg.Limits.RecordBytes}
 	s := &proxy.Server{Config: cfg, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
-		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT")}
+		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT"), Tracer: spans.Tracer()}
 	served, err := openDoors(cfg, s, ln, aio.env, logger, lim)
 	if err != nil {
 		return err
@@ -151,10 +166,19 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	// do: nothing below waits past its own share of it.
 	begun := time.Now()
 	drained := drain(srvs, s, errc, begun.Add(cfg.Shutdown.Drain))
+	// The spans of the calls go out while the agent stops, once the
+	// calls are over (their spans ended), within what is left of the budget.
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		s.WaitIdle(begun.Add(cfg.Shutdown.Budget()))
+		flushSpans(spans, begun.Add(cfg.Shutdown.Budget()), logger)
+	}()
 	stopAgent(begun.Add(cfg.Shutdown.Budget()))
 	// Calls whose connections were closed unwind meanwhile; give them
 	// what is left, so the process exits with its handlers done.
 	s.WaitIdle(begun.Add(cfg.Shutdown.Budget()))
+	<-flushed
 	logger.Info("stopped", zap.Bool("drained", drained), zap.Duration("duration", time.Since(begun)))
 	switch {
 	case agentExited && agent.ExitCode() != 0:
@@ -163,4 +187,17 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		return &exitError{code: 1, msg: "sidecar: the drain budget ran out; calls still in flight were ended"}
 	}
 	return nil
+}
+
+// flushSpans sends the spans not yet exported, by deadline at most, and
+// stops the exporter. Spans still unsent then are lost, and logged so.
+func flushSpans(p *tracing.Provider, deadline time.Time, logger *zap.Logger) {
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		logger.Warn("spans not flushed within the shutdown budget", zap.Error(err))
+	}
 }

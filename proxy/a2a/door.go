@@ -52,38 +52,38 @@ func (*Door) Protocol() string { return Name }
 
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and
-// has Open decode it), and /healthz.
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// has Open decode it), and /healthz; it refuses every other request, a
+// 404 or 405.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(RouteRPC, d.stream)
+	notAllowed := func(w http.ResponseWriter, r *http.Request, route, allow string) {
+		w.Header().Set("Allow", allow)
+		refuse(w, r, route, core.NotAllowed(r.Method, r.URL.Path, allow))
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RouteRPC:
 			if r.Method != http.MethodPost {
-				d.notAllowed(w, r, http.MethodPost)
+				notAllowed(w, r, RouteRPC, http.MethodPost)
 				return
 			}
 			calls.ServeHTTP(w, r)
 		case RouteCard, RouteLegacyCard:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				d.notAllowed(w, r, "GET, HEAD")
+				notAllowed(w, r, r.URL.Path, "GET, HEAD")
 				return
 			}
 			d.serveCard(w, r)
 		case RouteHealth:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				d.notAllowed(w, r, "GET, HEAD")
+				notAllowed(w, r, RouteHealth, "GET, HEAD")
 				return
 			}
 			health.ServeHTTP(w, r)
 		default:
-			d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), GET "+RouteCard+" and GET "+RouteHealth))
+			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), GET "+RouteCard+" and GET "+RouteHealth))
 		}
 	})
-}
-
-func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
-	w.Header().Set("Allow", allow)
-	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
 }
 
 // The JSON-RPC methods the door serves, in both versions' names.

@@ -213,8 +213,14 @@ func eventually(t *testing.T, what string, f func() bool) {
 // httpRecorder serves one request on d's handler alone and returns the body.
 func httpRecorder(d *Door, method, path string) []byte {
 	w := httptest.NewRecorder()
-	d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler()).ServeHTTP(w, httptest.NewRequest(method, path, nil))
+	d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler(), writeRefusal(d)).ServeHTTP(w, httptest.NewRequest(method, path, nil))
 	return w.Body.Bytes()
+}
+
+// writeRefusal is a core.Refuse that only writes d's refusal, for the
+// door's handler served without a proxy.Server.
+func writeRefusal(d *Door) core.Refuse {
+	return func(w http.ResponseWriter, _ *http.Request, _ string, err error) { d.WriteError(w, err.(core.Failure)) }
 }
 
 // newDoor is New's door of opts on cfg's map.

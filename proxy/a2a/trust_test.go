@@ -472,7 +472,7 @@ func TestCardURL(t *testing.T) {
 			r.Header.Set(k, v)
 		}
 		w := httptest.NewRecorder()
-		d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler()).ServeHTTP(w, r)
+		d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler(), writeRefusal(d)).ServeHTTP(w, r)
 		var c card
 		json.Unmarshal(w.Body.Bytes(), &c)
 		if c.URL != c.SupportedInterfaces[0].URL || c.URL != c.AdditionalInterfaces[0].URL {

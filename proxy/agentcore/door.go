@@ -34,13 +34,14 @@ type Door struct {
 func (*Door) Protocol() string { return Name }
 
 // Handler routes POST /invocations to the server's calls and GET /ping to
-// the ping; every other request is a 404 or 405 with {"error": …}.
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http.Handler) http.Handler {
+// the ping; it refuses every other request, a 404 or 405 with
+// {"error": …}.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http.Handler, refuse core.Refuse) http.Handler {
 	r := mux.NewRouter().SkipClean(true)
 	r.Handle(RouteInvocations, call(RouteInvocations, d.stream)).Methods(http.MethodPost)
 	r.HandleFunc(RoutePing, d.ping.serve).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RoutePing))
+		refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RoutePing))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -48,7 +49,8 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
+		// mux calls it only for a path it routes: one of the door's.
+		refuse(w, r, r.URL.Path, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }

@@ -308,8 +308,26 @@ type Answer struct {
 	// Outcome is the call's outcome for its log line and metrics: OK for
 	// an answer, BadRequest for a refusal.
 	Outcome metrics.Outcome
+	// Reason is a refusal's reason for the log line (UNAUTHENTICATED,
+	// NOT_ACCEPTABLE, …); "" for an answer.
+	Reason string
 }
 
 func (a *Answer) Error() string {
 	return fmt.Sprintf("answered by the front door: %d %s", a.Status, a.Outcome)
 }
+
+// Refuse answers a request a door refuses itself, before it is a call: a
+// path it does not serve, a method its route does not take, a Host,
+// Origin, Accept or key it does not accept (or a request it answers
+// without a call, as MCP's DELETE of a session). err is the door's own
+// *Answer, written as it is, or a Failure (NoRoute, NotAllowed, …),
+// written by the door's WriteError. route is the door's route the
+// request came to, "" for a path it does not serve: it is a metrics
+// label, so never the request's own path.
+//
+// The Server gives every door's Handler its Refuse: the request gets a
+// call's log line and metrics, with its door's protocol, and takes no
+// concurrency slot; its body is never read, so an unauthenticated or
+// refused large body costs nothing.
+type Refuse func(w http.ResponseWriter, r *http.Request, route string, err error)

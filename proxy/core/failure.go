@@ -64,6 +64,9 @@ type Failure struct {
 	AgentLine []byte
 }
 
+// Error is f's message: a Failure is an error too, for a door's Refuse.
+func (f Failure) Error() string { return f.Message }
+
 // RPC is a final line's code (an HTTP status) and status (the canonical
 // google.rpc.Code name with that HTTP mapping).
 type RPC struct {

@@ -17,10 +17,15 @@ type Protocol[O any] struct {
 	// the shared hostile-input tests use (TestHostileDoors fails for a
 	// registered door without one).
 	Probe Probe
+	// Path is where the door's endpoint is under its listener, as its
+	// section door sets it (MCP's protocols.mcp.path): the end of the
+	// door's URL. Nil: the listener's root, the door's routes fixed.
+	Path func(door *config.Door) string
 	// Example is how a user calls the door from a shell and from its
-	// ecosystem's own SDK, for base (the door's URL, e.g.
-	// http://localhost:9000): what sidecar dev's playground shows for
-	// every enabled door. Nil: the door shows none.
+	// ecosystem's own SDK, for base (the door's URL: its listener's, then
+	// its Path, e.g. http://localhost:9000 or http://localhost:8090/mcp):
+	// what sidecar dev's playground shows for every enabled door. Nil:
+	// the door shows none.
 	Example func(base string) Example
 }
 

@@ -9,6 +9,7 @@ package doors
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
@@ -41,14 +42,28 @@ type Door struct {
 	// Probe is how a client calls the door and reads its failures, the
 	// Protocol's: what the shared hostile-input tests use.
 	Probe core.Probe
-	// Example is how a user calls the door (the Protocol's; nil: none).
+	// Path is where the door's endpoint is under its listener, for its
+	// section (the Protocol's; nil: the root). URL applies it.
+	Path func(door *config.Door) string
+	// Example is how a user calls the door at its URL (the Protocol's;
+	// nil: none).
 	Example func(base string) core.Example
+}
+
+// URL is the door's URL for its section door (nil for agent_platform)
+// served on listener, e.g. http://127.0.0.1:8090: listener, then the
+// door's Path. It is the base the door's Example takes.
+func (d Door) URL(listener string, door *config.Door) string {
+	if d.Path == nil || door == nil {
+		return listener
+	}
+	return strings.TrimSuffix(listener, "/") + d.Path(door)
 }
 
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, Probe: p.Probe, Example: p.Example, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)

@@ -46,13 +46,14 @@ type Door struct {
 func (*Door) Protocol() string { return Name }
 
 // Handler routes POST /invocations to the server's calls, with the ids
-// resolved first, and GET /readiness to its health.
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// resolved first, and GET /readiness to its health; it refuses every
+// other request, a 404 or 405.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	r := mux.NewRouter().SkipClean(true)
 	r.Handle(RouteInvocations, d.ids(call(RouteInvocations, d.stream))).Methods(http.MethodPost)
 	r.Handle(RouteReadiness, health).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RouteReadiness))
+		refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RouteReadiness))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -60,7 +61,8 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)
-		d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
+		// mux calls it only for a path it routes: one of the door's.
+		refuse(w, r, r.URL.Path, core.NotAllowed(r.Method, r.URL.Path, allow))
 	})
 	return r
 }

@@ -16,7 +16,7 @@ func BenchmarkOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(cfg, Options{Listen: "127.0.0.1:0"})
+	d, err := New(cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,8 @@ func parse(yaml string) (*config.Config, error) {
 }
 
 // TestSection: protocols.mcp's defaults (listen :8090, path /mcp, every
-// method), its keys, and validate --print writing them back.
+// method), its keys, the door's URL ending with its path, and validate
+// --print writing them back.
 func TestSection(t *testing.T) {
 	for _, tt := range []struct {
 		yaml, listen, path string
@@ -39,8 +40,13 @@ func TestSection(t *testing.T) {
 		}
 		d := c.Protocols.Door(mcp.Name)
 		o := mcp.Protocol.Options(d, core.Host{})
-		if d == nil || d.Listen != tt.listen || o.Path != tt.path || !slices.Equal(o.Methods, tt.methods) || o.Listen != tt.listen {
+		if d == nil || d.Listen != tt.listen || o.Path != tt.path || !slices.Equal(o.Methods, tt.methods) {
 			t.Errorf("%s: door %+v, options %+v", tt.yaml, d, o)
+		}
+		for _, reg := range doors.All {
+			if reg.Name == mcp.Name && reg.URL("http://127.0.0.1:8090", d) != "http://127.0.0.1:8090"+tt.path {
+				t.Errorf("%s: the registered door's URL = %q, want the listener's, then %s", tt.yaml, reg.URL("http://127.0.0.1:8090", d), tt.path)
+			}
 		}
 		again, err := config.Parse("printed.yaml", c.Expanded(), doors.Kinds(doors.All)...)
 		if err != nil || string(again.Expanded()) != string(c.Expanded()) {

@@ -38,7 +38,6 @@ const listTTL = 60_000
 // Door is the MCP front door (a proxy.Door). Build it with New.
 type Door struct {
 	opts     Options
-	loopback bool // the listen address is a loopback one: Host is checked
 	tools    map[string]*tool
 	sessions *sessions
 	maxText  int64 // the most of a streamed answer's text a result keeps: limits.reply_bytes
@@ -64,8 +63,6 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		maxText: cfg.Limits.ReplyBytes}
-	host, _, _ := net.SplitHostPort(opts.Listen)
-	d.loopback = loopbackName(host)
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -166,47 +163,51 @@ func (*Door) Protocol() string { return Name }
 // DELETE: ends a session; GET: 405, as the door opens no server-initiated
 // stream) and /healthz. The endpoint first refuses what a web page of
 // another site could send (guard) and a POST whose Accept lacks either
-// of MCP's two types (406).
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// of MCP's two types (406). Every request answered here, health probes
+// aside, goes through refuse: the log line and metrics of a call.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(d.opts.Path, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case d.opts.Path:
-			if !d.guard(w, r) {
+			if f, ok := guard(r); !ok {
+				refuse(w, r, d.opts.Path, f)
 				return
 			}
 			switch r.Method {
 			case http.MethodPost:
 				if !accepts(r.Header.Values("Accept")) {
-					writeRPC(w, http.StatusNotAcceptable, response(nil, nil, &rpcError{code: codeInvalidRequest,
-						message: "Not Acceptable: the Accept header must list both application/json and text/event-stream"}))
+					refuse(w, r, d.opts.Path, core.Failure{Status: http.StatusNotAcceptable, Reason: "NOT_ACCEPTABLE", Outcome: metrics.BadRequest,
+						Message: "Not Acceptable: the Accept header must list both application/json and text/event-stream"})
 					return
 				}
 				calls.ServeHTTP(w, r)
 			case http.MethodDelete:
-				d.endSession(w, r)
+				refuse(w, r, d.opts.Path, d.endSession(r))
 			default:
-				d.notAllowed(w, r, "POST, DELETE")
+				d.notAllowed(w, r, refuse, "POST, DELETE")
 			}
 		case RouteHealth:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				d.notAllowed(w, r, "GET, HEAD")
+				d.notAllowed(w, r, refuse, "GET, HEAD")
 				return
 			}
 			health.ServeHTTP(w, r)
 		default:
-			d.WriteError(w, core.NoRoute(r.URL.Path, "POST "+d.opts.Path+" (MCP, Streamable HTTP) and GET "+RouteHealth))
+			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+d.opts.Path+" (MCP, Streamable HTTP) and GET "+RouteHealth))
 		}
 	})
 }
 
-func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+// notAllowed refuses a method the route, the request's path, does not
+// take: 405 with Allow.
+func (d *Door) notAllowed(w http.ResponseWriter, r *http.Request, refuse core.Refuse, allow string) {
 	w.Header().Set("Allow", allow)
-	msg := core.NotAllowed(r.Method, r.URL.Path, allow)
+	f := core.NotAllowed(r.Method, r.URL.Path, allow)
 	if r.Method == http.MethodGet && r.URL.Path == d.opts.Path {
-		msg.Message += ": this server opens no server-initiated SSE stream"
+		f.Message += ": this server opens no server-initiated SSE stream"
 	}
-	d.WriteError(w, msg)
+	refuse(w, r, r.URL.Path, f)
 }
 
 // accepts reports whether Accept lists both application/json and
@@ -233,25 +234,30 @@ func accepts(values []string) bool {
 	return json && sse
 }
 
-// guard answers 403 and reports false for a request a web page of
-// another site could have sent: an Origin other than the endpoint's own
-// (the request's Host; the transport's MUST, against DNS rebinding), and
-// on a loopback listener a Host that is not a loopback name with the
-// listener's port (a page under a name its DNS points to 127.0.0.1).
+// guard is the 403 refusing a request a web page of another site could
+// have sent, nil for any other: an Origin other than the endpoint's own
+// (the request's Host; the transport's MUST), and on a connection to a
+// loopback address a Host that is not a loopback name with the
+// listener's port: a page under a name its DNS points to 127.0.0.1 (DNS
+// rebinding) is same-origin with that name, so only its Host tells. The
+// connection decides, not the listen address: a listener of every
+// interface (the default, :8090) is reached on 127.0.0.1 too.
 // A client that sends no Origin (any but a browser) passes.
-func (d *Door) guard(w http.ResponseWriter, r *http.Request) bool {
-	if d.loopback && !loopbackHost(r.Host, localPort(r)) {
-		writeRPC(w, http.StatusForbidden, response(nil, nil, &rpcError{code: codeInvalidRequest, message: "Forbidden: Host " +
-			strconv.Quote(core.Clip(r.Host)) + " is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding"}))
-		return false
+func guard(r *http.Request) (core.Failure, bool) {
+	if port, loopback := localAddr(r); loopback && !loopbackHost(r.Host, port) {
+		return forbidden("Forbidden: Host " + strconv.Quote(core.Clip(r.Host)) +
+			" is not this loopback listener's (localhost, 127.0.0.1 or [::1] with its port): a page under another name may be DNS rebinding"), false
 	}
 	origin, sent := r.Header["Origin"]
 	if sent && (len(origin) != 1 || !sameOrigin(origin[0], r.Host)) {
-		writeRPC(w, http.StatusForbidden, response(nil, nil, &rpcError{code: codeInvalidRequest, message: "Forbidden: Origin " +
-			strconv.Quote(core.Clip(strings.Join(origin, ", "))) + " is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin"}))
-		return false
+		return forbidden("Forbidden: Origin " + strconv.Quote(core.Clip(strings.Join(origin, ", "))) +
+			" is not this server's: the MCP endpoint answers clients that send no Origin, or pages of its own origin"), false
 	}
-	return true
+	return core.Failure{}, true
+}
+
+func forbidden(msg string) core.Failure {
+	return core.Failure{Status: http.StatusForbidden, Reason: "PERMISSION_DENIED", Message: msg, Outcome: metrics.BadRequest}
 }
 
 // sameOrigin reports whether origin is a page of host's: http or https,
@@ -264,8 +270,8 @@ func sameOrigin(origin, host string) bool {
 	return host != "" && strings.EqualFold(u.Host, host)
 }
 
-// loopbackName reports whether a listen address's host is loopback only:
-// localhost or a loopback IP ("" and 0.0.0.0 are every interface).
+// loopbackName reports whether a Host's name is loopback only: localhost
+// or a loopback IP.
 func loopbackName(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -286,33 +292,34 @@ func loopbackHost(host, port string) bool {
 	return port != "" && p == port && loopbackName(name)
 }
 
-// localPort is the port the request came in on ("" if unknown).
-func localPort(r *http.Request) string {
+// localAddr is the port the request came in on, and whether the
+// connection's local address is a loopback one.
+func localAddr(r *http.Request) (port string, loopback bool) {
 	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok {
-		return ""
+		return "", false
 	}
-	_, port, err := net.SplitHostPort(a.String())
+	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return ""
+		return "", false
 	}
-	return port
+	ip := net.ParseIP(host)
+	return port, ip != nil && ip.IsLoopback()
 }
 
-// endSession answers DELETE: it ends the session its Mcp-Session-Id
-// names (200), unknown 404, none 400.
-func (d *Door) endSession(w http.ResponseWriter, r *http.Request) {
+// endSession is the answer to DELETE: it ends the session its
+// Mcp-Session-Id names (200), unknown 404, none 400.
+func (d *Door) endSession(r *http.Request) *core.Answer {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case id == "":
-		writeRPC(w, http.StatusBadRequest, response(nil, nil, &rpcError{code: codeInvalidRequest,
-			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"}))
+		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
+			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"})
 	case !d.sessions.end(id, ownerOf(r.Header)):
-		writeRPC(w, http.StatusNotFound, response(nil, nil, &rpcError{code: codeSessionNotFound,
-			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"}))
-	default:
-		w.WriteHeader(http.StatusOK)
+		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
+			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
 	}
+	return &core.Answer{Status: http.StatusOK, Outcome: metrics.OK}
 }
 
 // Open decodes one JSON-RPC message, its body read by the Server. A
@@ -510,11 +517,16 @@ func (d *Door) call(route string, r *http.Request, req request, p params, modern
 }
 
 // reply is the door's own answer: a JSON-RPC response (result, or e) with
-// status. Its outcome is OK for a result, a bad request for an error.
+// status. Its outcome is OK for a result, a bad request for an error, its
+// log line's reason NOT_FOUND for a 404 (a method, a session), else
+// BAD_REQUEST.
 func reply(id json.RawMessage, status int, result []byte, e *rpcError) *core.Answer {
 	a := &core.Answer{Status: status, Outcome: metrics.OK, Header: http.Header{"Content-Type": {"application/json"}}}
 	if e != nil {
-		a.Outcome = metrics.BadRequest
+		a.Outcome, a.Reason = metrics.BadRequest, "BAD_REQUEST"
+		if status == http.StatusNotFound {
+			a.Reason = "NOT_FOUND"
+		}
 	}
 	a.Body = append(response(id, result, e), '\n')
 	return a

@@ -9,17 +9,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// TestExample: the registration's Example runs as printed against a
-// served door: its curl lists the tools, and its TypeScript snippet,
-// with the 2.x client, calls the first tool and prints its text.
+// TestExample: the registration's Example, at the door's URL (the
+// listener's, then the Path of its section: here protocols.mcp.path
+// /tools, not the default), runs as printed against the served door: its
+// curl lists the tools, and its TypeScript snippet, with the 2.x client,
+// calls the first tool and prints its text.
 func TestExample(t *testing.T) {
-	s := serve(t, "", Options{})
-	ex := Protocol.Example(s.base)
-	if ex.ClientLang != "typescript" || !strings.Contains(ex.Curl, s.url) || !strings.Contains(ex.Client, s.url) {
-		t.Fatalf("Example(%s) = %+v", s.base, ex)
+	c, err := config.Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {ask: {}}\nprotocols: {mcp: {path: /tools}}\n"), Protocol.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := c.Protocols.Door(Name)
+	s := serve(t, "", Protocol.Options(section, core.Host{}))
+	url := s.base + Protocol.Path(section)
+	ex := Protocol.Example(url)
+	if url != s.base+"/tools" || ex.ClientLang != "typescript" || !strings.Contains(ex.Curl, s.url+" ") || !strings.Contains(ex.Client, `"`+s.url+`"`) {
+		t.Fatalf("Example(%s) = %+v, want calls of %s", url, ex, s.url)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -19,7 +19,7 @@ func FuzzOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	d, err := New(cfg, Options{Listen: "127.0.0.1:0"})
+	d, err := New(cfg, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/dialect"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -69,14 +71,17 @@ func startAgent(t *testing.T) string {
 
 // served is a sidecar serving the MCP door on a loopback listener.
 type served struct {
-	url    string // the MCP endpoint's URL
-	base   string // the listener's
-	door   *Door
-	server *proxy.Server
+	url     string // the MCP endpoint's URL
+	base    string // the listener's
+	door    *Door
+	server  *proxy.Server
+	logs    *observer.ObservedLogs // the server's log lines
+	metrics *metrics.Metrics
 }
 
-// serve runs the sidecar with the MCP door (opts; its Listen a loopback
-// one) in front of a new agent.py, head prepended to testMap (limits, …).
+// serve runs the sidecar with the MCP door of opts, on a loopback
+// listener, in front of a new agent.py, head prepended to testMap (limits,
+// …).
 func serve(t *testing.T, head string, opts Options) *served {
 	t.Helper()
 	return serveMap(t, head+testMap, startAgent(t), opts)
@@ -94,15 +99,14 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.Listen == "" {
-		opts.Listen = "127.0.0.1:0"
-	}
 	door, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	observed, logs := observer.New(zap.InfoLevel)
+	m := metrics.New(Name)
 	s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes,
-		MaxRecord: cfg.Limits.RecordBytes}, Logger: zap.NewNop()}
+		MaxRecord: cfg.Limits.RecordBytes}, Logger: zap.New(observed), Metrics: m, Protocols: []string{Name}}
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -113,7 +117,7 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
 	if path == "" {
 		path = DefaultPath
 	}
-	return &served{url: srv.URL + path, base: srv.URL, door: door, server: s}
+	return &served{url: srv.URL + path, base: srv.URL, door: door, server: s, logs: logs, metrics: m}
 }
 
 // testClient is the tests' client: a call a correct door answers at once

@@ -42,12 +42,9 @@ var Protocol = core.Protocol[Options]{
 			return config.Mapping(kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options {
-		o := *door.Options.(*Options)
-		o.Listen = door.Listen
-		return o
-	},
+	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
 	Probe:   probe,
+	Path:    func(door *config.Door) string { return door.Options.(*Options).Path },
 	Example: example,
 }
 
@@ -58,9 +55,6 @@ type Options struct {
 	// Methods are the methods of the map served as tools, in this order;
 	// nil: every method the map lists (not "*").
 	Methods []string
-	// Listen is the door's address: on a loopback one the door answers
-	// only requests whose Host is a loopback name (DNS rebinding).
-	Listen string
 }
 
 // decodeSection decodes the section: listen, path and methods.
@@ -104,10 +98,10 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 	return ok
 }
 
-// example is a call of the door at base: a curl tools/list of the
-// 2026-07-28 revision, and a tools/call with the TypeScript SDK.
-func example(base string) core.Example {
-	url := strings.TrimSuffix(base, "/") + DefaultPath
+// example is a call of the door at url, its endpoint's (the listener's
+// and the section's path): a curl tools/list of the 2026-07-28 revision,
+// and a tools/call with the TypeScript SDK.
+func example(url string) core.Example {
 	return core.Example{
 		Curl: fmt.Sprintf(`curl -sS %s \
   -H 'Content-Type: application/json' \

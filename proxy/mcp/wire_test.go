@@ -1,12 +1,18 @@
 package mcp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestModernHeaders: a 2026-07-28 request whose headers disagree with its
@@ -217,8 +223,9 @@ func TestSessionCap(t *testing.T) {
 }
 
 // TestGuards: the endpoint answers 406 to a POST whose Accept lacks
-// either type, 403 to an Origin not its own and, on a loopback listener,
-// to a Host that is not a loopback name with its port; a client with no
+// either type, 403 to an Origin not its own and, on a connection to a
+// loopback address (a loopback listener's, or one of every interface), to
+// a Host that is not a loopback name with its port; a client with no
 // Origin, or the endpoint's own, is served.
 func TestGuards(t *testing.T) {
 	s := serve(t, "", Options{})
@@ -264,13 +271,44 @@ func TestGuards(t *testing.T) {
 			}
 		})
 	}
-	// Bound to every interface, the door has no Host to hold it to.
-	open := serve(t, "", Options{Listen: ":0"})
+	// On a listener of every interface (the default, :8090), a request
+	// that came in on a loopback address is held to a loopback Host too:
+	// a rebinding page reaches 127.0.0.1:8090 under its own name.
+	c, err := config.Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {ask: {}}\nprotocols: {mcp: {}}\n"), Protocol.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := serve(t, "", Protocol.Options(c.Protocols.Door(Name), core.Host{}))
+	everyHost := strings.TrimPrefix(every.base, "http://")
+	everyPort := everyHost[strings.LastIndex(everyHost, ":")+1:]
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{%s}}`, modernMeta)
-	req, _ := http.NewRequest(http.MethodPost, open.url, strings.NewReader(body))
-	req.Host = "agents.example.com"
-	if resp, b := do(t, req, "Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"); resp.StatusCode != 200 {
-		t.Errorf("a public name on a listener of every interface = %d %s, want 200", resp.StatusCode, b)
+	listHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}
+	req, _ := http.NewRequest(http.MethodPost, every.url, strings.NewReader(body))
+	req.Host = "evil.example:" + everyPort
+	if resp, b := do(t, req, append(listHeaders, "Origin", "http://evil.example:"+everyPort)...); resp.StatusCode != 403 {
+		t.Errorf("a rebinding page on 127.0.0.1 of a listener of every interface = %d %s, want 403", resp.StatusCode, b)
+	}
+	req, _ = http.NewRequest(http.MethodPost, every.url, strings.NewReader(body))
+	if resp, b := do(t, req, listHeaders...); resp.StatusCode != 200 {
+		t.Errorf("a loopback Host on a listener of every interface = %d %s, want 200", resp.StatusCode, b)
+	}
+	// Its public name, on a connection to another address, is served
+	// (the tests listen on loopback only: the request says where it came).
+	pub := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	pub.Host = "agents.example.com"
+	pub = pub.WithContext(context.WithValue(pub.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 2), Port: 8090}))
+	for i := 0; i < len(listHeaders); i += 2 {
+		pub.Header.Set(listHeaders[i], listHeaders[i+1])
+	}
+	served := false
+	ok := func(string, bool) http.Handler {
+		return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served = true })
+	}
+	refuse := func(w http.ResponseWriter, _ *http.Request, _ string, _ error) { w.WriteHeader(http.StatusForbidden) }
+	w := httptest.NewRecorder()
+	every.door.Handler(ok, http.NotFoundHandler(), refuse).ServeHTTP(w, pub)
+	if !served {
+		t.Errorf("a public name on a non-loopback address of a listener of every interface = %d, want served", w.Code)
 	}
 }
 
@@ -338,5 +376,64 @@ func TestSessionOwner(t *testing.T) {
 	}
 	if got := ping("Bearer alice"); got != 200 {
 		t.Errorf("the session with its own credential = %d, want 200", got)
+	}
+}
+
+// TestRefusalsLogged: what the endpoint answers before a call exists (a
+// POST whose Accept lacks a type, a foreign Origin, GET, DELETE of a
+// session), as what Open refuses, gets one call log line with protocol
+// mcp, its status, reason and route, and counts in the metrics by
+// protocol.
+func TestRefusalsLogged(t *testing.T) {
+	s := serve(t, "", Options{})
+	session := initialize(t, s.url, version20251125)
+	s.logs.TakeAll()
+	request := func(method string) *http.Request {
+		req, _ := http.NewRequest(method, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if method == http.MethodPost {
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		return req
+	}
+	tests := []struct {
+		name    string
+		method  string
+		h       []string
+		status  int
+		reason  string
+		outcome string
+		err     string // in the line's error, the refusal's message
+	}{
+		{"Accept without SSE", http.MethodPost, []string{"Accept", "application/json", "Mcp-Session-Id", session}, 406, "NOT_ACCEPTABLE", "bad_request", "Accept"},
+		{"a foreign Origin", http.MethodPost, []string{"Origin", "https://evil.example", "Mcp-Session-Id", session}, 403, "PERMISSION_DENIED", "bad_request", "evil.example"},
+		{"GET", http.MethodGet, []string{"Accept", "text/event-stream"}, 405, "METHOD_NOT_ALLOWED", "bad_request", "server-initiated"},
+		{"DELETE without a session", http.MethodDelete, nil, 400, "BAD_REQUEST", "bad_request", ""},
+		{"DELETE of an unknown session", http.MethodDelete, []string{"Mcp-Session-Id", "made-up"}, 404, "NOT_FOUND", "bad_request", ""},
+		{"DELETE of the session", http.MethodDelete, []string{"Mcp-Session-Id", session}, 200, "", "ok", ""},
+		// Refused once read, by Open: the call's line, its reason too.
+		{"a 2025 request without its session", http.MethodPost, nil, 400, "BAD_REQUEST", "bad_request", ""},
+	}
+	for _, tt := range tests {
+		resp, b := do(t, request(tt.method), tt.h...)
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s = %d %s, want %d", tt.name, resp.StatusCode, b, tt.status)
+		}
+		lines := s.logs.TakeAll()
+		if len(lines) != 1 {
+			t.Errorf("%s logged %d lines %v, want one", tt.name, len(lines), lines)
+			continue
+		}
+		f := lines[0].ContextMap()
+		if lines[0].Message != "call" || f["protocol"] != Name || f["status"] != int64(tt.status) || f["route"] != DefaultPath ||
+			f["outcome"] != tt.outcome || (tt.reason != "" && f["reason"] != tt.reason) || f["bytes"] != int64(len(b)) ||
+			!strings.Contains(fmt.Sprint(f["error"]), tt.err) {
+			t.Errorf("%s logged %s %v, want a call of protocol mcp, status %d, route %s, outcome %s, reason %q, bytes %d, error with %q",
+				tt.name, lines[0].Message, f, tt.status, DefaultPath, tt.outcome, tt.reason, len(b), tt.err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="mcp"} 6`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
 	}
 }

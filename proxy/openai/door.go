@@ -82,38 +82,41 @@ func (*Door) Protocol() string { return Name }
 // Handler serves the models list, the two call routes (each served by
 // the Server's call handler, which reads the body and has Open decode
 // it) and /healthz; every request first passes the guard (Host and
-// Origin), and every route but /healthz the key.
-func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// Origin), and every route but /healthz the key. What it refuses goes
+// through refuse (a call's log line and metrics), before the body is
+// read: a caller without the key never takes a concurrency slot.
+func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := map[string]http.Handler{RouteChat: call(RouteChat, d.stream), RouteResponses: call(RouteResponses, d.stream)}
+	model := d.serveModel(refuse)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f, ok := guard(r); !ok {
-			d.WriteError(w, f)
-			return
-		}
-		allow := "GET, HEAD"
-		next := health
+		allow, route, next := "GET, HEAD", "", health
 		switch path := r.URL.Path; {
 		case path == RouteHealth:
+			route = RouteHealth
 		case path == RouteModels:
-			next = http.HandlerFunc(d.serveModels)
+			route, next = RouteModels, http.HandlerFunc(d.serveModels)
 		case strings.HasPrefix(path, RouteModels+"/") && path != RouteModels+"/":
-			next = http.HandlerFunc(d.serveModel)
+			route, next = RouteModels, model
 		case path == RouteChat || path == RouteResponses:
-			allow, next = http.MethodPost, calls[path]
-		default:
-			d.WriteError(w, core.NoRoute(path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))
+			allow, route, next = http.MethodPost, path, calls[path]
+		}
+		if f, ok := guard(r); !ok {
+			refuse(w, r, route, f)
+			return
+		}
+		if route == "" {
+			refuse(w, r, "", core.NoRoute(r.URL.Path, "GET "+RouteModels+", POST "+RouteChat+", POST "+RouteResponses+" and GET "+RouteHealth))
 			return
 		}
 		if !slices.Contains(strings.Split(allow, ", "), r.Method) {
 			w.Header().Set("Allow", allow)
-			d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
+			refuse(w, r, route, core.NotAllowed(r.Method, r.URL.Path, allow))
 			return
 		}
-		if r.URL.Path != RouteHealth && !d.authorized(r) {
+		if route != RouteHealth && !d.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar"`)
-			a := refusal(http.StatusUnauthorized, "", "invalid_api_key",
-				"Incorrect or missing API key: send the door's api_key as Authorization: Bearer <key>")
-			writeAnswer(w, a)
+			refuse(w, r, route, refusal(http.StatusUnauthorized, "", "invalid_api_key",
+				"Incorrect or missing API key: send the door's api_key as Authorization: Bearer <key>"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -146,21 +149,24 @@ func (d *Door) serveModels(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveModel answers GET /v1/models/{id}: the model, when id is its id.
-func (d *Door) serveModel(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimPrefix(r.URL.Path, RouteModels+"/")
-	if id != d.opts.Model {
-		writeAnswer(w, refusal(http.StatusNotFound, "model", "model_not_found",
-			fmt.Sprintf("The model %q does not exist: this door serves %q", core.Clip(id), d.opts.Model)))
-		return
-	}
-	b := modelObject(nil, d.opts.Model, d.created)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(b)
-	}
+// serveModel answers GET /v1/models/{id}: the model, when id is its id;
+// another id is refused, 404.
+func (d *Door) serveModel(refuse core.Refuse) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimPrefix(r.URL.Path, RouteModels+"/")
+		if id != d.opts.Model {
+			refuse(w, r, RouteModels, refusal(http.StatusNotFound, "model", "model_not_found",
+				fmt.Sprintf("The model %q does not exist: this door serves %q", core.Clip(id), d.opts.Model)))
+			return
+		}
+		b := modelObject(nil, d.opts.Model, d.created)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			w.Write(b)
+		}
+	})
 }
 
 // modelList is /v1/models' answer.
@@ -206,15 +212,6 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 // draining, over the limit) or by the guard: OpenAI's error object with
 // the failure's status.
 func (*Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }
-
-// writeAnswer writes one of the door's own answers.
-func writeAnswer(w http.ResponseWriter, a *core.Answer) {
-	for k, v := range a.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(a.Status)
-	w.Write(a.Body)
-}
 
 // newID is a random id with prefix (chatcmpl-, resp_, msg_).
 func newID(prefix string) string { return prefix + strings.ReplaceAll(core.NewID(), "-", "") }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
 
@@ -495,5 +497,75 @@ func TestNotReady(t *testing.T) {
 	}
 	if resp, got := do(t, http.MethodGet, base+RouteHealth, ""); resp.StatusCode != 503 {
 		t.Errorf("/healthz while not ready = %d %s, want 503", resp.StatusCode, got)
+	}
+}
+
+// TestRefusalsLogged: a request the door refuses before it is a call (no
+// key, a foreign Origin) gets one call log line with the door's protocol,
+// the status, reason and route, and counts in the metrics; refused before
+// its body is read, it takes no concurrency slot: with the one slot held,
+// a wrong key's 1 MiB body, never sent, is 401 at once, not 503.
+func TestRefusalsLogged(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "limits: {concurrency: 1, queue: 0}\n")
+	m := metrics.New(Name)
+	s.Metrics, s.Protocols = m, []string{Name}
+	base := s.serve(t, Options{Method: "hold", Model: "m", APIKey: "sekret", KeySet: true})
+	req, _ := http.NewRequest(http.MethodPost, base+RouteChat, strings.NewReader(chatBody("m", "hi", true)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sekret")
+	held, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Body.Close()
+	if first, err := bufio.NewReader(held.Body).ReadString('\n'); err != nil || !strings.HasPrefix(first, "data: ") {
+		t.Fatalf("the held stream began %q (%v)", first, err) // it holds the one slot
+	}
+	s.logs.TakeAll()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer wrong\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		RouteChat, strings.TrimPrefix(base, "http://"), 1<<20)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a wrong key, its body unsent: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong key with the one slot held = %d, want 401 (no slot taken, the body unread)", resp.StatusCode)
+	}
+	checkRefusal(t, s, 401, "UNAUTHENTICATED", RouteChat)
+
+	resp, _ = post(t, base+RouteResponses, `{"model":"m","input":"hi"}`, "Authorization", "Bearer sekret", "Origin", "https://evil.example")
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a foreign Origin = %d, want 403", resp.StatusCode)
+	}
+	checkRefusal(t, s, 403, "PERMISSION_DENIED", RouteResponses)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `sidecar_protocol_calls_total{outcome="bad_request",protocol="openai"} 2`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
+	}
+}
+
+// checkRefusal checks the one log line since the last: a call of the
+// door refused with status and reason on route.
+func checkRefusal(t *testing.T, s *sidecar, status int, reason, route string) {
+	t.Helper()
+	lines := s.logs.TakeAll()
+	if len(lines) != 1 {
+		t.Fatalf("a %d logged %d lines %v, want one", status, len(lines), lines)
+	}
+	f := lines[0].ContextMap()
+	if lines[0].Message != "call" || f["protocol"] != Name || f["status"] != int64(status) || f["reason"] != reason ||
+		f["route"] != route || f["outcome"] != "bad_request" {
+		t.Errorf("a %d logged %s %v, want a call of protocol %s, status %d, reason %s, route %s, outcome bad_request",
+			status, lines[0].Message, f, Name, status, reason, route)
 	}
 }

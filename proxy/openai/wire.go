@@ -314,7 +314,15 @@ func writeFailure(w http.ResponseWriter, f core.Failure) {
 // refusal is the door's own answer to a request it refuses before the
 // agent: status and OpenAI's error object.
 func refusal(status int, param, code, message string) *core.Answer {
-	return &core.Answer{Status: status, Outcome: metrics.BadRequest,
+	return &core.Answer{Status: status, Outcome: metrics.BadRequest, Reason: refusalReasons[status],
 		Header: http.Header{"Content-Type": {"application/json"}},
 		Body:   errorBody(message, errorType(status), param, code)}
+}
+
+// refusalReasons are the log line's reasons of the statuses the door
+// refuses with.
+var refusalReasons = map[int]string{
+	http.StatusBadRequest:   "BAD_REQUEST",
+	http.StatusUnauthorized: "UNAUTHENTICATED",
+	http.StatusNotFound:     "NOT_FOUND",
 }

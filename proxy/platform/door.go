@@ -22,9 +22,10 @@ var healthRoutes = []string{"/healthz", "/health", "/"}
 type Door struct{}
 
 // Handler routes the contract: POST core.RouteUnary and core.RouteStream
-// to the server's calls, RouteBidi to a 501, GET and HEAD /healthz (and
-// "/", "/health") to its health, nothing else.
-func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler) http.Handler {
+// to the server's calls, GET and HEAD /healthz (and "/", "/health") to
+// its health; it refuses RouteBidi (501), any other method on those
+// routes (405) and every other path (404).
+func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	// SkipClean: a path is served as sent or not at all. mux would answer
 	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
 	// with a 301 to the cleaned path, and a probe that gets a redirect
@@ -32,30 +33,27 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	r := mux.NewRouter().SkipClean(true)
 	r.Handle(core.RouteUnary, call(core.RouteUnary, false)).Methods(http.MethodPost)
 	r.Handle(core.RouteStream, call(core.RouteStream, true)).Methods(http.MethodPost)
-	r.HandleFunc(RouteBidi, BidiNotSupported).Methods(http.MethodPost)
+	r.HandleFunc(RouteBidi, func(w http.ResponseWriter, r *http.Request) { refuse(w, r, RouteBidi, BidiNotSupported) }).Methods(http.MethodPost)
 	for _, path := range healthRoutes {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
 	}
-	r.NotFoundHandler = http.HandlerFunc(d.notFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(d.methodNotAllowed)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse(w, r, "", core.NoRoute(r.URL.Path, serves))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allow := http.MethodPost
+		if slices.Contains(healthRoutes, r.URL.Path) {
+			allow = "GET, HEAD"
+		}
+		w.Header().Set("Allow", allow)
+		// mux calls it only for a path it routes: one of the door's.
+		refuse(w, r, r.URL.Path, core.NotAllowed(r.Method, r.URL.Path, allow))
+	})
 	return r
 }
 
 // serves is what the door serves, for its 404s.
 const serves = "POST " + core.RouteUnary + ", POST " + core.RouteStream + " and GET /healthz"
-
-func (d Door) notFound(w http.ResponseWriter, r *http.Request) {
-	d.WriteError(w, core.NoRoute(r.URL.Path, serves))
-}
-
-func (d Door) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	allow := http.MethodPost
-	if slices.Contains(healthRoutes, r.URL.Path) {
-		allow = "GET, HEAD"
-	}
-	w.Header().Set("Allow", allow)
-	d.WriteError(w, core.NotAllowed(r.Method, r.URL.Path, allow))
-}
 
 // Open decodes the envelope (Decode) and looks its class_method up on the
 // route, unary or streaming; a method the route does not serve is

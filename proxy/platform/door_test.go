@@ -52,7 +52,8 @@ func TestDoorCall(t *testing.T) {
 }
 
 // TestDoorRoutes: the contract's routes reach the server's handlers, the
-// health paths its health, the rest the door's own answers.
+// health paths its health; the rest is refused (refuse) on its route,
+// none for a path the door does not serve.
 func TestDoorRoutes(t *testing.T) {
 	var got []string
 	call := func(route string, stream bool) http.Handler {
@@ -61,7 +62,11 @@ func TestDoorRoutes(t *testing.T) {
 		})
 	}
 	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, "health "+r.URL.Path) })
-	h := Door{}.Handler(call, health)
+	refuse := func(w http.ResponseWriter, r *http.Request, route string, err error) {
+		got = append(got, "refused "+route)
+		Door{}.WriteError(w, err.(core.Failure))
+	}
+	h := Door{}.Handler(call, health, refuse)
 	tests := []struct {
 		method, path string
 		status       int
@@ -84,7 +89,8 @@ func TestDoorRoutes(t *testing.T) {
 			t.Errorf("%s %s = %d (Allow %q), want %d (Allow %q)", tt.method, tt.path, w.Code, w.Header().Get("Allow"), tt.status, tt.allow)
 		}
 	}
-	want := []string{core.RouteUnary + " unary", core.RouteStream + " stream", "health /", "health /health", "health /healthz"}
+	want := []string{core.RouteUnary + " unary", core.RouteStream + " stream", "health /", "health /health", "health /healthz",
+		"refused " + RouteBidi, "refused " + core.RouteUnary, "refused /healthz", "refused "}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("served %q, want %q", got, want)
 	}

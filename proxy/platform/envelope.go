@@ -146,26 +146,42 @@ func Decode(body []byte, stream bool) (Envelope, error) {
 // only with the same method: neither spelling wins over the other, so a
 // caller never gets a method it did not mean.
 func methodOf(snake, camel []byte) (string, error) {
-	var method string
-	named := false
-	for _, f := range []struct {
-		key string
-		raw []byte
-	}{{"class_method", snake}, {"classMethod", camel}} {
-		if f.raw == nil || isNull(f.raw) {
-			continue
-		}
-		if f.raw[0] != '"' {
-			return "", badRequest("%s must be a string, got %s", f.key, kindOf(f.raw))
-		}
-		var m string
-		json.Unmarshal(f.raw, &m) // a valid string
-		if named && m != method {
-			return "", badRequest("request body names two methods, class_method %q and classMethod %q; give one", core.Clip(method), core.Clip(m))
-		}
-		method, named = m, true
+	method, named, err := methodNamed("class_method", snake)
+	if err != nil {
+		return "", err
 	}
-	return method, nil
+	other, otherNamed, err := methodNamed("classMethod", camel)
+	switch {
+	case err != nil:
+		return "", err
+	case !otherNamed:
+		return method, nil
+	case named && other != method:
+		return "", badRequest("request body names two methods, class_method %q and classMethod %q; give one", core.Clip(method), core.Clip(other))
+	}
+	return other, nil
+}
+
+// methodNamed is the method the raw value of key names, if it names one.
+func methodNamed(key string, raw []byte) (method string, named bool, err error) {
+	if raw == nil || isNull(raw) {
+		return "", false, nil
+	}
+	if raw[0] != '"' {
+		return "", false, badRequest("%s must be a string, got %s", key, kindOf(raw))
+	}
+	return jsonString(raw), true, nil
+}
+
+// jsonString is the valid JSON string s decoded, as encoding/json
+// decodes it (invalid UTF-8 as U+FFFD).
+func jsonString(s []byte) string {
+	if v := s[1 : len(s)-1]; bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		return string(v) // nothing to decode: the common case
+	}
+	var v string
+	json.Unmarshal(s, &v)
+	return v
 }
 
 // unquote decodes the valid JSON string s, quotes included, as

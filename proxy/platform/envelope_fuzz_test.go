@@ -94,3 +94,24 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONString: the method's name (a string value as rawjson.Members
+// delimits it) is decoded as encoding/json decodes it, escapes and
+// invalid UTF-8 included.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`""`, `"query"`, `"a\u0062c"`, `"\ud83d"`, "\"\xff\"", `"é"`, `"a\"b"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' || !json.Valid(s) {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(s, &want); err != nil {
+			return
+		}
+		if got := jsonString(s); got != want {
+			t.Fatalf("jsonString(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

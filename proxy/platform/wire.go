@@ -8,14 +8,15 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// BidiNotSupported answers the bidi route: 501, saying what to use.
-func BidiNotSupported(w http.ResponseWriter, _ *http.Request) {
-	Door{}.WriteError(w, core.Failure{Status: http.StatusNotImplemented, Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
-		"serve the method as unary (:query) or streaming (:streamQuery)"})
-}
+// BidiNotSupported is the answer of the bidi route: 501, saying what to
+// use.
+var BidiNotSupported = core.Failure{Status: http.StatusNotImplemented, Reason: "UNIMPLEMENTED", Outcome: metrics.BadRequest,
+	Message: "bidi streaming (api_mode bidi_stream) is not supported by the sidecar; " +
+		"serve the method as unary (:query) or streaming (:streamQuery)"}
 
 // MethodNotFound words the error as the managed server does, listing only
 // the methods of the route that was called.
@@ -36,6 +37,10 @@ func MethodNotFound(cfg *config.Config, name string, stream bool) error {
 	return &core.RequestError{Status: http.StatusBadRequest, Msg: msg}
 }
 
+// contentTypeJSON is every unary answer's Content-Type, one value shared
+// by all (a header's values are replaced, never written into).
+var contentTypeJSON = []string{"application/json"}
+
 // WriteOutput answers a unary call: 200 with {"output": …}, flushed at
 // once so the reply leaves before the call's log line and metrics. It
 // returns the bytes written.
@@ -45,7 +50,7 @@ func (Door) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error)
 	body = append(body, out...)
 	body = append(body, "}\n"...)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = contentTypeJSON
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	n, err := w.Write(body)
