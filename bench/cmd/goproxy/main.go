@@ -5,7 +5,8 @@
 // net/http's server with a hand-written client to the agent on the
 // handler's goroutine (-mode raw, see raw.go); or
 // net/http/httputil.ReverseProxy with immediate flushing (-mode
-// reverseproxy). The gap between it and nginx is the part of the
+// reverseproxy); or one rung of the floor ladder (-mode ladder -rung
+// NAME, see ladder.go). The gap between it and nginx is the part of the
 // sidecar's gap that comes with net/http, not with the sidecar's own code.
 //
 //	goproxy -listen 127.0.0.1:8081 -upstream 127.0.0.1:8000 [-mode minimal]
@@ -35,7 +36,8 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("goproxy", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8081", "address to listen on")
 	upstream := fs.String("upstream", "127.0.0.1:8000", "the agent's address")
-	mode := fs.String("mode", "minimal", "minimal, raw or reverseproxy")
+	mode := fs.String("mode", "minimal", "minimal, raw, reverseproxy or ladder")
+	rung := fs.String("rung", "go-raw", "with -mode ladder, the floor ladder's rung (ladder.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,8 +62,18 @@ func run(ctx context.Context, args []string) error {
 			Transport:     transport,
 			ErrorLog:      log.New(io.Discard, "", 0),
 		}
+	case "ladder":
+		n, err := rungOf(*rung)
+		if err != nil {
+			return err
+		}
+		var stop func()
+		if h, stop, err = newLadder(n, *upstream, os.Stderr); err != nil {
+			return err
+		}
+		defer stop()
 	default:
-		return fmt.Errorf("-mode %q: want minimal, raw or reverseproxy", *mode)
+		return fmt.Errorf("-mode %q: want minimal, raw, reverseproxy or ladder", *mode)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/bench/internal/h1"
@@ -20,12 +21,20 @@ import (
 type raw struct {
 	addr string
 	idle chan *rawConn
+	// path, if set, is the agent's path for every call (the floor
+	// ladder's rungs take the platform's route and call the agent's
+	// /query); else the caller's.
+	path string
 }
 
 type rawConn struct {
 	nc net.Conn
 	br *bufio.Reader
 	bw *bufio.Writer
+	// The floor ladder's liveness peek (ladder.go): made once.
+	rc     syscall.RawConn
+	peekFn func(fd uintptr) bool
+	live   bool
 }
 
 func newRaw(addr string) *raw { return &raw{addr: addr, idle: make(chan *rawConn, 512)} }
@@ -51,28 +60,36 @@ func (p *raw) put(c *rawConn) {
 	}
 }
 
-func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.serve(w, r) }
+
+// serve is ServeHTTP, returning the reply's status and the body bytes
+// written (for the floor ladder's log line and metrics).
+func (p *raw) serve(w http.ResponseWriter, r *http.Request) (status int, written int64) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return http.StatusBadRequest, 0
+	}
+	path := r.URL.Path
+	if p.path != "" {
+		path = p.path
 	}
 	c, err := p.get()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return http.StatusBadGateway, 0
 	}
-	h1.WriteRequest(c.bw, r.Method, r.URL.Path, p.addr, body)
+	h1.WriteRequest(c.bw, r.Method, path, p.addr, body)
 	if err := c.bw.Flush(); err != nil {
 		c.nc.Close()
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return http.StatusBadGateway, 0
 	}
 	head, err := h1.ReadHead(c.br)
 	if err != nil {
 		c.nc.Close()
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return http.StatusBadGateway, 0
 	}
 	if head.ContentType != "" {
 		w.Header().Set("Content-Type", head.ContentType)
@@ -81,7 +98,7 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if src == nil {
 		http.Error(w, "reply without a length", http.StatusBadGateway)
 		c.nc.Close()
-		return
+		return http.StatusBadGateway, 0
 	}
 	if !head.Chunked {
 		w.Header().Set("Content-Length", strconv.FormatInt(head.Length, 10))
@@ -94,9 +111,11 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			m, werr := w.Write(buf[:n])
+			written += int64(m)
+			if werr != nil {
 				c.nc.Close()
-				return
+				return head.Status, written
 			}
 			if head.Chunked {
 				rc.Flush()
@@ -113,8 +132,9 @@ func (p *raw) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if head.Chunked {
 		if err := h1.ReadTrailer(c.br); err != nil {
 			c.nc.Close()
-			return
+			return head.Status, written
 		}
 	}
 	p.put(c)
+	return head.Status, written
 }

@@ -28,6 +28,7 @@ type results struct {
 	mem     memoryRows
 	start   series // ms to the first accepted connection
 	healthy series // ms to the first /healthz 200 (sidecar)
+	floor   string // the floor row's table (floor.go), "" when not run
 }
 
 type unaryRow struct {

@@ -92,12 +92,18 @@ func (s *suite) setUp() error {
 // the benchmark's method map on a free port and waits until its /healthz
 // is 200.
 func (s *suite) startSidecar(name string) (*proc, string, error) {
+	return s.startSidecarWith(name, sidecarConfig(s.res.agentAddr))
+}
+
+// startSidecarWith runs a sidecar as startSidecar does, with the config
+// text given (written to name.yaml).
+func (s *suite) startSidecarWith(name, config string) (*proc, string, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := filepath.Join(s.dir, "sidecar.yaml")
-	if err := os.WriteFile(cfg, []byte(sidecarConfig(s.res.agentAddr)), 0o644); err != nil {
+	cfg := filepath.Join(s.dir, name+".yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return nil, "", err
 	}
 	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecarBin(name), "--config", cfg, "--listen", addr)

@@ -160,7 +160,7 @@ func runSuite(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a short run (under two minutes)")
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
-	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup")
+	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup; floor (the floor ladder) only when named")
 	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
 	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
 	nethttp := fs.String("nethttp", "", "the sidecar built with -tags nethttp (net/http's Transport to the agent), run as one more variant with the sidecar's config")
@@ -221,14 +221,17 @@ func runSuite(ctx context.Context, args []string) error {
 	type step struct {
 		key, name string
 		f         func() error
+		// optIn: only when -only names it (not in a run of every row).
+		optIn bool
 	}
 	steps := []step{
-		{"unary", "unary", s.unaryRows},
-		{"throughput", "stream throughput", s.throughputRows},
-		{"latency", "per-event latency", s.latencyRows},
-		{"firstline", "time to first line", s.firstLineRows},
-		{"memory", "memory", s.memoryRows},
-		{"startup", "startup", s.startupRows},
+		{"unary", "unary", s.unaryRows, false},
+		{"throughput", "stream throughput", s.throughputRows, false},
+		{"latency", "per-event latency", s.latencyRows, false},
+		{"firstline", "time to first line", s.firstLineRows, false},
+		{"memory", "memory", s.memoryRows, false},
+		{"startup", "startup", s.startupRows, false},
+		{"floor", "the floor ladder", s.floorRows, true},
 	}
 	wanted := map[string]bool{}
 	for k := range strings.SplitSeq(*only, ",") {
@@ -238,11 +241,11 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	for k := range wanted {
 		if !slices.ContainsFunc(steps, func(st step) bool { return st.key == k }) {
-			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory or startup)", k)
+			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup or floor)", k)
 		}
 	}
 	for _, st := range steps {
-		if len(wanted) > 0 && !wanted[st.key] {
+		if len(wanted) > 0 && !wanted[st.key] || len(wanted) == 0 && st.optIn {
 			continue
 		}
 		logf("== %s", st.name)
@@ -251,7 +254,7 @@ func runSuite(ctx context.Context, args []string) error {
 		}
 	}
 	s.stopAll()
-	report := s.report(time.Since(began), *quick)
+	report := s.report(time.Since(began), *quick) + s.res.floor
 	fmt.Print(report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
