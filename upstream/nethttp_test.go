@@ -21,7 +21,9 @@ import (
 // upstream.idle_timeout 100ms, the agent sees the connection of a call
 // kept open after it, then closed by the sidecar once idle that long.
 func TestNetHTTPIdleTimeout(t *testing.T) {
+	const idle = 100 * time.Millisecond
 	var open, closed atomic.Int32
+	var closedAt atomic.Value // time.Time
 	agent := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, `{"ok":true}`)
@@ -31,31 +33,38 @@ func TestNetHTTPIdleTimeout(t *testing.T) {
 		case http.StateNew:
 			open.Add(1)
 		case http.StateClosed:
+			closedAt.CompareAndSwap(nil, time.Now())
 			closed.Add(1)
 		}
 	}
 	agent.Start()
 	defer agent.Close()
-	c, err := New(testConfig(t, agent.URL+", idle_timeout: 100ms", ""), zaptest.NewLogger(t))
+	c, err := New(testConfig(t, agent.URL+", idle_timeout: "+idle.String(), ""), zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// The connection goes idle after sent: it may not close before
+	// sent+idle, whatever the machine's speed.
+	sent := time.Now()
 	resp, err := c.Send(context.Background(), Request{Verb: http.MethodGet, Path: "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.body)
 	resp.Close()
-	time.Sleep(20 * time.Millisecond)
-	if o, c := open.Load(), closed.Load(); o != 1 || c != 0 {
-		t.Fatalf("after a call the agent saw %d connections opened and %d closed, want 1 and 0", o, c)
+	o, n := open.Load(), closed.Load()
+	if early := time.Since(sent) < idle; o != 1 || (early && n != 0) {
+		t.Fatalf("after a call the agent saw %d connections opened and %d closed, want 1 and 0", o, n)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for closed.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if closed.Load() != 1 {
-		t.Error("the idle connection is still open 2 s after a 100 ms idle timeout")
+		t.Fatalf("the idle connection is still open 10 s after a %v idle timeout", idle)
+	}
+	if at := closedAt.Load().(time.Time); at.Sub(sent) < idle {
+		t.Errorf("the idle connection closed %v after the call started, before its %v idle timeout", at.Sub(sent), idle)
 	}
 }
