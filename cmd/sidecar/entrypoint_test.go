@@ -376,7 +376,12 @@ func TestEntrypointDrainsOnSIGTERM(t *testing.T) {
 				resp.Body.Close()
 				slow <- resp.StatusCode
 			}()
-			time.Sleep(200 * time.Millisecond) // the slow call is at the agent
+			// The slow call is at the agent (it says so on stderr).
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.out(), "agent.py slow call started"); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the slow call never reached the agent")
+				}
+			}
 			signalled := time.Now()
 			p.cmd.Process.Signal(syscall.SIGTERM)
 			p.waitHealth(503)

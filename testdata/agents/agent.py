@@ -247,6 +247,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.chunk('data: {"error": "Invalid value "x" here"}\n\n')
                 return self.end_stream()
             if path == "/slow":
+                # Tests wait for this line to know the call is here.
+                sys.stderr.write("agent.py slow call started\n")
+                sys.stderr.flush()
                 time.sleep(int(q.get("ms", 0)) / 1000.0)
                 return self.send_json(200, {"ok": True})
             if path == "/count":
