@@ -89,7 +89,10 @@ func TestEntrypointDrainsOnEverySignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			pids := filepath.Join(t.TempDir(), "pids")
-			cfg := "upstream: {url: " + agentUpstream(t, false) + ", ready: {path: /health}}\nshutdown: {drain: 1s, agent_grace: 1s}\n" + lifecycleMethods
+			// A 4s drain keeps its last second (endWindow) for ending the
+			// stream: time enough for its final line on a loaded machine
+			// (a 1s drain's 250ms was not, under -race).
+			cfg := "upstream: {url: " + agentUpstream(t, false) + ", ready: {path: /health}}\nshutdown: {drain: 4s, agent_grace: 1s}\n" + lifecycleMethods
 			p := startProc(t, cfg, nil, "--", "sh", "-c", "sleep "+leftoverSleep+" & echo $! >> "+pids+"; exec python3 agent.py")
 			agent := int(p.event("started")["pid"].(float64))
 			p.waitHealth(200)
