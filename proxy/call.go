@@ -36,9 +36,9 @@ type call struct {
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
 	span     trace.Span    // the call's SERVER span; nil when tracing is off
-	// cancel ends the call's context; prev and next link it into the
-	// server's calls in flight (callContext).
-	cancel     context.CancelCauseFunc
+	// end is the call's context and its one cancellation; prev and next
+	// link it into the server's calls in flight (callContext).
+	end        core.End
 	prev, next *call
 	writes     writeBound // bounds the reply's writes (boundWrites)
 }

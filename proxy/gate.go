@@ -13,14 +13,14 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
-// callContext is the context of call c: it ends when the caller leaves
-// or when EndCalls ends every call; endContext ends it with the call. The
+// callContext is the context of call c, derived once (core.End): it ends
+// when the caller leaves, when EndCalls ends every call, or when a clock
+// of the agent's request runs out; endContext ends it with the call. The
 // call is on the server's list of calls in flight meanwhile, which
-// EndCalls cancels: a list the call links itself into, not a context
-// of the server's it registers with, so this costs no allocation.
+// EndCalls ends: a list the call links itself into, not a context of the
+// server's it registers with, so this costs no allocation.
 func (s *Server) callContext(r *http.Request, c *call) context.Context {
-	ctx, cancel := context.WithCancelCause(r.Context())
-	c.cancel = cancel
+	ctx := c.end.Begin(r.Context())
 	s.liveMu.Lock()
 	ended := s.ended
 	if ended == nil {
@@ -32,7 +32,7 @@ func (s *Server) callContext(r *http.Request, c *call) context.Context {
 	}
 	s.liveMu.Unlock()
 	if ended != nil {
-		cancel(ended)
+		c.end.EndCall(ended)
 	}
 	return ctx
 }
@@ -51,7 +51,7 @@ func (s *Server) endContext(c *call) {
 	}
 	c.prev, c.next = nil, nil
 	s.liveMu.Unlock()
-	c.cancel(nil)
+	c.end.Finish()
 }
 
 // Concurrency is the number of calls served at once: limits.concurrency,

@@ -74,8 +74,9 @@ const writeGrace = time.Second
 // endWrites leaves writeGrace for what net/http writes after the
 // handler (the stream's last chunk) when the server has a write timeout,
 // which it sets afresh for the connection's next request; without one,
-// it clears the deadline. The state lives in the call (c.writes): none
-// of it is allocated per call but the AfterFunc.
+// it clears the deadline. The state lives in the call (c.writes), told
+// of ctx's end by the call's End when ctx is the call's context (no
+// allocation), else by a context.AfterFunc.
 func (c *call) boundWrites(ctx context.Context, w http.ResponseWriter, r *http.Request, total time.Duration) {
 	b := &c.writes
 	b.rc, b.r = *http.NewResponseController(w), r
@@ -83,14 +84,20 @@ func (c *call) boundWrites(ctx context.Context, w http.ResponseWriter, r *http.R
 		b.deadline = c.start.Add(total + writeGrace)
 	}
 	b.set(b.deadline)
-	b.stopAfter = context.AfterFunc(ctx, b.ctxEnded)
+	if c.end.Shares(ctx) {
+		b.end = &c.end
+		c.end.HookCall(b)
+	} else {
+		b.stopAfter = context.AfterFunc(ctx, b.CallEnded)
+	}
 }
 
 // writeBound is the bound on one call's writes (boundWrites).
 type writeBound struct {
 	rc        http.ResponseController
 	r         *http.Request
-	stopAfter func() bool
+	end       *core.End   // the call's, when it tells CallEnded
+	stopAfter func() bool // else the AfterFunc's
 
 	mu       sync.Mutex // guards deadline and stopped
 	deadline time.Time
@@ -102,8 +109,9 @@ func (b *writeBound) set(d time.Time) {
 	b.rc.SetWriteDeadline(d)
 }
 
-// ctxEnded leaves the writes writeGrace from now, at most.
-func (b *writeBound) ctxEnded() {
+// CallEnded leaves the writes writeGrace from now, at most: the call's
+// context ended.
+func (b *writeBound) CallEnded() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if d := time.Now().Add(writeGrace); !b.stopped && (b.deadline.IsZero() || d.Before(b.deadline)) {
@@ -114,7 +122,11 @@ func (b *writeBound) ctxEnded() {
 // endWrites ends the call's bound on its writes (boundWrites).
 func (c *call) endWrites() {
 	b := &c.writes
-	b.stopAfter()
+	if b.end != nil {
+		b.end.UnhookCall()
+	} else {
+		b.stopAfter()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped = true

@@ -113,13 +113,13 @@ func (s *Server) EndCalls() {
 	s.endCalls(ErrShuttingDown)
 	s.liveMu.Lock()
 	s.ended = ErrShuttingDown
-	var cancels []context.CancelCauseFunc
+	var live []*call
 	for c := s.live; c != nil; c = c.next {
-		cancels = append(cancels, c.cancel)
+		live = append(live, c)
 	}
 	s.liveMu.Unlock()
-	for _, cancel := range cancels {
-		cancel(ErrShuttingDown)
+	for _, c := range live {
+		c.end.EndCall(ErrShuttingDown)
 	}
 }
 

@@ -484,7 +484,7 @@ type Response struct {
 // Close releases the body and the call's clocks. Closing before the body
 // is done cancels the agent's request.
 func (r *Response) Close() {
-	r.clk.cancel(context.Canceled)
+	r.clk.release()
 	r.raw.Close()
 	r.clk.stop()
 }

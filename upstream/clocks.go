@@ -26,8 +26,12 @@ import (
 type clocks struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	t      config.Timeouts
-	start  time.Time // monotonic base of the call
+	// end, when set, is the call's End whose context ctx is (init): a
+	// clock that runs out ends it (the agent's side), and no context of
+	// the clocks' own is derived.
+	end   *core.End
+	t     config.Timeouts
+	start time.Time // monotonic base of the call
 
 	mu      sync.Mutex // guards timer, armed, phase, limit and stopped
 	timer   *clockTimer
@@ -59,7 +63,11 @@ func newClocks(parent context.Context, t config.Timeouts) *clocks {
 
 // init starts the zero clocks c, in the connect phase.
 func (c *clocks) init(parent context.Context, t config.Timeouts) {
-	c.ctx, c.cancel = context.WithCancelCause(parent)
+	if e := core.EndOf(parent); e != nil && e.Shares(parent) {
+		c.ctx, c.end = parent, e
+	} else {
+		c.ctx, c.cancel = context.WithCancelCause(parent)
+	}
 	c.t, c.start = t, time.Now()
 	c.enter("connect", t.Connect)
 }
@@ -163,6 +171,10 @@ func (c *clocks) fire() {
 		return
 	}
 	c.stopped = true
+	if c.end != nil {
+		c.end.EndAgent(te)
+		return
+	}
 	c.cancel(te)
 }
 
@@ -233,7 +245,16 @@ func (c *clocks) stop() {
 		c.timer = nil
 	}
 	c.mu.Unlock()
-	c.cancel(context.Canceled)
+	c.release()
+}
+
+// release ends the clocks' own context, if they have one: the call's
+// (c.end) goes on, and the transport's hook on it was stopped with the
+// agent's connection.
+func (c *clocks) release() {
+	if c.end == nil {
+		c.cancel(context.Canceled)
+	}
 }
 
 // explain labels err with its cause: a clock that ran out, or a dial that

@@ -88,8 +88,8 @@ func (c *conn) peekOnce(fd uintptr) bool {
 // release puts c back in the pool, or closes it when it cannot be reused:
 // the reply said Connection: close, or the caller's context ended and
 // closed it.
-func (t *transport) release(c *conn, stop func() bool, closeConn bool) {
-	if !stop() || closeConn {
+func (t *transport) release(c *conn, stop stopper, closeConn bool) {
+	if !stop.stop() || closeConn {
 		c.nc.Close()
 		return
 	}

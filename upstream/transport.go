@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // transport is the HTTP/1.1 client to the one agent. Unlike
@@ -127,7 +129,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, c.close)
+	stop := hook(ctx, c.close)
 	bw := writers.Get().(*bufio.Writer)
 	if err := t.writeHead(c, bw, req); err != nil {
 		putWriter(bw)
@@ -162,10 +164,32 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.withBody(ctx, c, resp, stop, nil), nil
 }
 
+// hook sets f to run when ctx ends, returning what stops it: through the
+// call's End when ctx is its context (no allocation), else a
+// context.AfterFunc.
+func hook(ctx context.Context, f func()) stopper {
+	if e := core.EndOf(ctx); e != nil && e.Shares(ctx) && e.HookAgent(f) {
+		return endHook{e}
+	}
+	return afterStop(context.AfterFunc(ctx, f))
+}
+
+// stopper stops a hook (hook), reporting as context.AfterFunc's stop
+// does whether it stopped it from running.
+type stopper interface{ stop() bool }
+
+type afterStop func() bool
+
+func (f afterStop) stop() bool { return f() }
+
+type endHook struct{ e *core.End }
+
+func (h endHook) stop() bool { return h.e.UnhookAgent() }
+
 // failed ends a round trip on c that failed with err: c is closed, and
 // the error is the call's end when that is what broke it.
-func failed(ctx context.Context, c *conn, stop func() bool, err error) (*http.Response, error) {
-	stop()
+func failed(ctx context.Context, c *conn, stop stopper, err error) (*http.Response, error) {
+	stop.stop()
 	c.nc.Close()
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
@@ -179,7 +203,7 @@ func failed(ctx context.Context, c *conn, stop func() bool, err error) (*http.Re
 // reading it. Such an early reply goes to the caller, and its connection
 // is not reused (the agent did not read all of the request). The writer
 // ends when the connection closes, which the reply's body does.
-func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.Writer, req *http.Request, reused bool, stop func() bool) (*http.Response, error) {
+func (t *transport) roundTripConcurrent(ctx context.Context, c *conn, bw *bufio.Writer, req *http.Request, reused bool, stop stopper) (*http.Response, error) {
 	wrote := make(chan error, 1)
 	go func() {
 		err := t.writeBody(c, bw, req)
@@ -236,7 +260,7 @@ func (t *transport) earlyReply(c *conn, req *http.Request) *http.Response {
 // its end, or frees c at once when there is none. wrote, when not nil, is
 // a request body still being written: the connection is closed, not
 // pooled, and the writer waited for.
-func (t *transport) withBody(ctx context.Context, c *conn, resp *http.Response, stop func() bool, wrote <-chan error) *http.Response {
+func (t *transport) withBody(ctx context.Context, c *conn, resp *http.Response, stop stopper, wrote <-chan error) *http.Response {
 	if ka := resp.Header.Get("Keep-Alive"); ka != "" {
 		if d := keepAliveTimeout(ka); d > 0 {
 			t.learn(d)
@@ -299,7 +323,7 @@ func (c *conn) neverReached(err error) bool {
 type body struct {
 	r     io.ReadCloser
 	c     *conn
-	stop  func() bool
+	stop  stopper
 	keep  bool
 	ctx   context.Context
 	wrote <-chan error // a request body still being written, or nil
@@ -338,12 +362,12 @@ func (b *body) Read(p []byte) (int, error) {
 		// which the sidecar does not use, is past the read buffer. The
 		// reply ends cleanly and the connection, the trailer unread on
 		// it, is closed.
-		b.stop()
+		b.stop.stop()
 		b.c.nc.Close()
 		b.waitWriter()
 		return n, io.EOF
 	}
-	b.stop()
+	b.stop.stop()
 	b.c.nc.Close()
 	b.waitWriter()
 	if b.ctx.Err() != nil {
@@ -359,7 +383,7 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.done = true
-	b.stop()
+	b.stop.stop()
 	err := b.c.nc.Close()
 	b.waitWriter()
 	return err

@@ -1,11 +1,11 @@
 package a2a
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -22,73 +22,14 @@ type request struct {
 	params json.RawMessage // nil when absent
 }
 
-// readRequest reads body as one JSON-RPC 2.0 request. Member names are
-// matched exactly, as JSON-RPC's are case-sensitive (encoding/json would
-// take "JSONRPC" for "jsonrpc"); a member given twice is refused, as its
-// value would be a guess; members JSON-RPC does not name are ignored.
+// readRequest reads body as one JSON-RPC 2.0 request (package jsonrpc's
+// rules; an id may be null, as JSON-RPC allows).
 func readRequest(body []byte) (request, *rpcError) {
-	invalid := func(msg string) (request, *rpcError) {
-		return request{}, &rpcError{codeInvalidRequest, msg}
+	r, err := jsonrpc.Read(body, jsonrpc.Rules{MaxID: maxID, NullID: true})
+	if err != nil {
+		return request{}, &rpcError{err.Code, err.Message}
 	}
-	if !json.Valid(body) {
-		return request{}, &rpcError{codeParse, "request body is not valid JSON"}
-	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		return invalid("batches are not supported: send one JSON-RPC request per POST")
-	}
-	var req request
-	var version, method []byte
-	seen := map[string]bool{}
-	dup := ""
-	ok := rawjson.Members(body, func(key, value []byte) bool {
-		name := rawjson.Key(key)
-		switch name {
-		case "jsonrpc", "id", "method", "params":
-		default:
-			return true
-		}
-		if seen[name] {
-			dup = name
-			return false
-		}
-		seen[name] = true
-		switch name {
-		case "jsonrpc":
-			version = value
-		case "id":
-			req.id = value
-		case "method":
-			method = value
-		case "params":
-			req.params = value
-		}
-		return true
-	})
-	const shape = `request is not a JSON-RPC 2.0 request {"jsonrpc": "2.0", "id": …, "method": …, "params": {…}}`
-	switch {
-	case dup != "":
-		return invalid(fmt.Sprintf("member %q is given twice", dup))
-	case !ok:
-		return invalid(shape)
-	case string(version) != `"2.0"`:
-		return invalid(shape + `: "jsonrpc" must be "2.0"`)
-	case len(method) == 0 || method[0] != '"':
-		return invalid(shape + `: "method" must be a string`)
-	case req.id != nil && !validID(req.id):
-		return invalid(shape + `: "id" must be a string, a number or null`)
-	case len(req.id) > maxID:
-		return invalid(fmt.Sprintf(`"id" is longer than %d bytes`, maxID))
-	case req.params != nil && req.params[0] != '{':
-		return invalid(shape + `: "params" must be an object`)
-	}
-	json.Unmarshal(method, &req.method) // a string json.Valid checked
-	req.notify = req.id == nil
-	return req, nil
-}
-
-// validID reports whether id is a JSON-RPC id: a string, a number or null.
-func validID(id json.RawMessage) bool {
-	return id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9' || string(id) == "null"
+	return request{id: r.ID, notify: r.Notification(), method: r.Method, params: r.Params}, nil
 }
 
 // readTaskID reads params {"id": "<task id>"} of tasks/get and tasks/cancel.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -251,11 +252,11 @@ func (v version) artifactUpdate(t *task, p part, first bool) any {
 
 // JSON-RPC and A2A error codes.
 const (
-	codeParse            = -32700
-	codeInvalidRequest   = -32600
-	codeMethodNotFound   = -32601
-	codeInvalidParams    = -32602
-	codeInternal         = -32603
+	codeParse            = jsonrpc.CodeParse
+	codeInvalidRequest   = jsonrpc.CodeInvalidRequest
+	codeMethodNotFound   = jsonrpc.CodeMethodNotFound
+	codeInvalidParams    = jsonrpc.CodeInvalidParams
+	codeInternal         = jsonrpc.CodeInternal
 	codeTaskNotFound     = -32001
 	codeTaskNotCancel    = -32002
 	codeUnsupported      = -32004

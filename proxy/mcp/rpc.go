@@ -1,23 +1,23 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // The JSON-RPC and MCP error codes the door answers with.
 const (
-	codeParse          = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
+	codeParse          = jsonrpc.CodeParse
+	codeInvalidRequest = jsonrpc.CodeInvalidRequest
+	codeMethodNotFound = jsonrpc.CodeMethodNotFound
+	codeInvalidParams  = jsonrpc.CodeInvalidParams
+	codeInternal       = jsonrpc.CodeInternal
 	// codeSessionNotFound is what the TypeScript SDK's server answers an
 	// unknown Mcp-Session-Id with (2025 revisions).
 	codeSessionNotFound = -32001
@@ -52,80 +52,16 @@ type request struct {
 // notification or a client's response.
 func (r request) notification() bool { return r.id == nil }
 
-// readRequest reads body as one JSON-RPC 2.0 message. Member names are
-// matched exactly (JSON-RPC's are case-sensitive); a member given twice is
-// refused; members JSON-RPC does not name are ignored. A batch (an array)
-// is refused: the 2025-06-18 revision removed batches, and no revision the
-// door speaks has them.
+// readRequest reads body as one JSON-RPC 2.0 message (package jsonrpc's
+// rules): a client's response is read as one (MCP answers it 202); an id
+// may not be null (MCP's ids are strings or numbers).
 func readRequest(body []byte) (request, *rpcError) {
-	invalid := func(msg string) (request, *rpcError) {
-		return request{}, &rpcError{code: codeInvalidRequest, message: msg}
+	r, err := jsonrpc.Read(body, jsonrpc.Rules{MaxID: maxID, Responses: true})
+	if err != nil {
+		return request{}, &rpcError{code: err.Code, message: err.Message}
 	}
-	if !json.Valid(body) {
-		return request{}, &rpcError{code: codeParse, message: "request body is not valid JSON"}
-	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		return invalid("batches are not supported: send one JSON-RPC message per POST")
-	}
-	var req request
-	var version, method []byte
-	var result bool
-	var seen uint8 // a bit per member of rpcMembers
-	dup := ""
-	ok := rawjson.Members(body, func(key, value []byte) bool {
-		i := memberIndex(key, rpcMembers)
-		if i < 0 {
-			return true
-		}
-		name := rpcMembers[i]
-		if seen&(1<<i) != 0 {
-			dup = name
-			return false
-		}
-		seen |= 1 << i
-		switch name {
-		case "jsonrpc":
-			version = value
-		case "id":
-			req.id = value
-		case "method":
-			method = value
-		case "params":
-			req.params = value
-		default:
-			result = true
-		}
-		return true
-	})
-	const shape = `request is not a JSON-RPC 2.0 message {"jsonrpc": "2.0", "id": …, "method": …, "params": {…}}`
-	switch {
-	case dup != "":
-		return invalid(fmt.Sprintf("member %q is given twice", dup))
-	case !ok:
-		return invalid(shape)
-	case string(version) != `"2.0"`:
-		return invalid(shape + `: "jsonrpc" must be "2.0"`)
-	case method == nil && result && req.id != nil:
-		// A client's response to a server's request: the door sends
-		// none, and takes it as MCP says (202).
-		req.response = true
-		req.id = nil
-		return req, nil
-	case len(method) == 0 || method[0] != '"':
-		return invalid(shape + `: "method" must be a string`)
-	case req.id != nil && req.id[0] != '"' && req.id[0] != '-' && (req.id[0] < '0' || req.id[0] > '9'):
-		return invalid(shape + `: "id" must be a string or a number`)
-	case len(req.id) > maxID:
-		return invalid(fmt.Sprintf(`"id" is longer than %d bytes`, maxID))
-	case req.params != nil && req.params[0] != '{':
-		return invalid(shape + `: "params" must be an object`)
-	}
-	json.Unmarshal(method, &req.method) // a string json.Valid checked
-	return req, nil
+	return request{id: r.ID, method: r.Method, params: r.Params, response: r.Response}, nil
 }
-
-// rpcMembers are the members of a JSON-RPC message the door reads.
-var rpcMembers = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // memberIndex is the index in names of a member key Members gave, -1 for
 // none: compared in place, nothing allocated.
