@@ -142,6 +142,9 @@ func (s *Server) HandlerFor(door Door) http.Handler {
 	h := door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
 		http.HandlerFunc(s.ServeHealth), refuse)
 	var guard hostcheck.Guard
+	if o, ok := door.(interface{ OriginEverywhere() bool }); ok {
+		guard.OriginEverywhere = o.OriginEverywhere()
+	}
 	if s.Config != nil {
 		guard.Trusted = s.Config.TrustedHosts
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -215,5 +216,45 @@ func TestToyDoorLimits(t *testing.T) {
 	}
 	if w := toyCall(h, http.MethodGet, "/up", ""); w.Code != 503 {
 		t.Errorf("/up while draining = %d, want 503", w.Code)
+	}
+}
+
+// originToyDoor is the toy door asking for the Origin rule on every
+// connection, as the MCP and OpenAI doors do.
+type originToyDoor struct{ toyDoor }
+
+func (originToyDoor) OriginEverywhere() bool { return true }
+
+// TestOriginEverywhere: off loopback, a POST with another site's Origin
+// reaches a door that does not ask for the Origin rule there (a runtime's
+// front end may pass a page's Origin on), and is refused 403 before a
+// door that asks; on loopback both refuse it.
+func TestOriginEverywhere(t *testing.T) {
+	agent := &fakeAgent{output: json.RawMessage(`{"text":"hi"}`)}
+	s, plain, _ := toyServer(t, "", agent)
+	asking := s.HandlerFor(originToyDoor{})
+	post := func(h http.Handler, local net.IP) int {
+		r := httptest.NewRequest(http.MethodPost, "/ask", strings.NewReader(`query {}`))
+		r.Host = "agents.example.com"
+		if local.IsLoopback() {
+			r.Host = "127.0.0.1:8080"
+		}
+		r.Header.Set("Origin", "https://evil.example")
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: local, Port: 8080}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	pub, lo := net.IPv4(192, 0, 2, 7), net.IPv4(127, 0, 0, 1)
+	if code := post(plain, pub); code != http.StatusOK {
+		t.Errorf("off loopback, a door that does not ask: %d, want 200", code)
+	}
+	if code := post(asking, pub); code != http.StatusForbidden {
+		t.Errorf("off loopback, a door that asks: %d, want 403", code)
+	}
+	for name, h := range map[string]http.Handler{"does not ask": plain, "asks": asking} {
+		if code := post(h, lo); code != http.StatusForbidden {
+			t.Errorf("on loopback, a door that %s: %d, want 403", name, code)
+		}
 	}
 }

@@ -175,6 +175,11 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 // unknown: null.
 func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, nil, f) }
 
+// OriginEverywhere: the transport says a server validates Origin on every
+// connection, so proxy's Host and Origin check holds it on every one, not
+// only on loopback.
+func (*Door) OriginEverywhere() bool { return true }
+
 // texts are the text records of a stream, as the dialect stage writes
 // them with emit: text ({"text": "…"}; reasoning, tool calls and the end
 // carry none), or as an agent whose stream it could not place sent them

@@ -79,6 +79,11 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // Protocol names the door in the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
+// OriginEverywhere: a POST with another site's Origin is refused on every
+// connection (proxy's Host and Origin check), not only on loopback: the
+// door's callers are clients, never pages behind a runtime's front end.
+func (*Door) OriginEverywhere() bool { return true }
+
 // Handler serves the models list, the two call routes (each served by
 // the Server's call handler, which reads the body and has Open decode
 // it) and /healthz; every route but /healthz checks the key (the Host

@@ -12,7 +12,9 @@
 //   - A request that changes something (every method but GET, HEAD and
 //     OPTIONS) with an Origin other than the request's own (browsers send
 //     one on every cross-origin POST, no-cors ones included): the page
-//     cannot read the answer, but the agent would run the call.
+//     cannot read the answer, but the agent would run the call. On a
+//     loopback connection always; on others only for a door that asks
+//     (Guard.OriginEverywhere).
 //
 // Clients that are not browsers (SDKs, curl, gateways) send no Origin.
 // The checks allocate nothing for a request that passes them without an
@@ -38,17 +40,26 @@ type Guard struct {
 	// may also carry as its Host, with any port, and whose pages may send
 	// state-changing requests: config's trusted_hosts.
 	Trusted []string
+	// OriginEverywhere holds a request's Origin to the rule on every
+	// connection, not only on loopback ones: for a door whose protocol
+	// says so (MCP's transport) or whose callers are never pages behind
+	// another front end (a door that is not a managed runtime's
+	// contract). A runtime's front end (Agent Platform, AgentCore,
+	// Foundry) may pass on the Origin of the page that called it, so
+	// their doors hold it only on loopback, where no front end is.
+	OriginEverywhere bool
 }
 
 // Check is the 403 refusing r, and false, when a web page of another
 // site could have sent it; a zero Failure and true otherwise.
 func (g Guard) Check(r *http.Request) (core.Failure, bool) {
-	if port, loopback := Local(r); loopback && !LoopbackHost(r.Host, port) && !g.trusted(r.Host) {
+	port, loopback := Local(r)
+	if loopback && !LoopbackHost(r.Host, port) && !g.trusted(r.Host) {
 		return Forbidden("Host " + strconv.Quote(core.Clip(r.Host)) + " is not this listener's: on a loopback address it answers only " +
 			"localhost, 127.0.0.1 and [::1] with its port " + strconv.Itoa(port) + " and the names of trusted_hosts " +
 			"(a page under another name may be DNS rebinding)"), false
 	}
-	if Safe(r.Method) {
+	if Safe(r.Method) || !loopback && !g.OriginEverywhere {
 		return core.Failure{}, true
 	}
 	origin, sent := r.Header["Origin"]

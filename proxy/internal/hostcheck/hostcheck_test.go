@@ -47,7 +47,7 @@ func TestCheck(t *testing.T) {
 		{"own Origin, https", on("POST", "agents.example.com", pub, 8080, "Origin", "https://agents.example.com"), true},
 		{"a trusted name's Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "https://agents.example.com"), true},
 		{"a foreign Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example"), false},
-		{"a foreign Origin off loopback", on("DELETE", "agents.example.com", pub, 8080, "Origin", "https://evil.example"), false},
+		{"a foreign Origin off loopback: a runtime's front end may pass a page's on", on("DELETE", "agents.example.com", pub, 8080, "Origin", "https://evil.example"), true},
 		{"a null Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "null"), false},
 		{"an Origin with a path", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:8080/x"), false},
 		{"a foreign Origin on a GET", on("GET", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example"), true},
@@ -83,5 +83,21 @@ func TestCheckAllocates(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { g.Check(r) }); n != 0 {
 			t.Errorf("Check of Host %s allocates %v times, want 0", r.Host, n)
 		}
+	}
+}
+
+// TestOriginEverywhere: a door that asks (MCP, OpenAI) holds a request's
+// Origin to the rule off loopback too.
+func TestOriginEverywhere(t *testing.T) {
+	pub := net.IPv4(192, 0, 2, 7)
+	g := Guard{OriginEverywhere: true}
+	if _, ok := g.Check(on("DELETE", "agents.example.com", pub, 8080, "Origin", "https://evil.example")); ok {
+		t.Error("a foreign Origin off loopback passed a door that holds Origin everywhere")
+	}
+	if _, ok := g.Check(on("POST", "agents.example.com", pub, 8080, "Origin", "https://agents.example.com")); !ok {
+		t.Error("its own Origin off loopback was refused")
+	}
+	if _, ok := g.Check(on("POST", "agents.example.com", pub, 8080)); !ok {
+		t.Error("no Origin off loopback was refused")
 	}
 }
