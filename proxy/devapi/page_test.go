@@ -173,7 +173,7 @@ func TestPlaygroundADKSession(t *testing.T) {
 	exited := startProcess(t, []string{"PORT=" + port, "ADK_SSE_DELAY_MS=30"}, "python3", "../../testdata/adkpy/server.py")
 	waitHealthy(t, "http://"+adkAddr+"/health", exited)
 	contract, cfg := startSidecar(t, "upstream: {url: http://"+adkAddr+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
-	ex := platform.Protocol.Example(contract)
+	ex := platform.Protocol.Example(contract, nil)
 	dev := devListenerWith(t, cfg, contract, Options{Doors: []Door{{Protocol: "agent_platform", URL: contract, Example: &ex}}})
 	ctx := browser(t)
 
