@@ -5,12 +5,17 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
 
-.PHONY: all build run deps test test-short bench bench-go fuzz lint clean image image-check
+.PHONY: all build install run deps test test-short bench bench-go fuzz lint clean image image-check
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sidecar
+
+# `sidecar` on your PATH: the same static, stamped build as `make build`,
+# installed by `go install` into $$(go env GOBIN), else $$(go env GOPATH)/bin.
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/sidecar
 
 # `sidecar dev`: the sidecar on :8080 (or $$PORT) in entrypoint mode (it
 # starts the bundled example agent, Python standard library, on

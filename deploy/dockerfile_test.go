@@ -298,34 +298,77 @@ func TestDockerfile(t *testing.T) {
 // TestExampleDockerfiles holds deploy/examples to the pattern docs/deploy.md
 // documents for an existing agent image: the sidecar copied in, the
 // sidecar as ENTRYPOINT with the config and "--", the agent as CMD, a
-// numeric non-root user; and the files they copy exist in the example.
+// numeric non-root user; the files they copy exist in the example. An
+// agent that builds (node: TypeScript) has a build stage between, named
+// build, whose RUNs include `npm ci` and the build; TestNodeExampleImage
+// runs it.
 func TestExampleDockerfiles(t *testing.T) {
-	for lang, agent := range map[string]string{"python": "agent.py", "node": "agent.js"} {
-		t.Run(lang, func(t *testing.T) {
-			ctx := filepath.Join("..", "examples", lang)
-			d := readDockerfile(t, filepath.Join("examples", "Dockerfile."+lang))
-			if len(d.stages) != 2 || d.stages[0].name != "sidecar" {
-				t.Fatalf("want two stages, the first `FROM ${SIDECAR_IMAGE} AS sidecar`")
+	for _, tt := range []struct {
+		lang, agent string
+		build       []string // the build stage's RUNs, in order (nil: no build stage)
+	}{
+		{"python", "agent.py", nil},
+		{"node", "dist/agent.js", []string{"npm ci", "npm run build", "npm prune --omit=dev"}},
+	} {
+		t.Run(tt.lang, func(t *testing.T) {
+			ctx := filepath.Join("..", "examples", tt.lang)
+			d := readDockerfile(t, filepath.Join("examples", "Dockerfile."+tt.lang))
+			stages := 2
+			if tt.build != nil {
+				stages = 3
+			}
+			if len(d.stages) != stages || d.stages[0].name != "sidecar" {
+				t.Fatalf("%d stages, want %d, the first `FROM ${SIDECAR_IMAGE} AS sidecar`", len(d.stages), stages)
 			}
 			if d.args["SIDECAR_IMAGE"] == "" {
 				t.Error("ARG SIDECAR_IMAGE has no default")
 			}
-			final := d.stages[1]
+			ignore := readIgnore(t, filepath.Join(ctx, ".dockerignore"))
+			contextCopy := func(c copyInstr) {
+				for _, src := range c.srcs {
+					if _, err := os.Stat(filepath.Join(ctx, src)); err != nil {
+						t.Errorf("line %d: COPY %s: not in the build context %s", c.line, src, ctx)
+					}
+					if dockerignored(ignore, src) {
+						t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", c.line, src)
+					}
+				}
+			}
+			if tt.build != nil {
+				b := d.stages[1]
+				if b.name != "build" {
+					t.Errorf("the middle stage is named %q, want build", b.name)
+				}
+				var runs []string
+				for _, in := range b.all("RUN") {
+					runs = append(runs, in.args)
+				}
+				for i, w := range tt.build {
+					if i >= len(runs) || !strings.HasPrefix(runs[i], w) {
+						t.Errorf("build stage RUNs %q, want %q in order", runs, tt.build)
+						break
+					}
+				}
+				for _, c := range copies(b) {
+					if c.from != "" {
+						t.Errorf("line %d: COPY --from=%s in the build stage", c.line, c.from)
+					}
+					contextCopy(c)
+				}
+			}
+			final := d.stages[len(d.stages)-1]
 			var sidecar, conf bool
 			for _, c := range copies(final) {
 				switch {
 				case c.from == "sidecar":
 					sidecar = reflect.DeepEqual(c.srcs, []string{"/sidecar"}) && c.dest == "/sidecar"
+				case c.from == "build" && tt.build != nil:
 				case c.from != "":
 					t.Errorf("line %d: COPY --from=%s", c.line, c.from)
 				default:
-					for _, src := range c.srcs {
-						if _, err := os.Stat(filepath.Join(ctx, src)); err != nil {
-							t.Errorf("line %d: COPY %s: not in the build context %s", c.line, src, ctx)
-						}
-						if src == "sidecar.yaml" && c.dest == "/etc/sidecar.yaml" {
-							conf = true
-						}
+					contextCopy(c)
+					if reflect.DeepEqual(c.srcs, []string{"sidecar.yaml"}) && c.dest == "/etc/sidecar.yaml" {
+						conf = true
 					}
 				}
 			}
@@ -339,16 +382,34 @@ func TestExampleDockerfiles(t *testing.T) {
 			if ep := jsonForm(t, final.one(t, "ENTRYPOINT")); !reflect.DeepEqual(ep, want) {
 				t.Errorf("ENTRYPOINT %q, want %q", ep, want)
 			}
-			if cmd := jsonForm(t, final.one(t, "CMD")); len(cmd) < 2 || cmd[len(cmd)-1] != agent {
-				t.Errorf("CMD %q, want the agent (… %s)", cmd, agent)
+			if cmd := jsonForm(t, final.one(t, "CMD")); len(cmd) < 2 || cmd[len(cmd)-1] != tt.agent {
+				t.Errorf("CMD %q, want the agent (… %s)", cmd, tt.agent)
 			}
 			checkNonRootUser(t, final)
 			checkUserHome(t, final)
+			if u, want := final.one(t, "USER").args, deployGuideUser(t); u != want {
+				t.Errorf("USER %s, want %s as docs/deploy.md shows", u, want)
+			}
 			if port := defaultListenPort(t); final.one(t, "EXPOSE").args != port {
 				t.Errorf("EXPOSE %s, want %s", final.one(t, "EXPOSE").args, port)
 			}
 		})
 	}
+}
+
+// deployGuideUser is the USER of docs/deploy.md's Dockerfile lines, which
+// the examples follow.
+func deployGuideUser(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^USER (\S+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/deploy.md shows no USER line")
+	}
+	return string(m[1])
 }
 
 // baseUserHomes are the non-root users base images bring, by base name and

@@ -21,7 +21,8 @@
 #  6. Run each deploy/examples image the way its ENTRYPOINT and CMD say
 #     (the sidecar starting the example agent, over a Unix socket, $PORT
 #     set as the platform does): /healthz, one unary call, one stream,
-#     then SIGTERM and a clean exit.
+#     then SIGTERM and a clean exit; the node one (TypeScript) after its
+#     build stage, run here by TestNodeExampleImage.
 #  7. bash -n, and shellcheck when installed, on the deploy scripts.
 #
 # Exits non-zero on the first failure. VERSION (default: git describe, as
@@ -296,7 +297,13 @@ smoke() {
 }
 command -v curl >/dev/null 2>&1 || fail "curl is required"
 smoke python
-smoke node
+# The node example builds (TypeScript): TestNodeExampleImage runs its
+# Dockerfile's build stage here (its `npm ci` from testdata/node's cache,
+# which `make deps` fills), then the final stage's ENTRYPOINT and CMD the
+# way smoke does, with this binary.
+SIDECAR_IMAGE_CHECK_BINARY=$bin go test -count=1 -run '^TestNodeExampleImage$' ./deploy/ >"$work/node-test" 2>&1 ||
+  { cat "$work/node-test" >&2; fail "node: TestNodeExampleImage"; }
+ok "node: build stage (npm ci, npm run build, npm prune --omit=dev), then ENTRYPOINT+CMD → /healthz 200, query, stream, SIGTERM → exit 0 (TestNodeExampleImage)"
 
 # ---------------------------------------------------------------------------
 step "7. deploy scripts"

@@ -133,9 +133,10 @@ func devDoors(cfg *config.Config, contract net.Addr) []devapi.Door {
 			if d.Name != p[0] {
 				continue
 			}
-			door.URL = d.URL(url, cfg.Protocols.Door(p[0]))
+			section := cfg.Protocols.Door(p[0])
+			door.URL = d.URL(url, section)
 			if d.Example != nil {
-				ex := d.Example(door.URL)
+				ex := d.Example(door.URL, section)
 				door.Example = &ex
 			}
 		}

@@ -28,7 +28,7 @@ func TestDoorExamples(t *testing.T) {
 			agent := newHostileAgent(t)
 			listener, _ := hostileSidecar(t, d.Name, "query", "", agent)
 			base := d.URL(listener, probeSection(t, d.Name, "query"))
-			ex := d.Example(base)
+			ex := d.Example(base, probeSection(t, d.Name, "query"))
 			if ex.Curl == "" || ex.Client == "" || ex.ClientLang == "" {
 				t.Fatalf("Example(%q) = %+v, want a curl and a client snippet with its language", base, ex)
 			}

@@ -4,7 +4,7 @@
 Replace the two handlers with your real agent (call your model, run your tools, ...).
 The sidecar turns the Agent Platform's calls into plain HTTP calls to this process:
 
-    GET  /health                       -> 200 {"status": "ok"}      (readiness probe)
+    GET  /health                       -> 200 {"status": "ok"}      (readiness probe, not logged)
     POST /query  {"message": "hi"}     -> 200 {"text": "Echo: hi"}  (method `query`)
     POST /stream {"message": "a b"}    -> text/event-stream          (method `stream_query`)
          data: {"text": "a "}
@@ -86,8 +86,15 @@ class AgentHandler(BaseHTTPRequestHandler):
         # On a Unix socket the client address is an empty string.
         return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
 
+    def log_request(self, code="-", size="-"):
+        # The sidecar probes GET /health every second: a line for each would
+        # bury the calls. A probe that fails is still logged.
+        if self.path == "/health" and str(code) == "200":
+            return
+        super().log_request(code, size)
+
     def log_message(self, fmt, *args):
-        # One line per request, on stderr.
+        # One line per request (health probes aside), on stderr.
         sys.stderr.write("agent: %s %s\n" % (self.address_string(), fmt % args))
 
 

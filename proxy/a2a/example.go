@@ -1,12 +1,15 @@
 package a2a
 
-import "github.com/sidecar-dev/sidecar/proxy/core"
+import (
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
 
 // example is how a user calls the door: curl sending a message/send at
 // base, and the A2A project's JavaScript SDK (@a2a-js/sdk 1.x, the
 // client TestJSClient runs) reading the card and sending a message as
 // an A2A 1.0 client (docs/a2a.md).
-func example(base string) core.Example {
+func example(base string, _ *config.Door) core.Example {
 	return core.Example{
 		Curl: "curl -s " + base + `/ -H 'Content-Type: application/json' -d '{"jsonrpc": "2.0", "id": 1,
   "method": "message/send", "params": {"message": {"kind": "message", "role": "user",

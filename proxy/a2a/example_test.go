@@ -19,7 +19,7 @@ import (
 func TestExample(t *testing.T) {
 	modules := sdkModules(t)
 	base := serve(t, "stream_query")
-	ex := example(base)
+	ex := example(base, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

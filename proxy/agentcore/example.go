@@ -1,11 +1,14 @@
 package agentcore
 
-import "github.com/sidecar-dev/sidecar/proxy/core"
+import (
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
 
 // example is how a user calls the door: curl on POST /invocations at
 // base, and boto3 invoking the deployed runtime, which calls the
 // container's /invocations (docs/agentcore.md).
-func example(base string) core.Example {
+func example(base string, _ *config.Door) core.Example {
 	return core.Example{
 		Curl: "curl -sN " + base + `/invocations \
   -H 'Content-Type: application/json' \

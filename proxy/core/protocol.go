@@ -23,10 +23,12 @@ type Protocol[O any] struct {
 	Path func(door *config.Door) string
 	// Example is how a user calls the door from a shell and from its
 	// ecosystem's own SDK, for base (the door's URL: its listener's, then
-	// its Path, e.g. http://localhost:9000 or http://localhost:8090/mcp):
+	// its Path, e.g. http://localhost:9000 or http://localhost:8090/mcp)
+	// and its section door as the map writes it (nil for agent_platform;
+	// the OpenAI door's api_key names the variable its examples read):
 	// what sidecar dev's playground shows for every enabled door. Nil:
 	// the door shows none.
-	Example func(base string) Example
+	Example func(base string, door *config.Door) Example
 }
 
 // Example is a copy-paste call of a door: a curl command and a client

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
@@ -14,8 +15,8 @@ import (
 
 // testDoors are two enabled doors with their registrations' examples.
 func testDoors() []Door {
-	example := func(p func(string) core.Example, url string) *core.Example {
-		ex := p(url)
+	example := func(p func(string, *config.Door) core.Example, url string) *core.Example {
+		ex := p(url, nil)
 		return &ex
 	}
 	return []Door{
@@ -31,7 +32,7 @@ func TestDoorsJSON(t *testing.T) {
 	dev := httptest.NewServer(New(newStackConfig(t), "http://127.0.0.1:9", Options{Doors: testDoors()}))
 	defer dev.Close()
 	code, h, body := get(t, dev.URL+"/playground/doors.json")
-	ac := agentcore.Protocol.Example("http://127.0.0.1:8090")
+	ac := agentcore.Protocol.Example("http://127.0.0.1:8090", nil)
 	for _, want := range []string{`{"doors":[{"protocol":"agent_platform","url":"http://127.0.0.1:8080","curl":"curl -s http://127.0.0.1:8080/api/reasoning_engine`,
 		`{"protocol":"agentcore","url":"http://127.0.0.1:8090","curl":` + string(marshal(ac.Curl)) + `,"client":` + string(marshal(ac.Client)) + `,"client_lang":"python"}`,
 		`{"protocol":"other","url":"http://127.0.0.1:8091"}]}`} {
@@ -66,7 +67,7 @@ func TestPlaygroundDoors(t *testing.T) {
 		t.Errorf("the door view shows before a door is picked (display %s)", got)
 	}
 	run(t, ctx, "picking agentcore", chromedp.Click(`#doors button[data-door="agentcore"]`))
-	ex := agentcore.Protocol.Example("http://127.0.0.1:8090")
+	ex := agentcore.Protocol.Example("http://127.0.0.1:8090", nil)
 	if got := evalString(t, ctx, `document.getElementById("door-curl").textContent`); got != ex.Curl {
 		t.Errorf("curl shown = %q, want %q", got, ex.Curl)
 	}

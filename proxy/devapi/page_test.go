@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/producers"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
 )
@@ -73,8 +74,18 @@ methods:
 	ctx := browser(t)
 
 	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="broken"]`))
-	if got := evalString(t, ctx, `[...document.querySelectorAll("#methods li")].map(l => l.innerText.replace(/\s+/g, " ")).join("|")`); got != "query sync|stream_query stream|broken async_stream" {
+	if got := evalString(t, ctx, `[...document.querySelectorAll("#methods li")].map(l => l.innerText.replace(/\s+/g, " ")).join("|")`); got != `query ""|stream_query stream|broken async_stream` {
 		t.Errorf("method list = %q, want the map's three methods with their api_mode", got)
+	}
+	// Each label is the map's word: as a method's mode, validate takes it.
+	for _, label := range strings.Split(evalString(t, ctx, `[...document.querySelectorAll("#methods .mode")].map(e => e.textContent).join("|")`), "|") {
+		if _, err := config.Parse("label.yaml", []byte("upstream: {url: \"http://127.0.0.1:9\"}\nmethods:\n  m: {mode: "+label+"}\n")); err != nil {
+			t.Errorf("the page labels a mode %s, which the map refuses: %v", label, err)
+		}
+	}
+	// The page opens on the map's first method, not its first streaming one.
+	if got := evalString(t, ctx, `document.getElementById("method-title").textContent + " " + document.getElementById("method-mode").textContent + " " + document.querySelector("#methods button.active").dataset.method`); got != `query "" query` {
+		t.Errorf("opened on %q, want the map's first method: query \"\" query", got)
 	}
 	if got := evalString(t, ctx, `getComputedStyle(document.getElementById("session-bar")).display === "none" ? "hidden" : "shown"`); got != "hidden" {
 		t.Errorf("session bar %s without the ADK preset", got)
@@ -162,11 +173,15 @@ func TestPlaygroundADKSession(t *testing.T) {
 	exited := startProcess(t, []string{"PORT=" + port, "ADK_SSE_DELAY_MS=30"}, "python3", "../../testdata/adkpy/server.py")
 	waitHealthy(t, "http://"+adkAddr+"/health", exited)
 	contract, cfg := startSidecar(t, "upstream: {url: http://"+adkAddr+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
-	ex := platform.Protocol.Example(contract)
+	ex := platform.Protocol.Example(contract, nil)
 	dev := devListenerWith(t, cfg, contract, Options{Doors: []Door{{Protocol: "agent_platform", URL: contract, Example: &ex}}})
 	ctx := browser(t)
 
 	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#session-bar`))
+	// The preset's order is not the user's: the page opens on its chat.
+	if got := evalString(t, ctx, `document.getElementById("method-title").textContent`); got != "stream_query" {
+		t.Errorf("the ADK preset opened on %q, want stream_query", got)
+	}
 	if got := evalString(t, ctx, `document.getElementById("user-id").value`); got != "u1" {
 		t.Errorf("user id = %q, want u1", got)
 	}

@@ -45,9 +45,9 @@ type Door struct {
 	// Path is where the door's endpoint is under its listener, for its
 	// section (the Protocol's; nil: the root). URL applies it.
 	Path func(door *config.Door) string
-	// Example is how a user calls the door at its URL (the Protocol's;
-	// nil: none).
-	Example func(base string) core.Example
+	// Example is how a user calls the door at its URL with its section
+	// door (the Protocol's; nil: none).
+	Example func(base string, door *config.Door) core.Example
 }
 
 // URL is the door's URL for its section door (nil for agent_platform)

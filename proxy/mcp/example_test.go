@@ -27,7 +27,7 @@ func TestExample(t *testing.T) {
 	section := c.Protocols.Door(Name)
 	s := serve(t, "", Protocol.Options(section, core.Host{}))
 	url := s.base + Protocol.Path(section)
-	ex := Protocol.Example(url)
+	ex := Protocol.Example(url, section)
 	if url != s.base+"/tools" || ex.ClientLang != "typescript" || !strings.Contains(ex.Curl, s.url+" ") || !strings.Contains(ex.Client, `"`+s.url+`"`) {
 		t.Fatalf("Example(%s) = %+v, want calls of %s", url, ex, s.url)
 	}

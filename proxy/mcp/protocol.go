@@ -101,7 +101,7 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 // example is a call of the door at url, its endpoint's (the listener's
 // and the section's path): a curl tools/list of the 2026-07-28 revision,
 // and a tools/call with the TypeScript SDK.
-func example(url string) core.Example {
+func example(url string, _ *config.Door) core.Example {
 	return core.Example{
 		Curl: fmt.Sprintf(`curl -sS %s \
   -H 'Content-Type: application/json' \

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -128,28 +127,4 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 		s.Model = t.Method
 	}
 	return on
-}
-
-// example is how a user calls the door at base: curl (the model's id
-// read from /v1/models first), and the openai Python client.
-func example(base string) core.Example {
-	return core.Example{
-		Curl: fmt.Sprintf(`model=$(curl -s %[1]s/v1/models -H "Authorization: Bearer $DOOR_KEY" | sed -E 's/.*"id":"([^"]*)".*/\1/')
-curl -s %[1]s/v1/chat/completions -H "Authorization: Bearer $DOOR_KEY" -H "Content-Type: application/json" \
-  -d '{"model": "'"$model"'", "messages": [{"role": "user", "content": "Hello"}]}'`, base),
-		Client: fmt.Sprintf(`import os
-from openai import OpenAI
-
-client = OpenAI(base_url="%s/v1", api_key=os.environ.get("DOOR_KEY", "none"))
-model = client.models.list().data[0].id
-stream = client.chat.completions.create(
-    model=model,
-    messages=[{"role": "user", "content": "Hello"}],
-    stream=True,
-)
-for chunk in stream:
-    print(chunk.choices[0].delta.content or "", end="", flush=True)
-`, base),
-		ClientLang: "python",
-	}
 }

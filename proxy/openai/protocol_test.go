@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,28 +82,80 @@ func TestSection(t *testing.T) {
 	}
 }
 
-// TestExample: the registration's example, the playground's: its curl
-// command, run by bash against a door with a key, answers a
+// TestExample: the registration's example, the playground's, for a door
+// whose api_key names its own variables (or none): its curl command, run
+// by bash against the door with those variables set, answers a
 // chat.completion (the model's id read from /v1/models); its Python
-// snippet parses.
+// snippet parses, and run with a stand-in openai module, hands the client
+// the key read from the same variables. No $DOOR_KEY unless the map names
+// it.
 func TestExample(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "sed", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	s := newSidecar(t, startAgent(t), "")
-	base := s.serve(t, Options{Method: "unary", Model: "price-agent", APIKey: "sekret", KeySet: true})
-	ex := Protocol.Example(base)
-	cmd := exec.Command("bash", "-c", ex.Curl)
-	cmd.Env = append(cmd.Environ(), "DOOR_KEY=sekret")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), `"object":"chat.completion"`) || !strings.Contains(string(out), `"content":"echo: Hello"`) {
-		t.Errorf("the example's curl = %v\n%s", err, out)
+	// A stand-in for the openai package: it prints the key it is given.
+	stub := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stub, "openai.py"), []byte(`class OpenAI:
+    def __init__(self, base_url, api_key):
+        print("api_key=" + api_key)
+        raise SystemExit(0)
+`), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	check := exec.Command("python3", "-c", "import ast, sys; ast.parse(sys.stdin.read())")
-	check.Stdin = strings.NewReader(ex.Client)
-	if out, err := check.CombinedOutput(); err != nil || ex.ClientLang != "python" || !strings.Contains(ex.Client, base+"/v1") {
-		t.Errorf("the example's client snippet (%s) does not parse: %v\n%s\n%s", ex.ClientLang, err, out, ex.Client)
+	s := newSidecar(t, startAgent(t), "")
+	for _, tt := range []struct {
+		name, section string
+		env           []string
+		key           string // the key the door takes, "" for none
+	}{
+		{"one variable", `{method: query, model: price-agent, api_key: "${OPENAI_DOOR_TOKEN}"}`, []string{"OPENAI_DOOR_TOKEN=sekret"}, "sekret"},
+		{"text and variables", `{method: query, model: price-agent, api_key: "sk-${KEY_A}\"$${KEY_B}"}`, []string{"KEY_A=one", "KEY_B=two"}, `sk-one"$two`},
+		{"no key", `{method: query, model: price-agent}`, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse(t, tt.section)
+			if err != nil {
+				t.Fatal(err)
+			}
+			section := c.Protocols.Door(Name)
+			env := map[string]string{}
+			for _, kv := range tt.env {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			o := Protocol.Options(section, core.Host{Getenv: func(n string) string { return env[n] }})
+			if o.APIKey != tt.key {
+				t.Fatalf("the door's key = %q, want %q", o.APIKey, tt.key)
+			}
+			o.Method = "unary" // testdata/openai/agent.py's, in this map
+			base := s.serve(t, o)
+			ex := Protocol.Example(base, section)
+			if strings.Contains(ex.Curl+ex.Client, "DOOR_KEY") {
+				t.Errorf("the example reads $DOOR_KEY, which the map does not name:\n%s\n%s", ex.Curl, ex.Client)
+			}
+			cmd := exec.Command("bash", "-c", ex.Curl)
+			cmd.Env = append(os.Environ(), tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), `"object":"chat.completion"`) || !strings.Contains(string(out), `"content":"echo: Hello"`) {
+				t.Errorf("the example's curl = %v\n%s\n%s", err, out, ex.Curl)
+			}
+			check := exec.Command("python3", "-c", "import ast, sys; ast.parse(sys.stdin.read())")
+			check.Stdin = strings.NewReader(ex.Client)
+			if out, err := check.CombinedOutput(); err != nil || ex.ClientLang != "python" || !strings.Contains(ex.Client, base+"/v1") {
+				t.Errorf("the example's client snippet (%s) does not parse: %v\n%s\n%s", ex.ClientLang, err, out, ex.Client)
+			}
+			run := exec.Command("python3", "-")
+			run.Stdin = strings.NewReader(ex.Client)
+			run.Env = append(os.Environ(), append(tt.env, "PYTHONPATH="+stub)...)
+			want := tt.key
+			if want == "" {
+				want = "none"
+			}
+			if out, err := run.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "api_key="+want {
+				t.Errorf("the example's client, run, gave the key as %q (%v), want api_key=%s\n%s", out, err, want, ex.Client)
+			}
+		})
 	}
 }

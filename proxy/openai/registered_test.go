@@ -19,7 +19,7 @@ func TestRegistered(t *testing.T) {
 		if d.Probe.Request == nil || d.Probe.Refusal == nil || d.Probe.Errors == nil || d.Example == nil {
 			t.Fatalf("the openai door is registered without its Probe or Example")
 		}
-		if ex := d.Example("http://localhost:8091"); !strings.Contains(ex.Curl, "http://localhost:8091/v1/chat/completions") || ex.Client == "" {
+		if ex := d.Example("http://localhost:8091", nil); !strings.Contains(ex.Curl, "http://localhost:8091/v1/chat/completions") || ex.Client == "" {
 			t.Errorf("Example = %+v", ex)
 		}
 		return

@@ -1,11 +1,14 @@
 package platform
 
-import "github.com/sidecar-dev/sidecar/proxy/core"
+import (
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
 
 // example is how a user calls the door: curl on the contract's unary
 // route at base (the container's port), and the Vertex AI SDK calling
 // the deployed engine, which calls the container's routes (docs/agent-platform.md).
-func example(base string) core.Example {
+func example(base string, _ *config.Door) core.Example {
 	return core.Example{
 		Curl: "curl -s " + base + core.RouteUnary + ` \
   -H 'Content-Type: application/json' \

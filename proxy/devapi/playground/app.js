@@ -51,7 +51,7 @@ async function load() {
   const list = $("methods");
   for (const m of i.methods) {
     const b = el("button", { type: "button", "data-method": m.name, onclick: () => pick(m) },
-      el("span", { class: "name" }, m.name), el("span", { class: "mode" }, m.api_mode || "sync"));
+      el("span", { class: "name" }, m.name), window.Transcript.mode(m));
     list.append(el("li", {}, b));
   }
   if (isADK()) {
@@ -61,7 +61,9 @@ async function load() {
     $("new-session").addEventListener("click", newSession);
     refreshSessions();
   }
-  const first = i.methods.find(streaming) || i.methods[0];
+  // The map's first method; the ADK preset, whose order is not the user's
+  // (it starts with the deprecated create_session), opens on its chat.
+  const first = (isADK() && methodByName(["stream_query"])) || i.methods[0];
   if (first) pick(first);
   loadDoors();
 }
@@ -111,7 +113,7 @@ function pick(m) {
     b.classList.toggle("active", b.dataset.method === m.name);
   }
   $("method-title").textContent = m.name;
-  $("method-mode").textContent = m.api_mode || "sync";
+  $("method-mode").replaceWith(Object.assign(window.Transcript.mode(m), { id: "method-mode" }));
   $("method-route").textContent = "POST " + verb(m) + (streaming(m) ? "?alt=sse" : "");
   const example = m.example != null ? m.example : (isADK() && ADK_EXAMPLES[m.name]) || {};
   $("input").value = state.inputs[m.name] ?? JSON.stringify(example, null, 2);

@@ -21,6 +21,14 @@
     const flat = JSON.stringify(v);
     return flat.length <= 90 ? flat.replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(v, null, 2);
   }
+  // mode is a method's api_mode as the method map writes it: `""` for the
+  // unary default (a word such as "sync" would be refused by validate),
+  // with the route it is served on as the tooltip.
+  function mode(m) {
+    const label = m.api_mode || '""';
+    const route = m.api_mode === "stream" || m.api_mode === "async_stream" ? ":streamQuery" : ":query";
+    return el("span", { class: "mode", title: `mode: ${label} (served on ${route})` }, label);
+  }
   const who = (name, t) => el("div", { class: "who" }, el("span", {}, name), el("span", { class: "t" }, ms(t)));
 
   // userText is the message a call sends, if it is a chat turn.
@@ -63,7 +71,7 @@
     const timeline = window.Timeline.start(body);
     head.append(
       el("span", { class: "name" }, m.name),
-      el("span", { class: "mode" }, m.api_mode || "sync"),
+      mode(m),
       status,
       el("span", { class: "spacer" }),
       rawBtn,
@@ -175,5 +183,5 @@
     };
   }
 
-  window.Transcript = { start };
+  window.Transcript = { start, mode };
 })();

@@ -1,32 +1,34 @@
-#!/usr/bin/env node
-// A tiny agent to run behind the sidecar, using only Node's built-in modules.
+// A tiny agent to run behind the sidecar: TypeScript on Node's built-in
+// modules, compiled by tsc (`npm ci && npm run build`, as
+// deploy/examples/Dockerfile.node's build stage does) to dist/agent.js.
 //
 // Replace the two handlers with your real agent (call your model, run your tools, ...).
 // The sidecar turns the Agent Platform's calls into plain HTTP calls to this process:
 //
-//   GET  /health                     -> 200 {"status":"ok"}      (readiness probe)
+//   GET  /health                     -> 200 {"status":"ok"}      (readiness probe, not logged)
 //   POST /query  {"message":"hi"}    -> 200 {"text":"Echo: hi"}  (method `query`)
 //   POST /stream {"message":"a b"}   -> application/x-ndjson      (method `stream_query`)
 //        {"text":"a "}
 //        {"text":"b "}
 //
-// Run it:
-//   PORT=8000 node agent.js                     # TCP on 127.0.0.1:8000 (the default)
-//   AGENT_SOCKET=/tmp/agent.sock node agent.js  # or a Unix socket
+// Build and run it:
+//   npm ci && npm run build
+//   PORT=8000 node dist/agent.js                     # TCP on 127.0.0.1:8000 (the default)
+//   AGENT_SOCKET=/tmp/agent.sock node dist/agent.js  # or a Unix socket
 //
 // Try it:
 //   curl -s localhost:8000/query -d '{"message": "hello"}'
 //   curl -N localhost:8000/stream -d '{"message": "one two three"}'
-'use strict';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
 
-const http = require('node:http');
-const fs = require('node:fs');
+type Reply = http.ServerResponse;
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // --- the agent's logic ----------------------------------------------------
 
-async function handle(req, res) {
+async function handle(req: http.IncomingMessage, res: Reply): Promise<void> {
   if (req.method === 'GET' && req.url === '/health') {
     return sendJSON(res, 200, { status: 'ok' });
   }
@@ -34,7 +36,7 @@ async function handle(req, res) {
     return sendJSON(res, 404, { detail: 'not found' });
   }
 
-  let message;
+  let message: string;
   try {
     message = String((await readJSON(req)).message ?? '');
   } catch {
@@ -61,17 +63,17 @@ async function handle(req, res) {
 
 // --- small helpers --------------------------------------------------------
 
-function readJSON(req) {
+function readJSON(req: http.IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('error', reject);
     req.on('end', () => {
       try {
         const text = Buffer.concat(chunks).toString('utf8').trim();
-        const body = text ? JSON.parse(text) : {};
+        const body: unknown = text ? JSON.parse(text) : {};
         if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object');
-        resolve(body);
+        resolve(body as Record<string, unknown>);
       } catch (err) {
         reject(err);
       }
@@ -79,7 +81,7 @@ function readJSON(req) {
   });
 }
 
-function sendJSON(res, status, value) {
+function sendJSON(res: Reply, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
@@ -89,9 +91,14 @@ function sendJSON(res, status, value) {
 
 const server = http.createServer((req, res) => {
   const started = Date.now();
-  // One line per request, on stderr.
-  res.on('finish', () => console.error(`agent: ${req.method} ${req.url} ${res.statusCode} ${Date.now() - started}ms`));
-  handle(req, res).catch((err) => {
+  res.on('finish', () => {
+    // The sidecar probes GET /health every second: a line for each would
+    // bury the calls. A probe that fails is still logged.
+    if (req.url === '/health' && res.statusCode === 200) return;
+    // One line per request, on stderr.
+    console.error(`agent: ${req.method} ${req.url} ${res.statusCode} ${Date.now() - started}ms`);
+  });
+  handle(req, res).catch((err: unknown) => {
     console.error('agent: error:', err);
     if (!res.headersSent) sendJSON(res, 500, { detail: 'internal error' });
     else res.destroy();
@@ -108,7 +115,7 @@ if (socketPath) {
 }
 
 // SIGTERM (from the sidecar or the platform) and Ctrl-C both stop the server.
-function stop() {
+function stop(): void {
   server.close(); // stop accepting; also removes the Unix socket file
   server.closeAllConnections();
   console.error('agent: stopped');
