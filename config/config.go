@@ -33,7 +33,8 @@ type Config struct {
 	// TrustedHosts are host names (lower case, no port) a request on a
 	// loopback connection may carry as its Host besides localhost and the
 	// loopback IPs: the public name a gateway on the same machine or pod
-	// forwards with. A page of one of them may also POST (its Origin).
+	// forwards with. A page of one of them may also POST (its Origin),
+	// on the doors that hold Origin on every connection too.
 	TrustedHosts []string
 	// kinds are the protocols Parse was given, for Expanded.
 	kinds []Kind

@@ -32,7 +32,9 @@ type Door interface {
 	// which writes the refusal and gives it a call's log line and
 	// metrics, without a concurrency slot or reading its body. A Host or
 	// Origin only a web page sends never reaches Handler: the Server
-	// refuses it first, for every door (HandlerFor).
+	// refuses it first, for every door (HandlerFor), as it refuses a
+	// call whose body is not JSON on a route the door declares takes only
+	// JSON (JSONBody; OriginEverywhere too: guard.go).
 	Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler
 	// Open decodes the body of a call's request on route into its
 	// exchange: the call for the agent (its Method, looked up in cfg,

@@ -14,7 +14,6 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
 )
 
 // Server serves front doors in front of one agent. Fill its fields, then
@@ -130,24 +129,25 @@ func (s *Server) EndCalls() {
 // one of Protocols). Serve each door on a listener of its own.
 //
 // Every request first passes the guard every door shares (hostcheck):
-// on a loopback connection a Host that is not a loopback name with the
-// listener's port nor one of Config.TrustedHosts, and a state-changing
-// request with another site's Origin, are refused 403 in the door's
-// shape before the door routes them (health probes included: a probe on
-// loopback sends a loopback Host).
+// on a loopback connection a Host that is not a loopback name (any port)
+// nor one of Config.TrustedHosts, and a state-changing request with
+// another site's Origin, are refused 403 in the door's shape before the
+// door routes them (health probes included: a probe on loopback sends a
+// loopback Host). On a route where the door takes only JSON (guard.go),
+// a call whose body is not declared JSON is refused 415 before it is
+// read.
 func (s *Server) HandlerFor(door Door) http.Handler {
 	s.setupOnce.Do(s.setup)
 	protocol := ProtocolOf(door, s.Protocols)
 	refuse := s.refuser(door, protocol)
-	h := door.Handler(func(route string, stream bool) http.Handler { return s.handle(door, protocol, route, stream) },
-		http.HandlerFunc(s.ServeHealth), refuse)
-	var guard hostcheck.Guard
-	if o, ok := door.(interface{ OriginEverywhere() bool }); ok {
-		guard.OriginEverywhere = o.OriginEverywhere()
-	}
-	if s.Config != nil {
-		guard.Trusted = s.Config.TrustedHosts
-	}
+	h := door.Handler(func(route string, stream bool) http.Handler {
+		call := s.handle(door, protocol, route, stream)
+		if jsonOnly(door, route) {
+			return jsonBody(route, refuse, call)
+		}
+		return call
+	}, http.HandlerFunc(s.ServeHealth), refuse)
+	guard := s.guardOf(door)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f, ok := guard.Check(r); !ok {
 			refuse(w, r, "", f) // before routing: no route of the door's

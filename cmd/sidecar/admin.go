@@ -13,7 +13,8 @@ import (
 )
 
 // serveAdmin serves /metrics and /healthz on the admin address, which must
-// not be the public one. It returns the function that stops it.
+// not be the public one, held to the Host check of every door
+// (proxy.Server.Guard). It returns the function that stops it.
 func serveAdmin(addr string, public net.Addr, m *metrics.Metrics, s *proxy.Server, logger *zap.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -28,7 +29,10 @@ func serveAdmin(addr string, public net.Addr, m *metrics.Metrics, s *proxy.Serve
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", s.ServeHealthDetail)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Behind the Host check every door makes: a page under a rebinding
+	// name on this machine could otherwise read the metrics and the
+	// agent's readiness detail (its address among them).
+	srv := &http.Server{Handler: s.Guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() { srv.Serve(ln); close(done) }()
 	logger.Info("admin listening", zap.String("addr", ln.Addr().String()))

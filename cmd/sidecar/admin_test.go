@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,5 +73,42 @@ func TestAdminMetrics(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("admin /healthz = %d", resp.StatusCode)
+	}
+}
+
+// TestAdminHost: the admin listener is held to the Host check every door
+// makes: on loopback, a page under a rebinding name on this machine reads
+// neither /metrics nor /healthz (403); a loopback name, with any port (a
+// tunnel's) or none, and a name of trusted_hosts are served.
+func TestAdminHost(t *testing.T) {
+	agent := newHostileAgent(t)
+	_, _, logs := hostileServe(t, "agent_platform", "query", "admin: {listen: \"127.0.0.1:0\"}\ntrusted_hosts: [agents.example.com]\n", agent)
+	var admin string
+	for deadline := time.Now().Add(hostileBound); admin == ""; time.Sleep(5 * time.Millisecond) {
+		for _, l := range logs.FilterMessage("admin listening").All() {
+			admin, _ = l.ContextMap()["addr"].(string)
+		}
+		if admin == "" && time.Now().After(deadline) {
+			t.Fatalf("no admin listening line with its addr after %v", hostileBound)
+		}
+	}
+	_, port, _ := net.SplitHostPort(admin)
+	get := func(path, host string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+admin+path, http.NoBody)
+		req.Host = host
+		_, resp := call(t, req)
+		return resp.StatusCode, string(readAll(t, resp))
+	}
+	for _, path := range []string{"/metrics", "/healthz"} {
+		for _, host := range []string{"rebind.test:" + port, "rebind.test", "127.0.0.1.nip.io:" + port, "localhost.rebind.test:" + port} {
+			if code, body := get(path, host); code != http.StatusForbidden || strings.Contains(body, "sidecar_") || strings.Contains(body, "status") {
+				t.Errorf("GET %s with Host %s = %d %.200q, want 403 and nothing of its answer", path, host, code, body)
+			}
+		}
+		for _, host := range []string{admin, "localhost:" + port, "localhost:9000", "localhost", "[::1]", "agents.example.com"} {
+			if code, body := get(path, host); code != http.StatusOK {
+				t.Errorf("GET %s with Host %s = %d %.200q, want 200", path, host, code, body)
+			}
+		}
 	}
 }

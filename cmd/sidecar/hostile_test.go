@@ -282,6 +282,21 @@ func checkServerTiming(t *testing.T, what string, resp *http.Response, names ...
 	}
 }
 
+// jsonDoors says, for every registered door, whether its calls take only
+// a body declared JSON (docs/doors.md's table): the protocols' clients
+// all send application/json, the runtimes' front ends may not.
+var jsonDoors = map[string]bool{"agent_platform": false, "agentcore": false, "foundry": false, "a2a": true, "mcp": true, "openai": true}
+
+// originEverywhere says, for every registered door, whether it holds a
+// request's Origin off loopback too (docs/doors.md).
+var originEverywhere = map[string]bool{"agent_platform": false, "agentcore": false, "foundry": false, "a2a": false, "mcp": true, "openai": true}
+
+// otherPort is a port other than port (a decimal string): a tunnel's.
+func otherPort(port string) int {
+	p, _ := strconv.Atoi(port)
+	return p%60000 + 1024
+}
+
 // TestHostileDoors: every registered door, served as run serves it, holds
 // against the same hostile callers and agents: a body over
 // limits.request_bytes and a call while busy are refused in the door's
@@ -400,10 +415,12 @@ func TestHostileDoors(t *testing.T) {
 				// The guard every door shares (proxy/internal/hostcheck),
 				// applied by the Server before the door routes: on a
 				// loopback connection a Host other than a loopback name
-				// with the port (DNS rebinding) and, on any connection, a
-				// POST with another site's Origin are refused 403 in the
-				// door's shape, one call line, the body unread, the agent
-				// never called.
+				// (DNS rebinding) and a POST with another site's Origin
+				// are refused 403 in the door's shape, one call line, the
+				// body unread, the agent never called. A loopback name
+				// with any port or none is served: kubectl port-forward
+				// and ssh -L reach the listener with Host localhost:<the
+				// tunnel's port>.
 				agent := newHostileAgent(t)
 				base, _, logs := hostileServe(t, d.Name, "query", "trusted_hosts: [agents.example.com]\n", agent)
 				_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
@@ -412,8 +429,8 @@ func TestHostileDoors(t *testing.T) {
 				}{
 					{"a rebinding Host", "rebind.test:" + port, ""},
 					{"a rebinding Host with its own Origin", "rebind.test:" + port, "http://rebind.test:" + port},
-					{"a loopback Host with another port", "127.0.0.1:1", ""},
 					{"a foreign Origin", "", "https://evil.example"},
+					{"another local site's Origin", "", "http://127.0.0.1:1"},
 					{"a null Origin", "", "null"},
 				}
 				for _, tt := range refused {
@@ -446,6 +463,12 @@ func TestHostileDoors(t *testing.T) {
 					name, host, origin string
 				}{
 					{"localhost", "localhost:" + port, ""},
+					{"a tunnel's port", "localhost:" + strconv.Itoa(otherPort(port)), ""},
+					{"a tunnel's port and its page's Origin", "localhost:" + strconv.Itoa(otherPort(port)), "http://localhost:" + strconv.Itoa(otherPort(port))},
+					{"a loopback IP with another port", "127.0.0.1:1", ""},
+					{"localhost, no port", "localhost", ""},
+					{"127.0.0.1, no port", "127.0.0.1", ""},
+					{"[::1], no port", "[::1]", ""},
 					{"its own Origin", "", base},
 					{"a trusted Host", "agents.example.com", ""},
 					{"a trusted Host with its port and Origin", "agents.example.com:443", "https://agents.example.com"},
@@ -471,12 +494,112 @@ func TestHostileDoors(t *testing.T) {
 				if len(ips) == 0 {
 					t.Skip("this machine has no non-loopback IPv4 address to dial: the Host check off loopback is not exercised here")
 				}
+				everywhere, known := originEverywhere[d.Name]
+				if !known {
+					t.Fatalf("door %s: say in originEverywhere whether it holds Origin off loopback", d.Name)
+				}
 				agent := newHostileAgent(t)
-				base, _, _ := hostileServeOn(t, ips[0], d.Name, "query", "", agent)
+				base, _, _ := hostileServeOn(t, ips[0], d.Name, "query", "trusted_hosts: [agents.example.com]\n", agent)
+				_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
 				req := spec.Request(base, "query", false)
 				req.Host = "agents.example.com"
 				if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
 					t.Errorf("Host agents.example.com on a connection to %s = %d %q, want 200: only a loopback connection checks the Host", ips[0], resp.StatusCode, readAll(t, resp))
+				}
+				// A page rebound to this address: its Origin is the Host.
+				// A door that holds Origin everywhere refuses it; the
+				// runtimes' doors let it through (their front end may pass
+				// on its page's Origin).
+				want := http.StatusOK
+				if everywhere {
+					want = http.StatusForbidden
+				}
+				for _, tt := range []struct{ name, host, origin string }{
+					{"a rebinding page", "rebind.test:" + port, "http://rebind.test:" + port},
+					{"a page of this address", ips[0] + ":" + port, base},
+				} {
+					req := spec.Request(base, "query", false)
+					req.Host = tt.host
+					req.Header.Set("Origin", tt.origin)
+					var resp *http.Response
+					if everywhere {
+						_, resp = send(t, req, 1<<20, nil) // refused unread: the body never sent
+					} else {
+						_, resp = call(t, req)
+					}
+					if body := readAll(t, resp); resp.StatusCode != want || want != http.StatusOK && !spec.Refusal(body) {
+						t.Errorf("%s off loopback (Host %s, Origin %s) = %d %q, want %d", tt.name, tt.host, tt.origin, resp.StatusCode, body, want)
+					}
+				}
+				for _, tt := range []struct{ name, host, origin string }{
+					{"a trusted name's page", "", "https://agents.example.com"},
+					{"a tunnel's page (ssh -L to this address)", "localhost:9000", "http://localhost:9000"},
+				} {
+					req := spec.Request(base, "query", false)
+					if tt.host != "" {
+						req.Host = tt.host
+					}
+					req.Header.Set("Origin", tt.origin)
+					if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+						t.Errorf("%s off loopback = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
+					}
+				}
+			})
+			t.Run("a body not declared JSON", func(t *testing.T) {
+				// A page can POST text/plain, a form or a body of no type
+				// to any address without a CORS preflight. A door that
+				// takes only JSON refuses it 415 in its shape, unread
+				// (its 1 MiB body is never sent) and without a slot (the
+				// one slot is held), one call line; the runtimes' doors
+				// take any type, as their platforms send.
+				only, known := jsonDoors[d.Name]
+				if !known {
+					t.Fatalf("door %s: say in jsonDoors whether it takes only a JSON body", d.Name)
+				}
+				types := []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}
+				agent := newHostileAgent(t)
+				if !only {
+					base, _ := hostileSidecar(t, d.Name, "query", "", agent)
+					for _, ct := range types {
+						req := spec.Request(base, "query", false)
+						req.Header.Del("Content-Type")
+						if ct != "" {
+							req.Header.Set("Content-Type", ct)
+						}
+						if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+							t.Errorf("Content-Type %q = %d %q, want 200: the door takes any type", ct, resp.StatusCode, readAll(t, resp))
+						}
+					}
+					return
+				}
+				base, _, logs := hostileServe(t, d.Name, "hold", "limits: {concurrency: 1, queue: 0}\n", agent)
+				held := spec.Request(base, "hold", false)
+				body := whole(held)
+				write(t, held, len(body), body) // answered when the test ends
+				agent.waitHeld(t, 1)
+				for _, ct := range types {
+					logs.TakeAll()
+					req := spec.Request(base, "hold", false)
+					req.Header.Del("Content-Type")
+					if ct != "" {
+						req.Header.Set("Content-Type", ct)
+					}
+					_, resp := send(t, req, 1<<20, nil)
+					body := readAll(t, resp)
+					if resp.StatusCode != http.StatusUnsupportedMediaType || !spec.Refusal(body) {
+						t.Errorf("Content-Type %q, the one slot held, the body unsent = %d %q, want 415 in the door's shape", ct, resp.StatusCode, body)
+					}
+					var lines []map[string]any
+					for _, l := range logs.FilterMessage("call").All() {
+						lines = append(lines, l.ContextMap())
+					}
+					if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusUnsupportedMediaType) ||
+						lines[0]["reason"] != "UNSUPPORTED_MEDIA_TYPE" || lines[0]["route"] == "" {
+						t.Errorf("Content-Type %q logged %v, want one call line of protocol %s, status 415, reason UNSUPPORTED_MEDIA_TYPE, the route's", ct, lines, d.Name)
+					}
+				}
+				if n := agent.calls.Load(); n != 1 {
+					t.Errorf("the agent got %d calls, want only the held one", n)
 				}
 			})
 			t.Run("headers and ids capped", func(t *testing.T) {

@@ -50,6 +50,11 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // Protocol names the door in the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
+// JSONBody: the JSON-RPC endpoint takes only a body declared JSON, as
+// every A2A client sends it; any other is refused 415 unread (proxy's
+// guard: a page's text/plain POST is a CSRF the door would run).
+func (*Door) JSONBody(string) bool { return true }
+
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and
 // has Open decode it), and /healthz; it refuses every other request, a

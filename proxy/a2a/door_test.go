@@ -310,6 +310,7 @@ func TestRefused(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send1("2", "SendStreamingMessage", "hi")))
 	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Sidecar-Hop", "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -361,6 +362,7 @@ func testCancelSend(t *testing.T, method string) {
 		var r rpcResult
 		req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send1("1", "SendMessage", "hi")))
 		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := testClient.Do(req); err == nil {
 			json.NewDecoder(resp.Body).Decode(&r)
 			resp.Body.Close()

@@ -148,7 +148,8 @@ func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 // the HTTP status every door answers it with, so one error has one
 // status: a body over limits.request_bytes 413 and -32600 (a path the
 // door does not serve 404, a method it does not take 405, a foreign Host
-// or Origin 403, an Accept without MCP's types 406, each -32600),
+// or Origin 403, an Accept without MCP's types 406, a body not declared
+// JSON 415, each -32600),
 // busy, not ready and draining 503 with Retry-After, a loop 508, a handler
 // method on a sidecar without handlers 501, each -32603.
 func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
@@ -158,7 +159,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 		if f.Status == http.StatusBadRequest {
 			code, status = codeInvalidParams, http.StatusOK
 		}
-	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PERMISSION_DENIED", "NOT_ACCEPTABLE":
+	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PERMISSION_DENIED", "NOT_ACCEPTABLE", "UNSUPPORTED_MEDIA_TYPE":
 		code = codeInvalidRequest
 	}
 	if status == 0 {
@@ -179,6 +180,11 @@ func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(
 // connection, so proxy's Host and Origin check holds it on every one, not
 // only on loopback.
 func (*Door) OriginEverywhere() bool { return true }
+
+// JSONBody: the transport's POST carries a JSON-RPC message as
+// application/json; any other type is refused 415 unread (proxy's guard:
+// a page's text/plain POST is a CSRF).
+func (*Door) JSONBody(string) bool { return true }
 
 // texts are the text records of a stream, as the dialect stage writes
 // them with emit: text ({"text": "…"}; reasoning, tool calls and the end

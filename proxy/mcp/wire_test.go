@@ -246,7 +246,9 @@ func TestGuards(t *testing.T) {
 		{"own Origin", []string{"Origin", "http://" + host}, 200},
 		{"localhost", []string{"Host", "localhost:" + port}, 200},
 		{"foreign Host", []string{"Host", "evil.example:" + port}, 403},
-		{"loopback Host, other port", []string{"Host", "127.0.0.1:1"}, 403},
+		{"loopback Host, other port (a tunnel's)", []string{"Host", "127.0.0.1:1"}, 200},
+		{"localhost, no port", []string{"Host", "localhost"}, 200},
+		{"a body not declared JSON", []string{"Content-Type", "text/plain"}, 415},
 		{"rebinding: Host and Origin alike", []string{"Host", "evil.example:" + port, "Origin", "http://evil.example:" + port}, 403},
 	}
 	for _, tt := range tests {
@@ -254,6 +256,7 @@ func TestGuards(t *testing.T) {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{%s}}`, modernMeta)
 			req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
 			var h []string
 			for i := 0; i < len(tt.h); i += 2 {
 				if tt.h[i] == "Host" {
@@ -282,7 +285,7 @@ func TestGuards(t *testing.T) {
 	everyHost := strings.TrimPrefix(every.base, "http://")
 	everyPort := everyHost[strings.LastIndex(everyHost, ":")+1:]
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{%s}}`, modernMeta)
-	listHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}
+	listHeaders := []string{"Accept", "application/json, text/event-stream", "Content-Type", "application/json", "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"}
 	req, _ := http.NewRequest(http.MethodPost, every.url, strings.NewReader(body))
 	req.Host = "evil.example:" + everyPort
 	if resp, b := do(t, req, append(listHeaders, "Origin", "http://evil.example:"+everyPort)...); resp.StatusCode != 403 {
@@ -392,6 +395,7 @@ func TestRefusalsLogged(t *testing.T) {
 		req, _ := http.NewRequest(method, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		if method == http.MethodPost {
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Content-Type", "application/json")
 		}
 		return req
 	}

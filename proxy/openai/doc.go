@@ -13,7 +13,8 @@
 // it after (Chat Completions), or response.failed (Responses). An
 // api_key, when set, is checked on every route but /healthz; the Server
 // refuses, before the door, a request on a loopback connection that does
-// not name a loopback Host and a POST whose Origin is another site's
-// (the check every door shares), so no web page drives the door.
+// not name a loopback Host, a POST whose Origin is another site's, on
+// any connection, and a call whose body is not declared JSON (the check
+// every door shares), so no web page drives the door.
 // It uses only core's types and does not import proxy.
 package openai

@@ -84,6 +84,11 @@ func (*Door) Protocol() string { return Name }
 // door's callers are clients, never pages behind a runtime's front end.
 func (*Door) OriginEverywhere() bool { return true }
 
+// JSONBody: both call routes take only a body declared JSON, as every
+// OpenAI client sends it; any other is refused 415 unread (proxy's
+// guard: a page's text/plain POST is a CSRF).
+func (*Door) JSONBody(string) bool { return true }
+
 // Handler serves the models list, the two call routes (each served by
 // the Server's call handler, which reads the body and has Open decode
 // it) and /healthz; every route but /healthz checks the key (the Host

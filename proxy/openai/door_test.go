@@ -388,13 +388,14 @@ func TestErrors(t *testing.T) {
 }
 
 // TestHostGuard: on a loopback listener, a Host that is not a loopback
-// name with the port (DNS rebinding) is refused, on every route.
+// name (DNS rebinding) is refused, on every route; a loopback name with
+// any port or none (a tunnel's: kubectl port-forward, ssh -L) is served.
 func TestHostGuard(t *testing.T) {
 	s := newSidecar(t, startAgent(t), "")
 	base := s.serve(t, Options{Method: "chat", Model: "m"})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
 	for host, want := range map[string]int{
-		"evil.example:" + port: 403, "evil.example": 403, "localhost:1": 403, "127.0.0.1.nip.io:" + port: 403,
+		"evil.example:" + port: 403, "evil.example": 403, "localhost:1": 200, "localhost": 200, "[::1]": 200, "127.0.0.1.nip.io:" + port: 403,
 		"localhost:" + port: 200, "127.0.0.1:" + port: 200, "[::1]:" + port: 200, "LOCALHOST:" + port: 200,
 	} {
 		for _, path := range []string{RouteModels, RouteHealth} {

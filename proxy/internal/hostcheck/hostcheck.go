@@ -3,18 +3,26 @@
 // on loopback is reached by the pages of the browser on its machine.
 //
 //   - On a connection whose local address is loopback, the Host must be
-//     localhost or a loopback IP address with the listener's port (or a
+//     localhost or a loopback IP address, with any port or none (or a
 //     name the operator trusts): a page at a name its attacker's DNS
 //     points to 127.0.0.1 (DNS rebinding) is same-origin with that name
 //     and could read the answers; only its Host tells. An IP address
 //     cannot be rebound; localhost resolves to loopback without asking
-//     DNS (RFC 6761 §6.3; browsers hard-code it).
+//     DNS (RFC 6761 §6.3; browsers hard-code it). The port proves
+//     nothing, since a rebinding page never carries a loopback name,
+//     and a tunnel changes it: kubectl port-forward and ssh -L reach
+//     127.0.0.1:8080 with Host localhost:9000.
 //   - A request that changes something (every method but GET, HEAD and
-//     OPTIONS) with an Origin other than the request's own (browsers send
-//     one on every cross-origin POST, no-cors ones included): the page
-//     cannot read the answer, but the agent would run the call. On a
-//     loopback connection always; on others only for a door that asks
-//     (Guard.OriginEverywhere).
+//     OPTIONS) with an Origin other than its own page's under a loopback
+//     name, or a trusted name's page (browsers send one on every
+//     cross-origin POST, no-cors ones included): the page cannot read the
+//     answer, but the agent would run the call. An Origin that merely
+//     equals the Host proves nothing: after rebinding, the page's name
+//     is the Host. On a loopback connection always; on others only for a
+//     door that asks (Guard.OriginEverywhere).
+//   - A call's body that is not declared JSON, on a door that asks
+//     (JSONType): a page can POST text/plain, a form or a body of no type
+//     without a CORS preflight, and the sidecar answers no preflight.
 //
 // Clients that are not browsers (SDKs, curl, gateways) send no Origin.
 // The checks allocate nothing for a request that passes them without an
@@ -53,19 +61,20 @@ type Guard struct {
 // Check is the 403 refusing r, and false, when a web page of another
 // site could have sent it; a zero Failure and true otherwise.
 func (g Guard) Check(r *http.Request) (core.Failure, bool) {
-	port, loopback := Local(r)
-	if loopback && !LoopbackHost(r.Host, port) && !g.trusted(r.Host) {
+	_, loopback := Local(r)
+	if loopback && !LoopbackName(r.Host) && !g.trusted(r.Host) {
 		return Forbidden("Host " + strconv.Quote(core.Clip(r.Host)) + " is not this listener's: on a loopback address it answers only " +
-			"localhost, 127.0.0.1 and [::1] with its port " + strconv.Itoa(port) + " and the names of trusted_hosts " +
+			"localhost and the loopback IPs (127.0.0.1, [::1]), with any port, and the names of trusted_hosts " +
 			"(a page under another name may be DNS rebinding)"), false
 	}
 	if Safe(r.Method) || !loopback && !g.OriginEverywhere {
 		return core.Failure{}, true
 	}
 	origin, sent := r.Header["Origin"]
-	if sent && (len(origin) != 1 || !SameOrigin(origin[0], r.Host) && !g.trustedOrigin(origin[0])) {
+	if sent && (len(origin) != 1 || !g.allowedOrigin(origin[0], r.Host)) {
 		return Forbidden("Origin " + strconv.Quote(core.Clip(strings.Join(origin, ", "))) + " is another site's: a web page may " +
-			strings.ToLower(core.Clip(r.Method)) + " here only from its own origin or one of trusted_hosts (clients send no Origin)"), false
+			strings.ToLower(core.Clip(r.Method)) + " here only from its own origin under localhost or a loopback IP, " +
+			"or from a name of trusted_hosts (clients send no Origin)"), false
 	}
 	return core.Failure{}, true
 }
@@ -87,11 +96,17 @@ func (g Guard) trusted(host string) bool {
 	return false
 }
 
-// trustedOrigin reports whether origin is an http or https page of a
-// trusted name.
-func (g Guard) trustedOrigin(origin string) bool {
-	host, ok := OriginHost(origin, false)
-	return ok && g.trusted(host)
+// allowedOrigin reports whether origin, a request's Origin, is a page
+// that may change something: its own (host, the request's Host) under a
+// loopback name, which a rebinding page never has, or an http or https
+// page of a trusted name. A page whose origin merely equals the Host is
+// not enough: after rebinding, the attacker's name is the Host.
+func (g Guard) allowedOrigin(origin, host string) bool {
+	h, ok := OriginHost(origin, false)
+	if !ok {
+		return false
+	}
+	return strings.EqualFold(h, host) && LoopbackName(host) || g.trusted(h)
 }
 
 // Forbidden is the 403 of a refused Host or Origin.
@@ -117,19 +132,32 @@ func Local(r *http.Request) (port int, loopback bool) {
 	return a.Port, a.IP.IsLoopback()
 }
 
-// LoopbackHost reports whether host (a Host header, or an Origin's host)
-// names a loopback listener on port: localhost or a loopback IP address,
-// with the port (none: 80).
-func LoopbackHost(host string, port int) bool {
-	name, p, ok := Split(host)
-	if !ok || p != port || port == 0 {
+// LoopbackName reports whether host (a Host header, or an Origin's host)
+// names a loopback address, with any port or none: localhost or a
+// loopback IP address (127.0.0.0/8, ::1). A name under localhost is not
+// one: RFC 6761 only asks resolvers to keep it off DNS, and some send it
+// (trusted_hosts can list one).
+func LoopbackName(host string) bool {
+	name, _, ok := Split(host)
+	if !ok {
 		return false
 	}
 	if strings.EqualFold(name, "localhost") {
 		return true
 	}
+	if strings.Trim(name, "0123456789.") != "" && strings.IndexByte(name, ':') < 0 {
+		return false // a name, not an address: ParseAddr's error would allocate
+	}
 	ip, err := netip.ParseAddr(name)
 	return err == nil && ip.Unmap().IsLoopback() && ip.Zone() == ""
+}
+
+// LoopbackHost reports whether host names a loopback listener on port:
+// a LoopbackName with that port (none: 80). The dev listener holds its
+// Host to it; the doors take any port (LoopbackName).
+func LoopbackHost(host string, port int) bool {
+	_, p, ok := Split(host)
+	return ok && p == port && port != 0 && LoopbackName(host)
 }
 
 // Split is a Host header's name (an IPv6 address without its brackets)
@@ -145,8 +173,8 @@ func Split(host string) (name string, port int, ok bool) {
 		name = host[:i]
 	}
 	if strings.HasPrefix(name, "[") {
-		if !strings.HasSuffix(name, "]") {
-			return "", 0, false
+		if !strings.HasSuffix(name, "]") || strings.IndexByte(name, ':') < 0 {
+			return "", 0, false // brackets hold an IPv6 address, nothing else
 		}
 		name = name[1 : len(name)-1]
 	} else if strings.IndexByte(name, ':') >= 0 {
@@ -170,11 +198,52 @@ func atoi(s string) (int, bool) {
 	return n, n > 0 && n <= 65535
 }
 
-// SameOrigin reports whether origin is a page of host itself (a
-// request's Host): http or https, that host and port, nothing else.
-func SameOrigin(origin, host string) bool {
-	h, ok := OriginHost(origin, false)
-	return ok && host != "" && strings.EqualFold(h, host)
+// JSONType reports whether values, a request's Content-Type header
+// lines, all declare a JSON body: application/json or a structured
+// application/<name>+json type (application/a2a+json), in any case,
+// parameters such as charset allowed; a line may list several (the
+// platform's front end sends "application/json,application/json"). No
+// Content-Type, text/plain or a form type is not JSON: those are what a
+// page sends without a CORS preflight.
+func JSONType(values []string) bool {
+	if len(values) == 0 {
+		return false
+	}
+	for _, v := range values {
+		for more := true; more; {
+			var t string
+			t, v, more = strings.Cut(v, ",")
+			if !jsonMedia(t) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// jsonMedia reports whether t, one media type with its parameters, is
+// a JSON one.
+func jsonMedia(t string) bool {
+	t, _, _ = strings.Cut(t, ";")
+	t = strings.TrimSpace(t)
+	const prefix = "application/"
+	if len(t) <= len(prefix) || !strings.EqualFold(t[:len(prefix)], prefix) {
+		return false
+	}
+	sub := t[len(prefix):]
+	if strings.EqualFold(sub, "json") {
+		return true
+	}
+	const suffix = "+json"
+	if len(sub) <= len(suffix) || !strings.EqualFold(sub[len(sub)-len(suffix):], suffix) {
+		return false
+	}
+	for i := 0; i < len(sub)-len(suffix); i++ {
+		if c := sub[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&-^_.+", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // OriginHost is the host (and port, as written) of origin, an Origin

@@ -32,10 +32,20 @@ func TestCheck(t *testing.T) {
 		{"[::1] with the port", on("POST", "[::1]:8080", lo6, 8080), true},
 		{"another loopback IP", on("GET", "127.1.2.3:8080", lo, 8080), true},
 		{"no port: 80", on("GET", "localhost", lo, 80), true},
-		{"no port on another port", on("GET", "localhost", lo, 8080), false},
-		{"another port", on("GET", "127.0.0.1:1", lo, 8080), false},
+		// kubectl port-forward and ssh -L: the port is the tunnel's.
+		{"localhost with no port on another port", on("POST", "localhost", lo, 8080), true},
+		{"127.0.0.1 with no port", on("POST", "127.0.0.1", lo, 8080), true},
+		{"[::1] with no port", on("POST", "[::1]", lo6, 8080), true},
+		{"[::1] with another port", on("POST", "[::1]:9000", lo6, 8080), true},
+		{"localhost with a tunnel's port", on("POST", "localhost:9000", lo, 8080), true},
+		{"a loopback IP with another port", on("GET", "127.0.0.1:1", lo, 8080), true},
+		{"a name under localhost", on("GET", "agent.localhost:8080", lo, 8080), false},
+		{"localhost with a trailing dot", on("GET", "localhost.:8080", lo, 8080), false},
+		{"a bracketed IPv4", on("GET", "[127.0.0.1]:8080", lo, 8080), false},
+		{"a zoned IPv6", on("GET", "[::1%25lo]:8080", lo6, 8080), false},
+		{"[::1] with an empty port", on("GET", "[::1]:", lo6, 8080), false},
 		{"a rebinding name", on("GET", "rebind.test:8080", lo, 8080), false},
-		{"a name under localhost", on("GET", "evil.localhost.example:8080", lo, 8080), false},
+		{"a name ending in localhost's labels", on("GET", "evil.localhost.example:8080", lo, 8080), false},
 		{"an unbracketed IPv6", on("GET", "::1:8080", lo6, 8080), false},
 		{"an empty Host", on("GET", "", lo, 8080), false},
 		{"a port not a number", on("GET", "localhost:80x", lo, 80), false},
@@ -44,6 +54,10 @@ func TestCheck(t *testing.T) {
 		{"a name ending like a trusted one", on("GET", "evil-agents.example.com", lo, 8080), false},
 		{"any Host off loopback", on("POST", "rebind.test", pub, 8080), true},
 		{"own Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:8080"), true},
+		{"own Origin through a tunnel", on("POST", "localhost:9000", lo, 8080, "Origin", "http://localhost:9000"), true},
+		{"own Origin under [::1] with no port", on("POST", "[::1]", lo6, 8080, "Origin", "http://[::1]"), true},
+		{"another local site's Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:3000"), false},
+		{"a loopback Origin with another name", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://localhost:8080"), false},
 		{"own Origin, https", on("POST", "agents.example.com", pub, 8080, "Origin", "https://agents.example.com"), true},
 		{"a trusted name's Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "https://agents.example.com"), true},
 		{"a foreign Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example"), false},
@@ -77,6 +91,8 @@ func TestCheckAllocates(t *testing.T) {
 	for _, r := range []*http.Request{
 		on("POST", "127.0.0.1:8080", net.IPv4(127, 0, 0, 1), 8080),
 		on("POST", "[::1]:8080", net.IPv6loopback, 8080),
+		on("POST", "[::1]", net.IPv6loopback, 8080),
+		on("POST", "localhost:9000", net.IPv4(127, 0, 0, 1), 8080),
 		on("POST", "agents.example.com", net.IPv4(127, 0, 0, 1), 8080),
 		on("POST", "agents.example.com", net.IPv4(192, 0, 2, 7), 8080),
 	} {
@@ -87,17 +103,109 @@ func TestCheckAllocates(t *testing.T) {
 }
 
 // TestOriginEverywhere: a door that asks (MCP, OpenAI) holds a request's
-// Origin to the rule off loopback too.
+// Origin to the rule off loopback too, where the Host is not checked:
+// an Origin equal to the Host proves nothing there (after DNS rebinding
+// the page's name is the Host), so only a page under a loopback name
+// (its own: a tunnel's) or of a trusted name passes.
 func TestOriginEverywhere(t *testing.T) {
 	pub := net.IPv4(192, 0, 2, 7)
-	g := Guard{OriginEverywhere: true}
-	if _, ok := g.Check(on("DELETE", "agents.example.com", pub, 8080, "Origin", "https://evil.example")); ok {
-		t.Error("a foreign Origin off loopback passed a door that holds Origin everywhere")
+	g := Guard{OriginEverywhere: true, Trusted: []string{"agents.example.com"}}
+	tests := []struct {
+		name string
+		r    *http.Request
+		ok   bool
+	}{
+		{"a foreign Origin", on("DELETE", "agents.example.com", pub, 8080, "Origin", "https://evil.example"), false},
+		{"a rebinding page: its Origin is the Host", on("POST", "rebind.test:8080", pub, 8080, "Origin", "http://rebind.test:8080"), false},
+		{"a LAN address's own Origin", on("POST", "192.0.2.7:8080", pub, 8080, "Origin", "http://192.0.2.7:8080"), false},
+		{"a trusted name's Origin", on("POST", "agents.example.com", pub, 8080, "Origin", "https://agents.example.com"), true},
+		{"a trusted name's Origin, another Host", on("POST", "192.0.2.7:8080", pub, 8080, "Origin", "https://agents.example.com"), true},
+		{"a tunnel's page (ssh -L to this address)", on("POST", "localhost:9000", pub, 8080, "Origin", "http://localhost:9000"), true},
+		{"a local page of another port", on("POST", "localhost:9000", pub, 8080, "Origin", "http://localhost:6274"), false},
+		{"no Origin", on("POST", "rebind.test:8080", pub, 8080), true},
+		{"a rebinding page's GET", on("GET", "rebind.test:8080", pub, 8080, "Origin", "http://rebind.test:8080"), true},
 	}
-	if _, ok := g.Check(on("POST", "agents.example.com", pub, 8080, "Origin", "https://agents.example.com")); !ok {
-		t.Error("its own Origin off loopback was refused")
+	for _, tt := range tests {
+		if _, ok := g.Check(tt.r); ok != tt.ok {
+			t.Errorf("%s: Check = %v, want %v", tt.name, ok, tt.ok)
+		}
 	}
-	if _, ok := g.Check(on("POST", "agents.example.com", pub, 8080)); !ok {
-		t.Error("no Origin off loopback was refused")
+	// A door that holds Origin only on loopback lets any through off it:
+	// a runtime's front end may pass on its page's.
+	if _, ok := (Guard{}).Check(on("POST", "rebind.test:8080", pub, 8080, "Origin", "http://rebind.test:8080")); !ok {
+		t.Error("an Origin off loopback was refused by a door that holds it only on loopback")
+	}
+}
+
+// TestSplit: a Host header's name and port, IPv6 in brackets with and
+// without a port.
+func TestSplit(t *testing.T) {
+	tests := []struct {
+		host, name string
+		port       int
+		ok         bool
+	}{
+		{"localhost", "localhost", 80, true},
+		{"localhost:9000", "localhost", 9000, true},
+		{"127.0.0.1", "127.0.0.1", 80, true},
+		{"[::1]", "::1", 80, true},
+		{"[::1]:8080", "::1", 8080, true},
+		{"[fe80::1%25eth0]:1", "fe80::1%25eth0", 1, true},
+		{"[::1]:", "", 0, false},
+		{"[::1", "", 0, false},
+		{"::1]", "", 0, false},
+		{"::1", "", 0, false},
+		{"::1:8080", "", 0, false},
+		{"localhost:", "", 0, false},
+		{"localhost:0", "", 0, false},
+		{"localhost:65536", "", 0, false},
+		{"localhost:+80", "", 0, false},
+		{"[]:80", "", 0, false},
+		{":80", "", 0, false},
+		{"", "", 0, false},
+	}
+	for _, tt := range tests {
+		name, port, ok := Split(tt.host)
+		if ok != tt.ok || ok && (name != tt.name || port != tt.port) {
+			t.Errorf("Split(%q) = %q %d %v, want %q %d %v", tt.host, name, port, ok, tt.name, tt.port, tt.ok)
+		}
+	}
+}
+
+// TestJSONType: what a call's Content-Type must be on a door that takes
+// only JSON.
+func TestJSONType(t *testing.T) {
+	tests := []struct {
+		values []string
+		ok     bool
+	}{
+		{[]string{"application/json"}, true},
+		{[]string{"Application/JSON; charset=utf-8"}, true},
+		{[]string{" application/json ;charset=UTF-8"}, true},
+		{[]string{"application/a2a+json"}, true},
+		{[]string{"application/json,application/json"}, true}, // the platform's duplicate
+		{[]string{"application/json", "application/json"}, true},
+		{nil, false},
+		{[]string{""}, false},
+		{[]string{"text/plain"}, false},
+		{[]string{"text/plain;charset=UTF-8"}, false},
+		{[]string{"application/x-www-form-urlencoded"}, false},
+		{[]string{"multipart/form-data; boundary=x"}, false},
+		{[]string{"application/json", "text/plain"}, false},
+		{[]string{"application/json,text/plain"}, false},
+		{[]string{"text/json"}, false},
+		{[]string{"application/jsonx"}, false},
+		{[]string{"application/+json"}, false},
+		{[]string{"application/a/b+json"}, false},
+		{[]string{"application/"}, false},
+		{[]string{"application/json5"}, false},
+	}
+	for _, tt := range tests {
+		if got := JSONType(tt.values); got != tt.ok {
+			t.Errorf("JSONType(%q) = %v, want %v", tt.values, got, tt.ok)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { JSONType([]string{"application/json; charset=utf-8"}) }); n != 0 {
+		t.Errorf("JSONType allocates %v times, want 0", n)
 	}
 }
