@@ -14,13 +14,16 @@ import (
 // still a way in, so the listener also refuses what only a foreign page
 // would send (the checks of guard and jsonBody):
 //
-//   - a Host that is not a loopback name with the listener's port: a page
-//     at a name an attacker's DNS points to 127.0.0.1 (DNS rebinding) is
+//   - a Host that is not a loopback name (localhost or a loopback IP,
+//     with any port: ssh -L and kubectl port-forward change the port, and
+//     a rebinding page never carries a loopback name): a page at a name
+//     an attacker's DNS points to 127.0.0.1 (DNS rebinding) is
 //     same-origin with its own name, and could otherwise read the
 //     listener's answers;
 //   - a request that changes something (every method but GET, HEAD and
-//     OPTIONS) with an Origin other than the listener's own: a page of
-//     another origin can send a no-cors POST, unread but run (CSRF);
+//     OPTIONS) with an Origin other than the listener's own page's (http,
+//     the request's own loopback Host): a page of another origin can send
+//     a no-cors POST, unread but run (CSRF);
 //   - a REST call whose Content-Type is not JSON: the types a page can
 //     send without a CORS preflight (text/plain, forms) never call the
 //     agent, and a preflight is never answered;
@@ -43,11 +46,11 @@ var securityHeaders = map[string]string{
 // a method that changes something. The predicates are every listener's
 // (hostcheck); the listener's own rules are stricter than a door's: its
 // Host is checked whatever the connection (it listens on loopback only),
-// no name is trusted, and an Origin must be its own page's (http, one of
-// its loopback names), not merely the request's Host.
+// no name is trusted, and an Origin must be its own page's: http, under
+// the request's own Host, a loopback name.
 func guard(w http.ResponseWriter, r *http.Request) bool {
 	port, _ := hostcheck.Local(r)
-	if !hostcheck.LoopbackHost(r.Host, port) {
+	if !hostcheck.LoopbackName(r.Host) {
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Host "+strconv.Quote(clip([]byte(r.Host)))+
 			" is not the dev listener's: it answers only its loopback names "+ownNames(port)+
 			" (a page under another name may be DNS rebinding)")
@@ -57,7 +60,7 @@ func guard(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	origin, sent := r.Header["Origin"]
-	if sent && (len(origin) != 1 || !ownOrigin(origin[0], port)) {
+	if sent && (len(origin) != 1 || !ownOrigin(origin[0], r.Host, port)) {
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "Origin "+strconv.Quote(clip([]byte(strings.Join(origin, ", "))))+
 			" is not the dev listener's: a "+r.Method+" is accepted from its own page ("+ownNames(port)+
 			") or from a client that sends no Origin, never from another site's page")
@@ -67,13 +70,20 @@ func guard(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // ownOrigin reports whether a request's Origin is a page of the
-// listener's own: http, a loopback name with its port.
-func ownOrigin(origin string, port int) bool {
-	host, ok := hostcheck.OriginHost(origin, true)
-	return ok && hostcheck.LoopbackHost(host, port)
+// listener's own: http, a loopback name with the listener's port, or the
+// request's own Host (a loopback name, which guard checked first: the
+// page as a tunnel shows it, under the tunnel's port).
+func ownOrigin(origin, host string, port int) bool {
+	h, ok := hostcheck.OriginHost(origin, true)
+	if !ok || !hostcheck.LoopbackName(h) {
+		return false
+	}
+	_, p, _ := hostcheck.Split(h)
+	return p == port && port != 0 || strings.EqualFold(h, host)
 }
 
-// ownNames lists the origins the listener answers, for messages.
+// ownNames lists the origins the listener answers directly, for
+// messages (a tunnel's port is taken too).
 func ownNames(port int) string {
 	p := "PORT"
 	if port != 0 {

@@ -68,7 +68,7 @@ func TestDevHost(t *testing.T) {
 	port := devPort(st.dev)
 	call := `{"class_method": "echo", "input": {}}`
 	for _, host := range []string{"rebind.test:" + port, "127.0.0.1.nip.io:" + port, "localhost.:" + port, "localhost.rebind.test:" + port,
-		"127.0.0.1:1" + port, "localhost", "127.0.0.1", "0.0.0.0:" + port, "10.0.0.1:" + port, "[fe80::1]:" + port} {
+		"0.0.0.0:" + port, "10.0.0.1:" + port, "[fe80::1]:" + port, "agent.localhost:" + port} {
 		for _, tt := range []struct{ method, path, body string }{{"GET", "/", ""}, {"GET", "/playground/methods.json", ""}, {"POST", engine("v1", "query"), call}} {
 			code, _, body := send(t, tt.method, st.dev, tt.path, host, jsonType, tt.body)
 			if code != http.StatusForbidden || !strings.Contains(body, `"status":"PERMISSION_DENIED"`) ||
@@ -80,7 +80,10 @@ func TestDevHost(t *testing.T) {
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("the agent was called %d times under a foreign Host", n)
 	}
-	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LocalHost:" + port, "[::1]:" + port, "127.0.0.2:" + port} {
+	// Its loopback names with any port or none: ssh -L and kubectl
+	// port-forward reach it with the tunnel's port in Host.
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LocalHost:" + port, "[::1]:" + port, "127.0.0.2:" + port,
+		"localhost:9000", "127.0.0.1:1", "localhost", "127.0.0.1", "[::1]"} {
 		if code, _, body := send(t, "GET", st.dev, "/", host, nil, ""); code != 200 || !strings.Contains(body, "<html") {
 			t.Errorf("GET / with Host %s: %d %.200s", host, code, body)
 		}
@@ -126,6 +129,17 @@ func TestDevOrigin(t *testing.T) {
 		if code, _, body := send(t, "POST", st.dev, engine("v1", "query"), "", h, call); code != 200 {
 			t.Errorf("POST :query with Origin %q: %d %s, want 200", origin, code, body)
 		}
+	}
+	// Through a tunnel (ssh -L 9000:localhost:PORT) the page is
+	// http://localhost:9000 and so is its Host: its own page. Another
+	// port's page under that Host is not.
+	h := map[string]string{"Content-Type": "application/json", "Origin": "http://localhost:9000"}
+	if code, _, body := send(t, "POST", st.dev, engine("v1", "query"), "localhost:9000", h, call); code != 200 {
+		t.Errorf("POST :query through a tunnel (Host and Origin localhost:9000): %d %s, want 200", code, body)
+	}
+	h["Origin"] = "http://localhost:9001"
+	if code, _, body := send(t, "POST", st.dev, engine("v1", "query"), "localhost:9000", h, call); code != http.StatusForbidden {
+		t.Errorf("POST :query with Host localhost:9000 and Origin localhost:9001: %d %s, want 403", code, body)
 	}
 }
 

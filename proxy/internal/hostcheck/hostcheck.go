@@ -152,14 +152,6 @@ func LoopbackName(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback() && ip.Zone() == ""
 }
 
-// LoopbackHost reports whether host names a loopback listener on port:
-// a LoopbackName with that port (none: 80). The dev listener holds its
-// Host to it; the doors take any port (LoopbackName).
-func LoopbackHost(host string, port int) bool {
-	_, p, ok := Split(host)
-	return ok && p == port && port != 0 && LoopbackName(host)
-}
-
 // Split is a Host header's name (an IPv6 address without its brackets)
 // and port (none: 80), without allocating; ok is false for a malformed
 // one.
