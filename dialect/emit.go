@@ -187,16 +187,25 @@ func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
 }
 
 // whole is {"text":…, "reasoning":…, "tool_calls":[…], "tool_results":[…],
-// "finish_reason":…, "usage":…}, empty keys left out but text.
+// "finish_reason":…, "usage":…}, empty keys left out but text. The text,
+// up to limits.reply_bytes, is escaped straight into a buffer of its
+// size: marshal would hold it three times over (its encoder's buffer,
+// the bytes.Buffer, their growth).
 func (t *textEmitter) whole() json.RawMessage {
-	return marshal(struct {
-		Text         string            `json:"text"`
+	rest := marshal(struct {
 		Reasoning    string            `json:"reasoning,omitempty"`
 		ToolCalls    []json.RawMessage `json:"tool_calls,omitempty"`
 		ToolResults  []json.RawMessage `json:"tool_results,omitempty"`
 		FinishReason string            `json:"finish_reason,omitempty"`
 		Usage        json.RawMessage   `json:"usage,omitempty"`
-	}{t.text.String(), t.reasoning.String(), t.calls, t.results, t.finish, t.usage})
+	}{t.reasoning.String(), t.calls, t.results, t.finish, t.usage})
+	text := t.text.String()
+	b := make([]byte, 0, len(`{"text":""}`)+escapedLen(text)+len(rest))
+	b = appendString(append(b, `{"text":`...), text)
+	if len(rest) > len("{}") {
+		return append(append(b, ','), rest[1:]...)
+	}
+	return append(b, '}')
 }
 
 func (t *textEmitter) kept() int64 { return t.size }
