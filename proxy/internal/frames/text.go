@@ -27,7 +27,12 @@ const (
 func (t *Text) Len() int64 { return t.n }
 
 // Append adds p to the text.
-func (t *Text) Append(p []byte) {
+func (t *Text) Append(p []byte) { appendText(t, p) }
+
+// AppendString adds s to the text.
+func (t *Text) AppendString(s string) { appendText(t, s) }
+
+func appendText[S string | []byte](t *Text, p S) {
 	t.n += int64(len(p))
 	for len(p) > 0 {
 		last := len(t.blocks) - 1
@@ -50,7 +55,7 @@ func (t *Text) Append(p []byte) {
 
 // runeCut is where to cut p at most n bytes in: n backed off to the start
 // of the rune it falls in (three bytes at most), or n where p is no UTF-8.
-func runeCut(p []byte, n int) int {
+func runeCut[S string | []byte](p S, n int) int {
 	for k := n; k >= 0 && k > n-utf8.UTFMax; k-- {
 		if utf8.RuneStart(p[k]) {
 			return k
