@@ -211,12 +211,12 @@ func (t *task) texts() []*frames.Text {
 	return texts
 }
 
-// clone is a copy of t. Its text is the same, not copied: a Text's blocks
-// do not change once written, and the task's call appends on alone.
+// clone is a copy of t. Its text is a snapshot, not copied: a Text's
+// blocks do not change once written, while the task's call appends on.
 func (t *task) clone() task {
 	c := *t
 	c.parts = append([]part(nil), t.parts...)
-	c.cancel = nil
+	c.text, c.cancel = t.text.Snapshot(), nil
 	return c
 }
 

@@ -9,8 +9,9 @@ import "unicode/utf8"
 // would copy itself at each growth and leave the old copies to the
 // collector (a 30 MB answer: about 60 MB more at its peak). A writer
 // writes it block by block (Blocks), or a frame of it whole with
-// Writer's frame of pieces (Hooks.EndTo). No block ends inside a UTF-8
-// sequence, so each can be escaped alone.
+// Writer's frame of pieces (Hooks.EndTo); a Snapshot reads it while it
+// grows. No block ends inside a UTF-8 sequence, so each can be escaped
+// alone.
 type Text struct {
 	blocks [][]byte
 	n      int64
@@ -64,9 +65,18 @@ func runeCut[S string | []byte](p S, n int) int {
 	return n
 }
 
-// Blocks is the text in its blocks, in order: they stay valid, and
-// unchanged, while the text grows on.
-func (t *Text) Blocks() [][]byte { return t.blocks[:len(t.blocks):len(t.blocks)] }
+// Blocks is the text in its blocks, in order, until the next Append.
+func (t *Text) Blocks() [][]byte { return t.blocks }
+
+// Snapshot is the text as it is now, which stays so while t grows on: it
+// shares t's blocks, whose bytes t never rewrites, not their list.
+func (t *Text) Snapshot() Text {
+	blocks := make([][]byte, len(t.blocks))
+	for i, b := range t.blocks {
+		blocks[i] = b[:len(b):len(b)]
+	}
+	return Text{blocks: blocks, n: t.n}
+}
 
 // Bytes is the text in one slice: a copy, but for a text in one block.
 func (t *Text) Bytes() []byte {
