@@ -173,6 +173,8 @@ func (rs *response) end(err error, frame func(data ...[]byte) error) {
 	}
 	p := part(mark)
 	item := rs.message("completed", p)
+	blocks := rs.text.Blocks()
+	data := make([][]byte, 0, len(blocks)+2)
 	for _, e := range [][]byte{
 		rs.event(nil, "response.output_text.done", rs.at()+`,"text":"`+mark+`","logprobs":[]`),
 		rs.event(nil, "response.content_part.done", rs.at()+`,"part":`+p),
@@ -180,8 +182,7 @@ func (rs *response) end(err error, frame func(data ...[]byte) error) {
 		rs.event(nil, "response.completed", `"response":`+string(rs.object(nil, "completed", item, ""))),
 	} {
 		before, after := cut(e)
-		blocks := rs.text.Blocks()
-		data := append(append(append(make([][]byte, 0, len(blocks)+2), before), blocks...), after)
+		data = append(append(append(data[:0], before), blocks...), after)
 		if frame(data...) != nil {
 			return
 		}
