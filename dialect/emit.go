@@ -46,7 +46,11 @@ type textEmitter struct {
 	max  int  // the longest line
 	keep bool // keep the whole, for a unary call
 
-	text, reasoning strings.Builder
+	// text is the whole answer of a unary call as far as it goes: its
+	// opening, {"text":", then the text kept so far, escaped, which whole
+	// closes in place; reasoning the reasoning kept, escaped. Neither is
+	// ever copied into a string to be marshalled.
+	text, reasoning []byte
 	calls, results  []json.RawMessage
 	size            int64
 	finish          string
@@ -64,7 +68,10 @@ func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 			key, b = "reasoning", &t.reasoning
 		}
 		if t.keep {
-			b.WriteString(e.Text)
+			if len(*b) == 0 && e.Kind == Text {
+				*b = append(*b, textHead...)
+			}
+			*b = appendContents(*b, e.Text)
 			t.size += int64(escapedLen(e.Text))
 		}
 		return textLines(lines, key, e.Text, t.max)
@@ -186,17 +193,45 @@ func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
 	return t.fit(lines, append(b, "}}"...))
 }
 
+// textHead opens the whole answer of emit text.
+const textHead = `{"text":"`
+
 // whole is {"text":…, "reasoning":…, "tool_calls":[…], "tool_results":[…],
-// "finish_reason":…, "usage":…}, empty keys left out but text.
+// "finish_reason":…, "usage":…}, empty keys left out but text: the kept
+// text closed in place, the rest appended. The text, up to
+// limits.reply_bytes, is held once: marshal would hold it three times
+// over (a string, its encoder's buffer, the bytes.Buffer).
 func (t *textEmitter) whole() json.RawMessage {
-	return marshal(struct {
-		Text         string            `json:"text"`
-		Reasoning    string            `json:"reasoning,omitempty"`
+	rest := marshal(struct {
 		ToolCalls    []json.RawMessage `json:"tool_calls,omitempty"`
 		ToolResults  []json.RawMessage `json:"tool_results,omitempty"`
 		FinishReason string            `json:"finish_reason,omitempty"`
 		Usage        json.RawMessage   `json:"usage,omitempty"`
-	}{t.text.String(), t.reasoning.String(), t.calls, t.results, t.finish, t.usage})
+	}{t.calls, t.results, t.finish, t.usage})
+	b := t.text
+	if len(b) == 0 {
+		b = []byte(textHead)
+	}
+	b = append(b, '"')
+	if len(t.reasoning) > 0 {
+		b = append(append(append(b, `,"reasoning":"`...), t.reasoning...), '"')
+	}
+	if len(rest) > len("{}") {
+		b = append(append(b, ','), rest[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	t.text = nil // the answer's now
+	return b
+}
+
+// appendContents appends s escaped as appendString escapes it, without
+// its quotes.
+func appendContents(b []byte, s string) []byte {
+	n := len(b)
+	b = appendString(b, s)
+	copy(b[n:], b[n+1:len(b)-1])
+	return b[:len(b)-2]
 }
 
 func (t *textEmitter) kept() int64 { return t.size }

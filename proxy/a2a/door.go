@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 
@@ -173,7 +174,13 @@ func (d *Door) serveTask(v version, req request, op string) *core.Answer {
 	case !canceled:
 		return answer(req, nil, &rpcError{codeTaskNotCancel, fmt.Sprintf("task %q is %s and cannot be canceled", core.Clip(id), t.state)})
 	}
-	return answer(req, v.task(&t), nil)
+	a := answer(req, v.task(&t), nil)
+	if texts := t.texts(); len(texts) > 0 && a.Body != nil {
+		var b bytes.Buffer
+		writeText(&b, a.Body, texts)
+		a.Body = b.Bytes()
+	}
+	return a
 }
 
 // answer is the door's own reply to req: its JSON-RPC response, 200 (the

@@ -186,9 +186,14 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 		return
 	}
 	t := ex.tasks.copyOf(ex.task)
-	b := response(ex.id, ex.v.wrap("task", ex.v.task(&t)), nil)
-	writeRPC(w, http.StatusOK, b)
-	ex.wrote += int64(len(b) + 1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	n, err := writeText(w, response(ex.id, ex.v.wrap("task", ex.v.task(&t)), nil), t.texts())
+	ex.wrote += n
+	if err == nil {
+		k, _ := w.Write([]byte{'\n'})
+		ex.wrote += int64(k)
+	}
 }
 
 // WriteOutput answers a unary method's call: its output becomes the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 )
 
 // task is one message's task: its ids, its state, the agent's message of
@@ -15,12 +16,12 @@ import (
 type task struct {
 	id, contextID string
 	state         string
-	message       string    // the status message: a failure's text
-	updated       time.Time // when state last changed
-	parts         []part    // the artifact, but for
-	text          []byte    // the text appended after its last part
-	size          int64     // the bytes of parts and text
-	dropped       bool      // the artifact grew past the store's cap and was dropped
+	message       string      // the status message: a failure's text
+	updated       time.Time   // when state last changed
+	parts         []part      // the artifact, but for
+	text          frames.Text // the text appended after its last part: written whole, never copied (writeText)
+	size          int64       // the bytes of parts and text
+	dropped       bool        // the artifact grew past the store's cap and was dropped
 	cancel        context.CancelCauseFunc
 	cost          int64 // what the store counts it as, while it holds it
 }
@@ -89,7 +90,7 @@ func (s *store) open(m message) (*task, *rpcError) {
 // changed, and forgets the oldest ended tasks while the store is over its
 // limit.
 func (s *store) recount(t *task) {
-	cost := taskOverhead + int64(len(t.id)+len(t.contextID)+len(t.message)+len(t.text)) + t.size
+	cost := taskOverhead + int64(len(t.id)+len(t.contextID)+len(t.message)) + t.text.Len() + t.size
 	s.bytes += cost - t.cost
 	t.cost = cost
 	for i := 0; s.bytes > s.limit && i < len(s.order); {
@@ -170,11 +171,11 @@ func (s *store) addPart(t *task, p part) bool {
 	}
 	n := int64(len(p.Text) + len(p.Data) + len(p.Metadata))
 	if t.size+n > s.partLimit {
-		t.parts, t.text, t.size, t.dropped = nil, nil, 0, true
+		t.parts, t.text, t.size, t.dropped = nil, frames.Text{}, 0, true
 	} else {
 		t.size += n
 		if p.Data == nil && p.Metadata == nil {
-			t.text = append(t.text, p.Text...) // text parts append, as the updates do
+			t.text.AppendString(p.Text) // text parts append, as the updates do
 		} else {
 			t.flushText()
 			t.parts = append(t.parts, p)
@@ -188,20 +189,34 @@ func (s *store) addPart(t *task, p part) bool {
 
 // flushText makes the text appended since the last part a part.
 func (t *task) flushText() {
-	if len(t.text) > 0 {
-		t.parts = append(t.parts, part{Text: string(t.text)})
-		t.text = nil
+	if t.text.Len() > 0 {
+		kept := t.text
+		t.parts = append(t.parts, part{kept: &kept})
+		t.text = frames.Text{}
 	}
 }
 
-// clone is a copy of t whose artifact is all parts.
+// texts are the task's texts kept in blocks, in the order of its parts:
+// what writeText writes in place of their marks in its JSON (task).
+func (t *task) texts() []*frames.Text {
+	var texts []*frames.Text
+	for _, p := range t.parts {
+		if p.kept != nil {
+			texts = append(texts, p.kept)
+		}
+	}
+	if t.text.Len() > 0 {
+		texts = append(texts, &t.text)
+	}
+	return texts
+}
+
+// clone is a copy of t. Its text is a snapshot, not copied: a Text's
+// blocks do not change once written, while the task's call appends on.
 func (t *task) clone() task {
 	c := *t
 	c.parts = append([]part(nil), t.parts...)
-	if len(t.text) > 0 {
-		c.parts = append(c.parts, part{Text: string(t.text)})
-	}
-	c.text, c.cancel = nil, nil
+	c.text, c.cancel = t.text.Snapshot(), nil
 	return c
 }
 

@@ -3,10 +3,13 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
@@ -58,6 +61,9 @@ type part struct {
 	Text     string
 	Data     json.RawMessage // set for a data part
 	Metadata json.RawMessage // a text part's metadata: a record's other members
+	// kept, set instead of Text, is a task's text part as the task keeps
+	// it, in blocks: its JSON is written by writeText (task.texts).
+	kept *frames.Text
 }
 
 // partOf is the part a record (or a unary output) becomes: an object with
@@ -199,10 +205,131 @@ func (v version) task(t *task) any {
 	if t.dropped {
 		o.Metadata = map[string]string{"sidecar": droppedNote}
 	}
-	if len(t.parts) > 0 {
-		o.Artifacts = []artifact{{artifactID(t), "output", v.parts(t.parts)}}
+	if t.text.Len() > 0 || len(t.parts) > 0 {
+		parts := make([]part, 0, len(t.parts)+1)
+		for _, p := range t.parts {
+			if p.kept != nil {
+				p = part{Text: textMark}
+			}
+			parts = append(parts, p)
+		}
+		if t.text.Len() > 0 {
+			parts = append(parts, part{Text: textMark})
+		}
+		o.Artifacts = []artifact{{artifactID(t), "output", v.parts(parts)}}
 	}
 	return o
+}
+
+// textMark stands for a text the task keeps in blocks (frames.Text) in
+// the JSON of the task, built around it: writeText writes each text,
+// escaped, where marshal wrote its mark (markJSON), in order. The mark
+// holds an id of this process's, so no agent's text can hold it.
+var textMark = "\x00" + core.NewID() + "\x00"
+
+// markJSON is textMark as marshal writes it, without its quotes.
+var markJSON = []byte(`\u0000` + textMark[1:len(textMark)-1] + `\u0000`)
+
+// writeText writes b, JSON holding the texts' marks, to w with each text
+// in its mark's place, escaped as marshal escapes a string, a piece at a
+// time through one small buffer: a text is never copied whole, nor
+// escaped into garbage. It returns the bytes written.
+func writeText(w io.Writer, b []byte, texts []*frames.Text) (int64, error) {
+	var wrote int64
+	write := func(p []byte) error {
+		n, err := w.Write(p)
+		wrote += int64(n)
+		return err
+	}
+	var buf []byte
+	for _, text := range texts {
+		i := bytes.Index(b, markJSON)
+		if i < 0 {
+			break
+		}
+		if err := write(b[:i]); err != nil {
+			return wrote, err
+		}
+		// A block, and each piece cut from it, ends at a character's end
+		// (frames.Text, pieceEnd): escaped alone, it is what escaping
+		// the whole holds there.
+		for _, block := range text.Blocks() {
+			for len(block) > 0 {
+				n := pieceEnd(block, 8<<10)
+				buf = appendEscaped(buf[:0], block[:n])
+				if err := write(buf); err != nil {
+					return wrote, err
+				}
+				block = block[n:]
+			}
+		}
+		b = b[i+len(markJSON):]
+	}
+	return wrote, write(b)
+}
+
+// pieceEnd is where to cut p at most n bytes in: at the start of the
+// character n falls in (three bytes back at most), or at n where p is no
+// UTF-8.
+func pieceEnd(p []byte, n int) int {
+	if n >= len(p) {
+		return len(p)
+	}
+	for k := n; k > 0 && k > n-utf8.UTFMax; k-- {
+		if utf8.RuneStart(p[k]) {
+			return k
+		}
+	}
+	return n
+}
+
+// appendEscaped appends s as the contents of a JSON string, as marshal
+// writes them: encoding/json's escapes, without the HTML ones.
+func appendEscaped(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(b, s[start:]...)
 }
 
 // wrap is a result in v's shape: 0.3 sends the object itself (its "kind"

@@ -45,14 +45,12 @@ func (c *chat) open(dst []byte, object string) []byte {
 // the output's text (and reasoning, as reasoning_content), 200, flushed.
 func (c *chat) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	text, reasoning := textOf(out)
-	b := c.open(make([]byte, 0, 256+len(text)+len(reasoning)), "chat.completion")
-	b = append(b, `"message":{"role":"assistant","content":"`...)
-	b = append(append(b, text...), '"')
+	head := append(c.open(nil, "chat.completion"), `"message":{"role":"assistant","content":"`...)
+	const tail = `},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`
 	if len(reasoning) > 0 {
-		b = append(append(append(b, `,"reasoning_content":"`...), reasoning...), '"')
+		return writeJSON(w, head, text, []byte(`","reasoning_content":"`), reasoning, []byte(`"`+tail))
 	}
-	b = append(b, `},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`...)
-	return writeJSON(w, b)
+	return writeJSON(w, head, text, []byte(`"`+tail))
 }
 
 // chunk appends a chat.completion.chunk whose delta's members are delta
@@ -96,17 +94,26 @@ func (c *chat) Encoder(w http.ResponseWriter) core.Encoder {
 // error object with the failure's status.
 func (*chat) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, f) }
 
-// writeJSON writes b, 200 JSON, flushed at once.
-func writeJSON(w http.ResponseWriter, b []byte) (int, error) {
+// writeJSON writes the JSON made of pieces, 200, flushed at once: each
+// piece as it is, so a whole answer is written from the copy that holds
+// it, never copied into one body.
+func writeJSON(w http.ResponseWriter, pieces ...[]byte) (int, error) {
+	size := 0
+	for _, p := range pieces {
+		size += len(p)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(http.StatusOK)
-	n, err := w.Write(b)
-	if err == nil {
-		err = http.NewResponseController(w).Flush()
+	n := 0
+	for _, p := range pieces {
+		k, err := w.Write(p)
+		if n += k; err != nil {
+			return n, err
+		}
 	}
-	return n, err
+	return n, http.NewResponseController(w).Flush()
 }
 
 // appendQuoted appends s as a JSON string.

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,8 +30,10 @@ type response struct {
 
 	// text is the answer so far, escaped, which the closing events carry
 	// whole: at most max bytes (limits.reply_bytes); past it the encoder
-	// stops (over), the stream ends failed and the agent's call ends.
-	text []byte
+	// stops (over), the stream ends failed and the agent's call ends. It
+	// is the stream's one copy of the answer: the closing events are
+	// written around it (mark), never built whole.
+	text frames.Text
 	max  int64
 	over bool
 }
@@ -82,8 +85,21 @@ func (rs *response) object(dst []byte, status, output, errObj string) []byte {
 }
 
 // part is the output_text content part of text (escaped).
-func part(text []byte) string {
-	return `{"type":"output_text","text":"` + string(text) + `","annotations":[]}`
+func part(text string) string {
+	return `{"type":"output_text","text":"` + text + `","annotations":[]}`
+}
+
+// mark stands for the text in an answer or a closing event built around
+// it, which is then written in pieces: the JSON before the mark, the
+// text, the JSON after it (cut). No JSON the door builds holds a raw NUL:
+// its ids are its own, the model's name has no control character, and
+// every text is JSON-escaped.
+const mark = "\x00"
+
+// cut is b split at its mark.
+func cut(b []byte) (before, after []byte) {
+	before, after, _ = bytes.Cut(b, []byte(mark))
+	return before, after
 }
 
 // item is the message output item, its content parts given.
@@ -95,7 +111,8 @@ func (rs *response) message(status, content string) string {
 // of the output's text (its reasoning is not written), 200, flushed.
 func (rs *response) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	text, _ := textOf(out)
-	return writeJSON(w, rs.object(make([]byte, 0, 512+len(text)), "completed", rs.message("completed", part(text)), ""))
+	before, after := cut(rs.object(nil, "completed", rs.message("completed", part(mark)), ""))
+	return writeJSON(w, before, text, after)
 }
 
 // event appends one event's frame: "event: <type>", then its data, the
@@ -124,7 +141,7 @@ func (rs *response) begin() [][]byte {
 		rs.event(nil, "response.created", `"response":`+inProgress),
 		rs.event(nil, "response.in_progress", `"response":`+inProgress),
 		rs.event(nil, "response.output_item.added", `"output_index":0,"item":`+rs.message("in_progress", "")),
-		rs.event(nil, "response.content_part.added", rs.at()+`,"part":`+part(nil)),
+		rs.event(nil, "response.content_part.added", rs.at()+`,"part":`+part("")),
 	}
 }
 
@@ -135,31 +152,40 @@ func (rs *response) delta(dst []byte, p piece) []byte {
 	if p.reasoning || rs.over {
 		return nil
 	}
-	if rs.max > 0 && int64(len(rs.text)+len(p.text)) > rs.max {
+	if rs.max > 0 && rs.text.Len()+int64(len(p.text)) > rs.max {
 		rs.over = true
 		return nil
 	}
-	rs.text = append(rs.text, p.text...)
+	rs.text.Append(p.text)
 	dst = strconv.AppendInt(append(dst, deltaHead...), int64(rs.seq), 10)
 	rs.seq++
 	dst = append(append(append(dst, deltaItem...), rs.item...), deltaText...)
 	return append(append(dst, p.text...), deltaEnd...)
 }
 
-// end is the frames that close a stream whose records ended cleanly: the
-// done events and response.completed. Any other end (the text past its
-// cap too) is a failure, written by failed.
-func (rs *response) end(err error) [][]byte {
+// end writes the frames that close a stream whose records ended
+// cleanly: the done events and response.completed, each carrying the
+// whole text, written from the one copy the stream kept. Any other end
+// (the text past its cap too) is a failure, written by failed.
+func (rs *response) end(err error, frame func(data ...[]byte) error) {
 	if err != nil {
-		return nil
+		return
 	}
-	p := part(rs.text)
+	p := part(mark)
 	item := rs.message("completed", p)
-	return [][]byte{
-		rs.event(nil, "response.output_text.done", rs.at()+`,"text":"`+string(rs.text)+`","logprobs":[]`),
+	blocks := rs.text.Blocks()
+	data := make([][]byte, 0, len(blocks)+2)
+	for _, e := range [][]byte{
+		rs.event(nil, "response.output_text.done", rs.at()+`,"text":"`+mark+`","logprobs":[]`),
 		rs.event(nil, "response.content_part.done", rs.at()+`,"part":`+p),
 		rs.event(nil, "response.output_item.done", `"output_index":0,"item":`+item),
 		rs.event(nil, "response.completed", `"response":`+string(rs.object(nil, "completed", item, ""))),
+	} {
+		before, after := cut(e)
+		data = append(append(append(data[:0], before), blocks...), after)
+		if frame(data...) != nil {
+			return
+		}
 	}
 }
 
@@ -179,7 +205,7 @@ func (rs *response) failed(f core.Failure) []byte {
 // events, framed "event: <type>\ndata: <JSON>\n\n".
 func (rs *response) Encoder(w http.ResponseWriter) core.Encoder {
 	return &encoder{frame: rs.delta, stop: rs.stopped, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
-		Begin: rs.begin, End: rs.end, Fail: rs.failed})}
+		Begin: rs.begin, EndTo: rs.end, Fail: rs.failed})}
 }
 
 // WriteError answers a call that failed before its first byte: OpenAI's

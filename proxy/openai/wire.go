@@ -215,6 +215,30 @@ func escape(dst, value []byte) []byte {
 // …}), or what it passed through (one record, or the array of a stream's
 // records), each read as pieceOf reads a record.
 func textOf(out []byte) (text, reasoning []byte) {
+	if o := bytes.TrimSpace(out); len(o) > 0 && o[0] == '{' {
+		// The stage's whole answer, or an agent's object: a string text
+		// member is the text, a string reasoning member beside it the
+		// reasoning. Read in place: a string's contents are the same
+		// compact or not, and the answer is not copied.
+		found := false
+		rawjson.Members(o, func(key, value []byte) bool {
+			if len(value) > 1 && value[0] == '"' {
+				switch {
+				case rawjson.KeyIs(key, "text"):
+					text, found = value[1:len(value)-1], true
+				case rawjson.KeyIs(key, "reasoning"):
+					reasoning = value[1 : len(value)-1]
+				}
+			}
+			return true
+		})
+		if found {
+			return text, reasoning
+		}
+		text, reasoning = nil, nil
+	}
+	// Anything else is written as JSON text: compact, so that escape
+	// need escape only quotes and backslashes.
 	if c, ok := rawjson.AppendCompact(nil, out); ok {
 		out = c
 	}
@@ -233,27 +257,6 @@ func textOf(out []byte) (text, reasoning []byte) {
 			}
 			return text, reasoning
 		}
-	}
-	if len(out) > 0 && out[0] == '{' {
-		// The stage's whole answer, or an agent's object: a string text
-		// member is the text, a string reasoning member beside it the
-		// reasoning.
-		found := false
-		rawjson.Members(out, func(key, value []byte) bool {
-			if len(value) > 1 && value[0] == '"' {
-				switch {
-				case rawjson.KeyIs(key, "text"):
-					text, found = value[1:len(value)-1], true
-				case rawjson.KeyIs(key, "reasoning"):
-					reasoning = value[1 : len(value)-1]
-				}
-			}
-			return true
-		})
-		if found {
-			return text, reasoning
-		}
-		reasoning = nil
 	}
 	add(out)
 	return text, reasoning

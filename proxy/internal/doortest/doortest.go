@@ -1,7 +1,8 @@
 // Package doortest is what the front doors' tests share: a test agent
 // behind a real listener, a proxy.Server in front of it whose doors are
-// served on listeners of their own, and a strict SSE reader. Only tests
-// import it.
+// served on listeners of their own, a strict SSE reader, and the sidecar
+// binary run as a process in front of an agent streaming a large answer,
+// with its peak memory. Only tests import it.
 package doortest
 
 import (

@@ -8,6 +8,7 @@
 package frames
 
 import (
+	"io"
 	"net/http"
 	"time"
 
@@ -31,6 +32,12 @@ type Hooks struct {
 	// as "[DONE]", A2A's final status-update. A failure is written after
 	// them, by Fail.
 	End func(err error) [][]byte
+	// EndTo, set instead of End, writes the closing frames itself, each
+	// with frame: its data is pieces written one after the other, never
+	// copied into one, for frames that repeat the whole answer (the
+	// OpenAI door's Responses events carry its text four times: a Text's
+	// Blocks between the JSON around it).
+	EndTo func(err error, frame func(data ...[]byte) error)
 	// Fail is the data of the last frame for a failure after the first
 	// byte, in the door's shape; nil data writes none.
 	Fail func(core.Failure) []byte
@@ -119,7 +126,10 @@ func (f *Writer) Copy(r core.Records) error {
 		}
 		f.records++
 	}
-	if f.hooks.End != nil {
+	switch {
+	case f.hooks.EndTo != nil:
+		f.hooks.EndTo(r.Err(), f.pieces)
+	case f.hooks.End != nil:
 		f.frames(f.hooks.End(r.Err()))
 	}
 	// A flush that fails once every record is written is not reported:
@@ -151,6 +161,26 @@ func (f *Writer) frames(data [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// pieces writes one frame, unflushed, its data the pieces in order, each
+// written as it is, and counts its bytes.
+func (f *Writer) pieces(data ...[]byte) error {
+	k, err := io.WriteString(f.w, f.prefix)
+	f.bytes += int64(k)
+	f.pending = true
+	for _, d := range data {
+		if err != nil {
+			return err
+		}
+		k, err = f.w.Write(d)
+		f.bytes += int64(k)
+	}
+	if err == nil {
+		k, err = io.WriteString(f.w, f.suffix)
+		f.bytes += int64(k)
+	}
+	return err
 }
 
 // flush flushes what was written since the last flush, if anything.

@@ -1,0 +1,185 @@
+package openai
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
+)
+
+// The answer of the memory tests: 30 MB (under the default
+// limits.reply_bytes, 32 MiB) in pieces of 1,000 bytes.
+const (
+	bigAnswer = 30_000_000
+	bigPiece  = 1000
+	// bigSlack is what a sidecar process holds besides the answer.
+	bigSlack = 30 << 20
+)
+
+// TestMemoryPerAnswer: the real sidecar process, in front of an agent
+// streaming a 30 MB answer in 30,000 records, answers each path of the
+// door with the answer byte for byte, and its peak resident memory for
+// that one call (a fresh process each) is at most twice the answer plus
+// 30 MB: a door that repeats the answer (the Responses stream's closing
+// events) keeps one copy and writes from it. Three streamed responses at
+// once stay within three times that. A whole answer (no stream) is the
+// mapping stage's one JSON value (core.Agent.Unary), which the door
+// writes in place, without a copy; that value grows as the agent's
+// records come, by copies the collector frees late, so those paths are
+// held to five times the answer plus 30 MB (measured 100 to 135 MB;
+// before the door wrote from it, 225 to 277 MB).
+func TestMemoryPerAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 30 MB answer through the sidecar binary")
+	}
+	bin := doortest.BuildSidecar(t)
+	agent := doortest.StartBigReply(t)
+	want := doortest.BigReply(bigAnswer, bigPiece)
+	yaml := fmt.Sprintf(`upstream: {url: %q}
+protocols:
+  openai: {listen: "127.0.0.1:0", method: answer, model: big}
+methods:
+  answer: {mode: stream, call: POST /answer/%d/%d}
+`, agent, bigAnswer, bigPiece)
+	tests := []struct {
+		name   string
+		route  string
+		stream bool
+		calls  int
+		times  int64 // the answers the peak may hold
+	}{
+		{"responses stream", RouteResponses, true, 1, 2},
+		{"responses", RouteResponses, false, 1, 5},
+		{"chat", RouteChat, false, 1, 5},
+		{"chat stream", RouteChat, true, 1, 2},
+		{"responses stream x3", RouteResponses, true, 3, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := doortest.StartSidecar(t, bin, yaml, Name)
+			url := "http://" + p.Addr[Name] + tt.route
+			var wg sync.WaitGroup
+			for range tt.calls {
+				wg.Go(func() {
+					got, err := bigCall(url, tt.route, tt.stream)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if got != want {
+						t.Errorf("%s: the answer is %d bytes and differs from the agent's (%d bytes) at byte %d",
+							tt.name, len(got), len(want), firstDiff(got, want))
+					}
+				})
+			}
+			wg.Wait()
+			peak := p.PeakRSS(t)
+			limit := int64(tt.calls)*tt.times*bigAnswer + bigSlack
+			t.Logf("%s: peak RSS %d MB for %d call(s) of a %d MB answer (limit %d MB)", tt.name, peak>>20, tt.calls, bigAnswer/1_000_000, limit>>20)
+			if peak > limit {
+				t.Errorf("%s: the sidecar's peak RSS is %d MB, want at most %d MB (%d × %d × the answer + %d MB)",
+					tt.name, peak>>20, limit>>20, tt.calls, tt.times, bigSlack>>20)
+			}
+		})
+	}
+}
+
+// bigCall calls the door at url and returns the answer's text: the
+// deltas of a stream (a Responses stream's closing events must carry the
+// same text), or the one message of a whole answer.
+func bigCall(url, route string, stream bool) (string, error) {
+	body := fmt.Sprintf(`{"model":"big","stream":%t,"messages":[{"role":"user","content":"go"}],"input":"go"}`, stream)
+	client := &http.Client{Timeout: 5 * time.Minute}
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return "", fmt.Errorf("POST %s: %s %s", url, resp.Status, b)
+	}
+	if !stream {
+		var answer struct {
+			Choices []struct{ Message struct{ Content string } }
+			Output  []struct {
+				Content []struct{ Text string }
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+			return "", fmt.Errorf("decoding the answer: %w", err)
+		}
+		if route == RouteChat && len(answer.Choices) == 1 {
+			return answer.Choices[0].Message.Content, nil
+		}
+		if route == RouteResponses && len(answer.Output) == 1 && len(answer.Output[0].Content) == 1 {
+			return answer.Output[0].Content[0].Text, nil
+		}
+		return "", fmt.Errorf("the answer has no one message")
+	}
+	var text strings.Builder
+	closing := map[string]string{}
+	r := bufio.NewReaderSize(resp.Body, 1<<16)
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF && line == "" {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the stream: %w", err)
+		}
+		data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var e struct {
+			Type    string
+			Delta   string
+			Text    string
+			Part    struct{ Text string }
+			Item    struct{ Content []struct{ Text string } }
+			Choices []struct{ Delta struct{ Content string } }
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return "", fmt.Errorf("decoding an event: %w", err)
+		}
+		switch {
+		case route == RouteChat && len(e.Choices) == 1:
+			text.WriteString(e.Choices[0].Delta.Content)
+		case e.Type == "response.output_text.delta":
+			text.WriteString(e.Delta)
+		case e.Type == "response.output_text.done":
+			closing[e.Type] = e.Text
+		case e.Type == "response.content_part.done":
+			closing[e.Type] = e.Part.Text
+		case e.Type == "response.output_item.done" && len(e.Item.Content) == 1:
+			closing[e.Type] = e.Item.Content[0].Text
+		case e.Type == "response.failed":
+			return "", fmt.Errorf("the stream failed: %s", data)
+		}
+	}
+	if route == RouteResponses {
+		for _, typ := range []string{"response.output_text.done", "response.content_part.done", "response.output_item.done"} {
+			if closing[typ] != text.String() {
+				return "", fmt.Errorf("%s carries %d bytes, the deltas %d", typ, len(closing[typ]), text.Len())
+			}
+		}
+	}
+	return text.String(), nil
+}
+
+// firstDiff is the index of the first byte where a and b differ.
+func firstDiff(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
