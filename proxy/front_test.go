@@ -180,6 +180,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // is called, and neither the reply nor the log line carries more than a
 // clipped copy of it.
 func TestMethodNameChecked(t *testing.T) {
+	hangsAfter(t, 30*time.Second) // a slot never freed would hold a call for good
 	var calls atomic.Int32
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -322,7 +323,7 @@ func TestBodiesReadWithASlot(t *testing.T) {
 	}
 	waitFor(t, func() bool { return calls.Load() == 2 })
 	queued := []net.Conn{sendHead(t, h, core.RouteUnary, len(big)), sendHead(t, h, core.RouteUnary, len(big))}
-	waitFor(t, func() bool { return h.server.queued.Load() == 2 })
+	waitFor(t, func() bool { return h.waiting() == 2 })
 
 	// Busy: answered with no body sent.
 	for range 3 {

@@ -66,33 +66,6 @@ func Concurrency(cfg *config.Config) int {
 	return 2*runtime.GOMAXPROCS(0) + 1
 }
 
-// acquire takes a concurrency slot, waiting in the bounded queue for one
-// when they are all taken.
-func (s *Server) acquire(ctx context.Context) (func(), error) {
-	release := s.release
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	default:
-	}
-	lim := s.Config.Limits
-	if s.queued.Add(1) > int64(lim.Queue) {
-		s.queued.Add(-1)
-		return nil, fmt.Errorf("%w: %d calls in flight and %d waiting", core.ErrBusy, lim.Concurrency, lim.Queue)
-	}
-	defer s.queued.Add(-1)
-	t := time.NewTimer(lim.QueueTimeout)
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-t.C:
-		return nil, fmt.Errorf("%w: no slot freed within %s", core.ErrBusy, lim.QueueTimeout)
-	}
-}
-
 // errLoop is a call that came from a sidecar's request to its agent: the
 // agent is a sidecar, this one most likely, and the call would go round.
 var errLoop = &core.RequestError{Status: http.StatusLoopDetected, Msg: "loop detected: this call came from a sidecar (it carries " +
@@ -138,12 +111,12 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		}
 		ctx = c.context(ctx)
 	}
-	release, err := s.acquire(ctx)
+	err := s.slots.acquire(ctx, s.Config.Limits.QueueTimeout)
 	c.notes.Phases.Queued = time.Now()
 	if err != nil {
 		return ctx, err
 	}
-	c.release = release
+	c.slots = s.slots
 	if !early {
 		if err := s.open(w, r, c); err != nil {
 			return ctx, err
