@@ -155,7 +155,9 @@ func (s *Server) openStream(ctx context.Context, call core.Call) (records core.R
 
 // fail answers a call that failed before its first byte.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
-	err = explain(s.calls, r.Context(), err)
+	if _, late := err.(*lateBody); !late {
+		err = explain(s.calls, r.Context(), err)
+	}
 	f := c.failed(core.FailureOf(err), err)
 	c.status = f.Status
 	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"time"
 
@@ -117,15 +118,23 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return ctx, err
 	}
 	c.slots = s.slots
+	rc := http.NewResponseController(w)
 	if !early {
+		// Holding a slot, the body has a deadline of its own: a caller
+		// that sends it slowly gets 408 and frees the slot, rather than
+		// hold it as long as the server's read deadline (which includes
+		// the longest waits for a slot and for the agent).
+		rc.SetReadDeadline(time.Now().Add(s.Config.Limits.BodyTimeout))
 		if err := s.open(w, r, c); err != nil {
+			if late, ok := err.(*lateBody); ok {
+				late.Msg = fmt.Sprintf("request body not received within limits.body_timeout (%s)", s.Config.Limits.BodyTimeout)
+			}
 			return ctx, err
 		}
 		ctx = c.context(ctx)
 	}
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
-	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
 	if err := s.waitReady(ctx); err != nil {
@@ -161,6 +170,15 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 	return nil
 }
 
+// lateBody is a request body that did not arrive within its deadline,
+// the server's read deadline or, once its call holds a slot,
+// limits.body_timeout (begin says so): 408. net/http ends the request's
+// context when a read fails, but the caller has not left: it is told
+// (fail).
+type lateBody struct{ core.RequestError }
+
+func (e *lateBody) Unwrap() error { return &e.RequestError }
+
 // readBody reads the request body, up to limit bytes: into a buffer of
 // its exact size when the request gives its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -177,6 +195,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
 			return nil, err
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &lateBody{core.RequestError{Status: http.StatusRequestTimeout, Msg: "request body not received in time"}}
 		}
 		return nil, &core.RequestError{Msg: "reading request body: " + err.Error()}
 	}
