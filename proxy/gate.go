@@ -91,7 +91,9 @@ const smallBody = 64 << 10
 // string holding the envelope too, its input compacted in place), the
 // input indexed without copying values (core.ParseInput). Building the
 // agent's request may copy the input once more. So request bodies take at
-// most Concurrency × request_bytes × 4, plus smallBody per queued call.
+// most Concurrency × request_bytes × 4, plus smallBody per queued call,
+// plus, for each caller still sending a body of at most smallBody, up to
+// about twice what it sent (readLength): never what it only announced.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (context.Context, error) {
 	if r.Header.Get(core.HopHeader) != "" {
 		return ctx, errLoop
@@ -185,9 +187,15 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	var b []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= limit {
-		// net/http's body ends at Content-Length: within the limit.
-		b = make([]byte, n)
-		_, err = io.ReadFull(r.Body, b)
+		// net/http's body ends at Content-Length: within the limit. A
+		// body of at most smallBody is read before its call queues, by
+		// as many callers as connect: its buffer grows as its bytes
+		// arrive. A longer one is read holding a slot, which bounds it.
+		first := n
+		if n <= smallBody {
+			first = min(n, firstStep)
+		}
+		b, err = readLength(r.Body, n, first)
 	} else {
 		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	}
@@ -205,6 +213,32 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	// before the reply.
 	r.Body.Close()
 	return b, nil
+}
+
+// firstStep is the first buffer of a body read before its call queues,
+// when longer: a request's headers and its connection take about 16 KiB.
+const firstStep = 4 << 10
+
+// readLength reads a body of length n into a buffer of first bytes,
+// doubled whenever it is full, up to n: a length only announced costs
+// memory as its bytes arrive, at most about twice what came. The body is
+// returned at its exact length.
+func readLength(body io.Reader, n, first int64) ([]byte, error) {
+	b := make([]byte, first)
+	read := 0
+	for {
+		k, err := io.ReadFull(body, b[read:])
+		read += k
+		if err != nil {
+			return nil, err
+		}
+		if int64(read) == n {
+			return b, nil
+		}
+		grown := make([]byte, min(n, 2*int64(len(b))))
+		copy(grown, b)
+		b = grown
+	}
 }
 
 func (s *Server) waitReady(ctx context.Context) error {
