@@ -165,12 +165,22 @@ func TestEarlyBodyGrowsAsItArrives(t *testing.T) {
 }
 
 // readingBodies is the number of goroutines waiting in readBody.
-func readingBodies() int {
+func readingBodies() int { return goroutinesIn("proxy.readBody") }
+
+// goroutinesIn is the number of goroutines whose stack has every one of
+// funcs in it.
+func goroutinesIn(funcs ...string) int {
 	var b bytes.Buffer
 	pprof.Lookup("goroutine").WriteTo(&b, 1)
 	n := 0
 	for _, rec := range strings.Split(b.String(), "\n\n") { // a stack each, with its count
-		if m := stackCount.FindStringSubmatch(rec); m != nil && strings.Contains(rec, "proxy.readBody") {
+		m := stackCount.FindStringSubmatch(rec)
+		for _, f := range funcs {
+			if !strings.Contains(rec, f) {
+				m = nil
+			}
+		}
+		if m != nil {
 			k, _ := strconv.Atoi(m[1])
 			n += k
 		}
