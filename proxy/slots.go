@@ -54,30 +54,40 @@ func (q *slots) acquire(ctx context.Context, timeout time.Duration) error {
 
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	var err error
 	select {
 	case <-w.ready:
-		return nil
 	case <-ctx.Done():
-		err = context.Cause(ctx)
 	case <-t.C:
-		err = fmt.Errorf("%w: no slot freed within %s", core.ErrBusy, timeout)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if w.handed {
-		// Handed a slot as the wait ended: the call has it, and ends
-		// soon if its caller left.
-		return nil
+	switch {
+	case ctx.Err() != nil:
+		// A caller who leaves the queue never reaches the agent: a slot
+		// it was handed as it left goes on to the next call.
+		if w.handed {
+			q.handOn()
+		} else {
+			q.remove(w)
+		}
+		return context.Cause(ctx)
+	case w.handed:
+		return nil // also when handed one just as the timeout ran out
+	default: // the queue timeout ran out
+		q.remove(w)
+		return fmt.Errorf("%w: no slot freed within %s", core.ErrBusy, timeout)
 	}
-	q.remove(w)
-	return err
 }
 
 // release frees a slot: the first call waiting has it at once.
 func (q *slots) release() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.handOn()
+}
+
+// handOn gives a slot freed to the first call waiting, or frees it.
+func (q *slots) handOn() {
 	if w := q.head; w != nil {
 		q.remove(w)
 		w.handed = true

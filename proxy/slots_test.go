@@ -197,3 +197,42 @@ func TestSlotHandedOver(t *testing.T) {
 		t.Errorf("after every release: %d free, %d waiting, want 1, 0", free, waiting)
 	}
 }
+
+// TestSlotLeftAsHanded: a waiting call whose caller leaves just as it is
+// handed a slot does not keep it: the slot goes on to the next call
+// waiting, or is free, and the call ends with its caller's cause (a
+// caller who leaves the queue never reaches the agent).
+func TestSlotLeftAsHanded(t *testing.T) {
+	q := newSlots(1, 2)
+	if err := q.acquire(t.Context(), time.Minute); err != nil {
+		t.Fatalf("acquire of a free slot: %v", err)
+	}
+	left, leave := context.WithCancelCause(t.Context())
+	first, next := make(chan error, 1), make(chan error, 1)
+	go func() { first <- q.acquire(left, time.Minute) }()
+	waitFor(t, func() bool { _, waiting := q.state(); return waiting == 1 })
+	go func() { next <- q.acquire(t.Context(), time.Minute) }()
+	waitFor(t, func() bool { _, waiting := q.state(); return waiting == 2 })
+
+	// Both at once, as far as the first call can tell: its caller leaves
+	// and it is handed the slot before it wakes.
+	gone := errors.New("the caller left")
+	q.mu.Lock()
+	leave(gone)
+	q.handOn()
+	q.mu.Unlock()
+	for name, got := range map[string]chan error{"the call whose caller left": first, "the next call": next} {
+		select {
+		case err := <-got:
+			if want := map[string]error{"the call whose caller left": gone}[name]; err != want {
+				t.Errorf("%s: acquire = %v, want %v", name, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: acquire did not return", name)
+		}
+	}
+	q.release()
+	if free, waiting := q.state(); free != 1 || waiting != 0 {
+		t.Errorf("after every release: %d free, %d waiting, want 1, 0", free, waiting)
+	}
+}
