@@ -125,8 +125,11 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		// Holding a slot, the body has a deadline of its own: a caller
 		// that sends it slowly gets 408 and frees the slot, rather than
 		// hold it as long as the server's read deadline (which includes
-		// the longest waits for a slot and for the agent).
-		rc.SetReadDeadline(time.Now().Add(s.Config.Limits.BodyTimeout))
+		// the longest waits for a slot and for the agent). A Config not
+		// parsed (no body_timeout) keeps the server's.
+		if d := s.Config.Limits.BodyTimeout; d > 0 {
+			rc.SetReadDeadline(time.Now().Add(d))
+		}
 		if err := s.open(w, r, c); err != nil {
 			if late, ok := err.(*lateBody); ok {
 				late.Msg = fmt.Sprintf("request body not received within limits.body_timeout (%s)", s.Config.Limits.BodyTimeout)
