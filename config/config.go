@@ -187,6 +187,11 @@ type Limits struct {
 	// QueueTimeout is how long a call waits in the queue before it gets
 	// 503 with Retry-After. Default: 10s.
 	QueueTimeout time.Duration
+	// BodyTimeout bounds reading a request body once its call holds a
+	// concurrency slot (a body over 64 KiB, or of unknown length, is read
+	// only then): a caller that sends it slowly gets 408 and the slot is
+	// freed, instead of holding it for as long as it trickles. Default: 30s.
+	BodyTimeout time.Duration
 	// TaskStoreBytes caps the A2A door's task store: the tasks kept for
 	// tasks/get and tasks/cancel, each counted by its ids, status message
 	// and artifact. Over it the oldest ended tasks are forgotten first.

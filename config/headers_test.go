@@ -11,7 +11,7 @@ func TestParseFaultKeys(t *testing.T) {
 	t.Setenv("SIDECAR_TEST_TOKEN", "s3cret")
 	c, err := Parse("sidecar.yaml", []byte(`
 upstream: {url: "http://127.0.0.1:8000"}
-limits: {concurrency: 9, queue: 20, queue_timeout: 2s, header_bytes: 8KiB, header_timeout: 3s}
+limits: {concurrency: 9, queue: 20, queue_timeout: 2s, header_bytes: 8KiB, header_timeout: 3s, body_timeout: 4s}
 admin: {listen: "127.0.0.1:9090"}
 headers:
   forward: [authorization, X-Tenant]
@@ -24,7 +24,7 @@ methods:
 		t.Fatalf("Parse: %v", err)
 	}
 	l := c.Limits
-	if l.Concurrency != 9 || l.Queue != 20 || l.QueueTimeout != 2*time.Second || l.HeaderBytes != 8<<10 || l.HeaderTimeout != 3*time.Second {
+	if l.Concurrency != 9 || l.Queue != 20 || l.QueueTimeout != 2*time.Second || l.HeaderBytes != 8<<10 || l.HeaderTimeout != 3*time.Second || l.BodyTimeout != 4*time.Second {
 		t.Errorf("Limits = %+v", l)
 	}
 	if c.Admin.Listen != "127.0.0.1:9090" {
@@ -47,7 +47,7 @@ methods:
 
 func TestParseFaultKeyProblems(t *testing.T) {
 	_, err := Parse("sidecar.yaml", []byte(`upstream: {url: "http://127.0.0.1:8000"}
-limits: {concurrency: -1, queue_timeout: 0s}
+limits: {concurrency: -1, queue_timeout: 0s, body_timeout: 0}
 admin: {listen: ":8080"}
 headers:
   forward: [Host, "bad name", Content-Encoding, x-sidecar-hop]
@@ -58,6 +58,7 @@ methods:
 	want := []string{
 		`sidecar.yaml:2: limits.concurrency: "-1" is not a whole number ≥ 0`,
 		`sidecar.yaml:2: limits.queue_timeout: must be positive`,
+		`sidecar.yaml:2: limits.body_timeout: must be positive`,
 		`sidecar.yaml:3: admin.listen: ":8080" is the public port: metrics must be served elsewhere`,
 		`sidecar.yaml:5: headers.forward: Host is managed by the sidecar and cannot be forwarded or set`,
 		`sidecar.yaml:5: headers.forward: "bad name" is not a valid header name`,

@@ -177,6 +177,7 @@ func TestKeysTable(t *testing.T) {
 		"limits.concurrency":               c.Limits.Concurrency,
 		"limits.queue":                     c.Limits.Queue,
 		"limits.queue_timeout":             c.Limits.QueueTimeout,
+		"limits.body_timeout":              c.Limits.BodyTimeout,
 		"limits.task_store_bytes":          c.Limits.TaskStoreBytes,
 		"limits.mcp_sessions":              c.Limits.MCPSessions,
 		"admin.listen":                     c.Admin.Listen,

@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "task_store_bytes", "mcp_sessions"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -121,16 +121,22 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			case "task_store_bytes":
 				l.TaskStoreBytes = v
 			}
-		case "header_timeout", "queue_timeout":
+		case "header_timeout", "queue_timeout", "body_timeout":
 			d, ok := p.nonNegative(e, key)
 			if ok && d == 0 {
 				p.addf(e.val.Line, key, "must be positive")
 				continue
 			}
-			if ok && e.name == "header_timeout" {
+			if !ok {
+				continue
+			}
+			switch e.name {
+			case "header_timeout":
 				l.HeaderTimeout = d
-			} else if ok {
+			case "queue_timeout":
 				l.QueueTimeout = d
+			default:
+				l.BodyTimeout = d
 			}
 		case "concurrency", "queue", "mcp_sessions":
 			v, ok := p.count(e, key, "")

@@ -40,6 +40,7 @@ var defaultLimits = Limits{
 	HeaderTimeout: 10 * time.Second,
 	Queue:         100,
 	QueueTimeout:  10 * time.Second,
+	BodyTimeout:   30 * time.Second,
 
 	TaskStoreBytes: 64 << 20,
 	MCPSessions:    10000,

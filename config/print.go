@@ -25,7 +25,8 @@ func (c *Config) Expanded() []byte {
 			"header_timeout", scalar(c.Limits.HeaderTimeout.String()),
 			"concurrency", value(c.Limits.Concurrency),
 			"queue", value(c.Limits.Queue),
-			"queue_timeout", scalar(c.Limits.QueueTimeout.String())),
+			"queue_timeout", scalar(c.Limits.QueueTimeout.String()),
+			"body_timeout", scalar(c.Limits.BodyTimeout.String())),
 		"shutdown", mapping(
 			"drain", scalar(c.Shutdown.Drain.String()),
 			"agent_grace", scalar(c.Shutdown.AgentGrace.String())),

@@ -31,7 +31,7 @@ type call struct {
 	phase    string          // the clock that ran out, for a timeout
 	reason   string          // the failure's reason, for a call that did not end ok
 	err      error
-	release  func()        // frees the call's concurrency slot, if it took one
+	slots    *slots        // the slots the call holds one of, nil when none (free)
 	entry    string        // the method map entry that served it
 	first    time.Duration // to the first line of a stream
 	timing   [1]string     // the reply's Server-Timing header (setServerTiming)
@@ -40,7 +40,8 @@ type call struct {
 	// link it into the server's calls in flight (callContext).
 	end        core.End
 	prev, next *call
-	writes     writeBound // bounds the reply's writes (boundWrites)
+	writes     writeBound   // bounds the reply's writes (boundWrites)
+	answer     answerWriter // what the answer is written through
 }
 
 // context is the call's context: the exchange's, derived from ctx.
@@ -53,8 +54,17 @@ func (c *call) context(ctx context.Context) context.Context {
 
 func (c *call) done() {
 	c.notes.Phases.End = time.Now()
-	if c.release != nil {
-		c.release()
+	c.free()
+}
+
+// free frees the call's concurrency slot, if it holds one: once its
+// answer is all but written (answerWriter), else when its handler ends.
+// Either is before the caller has the answer whole: its last byte (or
+// the last chunk net/http writes once the handler returns) comes after.
+func (c *call) free() {
+	if q := c.slots; q != nil {
+		c.slots = nil
+		q.release()
 	}
 }
 
@@ -145,7 +155,9 @@ func (s *Server) openStream(ctx context.Context, call core.Call) (records core.R
 
 // fail answers a call that failed before its first byte.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
-	err = explain(s.calls, r.Context(), err)
+	if _, late := err.(*lateBody); !late {
+		err = explain(s.calls, r.Context(), err)
+	}
 	f := c.failed(core.FailureOf(err), err)
 	c.status = f.Status
 	if f.Outcome == metrics.CallerLeft && r.Context().Err() != nil {

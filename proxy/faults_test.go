@@ -45,7 +45,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, func() bool { return h.server.queued.Load() == 1 })
+	waitFor(t, func() bool { return h.waiting() == 1 })
 	// Queue full: the next caller is turned away at once, not after the
 	// queue timeout (whose detail would say so instead).
 	if r := h.unary("query", `{}`); r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(detail(t, r), "2 calls in flight and 1 waiting") {
@@ -53,7 +53,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	cancel()
 	<-left
-	waitFor(t, func() bool { return h.server.queued.Load() == 0 })
+	waitFor(t, func() bool { return h.waiting() == 0 })
 
 	// A queued call that waits out queue_timeout gets 503.
 	if r := h.unary("query", `{}`); r.status != 503 || !strings.Contains(detail(t, r), "no slot freed within 400ms") {

@@ -180,6 +180,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // is called, and neither the reply nor the log line carries more than a
 // clipped copy of it.
 func TestMethodNameChecked(t *testing.T) {
+	hangsAfter(t, 30*time.Second) // a slot never freed would hold a call for good
 	var calls atomic.Int32
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -279,6 +280,64 @@ func TestStuckCallerEndsByTotal(t *testing.T) {
 	}
 }
 
+// TestStuckCallerEndsWithTheCall: with no total to bound it
+// (timeouts.total 0), a write blocked on a caller that stopped reading
+// ends a second after the call is ended (EndCalls, at the end of the
+// drain): the bound on the call's writes is told when the call ends (its
+// hook on core.End). Were it never told, the write would block for as
+// long as the caller keeps its connection open.
+func TestStuckCallerEndsWithTheCall(t *testing.T) {
+	hangsAfter(t, time.Minute)
+	stop := make(chan struct{})
+	defer close(stop)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		line := `{"x":"` + strings.Repeat("x", 64<<10) + `"}` + "\n"
+		for { // as fast as the sidecar takes it
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := io.WriteString(w, line); err != nil {
+				return
+			}
+		}
+	}))
+	defer agent.Close()
+	h := newHarness(t, agent.URL, "timeouts: {total: 0}\n"+oneMethodConfig)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close() // unblocks the sidecar if the test fails
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"class_method":"stream_query"}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n%s", core.RouteStream, conn.RemoteAddr(), len(body), body)
+	// The caller reads nothing more: the sidecar's write to it blocks.
+	deadline := time.Now().Add(10 * time.Second)
+	for goroutinesIn("proxy.(*Server).serveStream", "waitWrite") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sidecar's write to a caller that reads nothing did not block within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.server.EndCalls()
+	ended := time.Now()
+	deadline = ended.Add(10 * time.Second)
+	for h.server.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the call was still in flight 10s after it was ended, its write blocked on a caller that reads nothing: the bound on its writes was not told (total 0 sets none)")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("the call ended %v after EndCalls", time.Since(ended))
+}
+
 // sendHead opens a connection to the sidecar and sends a request's head
 // only, announcing a body of n bytes.
 func sendHead(t *testing.T, h *harness, route string, n int) net.Conn {
@@ -322,7 +381,7 @@ func TestBodiesReadWithASlot(t *testing.T) {
 	}
 	waitFor(t, func() bool { return calls.Load() == 2 })
 	queued := []net.Conn{sendHead(t, h, core.RouteUnary, len(big)), sendHead(t, h, core.RouteUnary, len(big))}
-	waitFor(t, func() bool { return h.server.queued.Load() == 2 })
+	waitFor(t, func() bool { return h.waiting() == 2 })
 
 	// Busy: answered with no body sent.
 	for range 3 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"time"
 
@@ -66,33 +67,6 @@ func Concurrency(cfg *config.Config) int {
 	return 2*runtime.GOMAXPROCS(0) + 1
 }
 
-// acquire takes a concurrency slot, waiting in the bounded queue for one
-// when they are all taken.
-func (s *Server) acquire(ctx context.Context) (func(), error) {
-	release := s.release
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	default:
-	}
-	lim := s.Config.Limits
-	if s.queued.Add(1) > int64(lim.Queue) {
-		s.queued.Add(-1)
-		return nil, fmt.Errorf("%w: %d calls in flight and %d waiting", core.ErrBusy, lim.Concurrency, lim.Queue)
-	}
-	defer s.queued.Add(-1)
-	t := time.NewTimer(lim.QueueTimeout)
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return release, nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	case <-t.C:
-		return nil, fmt.Errorf("%w: no slot freed within %s", core.ErrBusy, lim.QueueTimeout)
-	}
-}
-
 // errLoop is a call that came from a sidecar's request to its agent: the
 // agent is a sidecar, this one most likely, and the call would go round.
 var errLoop = &core.RequestError{Status: http.StatusLoopDetected, Msg: "loop detected: this call came from a sidecar (it carries " +
@@ -117,7 +91,9 @@ const smallBody = 64 << 10
 // string holding the envelope too, its input compacted in place), the
 // input indexed without copying values (core.ParseInput). Building the
 // agent's request may copy the input once more. So request bodies take at
-// most Concurrency × request_bytes × 4, plus smallBody per queued call.
+// most Concurrency × request_bytes × 4, plus smallBody per queued call,
+// plus, for each caller still sending a body of at most smallBody, up to
+// about twice what it sent (readLength): never what it only announced.
 func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) (context.Context, error) {
 	if r.Header.Get(core.HopHeader) != "" {
 		return ctx, errLoop
@@ -138,21 +114,32 @@ func (s *Server) begin(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		}
 		ctx = c.context(ctx)
 	}
-	release, err := s.acquire(ctx)
+	err := s.slots.acquire(ctx, s.Config.Limits.QueueTimeout)
 	c.notes.Phases.Queued = time.Now()
 	if err != nil {
 		return ctx, err
 	}
-	c.release = release
+	c.slots = s.slots
+	rc := http.NewResponseController(w)
 	if !early {
+		// Holding a slot, the body has a deadline of its own: a caller
+		// that sends it slowly gets 408 and frees the slot, rather than
+		// hold it as long as the server's read deadline (which includes
+		// the longest waits for a slot and for the agent). A Config not
+		// parsed (no body_timeout) keeps the server's.
+		if d := s.Config.Limits.BodyTimeout; d > 0 {
+			rc.SetReadDeadline(time.Now().Add(d))
+		}
 		if err := s.open(w, r, c); err != nil {
+			if late, ok := err.(*lateBody); ok {
+				late.Msg = fmt.Sprintf("request body not received within limits.body_timeout (%s)", s.Config.Limits.BodyTimeout)
+			}
 			return ctx, err
 		}
 		ctx = c.context(ctx)
 	}
 	// Agents think for minutes: the server's read and write deadlines
 	// protect reading the request, not the call (DESIGN.md lesson 3).
-	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
 	if err := s.waitReady(ctx); err != nil {
@@ -188,15 +175,30 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 	return nil
 }
 
+// lateBody is a request body that did not arrive within its deadline,
+// the server's read deadline or, once its call holds a slot,
+// limits.body_timeout (begin says so): 408. net/http ends the request's
+// context when a read fails, but the caller has not left: it is told
+// (fail).
+type lateBody struct{ core.RequestError }
+
+func (e *lateBody) Unwrap() error { return &e.RequestError }
+
 // readBody reads the request body, up to limit bytes: into a buffer of
 // its exact size when the request gives its Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	var b []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= limit {
-		// net/http's body ends at Content-Length: within the limit.
-		b = make([]byte, n)
-		_, err = io.ReadFull(r.Body, b)
+		// net/http's body ends at Content-Length: within the limit. A
+		// body of at most smallBody is read before its call queues, by
+		// as many callers as connect: its buffer grows as its bytes
+		// arrive. A longer one is read holding a slot, which bounds it.
+		first := n
+		if n <= smallBody {
+			first = min(n, firstStep)
+		}
+		b, err = readLength(r.Body, n, first)
 	} else {
 		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	}
@@ -205,12 +207,41 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		if errors.As(err, &maxErr) {
 			return nil, err
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &lateBody{core.RequestError{Status: http.StatusRequestTimeout, Msg: "request body not received in time"}}
+		}
 		return nil, &core.RequestError{Msg: "reading request body: " + err.Error()}
 	}
 	// Read whole: closed, net/http has nothing left of it to discard
 	// before the reply.
 	r.Body.Close()
 	return b, nil
+}
+
+// firstStep is the first buffer of a body read before its call queues,
+// when longer: a request's headers and its connection take about 16 KiB.
+const firstStep = 4 << 10
+
+// readLength reads a body of length n into a buffer of first bytes,
+// doubled whenever it is full, up to n: a length only announced costs
+// memory as its bytes arrive, at most about twice what came. The body is
+// returned at its exact length.
+func readLength(body io.Reader, n, first int64) ([]byte, error) {
+	b := make([]byte, first)
+	read := 0
+	for {
+		k, err := io.ReadFull(body, b[read:])
+		read += k
+		if err != nil {
+			return nil, err
+		}
+		if int64(read) == n {
+			return b, nil
+		}
+		grown := make([]byte, min(n, 2*int64(len(b))))
+		copy(grown, b)
+		b = grown
+	}
 }
 
 func (s *Server) waitReady(ctx context.Context) error {

@@ -30,6 +30,10 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		defer s.endContext(c)
 		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
+		// The answer is written through c.answer, which frees the slot
+		// before the caller can have it whole; begin reads through w.
+		c.answer = answerWriter{ResponseWriter: w, c: c}
+		w = &c.answer
 		if err != nil {
 			var answer *core.Answer // here, not above: errors.As puts it on the heap
 			if errors.As(err, &answer) {

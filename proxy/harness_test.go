@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,6 +131,10 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 	h.url = srv.URL
 	t.Cleanup(func() {
 		srv.Close()
+		// Every call has ended: each freed the slot it took, once.
+		if free, waiting := h.server.slots.state(); free != h.server.slots.n || waiting != 0 {
+			t.Errorf("every call ended, and %d of %d concurrency slots are free, %d calls waiting: want all free, none waiting (a slot freed twice, or never)", free, h.server.slots.n, waiting)
+		}
 		if h.prober != nil {
 			h.prober()
 			h.proberW.Wait()
@@ -278,4 +284,32 @@ func heldAgent(t *testing.T, release <-chan struct{}, body string) (*atomic.Int3
 	}))
 	t.Cleanup(agent.Close)
 	return calls, agent
+}
+
+// hangsAfter gives t a deadline of its own: a test that could hang (a
+// call that never ends, a server whose Close waits for it) fails by
+// name after d, with every goroutine's stack, instead of running until
+// the package's timeout. d is far beyond the test's own run; the
+// deadline covers the test's defers and cleanups registered after it,
+// so call it first.
+func hangsAfter(t *testing.T, d time.Duration) {
+	t.Helper()
+	name := t.Name()
+	timer := time.AfterFunc(d, func() {
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("%s did not end within %v: a call or a server that never ended (the goroutines below)", name, d))
+	})
+	t.Cleanup(func() { timer.Stop() })
+}
+
+// taken is the number of concurrency slots calls hold.
+func (h *harness) taken() int {
+	free, _ := h.server.slots.state()
+	return h.server.slots.n - free
+}
+
+// waiting is the number of calls waiting for a slot.
+func (h *harness) waiting() int {
+	_, waiting := h.server.slots.state()
+	return waiting
 }

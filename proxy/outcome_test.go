@@ -217,7 +217,7 @@ func TestBusyOutcome(t *testing.T) {
 	h := newHarness(t, agent.URL, "limits: {concurrency: 1, queue: 1, queue_timeout: 100ms}\n"+oneMethodConfig, withMetrics(m))
 	held := make(chan reply, 1)
 	go func() { held <- h.unary("query", `{}`) }()
-	waitFor(t, func() bool { return h.server.inFlight.Load() == 1 && len(h.server.slots) == 1 })
+	waitFor(t, func() bool { return h.server.inFlight.Load() == 1 && h.taken() == 1 })
 	if r := h.unary("query", `{}`); r.status != 503 {
 		t.Fatalf("call at the limit = %d %s, want 503", r.status, r.body)
 	}

@@ -55,11 +55,8 @@ type Server struct {
 	collecting atomic.Bool
 	// notReady is the readiness detail last logged.
 	notReady atomic.Pointer[string]
-	// slots holds one token per call being served when
-	// Config.Limits.Concurrency is set; queued counts the calls waiting.
-	slots   chan struct{}
-	release func() // frees a slot: made once, not per call
-	queued  atomic.Int64
+	// slots are the concurrency slots (Concurrency) and their queue.
+	slots *slots
 	// calls ends with ErrShuttingDown when EndCalls is called.
 	calls    context.Context
 	endCalls context.CancelCauseFunc
@@ -172,8 +169,7 @@ func (s *Server) setup() {
 			return 0
 		})
 	}
-	s.slots = make(chan struct{}, Concurrency(s.Config))
-	s.release = func() { <-s.slots }
+	s.slots = newSlots(Concurrency(s.Config), s.Config.Limits.Queue)
 }
 
 // Ready reports whether calls are being taken: the agent is ready (or

@@ -136,11 +136,11 @@ func TestServerTimingQueue(t *testing.T) {
 
 	first := make(chan reply)
 	go func() { first <- h.unary("query", `{}`) }()
-	waitFor(t, func() bool { return len(h.server.slots) == 1 })
+	waitFor(t, func() bool { return h.taken() == 1 })
 	second := make(chan reply)
 	start := time.Now()
 	go func() { second <- h.unary("query", `{}`) }()
-	waitFor(t, func() bool { return h.server.queued.Load() == 1 })
+	waitFor(t, func() bool { return h.waiting() == 1 })
 	refusedAt := time.Now()
 	refused := h.unary("query", `{}`) // the queue is full
 	if refused.status != http.StatusServiceUnavailable {
