@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,15 +21,14 @@ import (
 // AgentCore port ends with its error event, new calls on every port get
 // 503, and the process exits within the budget.
 func TestEntrypointProtocols(t *testing.T) {
-	core, foundry, a2aPort := freePort(t), freePort(t), freePort(t)
 	cfg := "upstream: {url: " + agentUpstream(t, false) + ", ready: {path: /health}}\nshutdown: {drain: 1500ms, agent_grace: 2s}\n" +
-		fmt.Sprintf("protocols:\n  agentcore: {listen: \"127.0.0.1:%d\", method: hang}\n  foundry: {listen: \"127.0.0.1:%d\", method: echo}\n", core, foundry) +
-		fmt.Sprintf("  a2a: {listen: \"127.0.0.1:%d\", method: echo, card: {name: Echo agent}}\n", a2aPort) +
+		"protocols:\n  agentcore: {listen: \"127.0.0.1:0\", method: hang}\n  foundry: {listen: \"127.0.0.1:0\", method: echo}\n" +
+		"  a2a: {listen: \"127.0.0.1:0\", method: echo, card: {name: Echo agent}}\n" +
 		lifecycleMethods
 	t.Cleanup(testClient.CloseIdleConnections)
 	p := startProc(t, cfg, []string{"PORT=1", "FOUNDRY_AGENT_SESSION_ID=s-env"}, "--", "python3", "agent.py")
 	p.waitHealth(200)
-	coreURL, foundryURL := fmt.Sprintf("http://127.0.0.1:%d", core), fmt.Sprintf("http://127.0.0.1:%d", foundry)
+	coreURL, foundryURL := "http://"+p.listen("agentcore"), "http://"+p.listen("foundry")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p.mu.Lock()
@@ -60,7 +58,7 @@ func TestEntrypointProtocols(t *testing.T) {
 	if code := status(testClient.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"echo","input":{"a":1}}`))); code != 200 {
 		t.Fatalf("platform call = %d", code)
 	}
-	a2aURL := fmt.Sprintf("http://127.0.0.1:%d", a2aPort)
+	a2aURL := "http://" + p.listen("a2a")
 	resp, err = testClient.Get(a2aURL + "/.well-known/agent-card.json")
 	if err != nil {
 		t.Fatal(err)

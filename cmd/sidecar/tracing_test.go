@@ -63,11 +63,11 @@ func TestTracingSidecar(t *testing.T) {
 	}))
 	defer agent.Close()
 	// Every door's listener is open before the first says "listening".
-	agentcore := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nprotocols:\n  agentcore: {listen: %q, method: invoke}\n"+
-		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n  hold: {mode: stream, call: POST /hold}\n", agent.URL, agentcore)
+	cfg := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nprotocols:\n  agentcore: {listen: \"127.0.0.1:0\", method: invoke}\n"+
+		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n  hold: {mode: stream, call: POST /hold}\n", agent.URL)
 	p := startProc(t, cfg, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_BSP_SCHEDULE_DELAY=600000",
 		"GOOGLE_CLOUD_PROJECT=my-proj", "OTEL_RESOURCE_ATTRIBUTES=team=search"})
+	agentcore := p.listen("agentcore")
 
 	const cloudTrace = "105445aa7843bc8bf206b12000100000"
 	calls := []struct {
