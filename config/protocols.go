@@ -365,17 +365,53 @@ func (p *parser) checkProtocols(c *Config, adminLine int) {
 			p.addf(d.Line, "protocols."+d.Name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", d.Listen, c.Upstream.URL)
 		}
 	}
+	// One problem per shared port, however many share it: at the second
+	// listener on it, naming the others (the first keeps the port).
 	listens := c.Listens()
+	shared := make([]bool, len(listens))
 	for i, a := range listens {
-		for _, b := range listens[:i] {
-			if samePort(a[1], b[1]) {
-				p.addf(c.protocolLine(a[0]), "protocols."+a[0]+".listen", "%q is the port of %s too: each protocol needs a port of its own", a[1], b[0])
+		if shared[i] {
+			continue
+		}
+		group := []int{i}
+		for j := i + 1; j < len(listens); j++ {
+			if samePort(a[1], listens[j][1]) {
+				group, shared[j] = append(group, j), true
 			}
 		}
-		if c.Admin.Listen != "" && samePort(c.Admin.Listen, a[1]) && a[0] != ProtocolAgentPlatform {
-			p.addf(adminLine, "admin.listen", "%q is the port of %s: metrics must be served elsewhere", c.Admin.Listen, a[0])
+		if len(group) < 2 {
+			continue
+		}
+		second := listens[group[1]]
+		var others []string
+		for _, k := range group {
+			if k != group[1] {
+				others = append(others, listens[k][0])
+			}
+		}
+		p.addf(c.protocolLine(second[0]), "protocols."+second[0]+".listen", "%q is the port of %s too: each protocol needs a port of its own",
+			second[1], allOf(others))
+	}
+	if c.Admin.Listen == "" {
+		return
+	}
+	var onAdmin []string
+	for _, a := range listens {
+		if samePort(c.Admin.Listen, a[1]) && a[0] != ProtocolAgentPlatform {
+			onAdmin = append(onAdmin, a[0])
 		}
 	}
+	if len(onAdmin) > 0 {
+		p.addf(adminLine, "admin.listen", "%q is the port of %s: metrics must be served elsewhere", c.Admin.Listen, allOf(onAdmin))
+	}
+}
+
+// allOf lists names as "a, b and c".
+func allOf(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func (c *Config) protocolLine(name string) int {

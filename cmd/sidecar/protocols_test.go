@@ -137,12 +137,18 @@ func TestValidateProtocols(t *testing.T) {
 		err := run(context.Background(), append([]string{"validate", "--config", path}, args...), func(string) string { return "" }, &out, io.Discard)
 		return out.String(), err
 	}
-	if _, err := validate("protocols: {agentcore: {method: query}, foundry: {listen: \":8080\", method: query}}\n"); err == nil ||
-		!strings.Contains(err.Error(), `protocols.agentcore.listen: ":8080" is the port of agent_platform too`) ||
-		!strings.Contains(err.Error(), `protocols.foundry.listen: ":8080" is the port of`) {
-		t.Errorf("same port: %v", err)
+	// Four on one port are one problem naming them all, not six pairs.
+	_, err := validate("protocols: {agentcore: {method: query}, foundry: {listen: \":8080\", method: query}, a2a: {listen: \"127.0.0.1:8080\", method: query}}\n")
+	want := `sidecar.yaml:3: protocols.agentcore.listen: ":8080" is the port of agent_platform, foundry and a2a too: each protocol needs a port of its own`
+	if err == nil || !strings.HasSuffix(err.Error(), want) || strings.Count(err.Error(), "\n") != 0 {
+		t.Errorf("four on one port: %v, want the one line %s", err, want)
 	}
-	if _, err := validate("protocols: {foundry: {method: nope}}\n"); err == nil || !strings.Contains(err.Error(), `protocols.foundry.method: "nope" is not a method of the map`) {
+	_, err = validate("admin: {listen: \":9000\"}\nprotocols: {foundry: {listen: \":9000\", method: query}, a2a: {method: query}}\n")
+	want = `sidecar.yaml:3: admin.listen: ":9000" is the port of foundry and a2a: metrics must be served elsewhere`
+	if err == nil || !strings.Contains(err.Error(), want+"\n") || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("admin on the port of two: %v, want one line for the two and %s", err, want)
+	}
+	if _, err = validate("protocols: {foundry: {method: nope}}\n"); err == nil || !strings.Contains(err.Error(), `protocols.foundry.method: "nope" is not a method of the map`) {
 		t.Errorf("unknown method: %v", err)
 	}
 	out, err := validate("protocols: {agent_platform: {enabled: false}, agentcore: {method: stream_query}}\n", "--print")
