@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -448,16 +449,31 @@ func (c *Config) methodNames() string {
 	return oneOf(names, true)
 }
 
-// CheckListen reports an error when the platform's address as served
-// (--listen or $PORT may change it from Listen) shares its port with
-// another protocol's: validate cannot see those.
-func (c *Config) CheckListen(addr string) error {
+// CheckListen reports an error when the platform's address as served,
+// addr, is upstream.url's (every call would come back to the sidecar) or
+// shares its port with another protocol's. The address may differ from
+// Listen, which Parse checked: --listen or $PORT win over it, and sidecar
+// dev moves it to loopback. from says where addr came from, for the
+// message ("$PORT=3000", "--listen"); "" when it is Listen.
+func (c *Config) CheckListen(addr, from string) error {
 	if !c.Protocols.AgentPlatform {
 		return nil
 	}
+	listener := "the agent_platform listener " + addr
+	if from != "" {
+		listener += " (from " + from + ")"
+	}
+	if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, addr) {
+		msg := fmt.Sprintf("%s is the agent's address, upstream.url %q: every call would come back to the sidecar", listener, c.Upstream.URL)
+		if strings.HasPrefix(from, "$PORT") {
+			// A Node habit: PORT set in the shell for the agent.
+			msg += "; $PORT is the sidecar's port, not the agent's: unset it or give --listen"
+		}
+		return errors.New(msg)
+	}
 	for _, d := range c.Protocols.Doors {
 		if samePort(addr, d.Listen) {
-			return fmt.Errorf("the agent_platform listener %s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", addr, d.Name, d.Listen)
+			return fmt.Errorf("%s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", listener, d.Name, d.Listen)
 		}
 	}
 	return nil

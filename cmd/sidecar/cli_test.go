@@ -121,16 +121,43 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 func TestListenAddr(t *testing.T) {
-	tests := []struct{ flag, port, configured, want string }{
-		{"", "", "", ":8080"},
-		{"", "", "127.0.0.1:9000", "127.0.0.1:9000"},
-		{"", "7000", "127.0.0.1:9000", "0.0.0.0:7000"},
-		{"127.0.0.1:1", "7000", ":9000", "127.0.0.1:1"},
+	tests := []struct{ flag, port, configured, want, from string }{
+		{"", "", "", ":8080", ""},
+		{"", "", "127.0.0.1:9000", "127.0.0.1:9000", ""},
+		{"", "7000", "127.0.0.1:9000", "0.0.0.0:7000", "$PORT=7000"},
+		{"127.0.0.1:1", "7000", ":9000", "127.0.0.1:1", "--listen"},
 	}
 	for _, tt := range tests {
-		if got := listenAddr(tt.flag, tt.port, tt.configured); got != tt.want {
-			t.Errorf("listenAddr(%q, %q, %q) = %q, want %q", tt.flag, tt.port, tt.configured, got, tt.want)
+		if got, from := listenAddr(tt.flag, tt.port, tt.configured); got != tt.want || from != tt.from {
+			t.Errorf("listenAddr(%q, %q, %q) = %q, %q, want %q, %q", tt.flag, tt.port, tt.configured, got, from, tt.want, tt.from)
 		}
+	}
+}
+
+// TestPortFromShell: $PORT set in the shell for the agent (a Node habit)
+// is upstream.url's port: sidecar dev, validate and serve refuse it
+// saying the port came from $PORT and the address each would listen on
+// (dev: 127.0.0.1, serve: 0.0.0.0).
+func TestPortFromShell(t *testing.T) {
+	cfg := writeConfig(t, "upstream: {url: \"http://127.0.0.1:3000\"}\nmethods: {q: {}}\n")
+	env := map[string]string{"PORT": "3000"}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--config", cfg, "--dev-listen", "127.0.0.1:0"}, `sidecar: the agent_platform listener 127.0.0.1:3000 (from $PORT=3000) is the agent's address, upstream.url "http://127.0.0.1:3000": every call would come back to the sidecar; $PORT is the sidecar's port, not the agent's: unset it or give --listen`},
+		{[]string{"--config", cfg}, `sidecar: the agent_platform listener 0.0.0.0:3000 (from $PORT=3000) is the agent's address`},
+		{[]string{"validate", "--config", cfg}, `the agent_platform listener 0.0.0.0:3000 (from $PORT=3000) is the agent's address`},
+	}
+	for _, tt := range tests {
+		_, errOut, code := runCLI(tt.args, env)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("PORT=3000 sidecar %s = %d %q, want exit 1 with %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+	}
+	// Without $PORT, dev and validate go past it.
+	if _, errOut, code := runCLI([]string{"validate", "--config", cfg}, nil); code != 0 {
+		t.Errorf("sidecar validate without PORT = %d %q, want 0", code, errOut)
 	}
 }
 

@@ -148,6 +148,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
+		// As serve would listen: $PORT wins over the file's listen.
+		if addr, from := listenAddr(*listen, getenv("PORT"), cfg.Listen); from != "" {
+			if err := cfg.CheckListen(addr, from); err != nil {
+				return &exitError{code: 1, msg: *configPath + ": " + err.Error()}
+			}
+		}
 		if *print {
 			stdout.Write(cfg.Expanded())
 			return nil
@@ -197,7 +203,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 		}
 		defer logger.Sync()
-		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
+		addr, from := listenAddr(*listen, getenv("PORT"), cfg.Listen)
 		if cmd == "dev" && *listen == "" {
 			// The other protocols' listeners too: none of them has
 			// authentication either.
@@ -206,7 +212,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				d.Listen = loopback(d.Listen)
 			}
 		}
-		ln, err := listenPlatform(cfg, addr, cmd == "dev")
+		ln, err := listenPlatform(cfg, addr, from, cmd == "dev")
 		if err != nil {
 			return err
 		}
@@ -226,33 +232,39 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // listenPlatform opens the Agent Platform contract's listener on addr, or
 // none (nil) when protocols.agent_platform is off, which sidecar dev
 // cannot do without.
-func listenPlatform(cfg *config.Config, addr string, dev bool) (net.Listener, error) {
+func listenPlatform(cfg *config.Config, addr, from string, dev bool) (net.Listener, error) {
 	if !cfg.Protocols.AgentPlatform {
 		if dev {
 			return nil, &exitError{code: 2, msg: "sidecar: sidecar dev serves the Agent Platform contract: protocols.agent_platform must be on"}
 		}
 		return nil, nil
 	}
-	if err := cfg.CheckListen(addr); err != nil {
+	if err := cfg.CheckListen(addr, from); err != nil {
 		return nil, &exitError{code: 1, msg: "sidecar: " + err.Error()}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if from != "" {
+			return nil, fmt.Errorf("listening on %s (from %s): %w", addr, from, err)
+		}
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	return ln, nil
 }
 
-func listenAddr(flagValue, port, configured string) string {
+// listenAddr is the platform listener's address, and where it came from
+// for messages: --listen, else 0.0.0.0:$PORT, else the config's listen
+// (from ""), else :8080.
+func listenAddr(flagValue, port, configured string) (addr, from string) {
 	switch {
 	case flagValue != "":
-		return flagValue
+		return flagValue, "--listen"
 	case port != "":
-		return "0.0.0.0:" + port
+		return "0.0.0.0:" + port, "$PORT=" + port
 	case configured != "":
-		return configured
+		return configured, ""
 	default:
-		return ":8080"
+		return ":8080", ""
 	}
 }
 
