@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 func writeConfig(t *testing.T, yaml string) string {
@@ -266,5 +270,46 @@ func TestA2ACard(t *testing.T) {
 	}
 	if _, errOut, code := runCLI([]string{"a2a-card", "--config", writeConfig(t, validConfig)}, nil); code != 1 || !strings.Contains(errOut, "no protocols.a2a") {
 		t.Errorf("a2a-card without protocols.a2a = %d %q", code, errOut)
+	}
+}
+
+// TestNamesNoDoor: the program names no door. Its source (tests aside)
+// imports no door's package: a door's command (a2a-card) comes from its
+// registration in proxy/doors, dispatched and listed in the help by its
+// name there.
+func TestNamesNoDoor(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		ast, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range ast.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			for _, door := range []string{"platform", "agentcore", "foundry", "a2a", "mcp", "openai"} {
+				if path == "github.com/sidecar-dev/sidecar/proxy/"+door {
+					t.Errorf("%s imports %s: a door's code belongs to its registration (proxy/doors)", f, path)
+				}
+			}
+		}
+	}
+	// Every door's command is in the help, and its --help names its page.
+	for _, c := range doors.Commands(doors.All) {
+		if out, _, _ := runCLI([]string{"help"}, nil); !strings.Contains(out, "  sidecar "+c.Name+" ") {
+			t.Errorf("sidecar help lacks %s:\n%s", c.Name, out)
+		}
+		if out, _, code := runCLI([]string{c.Name, "--help"}, nil); code != 0 || !strings.HasSuffix(out, "sidecar "+c.Name+": "+c.Doc+"\n") {
+			t.Errorf("sidecar %s --help = %d, ends %q, want its page %s", c.Name, code, out[max(0, len(out)-80):], c.Doc)
+		}
+	}
+	if len(doors.Commands(doors.All)) == 0 {
+		t.Error("no door brings a command: a2a-card is A2A's")
 	}
 }
