@@ -37,7 +37,7 @@ var Protocol = core.Protocol[Options]{
 			return config.PrintTarget(door, &config.Target{Method: o.Method}, kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
+	Options:  func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
 	Probe:    probe,
 	Example:  example,
 	Commands: []core.Command{cardCommand},
