@@ -534,3 +534,20 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 		})
 	}
 }
+
+// TestStartServerRetriesTakenPort: a server that finds its port taken
+// (it exits before READY saying so, as Python's and Node's do) is started
+// again on another port; the one after READY is used.
+func TestStartServerRetriesTakenPort(t *testing.T) {
+	tried := filepath.Join(t.TempDir(), "tried")
+	// The first run says its port was taken; the next is ready.
+	script := `if [ ! -e "$TRIED" ]; then echo "$PORT" > "$TRIED"; echo "OSError: [Errno 98] Address already in use" >&2; exit 1; fi; echo READY; exec sleep 60`
+	a := startServerOnPort(t, []string{"TRIED=" + tried}, "sh", "-c", script)
+	first, err := os.ReadFile(tried)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(a.url, ":"+strings.TrimSpace(string(first))) {
+		t.Errorf("started on %s, the port the first try found taken", a.url)
+	}
+}
