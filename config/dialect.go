@@ -75,9 +75,11 @@ func (p *parser) emitKey(e entry, key string, m *Method) {
 
 // checkDialect rejects a dialect that cannot matter: with emit raw (the
 // default) the records pass through as the agent sent them, whatever its
-// dialect.
+// dialect. A dialect that is no dialect has its own problem already: one
+// is enough.
 func (p *parser) checkDialect(m *Method, path string, dialectLine int) {
-	if m.Emitting() == EmitRaw && dialectLine > 0 && m.Dialect != "" && m.Dialect != DialectAuto && m.Dialect != DialectRaw {
+	known := slices.Contains(dialects, string(m.Dialect))
+	if m.Emitting() == EmitRaw && dialectLine > 0 && known && m.Dialect != DialectAuto && m.Dialect != DialectRaw {
 		p.addf(dialectLine, join(path, "dialect"), "dialect %q has no effect with emit: raw (the records pass through as the agent sent them); set emit: text or adk, or remove dialect", m.Dialect)
 	}
 }

@@ -46,6 +46,13 @@ func TestParseDialectProblems(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want %q", tt.src, err, tt.want)
 		}
 	}
+	// An unknown dialect under emit: raw is one problem, not that and
+	// its having no effect.
+	src := "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {dialect: vercel, emit: raw}\n"
+	want := `t.yaml:3: methods.q.dialect: unknown dialect "vercel" (want "auto", "raw", "vercel-ui", "openai-chat", "openai-responses", "openai-agents", "langgraph", "ag-ui", "a2a" or "adk")`
+	if _, err := Parse("t.yaml", []byte(src)); err == nil || err.Error() != want {
+		t.Errorf("Parse(%q) = %v, want the one problem %s", src, err, want)
+	}
 	for _, ok := range []string{"upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {dialect: auto}\n", "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {dialect: raw, emit: raw}\n", "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  q: {dialect: a2a, emit: text}\n"} {
 		if _, err := Parse("t.yaml", []byte(ok)); err != nil {
 			t.Errorf("Parse(%q) = %v, want nil", ok, err)

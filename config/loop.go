@@ -2,19 +2,8 @@ package config
 
 import (
 	"net"
-	"os"
 	"strings"
 )
-
-// selfListen is the address the sidecar will listen on as far as the file
-// and the environment say: $PORT wins over listen, as at run time (the
-// --listen flag, which wins over both, is not known here).
-func selfListen(listen string) string {
-	if port := os.Getenv("PORT"); port != "" {
-		return "0.0.0.0:" + port
-	}
-	return listen
-}
 
 // loopsBack reports whether an agent at upstream (host:port) is the
 // sidecar's own listener at listen: the same port, on a loopback or

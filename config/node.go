@@ -216,7 +216,63 @@ func (p *parser) scalar(e entry, path string) (string, bool) {
 
 // unknown reports a key the schema does not have.
 func (p *parser) unknown(e entry, path string, allowed ...string) {
+	if near := nearest(e.name, allowed); near != "" {
+		p.addf(e.key.Line, join(path, e.name), "unknown key: did you mean %s? (want %s)", near, oneOf(allowed, false))
+		return
+	}
 	p.addf(e.key.Line, join(path, e.name), "unknown key (want %s)", oneOf(allowed, false))
+}
+
+// nearest is the choice a mistyped key most likely meant: the closest by
+// edit distance (a transposition counts one edit, case none), when it is
+// one edit away, or two for keys of five letters or more ("timeout",
+// "upsteam", "firstbyte"); "" when none is that close.
+func nearest(key string, choices []string) string {
+	best, bestD := "", 0
+	for _, c := range choices {
+		if len(key) > len(c)+2 || len(c) > len(key)+2 {
+			continue // more than two edits apart; and a long key costs nothing
+		}
+		d := editDistance(strings.ToLower(key), strings.ToLower(c))
+		if best == "" || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := 1
+	if len(key) >= 5 {
+		limit = 2
+	}
+	if best == "" || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b:
+// insertions, deletions, substitutions and transpositions of adjacent
+// bytes, each one edit.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // oneOf lists choices as "a, b or c"; quote quotes each.

@@ -152,8 +152,10 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {
 		p.addf(adminLine, "admin.listen", "%q is the public port: metrics must be served elsewhere", c.Admin.Listen)
 	}
-	if self := selfListen(c.Listen); c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, self) {
-		p.addf(urlLine, "upstream.url", "%q is the sidecar's own address (it listens on %q): every call would come back to it (want the agent's address)", c.Upstream.URL, self)
+	// The file's listen only: --listen and $PORT, which win over it, are
+	// checked where they are known (CheckListen).
+	if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, c.Listen) {
+		p.addf(urlLine, "upstream.url", "%q is the sidecar's own address (it listens on %q): every call would come back to it (want the agent's address)", c.Upstream.URL, c.Listen)
 	}
 	if !haveUpstream {
 		p.addf(root.Line, "upstream", "missing (want upstream.url: http://host:port or unix:///path/to.sock)")

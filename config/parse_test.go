@@ -328,7 +328,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)"},
+		"sidecar.yaml:3: presets: unknown key: did you mean preset? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: camel, model: x}\n",
@@ -364,13 +364,28 @@ var problemTests = []struct {
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
 		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue, queue_timeout, body_timeout, task_store_bytes or mcp_sessions)"},
 	{"unknown headers key", minimal + "headers:\n  forwards: [X-Tenant]\n",
-		"sidecar.yaml:4: headers.forwards: unknown key (want forward or set)"},
+		"sidecar.yaml:4: headers.forwards: unknown key: did you mean forward? (want forward or set)"},
 	{"unknown admin key", minimal + "admin: {listen: '127.0.0.1:9090', port: 9091}\n",
 		"sidecar.yaml:3: admin.port: unknown key (want listen)"},
 	{"unknown method key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    mode: stream\n    timeout: 1s\n",
-		"sidecar.yaml:5: methods.q.timeout: unknown key (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit or headers)"},
+		"sidecar.yaml:5: methods.q.timeout: unknown key: did you mean timeouts? (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit or headers)"},
 	{"unknown method timeouts key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    timeouts:\n      firstbyte: 1s\n",
-		"sidecar.yaml:5: methods.q.timeouts.firstbyte: unknown key (want connect, first_byte, idle or total)"},
+		"sidecar.yaml:5: methods.q.timeouts.firstbyte: unknown key: did you mean first_byte? (want connect, first_byte, idle or total)"},
+
+	// A near key is named: at the top, in a section, in a method, in its
+	// timeouts; case aside; not when nothing is near.
+	{"near top key", "upsteam: {url: 'http://h:1'}\nmethods: {q: }\n",
+		"sidecar.yaml:1: upsteam: unknown key: did you mean upstream? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)\n" +
+			"sidecar.yaml:1: upstream: missing (want upstream.url: http://host:port or unix:///path/to.sock)"},
+	{"near top key, transposed", minimal + "timeuots: {total: 1s}\n",
+		"sidecar.yaml:3: timeuots: unknown key: did you mean timeouts? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)"},
+	{"near section key", "upstream:\n  url: http://h:1\n  ready: {path: /h, inteval: 1s}\nmethods: {q: }\n",
+		"sidecar.yaml:3: upstream.ready.inteval: unknown key: did you mean interval? (want path, interval, timeout or wait)"},
+	{"near key in another case", minimal + "Limits: {queue: 1}\n",
+		"sidecar.yaml:3: Limits: unknown key: did you mean limits? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts or methods)"},
+	{"a far key is not near", minimal + "shutdown: {drian: 1s, grace: 1s}\n",
+		"sidecar.yaml:3: shutdown.drian: unknown key: did you mean drain? (want drain or agent_grace)\n" +
+			"sidecar.yaml:3: shutdown.grace: unknown key (want drain or agent_grace)"},
 
 	// Duplicate keys.
 	{"duplicate top key", minimal + "listen: ':1'\nlisten: ':2'\n",

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -57,221 +56,6 @@ func (ps *Protocols) Door(name string) *Door {
 	}
 	return nil
 }
-
-// Kind is a protocol the program can serve besides agent_platform, as
-// config sees it: its key and how its section is decoded, checked and
-// printed. The program's list of doors (proxy/doors) gives Parse one per
-// door; config itself knows none.
-type Kind struct {
-	// Name is its key in the protocols section.
-	Name string
-	// Listen is its default listen address.
-	Listen string
-	// Decode decodes the section n at path into the door's options,
-	// listen into door.Listen (which holds the default), reporting
-	// problems through d. It reports false when the door is not on (a
-	// problem was reported).
-	Decode func(d Decoder, n *yaml.Node, path string, door *Door) bool
-	// Check checks the door's options against the whole map, once the
-	// preset's methods are in. Nil: nothing to check.
-	Check func(d Decoder, c *Config, door *Door)
-	// Print is the door's section for Expanded, listen included.
-	Print func(door *Door) *yaml.Node
-}
-
-// Decoder is what a Kind decodes and checks its section with: config's
-// own helpers, so a door's problems are reported as every other one
-// ("sidecar.yaml:12: protocols.a2a.url: …"), all at once.
-type Decoder struct{ p *parser }
-
-// Entry is one key and value of a mapping, aliases resolved.
-type Entry struct {
-	Name       string
-	Key, Value *yaml.Node
-}
-
-func (e Entry) entry() entry { return entry{name: e.Name, key: e.Key, val: e.Value} }
-
-// Entries lists a mapping's keys and values in file order, merge keys
-// expanded; a key written twice is a problem.
-func (d Decoder) Entries(n *yaml.Node, path string) []Entry {
-	var l []Entry
-	for _, e := range d.p.entries(n, path) {
-		l = append(l, Entry{Name: e.name, Key: e.key, Value: e.val})
-	}
-	return l
-}
-
-// Mapping reports whether n is a mapping, reporting a problem ("want
-// <want>, not a list") otherwise; a null is no mapping and no problem.
-func (d Decoder) Mapping(n *yaml.Node, path, want string) bool { return d.p.mapping(n, path, want) }
-
-// Scalar is e's text: ok is false for a null (no problem) and for a
-// mapping or list (a problem).
-func (d Decoder) Scalar(e Entry, path string) (string, bool) { return d.p.scalar(e.entry(), path) }
-
-// Unknown reports a key the section does not have.
-func (d Decoder) Unknown(e Entry, path string, allowed ...string) {
-	d.p.unknown(e.entry(), path, allowed...)
-}
-
-// Addf reports a problem at line of key path.
-func (d Decoder) Addf(line int, path, format string, args ...any) {
-	d.p.addf(line, path, format, args...)
-}
-
-// Listen decodes a door's listen key into door.Listen: a "host:port"
-// address (a Kind whose section is not a Target's reads it with this).
-func (d Decoder) Listen(e Entry, path string, door *Door) {
-	if s, ok := d.p.scalar(e.entry(), path); ok {
-		if err := checkListen(s); err != nil {
-			d.p.addf(e.Value.Line, path, "%v", err)
-			return
-		}
-		door.Listen = s
-	}
-}
-
-// Strings decodes e as a list of distinct non-empty strings, what (e.g.
-// "method names") naming its items in messages. A null is no list and no
-// problem (ok false: the caller keeps its default); anything but a list,
-// an item that is not a string, an empty one or one given twice is a
-// problem, each reported at its line, and ok is false.
-func (d Decoder) Strings(e Entry, path, what string) (list []string, ok bool) {
-	if isNull(e.Value) {
-		return nil, false
-	}
-	if e.Value.Kind != yaml.SequenceNode {
-		d.p.addf(e.Value.Line, path, "want a list of %s such as [a, b], not a %s", what, kindName(e.Value))
-		return nil, false
-	}
-	ok = true
-	seen := make(map[string]bool, len(e.Value.Content))
-	for _, n := range e.Value.Content {
-		n = resolve(n)
-		switch {
-		case n.Kind != yaml.ScalarNode || isNull(n):
-			d.p.addf(n.Line, path, "every item must be one of the %s, not a %s", what, kindName(n))
-		case n.Value == "":
-			d.p.addf(n.Line, path, "an item is empty (want one of the %s)", what)
-		case seen[n.Value]:
-			d.p.addf(n.Line, path, "%q is listed twice", n.Value)
-		default:
-			seen[n.Value] = true
-			list = append(list, n.Value)
-			continue
-		}
-		ok = false
-	}
-	return list, ok
-}
-
-// CheckMethods reports each of names (a door's list at key, declared at
-// line) that is not a method of c's map (the preset's included): a name
-// the map lists, or any name when it has "*".
-func (d Decoder) CheckMethods(c *Config, line int, key string, names []string) {
-	for _, name := range names {
-		if c.methodNamed(name) == nil {
-			d.p.addf(line, key, "%q is not a method of the map (want %s)", name, c.methodNames())
-		}
-	}
-}
-
-// Strings is a YAML flow list of l, for a Kind's Print.
-func Strings(l []string) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-	for _, s := range l {
-		n.Content = append(n.Content, scalar(s))
-	}
-	return n
-}
-
-// Target is the options of a door whose every call goes to one method
-// of the map, its section's method key.
-type Target struct {
-	// Method names the method of the map every call goes to (a name the
-	// map lists, or any name when it has "*"). Required.
-	Method string
-	// Stream is whether Method is served as a stream: its api_mode is
-	// stream or async_stream (a "*" declared without a mode is unary).
-	Stream bool
-}
-
-// Field is a key of a Target door's section besides listen and method.
-type Field struct {
-	Key    string
-	Decode func(d Decoder, e Entry, path string)
-}
-
-// Target decodes a Target door's section n at path: listen into
-// door.Listen, method into t, and each of fields with its Decode. It
-// reports whether the door is on: a mapping with a method.
-func (d Decoder) Target(n *yaml.Node, path string, door *Door, t *Target, fields ...Field) bool {
-	p := d.p
-	if n.Kind != yaml.MappingNode {
-		p.addf(n.Line, path, "want a mapping with listen and method, not a %s", kindName(n))
-		return false
-	}
-	allowed := []string{"listen", "method"}
-	for _, f := range fields {
-		allowed = append(allowed, f.Key)
-	}
-entries:
-	for _, e := range p.entries(n, path) {
-		key := join(path, e.name)
-		switch e.name {
-		case "listen":
-			if s, ok := p.scalar(e, key); ok {
-				if err := checkListen(s); err != nil {
-					p.addf(e.val.Line, key, "%v", err)
-					continue
-				}
-				door.Listen = s
-			}
-		case "method":
-			if s, ok := p.scalar(e, key); ok {
-				t.Method = s
-			}
-		default:
-			for _, f := range fields {
-				if f.Key == e.name {
-					f.Decode(d, Entry{Name: e.name, Key: e.key, Value: e.val}, key)
-					continue entries
-				}
-			}
-			p.unknown(e, path, allowed...)
-		}
-	}
-	if t.Method == "" {
-		p.addf(n.Line, join(path, "method"), "missing (want the method of the map its calls go to, e.g. method: stream_query)")
-		return false
-	}
-	return true
-}
-
-// CheckTarget reports a Target door whose method is not one of c's map
-// (the preset's included), and sets t.Stream.
-func (d Decoder) CheckTarget(c *Config, door *Door, t *Target) {
-	m := c.methodNamed(t.Method)
-	if m == nil {
-		d.p.addf(door.Line, "protocols."+door.Name+".method", "%q is not a method of the map (want %s)", t.Method, c.methodNames())
-		return
-	}
-	t.Stream = m.Mode.Streaming()
-}
-
-// PrintTarget is a Target door's section for Expanded: listen, method,
-// then kv, keys and values as Mapping takes them.
-func PrintTarget(door *Door, t *Target, kv ...any) *yaml.Node {
-	return Mapping(append([]any{"listen", quoted(door.Listen), "method", scalar(t.Method)}, kv...)...)
-}
-
-// Mapping is a YAML mapping of kv, keys (strings) and values (nodes) in
-// turn, for a Kind's Print.
-func Mapping(kv ...any) *yaml.Node { return mapping(kv...) }
-
-// Quoted is s as a double-quoted YAML string, for a Kind's Print.
-func Quoted(s string) *yaml.Node { return quoted(s) }
 
 // Listens is every enabled protocol's name and address, the platform's
 // (Listen) first, then the others in the order of the Kinds.
@@ -352,37 +136,15 @@ func kindIndex(kinds []Kind, name string) int {
 }
 
 // checkProtocols checks what needs the whole map: each door's own Check
-// (its method is one of the map's, after the preset's are added), and no
-// two listeners, the admin one included, share a port.
+// (its method is one of the map's, after the preset's are added), and its
+// listener (checkPorts).
 func (p *parser) checkProtocols(c *Config, adminLine int) {
 	for _, d := range c.Protocols.Doors {
 		if k := c.kinds[kindIndex(c.kinds, d.Name)]; k.Check != nil {
 			k.Check(Decoder{p}, c, d)
 		}
 	}
-	for _, d := range c.Protocols.Doors {
-		if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, d.Listen) {
-			p.addf(d.Line, "protocols."+d.Name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", d.Listen, c.Upstream.URL)
-		}
-	}
-	listens := c.Listens()
-	for i, a := range listens {
-		for _, b := range listens[:i] {
-			if samePort(a[1], b[1]) {
-				p.addf(c.protocolLine(a[0]), "protocols."+a[0]+".listen", "%q is the port of %s too: each protocol needs a port of its own", a[1], b[0])
-			}
-		}
-		if c.Admin.Listen != "" && samePort(c.Admin.Listen, a[1]) && a[0] != ProtocolAgentPlatform {
-			p.addf(adminLine, "admin.listen", "%q is the port of %s: metrics must be served elsewhere", c.Admin.Listen, a[0])
-		}
-	}
-}
-
-func (c *Config) protocolLine(name string) int {
-	if d := c.Protocols.Door(name); d != nil {
-		return d.Line
-	}
-	return 0
+	p.checkPorts(c, adminLine)
 }
 
 // methodNamed is the method called name: the one the map lists, else "*".
@@ -412,21 +174,6 @@ func (c *Config) methodNames() string {
 	return oneOf(names, true)
 }
 
-// CheckListen reports an error when the platform's address as served
-// (--listen or $PORT may change it from Listen) shares its port with
-// another protocol's: validate cannot see those.
-func (c *Config) CheckListen(addr string) error {
-	if !c.Protocols.AgentPlatform {
-		return nil
-	}
-	for _, d := range c.Protocols.Doors {
-		if samePort(addr, d.Listen) {
-			return fmt.Errorf("the agent_platform listener %s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", addr, d.Name, d.Listen)
-		}
-	}
-	return nil
-}
-
 // protocolsNode is the protocols section for Expanded.
 func (c *Config) protocolsNode() *yaml.Node {
 	n := mapping(ProtocolAgentPlatform, mapping("enabled", value(c.Protocols.AgentPlatform)))
@@ -434,20 +181,4 @@ func (c *Config) protocolsNode() *yaml.Node {
 		n.Content = append(n.Content, scalar(d.Name), c.kinds[kindIndex(c.kinds, d.Name)].Print(d))
 	}
 	return n
-}
-
-// TargetKind is the Kind of a door whose section is listen and method
-// and nothing else; its Door's Options are a *Target.
-func TargetKind(name, listen string) Kind {
-	return Kind{
-		Name:   name,
-		Listen: listen,
-		Decode: func(d Decoder, n *yaml.Node, path string, door *Door) bool {
-			t := &Target{}
-			door.Options = t
-			return d.Target(n, path, door, t)
-		},
-		Check: func(d Decoder, c *Config, door *Door) { d.CheckTarget(c, door, door.Options.(*Target)) },
-		Print: func(door *Door) *yaml.Node { return PrintTarget(door, door.Options.(*Target)) },
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -35,32 +36,78 @@ type example struct {
 	out   *syncBuffer       // what the sidecar and the agent wrote
 }
 
-// pickPorts asks the system for a free port per doc port, all held open
-// together so that no two are the same.
+// pickPorts picks a free port per doc port, all different, from below
+// the kernel's ephemeral range: the ports the pages show must be bound by
+// the sidecar and the agent themselves, after this returns, and a port
+// free there now is taken in between only by another explicit bind of the
+// same number (not by a :0 listener or an outgoing connection, which take
+// theirs from the ephemeral range). startExample retries ports found
+// taken.
 func pickPorts(t *testing.T) map[string]string {
 	t.Helper()
 	ports := map[string]string{}
-	var held []net.Listener
-	defer func() {
-		for _, ln := range held {
-			ln.Close()
-		}
-	}()
 	for _, p := range docPorts {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		for tries := 0; ports[p] == ""; tries++ {
+			if tries == 100 {
+				t.Fatal("no free port below the ephemeral range after 100 tries")
+			}
+			port := strconv.Itoa(examplePorts.next())
+			ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+			if err != nil {
+				continue
+			}
+			ln.Close()
+			ports[p] = port
 		}
-		held = append(held, ln)
-		ports[p] = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports
 }
 
+// examplePorts hands out each port once per test binary, starting at a
+// random one so that two test binaries running at once seldom meet.
+// Linux's ephemeral range begins at 32768.
+var examplePorts = &portRange{lo: 20000, hi: 32000}
+
+type portRange struct {
+	mu     sync.Mutex
+	lo, hi int
+	n      int // the next port, 0 before the first
+}
+
+func (r *portRange) next() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.n = r.lo + rand.IntN(r.hi-r.lo)
+	}
+	p := r.n
+	if r.n++; r.n >= r.hi {
+		r.n = r.lo
+	}
+	return p
+}
+
+// portTaken reports whether a process's output says a port of its was
+// taken (Go's and Python's words for EADDRINUSE).
+func portTaken(output string) bool {
+	return strings.Contains(output, "address already in use") || strings.Contains(output, "Address already in use")
+}
+
 // startExample starts the examples' sidecar and waits until the agent is
 // ready; the test's cleanup stops it by its pid (SIGTERM: it drains, then
-// stops the agent it started).
+// stops the agent it started). Ports found taken are retried on others.
 func startExample(t *testing.T) *example {
+	t.Helper()
+	for try := 1; ; try++ {
+		if e := tryExample(t, try < 5); e != nil {
+			return e
+		}
+	}
+}
+
+// tryExample is startExample on one pick of ports: nil when one was taken
+// and retry is set.
+func tryExample(t *testing.T, retry bool) *example {
 	t.Helper()
 	e := &example{ports: pickPorts(t)}
 	src, err := os.ReadFile("../examples/python/sidecar.yaml")
@@ -116,6 +163,9 @@ protocols:
 		select {
 		case err := <-exited:
 			exited <- err
+			if retry && portTaken(out.String()) {
+				return nil
+			}
 			t.Fatalf("the examples' sidecar exited: %v\n%s", err, out.String())
 		default:
 		}
@@ -125,6 +175,10 @@ protocols:
 			if resp.StatusCode == 200 {
 				break
 			}
+		}
+		if retry && portTaken(out.String()) { // the agent's, which it restarts
+			cmd.Process.Kill()
+			return nil
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the examples' sidecar not ready after 30s: %v\n%s", err, out.String())

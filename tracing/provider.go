@@ -31,7 +31,8 @@ const DefaultServiceName = "sidecar"
 type Provider struct {
 	tp *sdktrace.TracerProvider
 	// Endpoint and Protocol are where the spans go and how, for the
-	// startup log line.
+	// startup log line. Endpoint is redacted: its userinfo and query
+	// values (credentials, often) are "REDACTED".
 	Endpoint, Protocol string
 }
 
@@ -126,9 +127,14 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *zap.Logger
 	switch {
 	case endpoint == "":
 	case err != nil:
-		bad(endpointVar, "%q is not an http:// or https:// URL: %v", endpoint, err)
+		// url.Error quotes the URL whole: only its reason is told.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		bad(endpointVar, "%q is not an http:// or https:// URL: %v", redactRaw(endpoint), err)
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		bad(endpointVar, "%q is not an http:// or https:// URL", endpoint)
+		bad(endpointVar, "%q is not an http:// or https:// URL", redact(u))
 	case endpointVar == "OTEL_EXPORTER_OTLP_ENDPOINT" && protocol != protoGRPC:
 		// The base URL of every signal: the traces go to /v1/traces under it.
 		u.Path = path.Join("/", u.Path, "v1/traces")
@@ -160,14 +166,16 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *zap.Logger
 	default:
 		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	}
+	shown, _ := url.Parse(endpoint)
+	secrets := secretsOf(shown)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: building the OTLP exporter: %w", err)
+		return nil, fmt.Errorf("tracing: building the OTLP exporter: %s", hide(err.Error(), secrets))
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("tracing", zap.Error(err))
+		logger.Warn("tracing", zap.String("error", hide(err.Error(), secrets)))
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(sampler))
-	return &Provider{tp: tp, Endpoint: endpoint, Protocol: protocol}, nil
+	return &Provider{tp: tp, Endpoint: redact(shown), Protocol: protocol}, nil
 }
 
 // samplerFrom is the sampler OTEL_TRACES_SAMPLER names, with its
@@ -179,7 +187,9 @@ func samplerFrom(name, arg string) (sdktrace.Sampler, error) {
 			return 1, nil
 		}
 		r, err := strconv.ParseFloat(arg, 64)
-		if err != nil || r < 0 || r > 1 {
+		// NaN is neither below 0 nor above 1, and samples all or none
+		// depending on the machine: only what is in [0, 1] is a ratio.
+		if err != nil || !(r >= 0 && r <= 1) {
 			return 0, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG: %q is not a ratio from 0 to 1", arg)
 		}
 		return r, nil

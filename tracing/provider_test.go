@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func TestFromEnvErrors(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, []string{`OTEL_TRACES_EXPORTER: "zipkin"`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:4318"}, []string{`OTEL_EXPORTER_OTLP_ENDPOINT: "127.0.0.1:4318" is not an http:// or https:// URL`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "ftp://x/y"}, []string{`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "ftp://x/y"`}},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://%zz"}, []string{`OTEL_EXPORTER_OTLP_ENDPOINT: "http://%zz" is not an http:// or https:// URL: parse`}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://%zz"}, []string{`OTEL_EXPORTER_OTLP_ENDPOINT: "http://%zz" is not an http:// or https:// URL: invalid URL escape`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"}, []string{`OTEL_EXPORTER_OTLP_PROTOCOL: "thrift" is not`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "udp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 			[]string{`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "udp"`}},
@@ -83,6 +84,14 @@ func TestFromEnvErrors(t *testing.T) {
 			[]string{`OTEL_TRACES_SAMPLER_ARG: "2" is not a ratio from 0 to 1`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"},
 			[]string{`OTEL_TRACES_SAMPLER_ARG: "half"`}},
+		// NaN compares false both ways: it was taken, sampling all on
+		// amd64 and none on arm64.
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "NaN"},
+			[]string{`OTEL_TRACES_SAMPLER_ARG: "NaN" is not a ratio from 0 to 1`}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "-nan"},
+			[]string{`OTEL_TRACES_SAMPLER_ARG: "-nan" is not a ratio from 0 to 1`}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "+Inf"},
+			[]string{`OTEL_TRACES_SAMPLER_ARG: "+Inf" is not a ratio from 0 to 1`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_RESOURCE_ATTRIBUTES": "team=a,broken,=x,bad=%zz"},
 			[]string{`OTEL_RESOURCE_ATTRIBUTES: "broken", "=x", "bad=%zz" not key=value`}},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_SAMPLER": "y", "OTEL_EXPORTER_OTLP_PROTOCOL": "z"},
@@ -194,6 +203,43 @@ func TestFromEnvSampler(t *testing.T) {
 	}
 }
 
+// TestFromEnvRedactsEndpoint: the endpoint's userinfo and query values
+// (credentials) are in neither the endpoint the start-up line shows nor
+// an error quoting it.
+func TestFromEnvRedactsEndpoint(t *testing.T) {
+	secrets := []string{"alice", "s3cr3t", "abc123"}
+	rec := otlptest.NewHTTP(t)
+	withSecrets := strings.Replace(rec.URL, "http://", "http://alice:s3cr3t@", 1) + "/?token=abc123"
+	p, err := FromEnv(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": withSecrets}), zaptest.NewLogger(t))
+	if err != nil || p == nil {
+		t.Fatalf("FromEnv(%q) = %v, %v", withSecrets, p, err)
+	}
+	p.Shutdown(context.Background())
+	want := strings.Replace(rec.URL, "http://", "http://REDACTED@", 1) + "/v1/traces?token=REDACTED"
+	if p.Endpoint != want {
+		t.Errorf("Endpoint = %q, want %q", p.Endpoint, want)
+	}
+	bad := []string{
+		"ftp://alice:s3cr3t@collector/?token=abc123",  // not http
+		"http://alice:s3cr3t@%zz/v1?token=abc123",     // does not parse
+		"http://alice:s3cr3t@host:port/?token=abc123", // nor this
+	}
+	for _, ep := range bad {
+		_, err := FromEnv(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep}), zaptest.NewLogger(t))
+		if err == nil {
+			t.Fatalf("FromEnv(%q) = nil error", ep)
+		}
+		for _, s := range secrets {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("FromEnv(%q) = %q, which shows %q", ep, err, s)
+			}
+		}
+		if !strings.Contains(err.Error(), "REDACTED") {
+			t.Errorf("FromEnv(%q) = %q, want it to say what it redacted", ep, err)
+		}
+	}
+}
+
 // TestFromEnvExportFailureWarns: an export the collector refuses is
 // logged as a warning; the sidecar goes on.
 func TestFromEnvExportFailureWarns(t *testing.T) {
@@ -204,7 +250,9 @@ func TestFromEnvExportFailureWarns(t *testing.T) {
 	defer refusing.Close()
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10") // the batch goes at once, not at Shutdown
 	observed, logs := observer.New(zap.WarnLevel)
-	p, err := FromEnv(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": refusing.URL}), zap.New(observed))
+	// Its credentials are in no warning.
+	withSecrets := strings.Replace(refusing.URL, "http://", "http://alice:s3cr3t@", 1) + "/?token=abc123"
+	p, err := FromEnv(context.Background(), envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": withSecrets}), zap.New(observed))
 	if err != nil || p == nil {
 		t.Fatalf("FromEnv = %v, %v", p, err)
 	}
@@ -221,5 +269,10 @@ func TestFromEnvExportFailureWarns(t *testing.T) {
 	e := logs.FilterMessage("tracing").All()[0]
 	if e.Level != zap.WarnLevel || !strings.Contains(e.ContextMap()["error"].(string), "400") {
 		t.Errorf("logged %v %v, want a warning with the collector's 400", e.Level, e.ContextMap())
+	}
+	for _, secret := range []string{"alice", "s3cr3t", "abc123"} {
+		if strings.Contains(fmt.Sprint(e.ContextMap()), secret) {
+			t.Errorf("logged %v, which shows %q", e.ContextMap(), secret)
+		}
 	}
 }

@@ -87,30 +87,7 @@ func TestADKTypeScript(t *testing.T) {
 		t.Skip("starts the TypeScript ADK api server")
 	}
 	deps.NPM(t, "adk")
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	// SIGINT: the server cleans its temp dirs on it.
-	p := startProcess(t, syscall.SIGINT, nil, nil, "bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
-	deadline := time.Now().Add(time.Minute) // it lists the app after ~2.3 s, idle
-	for {
-		resp, err := http.Get(url + "/list-apps")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"weather"`) {
-				break
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("the ADK api server exited: %s", p.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ADK api server did not list the weather app: %s", p.output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	url := startADKTypeScript(t)
 	base := adkSidecar(t, url)
 	testADK(t, base, adkServer{seedEvents: false})
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
@@ -122,6 +99,43 @@ func TestADKTypeScript(t *testing.T) {
 			t.Errorf("add_session_to_memory = %d %q, want 400 naming the missing route, no HTML", r.status, r.detail)
 		}
 	})
+}
+
+// startADKTypeScript starts the TypeScript ADK api server and waits
+// until it lists the weather app; a port taken before it bound it is
+// retried on another.
+func startADKTypeScript(t *testing.T) string {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := agentPort(t)
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		// SIGINT: the server cleans its temp dirs on it.
+		p := startProcess(t, syscall.SIGINT, nil, nil, "bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
+		deadline := time.Now().Add(time.Minute) // it lists the app after ~2.3 s, idle
+		for {
+			resp, err := http.Get(url + "/list-apps")
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if strings.Contains(string(b), `"weather"`) {
+					return url
+				}
+			}
+			select {
+			case <-p.done:
+				if out := p.output.String(); try == 5 || !portInUse(out) {
+					t.Fatalf("the ADK api server exited: %s", out)
+				}
+			default:
+				if time.Now().After(deadline) {
+					t.Fatalf("the ADK api server did not list the weather app: %s", p.output.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			break
+		}
+	}
 }
 
 // testADKDialect: the ADK api server's own /run_sse stream, called as a
@@ -173,10 +187,7 @@ func TestADKPythonMemory(t *testing.T) {
 // free port, with env added to its environment, and returns its URL.
 func startPythonADK(t *testing.T, env ...string) string {
 	t.Helper()
-	port := freePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startServer(t, url, append([]string{fmt.Sprintf("PORT=%d", port)}, env...), "python3", "../../testdata/adkpy/server.py")
-	return url
+	return startServerOnPort(t, env, "python3", "../../testdata/adkpy/server.py").url
 }
 
 // adkServer says what an ADK api server can do.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,8 +13,8 @@ import (
 // public port, and counts calls, records and stream ends.
 func TestAdminMetrics(t *testing.T) {
 	a := startAgent(t, "python", false)
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	base := startSidecar(t, "upstream: {url: "+a.url+", ready: {path: /health}}\nadmin: {listen: \""+admin+"\"}\n"+agentMethods)
+	base, logs := startSidecarLogs(t, "upstream: {url: "+a.url+", ready: {path: /health}}\nadmin: {listen: \"127.0.0.1:0\"}\n"+agentMethods)
+	admin := logs.addr(t, "admin")
 	if r := post(t, base+"/api/stream_reasoning_engine", `{"class_method":"sse","input":{}}`); r.status != 200 {
 		t.Fatalf("stream = %d %s", r.status, r.body)
 	}

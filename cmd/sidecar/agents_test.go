@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -42,13 +43,41 @@ func startAgent(t *testing.T, lang string, unix bool) *agent {
 		sock := filepath.Join(dir, "a.sock")
 		return startServer(t, "unix://"+sock, []string{"AGENT_SOCKET=" + sock}, argv...)
 	}
-	port := freePort(t)
-	return startServer(t, fmt.Sprintf("http://127.0.0.1:%d", port), []string{fmt.Sprintf("PORT=%d", port)}, argv...)
+	return startServerOnPort(t, nil, argv...)
+}
+
+// startServerOnPort is startServer for a server that listens on
+// 127.0.0.1:$PORT, given env added: a port taken before the server binds
+// it (it exits before READY saying so) is retried on another.
+func startServerOnPort(t *testing.T, env []string, argv ...string) *agent {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := agentPort(t)
+		url := fmt.Sprintf("http://127.0.0.1:%d", port)
+		a, exited := launchServer(t, url, append([]string{fmt.Sprintf("PORT=%d", port)}, env...), argv...)
+		if a != nil {
+			return a
+		}
+		if try == 5 || !portInUse(exited) {
+			t.Fatalf("%v exited before READY: %s", argv, exited)
+		}
+	}
 }
 
 // startServer runs argv with env added, waits for its READY line on
 // stdout, and stops it when the test ends.
 func startServer(t *testing.T, url string, env []string, argv ...string) *agent {
+	t.Helper()
+	a, exited := launchServer(t, url, env, argv...)
+	if a == nil {
+		t.Fatalf("%v exited before READY: %s", argv, exited)
+	}
+	return a
+}
+
+// launchServer is startServer, but a server that exits before READY is
+// returned as nil and its output.
+func launchServer(t *testing.T, url string, env []string, argv ...string) (*agent, string) {
 	t.Helper()
 	a := &agent{url: url, lines: make(chan string, 64)}
 	ready := make(chan struct{})
@@ -62,11 +91,11 @@ func startServer(t *testing.T, url string, env []string, argv ...string) *agent 
 	select {
 	case <-ready:
 	case <-p.done:
-		t.Fatalf("%v exited before READY: %s", argv, p.output.String())
+		return nil, p.output.String()
 	case <-time.After(60 * time.Second):
 		t.Fatalf("%v did not print READY: %s", argv, p.output.String())
 	}
-	return a
+	return a, ""
 }
 
 // process is a server a test started.
@@ -140,19 +169,74 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func freePort(t *testing.T) int {
+// agentPort is a port for a server that must be told its port before it
+// binds it: an agent the sidecar starts (upstream.url names the port) or
+// one a test starts on $PORT. Every server that can bind :0 and say its
+// address does so instead (the sidecar's listeners: their "listening"
+// lines). It is drawn from below the kernel's ephemeral range, where
+// :0 listeners and outgoing connections take their ports: a port free
+// there now is taken in between only by another explicit bind of the
+// same number, not by whatever the machine is doing meanwhile. Servers
+// the test starts itself retry a port found taken (startServerOnPort).
+func agentPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := agentPorts.next()
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port below the ephemeral range after 100 tries")
+	return 0
+}
+
+// agentPorts hands out each port once per test binary, starting at a
+// random one so two test binaries running at once seldom meet.
+var agentPorts = &portRange{lo: 20000, hi: 32000}
+
+type portRange struct {
+	mu     sync.Mutex
+	lo, hi int
+	n      int // the next port, 0 before the first
+}
+
+func (r *portRange) next() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		r.n = r.lo + rand.IntN(r.hi-r.lo)
+	}
+	p := r.n
+	if r.n++; r.n >= r.hi {
+		r.n = r.lo
+	}
+	return p
+}
+
+// portInUse reports whether a server's output says its port was taken
+// (Python's, Node's and Go's words for EADDRINUSE).
+func portInUse(output string) bool {
+	for _, s := range []string{"Address already in use", "EADDRINUSE", "address already in use"} {
+		if strings.Contains(output, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // sidecar runs `sidecar --config F --listen 127.0.0.1:0` in-process through
 // run and returns its base URL.
 func startSidecar(t *testing.T, yaml string) string {
+	t.Helper()
+	base, _ := startSidecarLogs(t, yaml)
+	return base
+}
+
+// startSidecarLogs is startSidecar, with the sidecar's log watched.
+func startSidecarLogs(t *testing.T, yaml string) (string, *logWatch) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -172,20 +256,47 @@ func startSidecar(t *testing.T, yaml string) string {
 	})
 	select {
 	case addr := <-logs.listening:
-		return "http://" + addr
+		return "http://" + addr, logs
 	case err := <-done:
 		t.Fatalf("run returned before listening: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("sidecar did not log listening")
 	}
-	return ""
+	return "", nil
 }
 
-// logWatch is the sidecar's stderr: it finds the "listening" line.
+func (l *logWatch) record(protocol, addr string) {
+	if l.addrs == nil {
+		l.addrs = map[string]string{}
+	}
+	l.addrs[protocol] = addr
+}
+
+// logWatch is the sidecar's stderr: it finds the "listening" lines, and
+// keeps each listener's address by its protocol ("admin" for the admin
+// listener's).
 type logWatch struct {
 	mu        sync.Mutex
 	buf       bytes.Buffer
 	listening chan string
+	addrs     map[string]string
+}
+
+// addr waits for the address of the listener of protocol, failing the test
+// after 10 s.
+func (l *logWatch) addr(t *testing.T, protocol string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		l.mu.Lock()
+		a := l.addrs[protocol]
+		l.mu.Unlock()
+		if a != "" {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar logged no %s listener after 10s", protocol)
+		}
+	}
 }
 
 func (l *logWatch) Write(p []byte) (int, error) {
@@ -198,9 +309,16 @@ func (l *logWatch) Write(p []byte) (int, error) {
 			l.buf.Write(line)
 			return len(p), nil
 		}
-		var e struct{ Message, Addr string }
-		if json.Unmarshal(line, &e) == nil && e.Message == "listening" {
+		var e struct{ Message, Addr, Protocol string }
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch e.Message {
+		case "listening":
+			l.record(e.Protocol, e.Addr)
 			l.listening <- e.Addr
+		case "admin listening":
+			l.record("admin", e.Addr)
 		}
 	}
 }
@@ -414,5 +532,22 @@ func testAgentCalls(t *testing.T, a *agent, base string) {
 			}
 			<-errc
 		})
+	}
+}
+
+// TestStartServerRetriesTakenPort: a server that finds its port taken
+// (it exits before READY saying so, as Python's and Node's do) is started
+// again on another port; the one after READY is used.
+func TestStartServerRetriesTakenPort(t *testing.T) {
+	tried := filepath.Join(t.TempDir(), "tried")
+	// The first run says its port was taken; the next is ready.
+	script := `if [ ! -e "$TRIED" ]; then echo "$PORT" > "$TRIED"; echo "OSError: [Errno 98] Address already in use" >&2; exit 1; fi; echo READY; exec sleep 60`
+	a := startServerOnPort(t, []string{"TRIED=" + tried}, "sh", "-c", script)
+	first, err := os.ReadFile(tried)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(a.url, ":"+strings.TrimSpace(string(first))) {
+		t.Errorf("started on %s, the port the first try found taken", a.url)
 	}
 }

@@ -16,6 +16,7 @@ import (
 )
 
 const callUsage = `Usage: sidecar call [flags] METHOD [key=value ...]
+       (flags may also follow METHOD; after -- every argument is a field)
 
 Calls a running sidecar the way the platform does and prints what comes
 back; streamed lines are printed as they arrive. Exits 1 when the call
@@ -43,17 +44,19 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 	input := fs.String("input", "", "")
 	double := fs.Bool("double-encoded", false, "")
 	sse := fs.Bool("sse", false, "")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, callUsage)
 			return nil
 		}
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar call: %v\n\n%s", err, callUsage)}
 	}
-	if fs.NArg() < 1 {
+	if len(pos) < 1 {
 		return &exitError{code: 2, msg: "sidecar call: no METHOD\n\n" + callUsage}
 	}
-	body, err := callBody(fs.Arg(0), *input, fs.Args()[1:], *double)
+	method := pos[0]
+	body, err := callBody(method, *input, pos[1:], *double)
 	if err != nil {
 		return &exitError{code: 2, msg: "sidecar call: " + err.Error()}
 	}
@@ -80,7 +83,11 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return &exitError{code: 1, msg: fmt.Sprintf("sidecar call: %s answered %d: %s", route, resp.StatusCode, bytes.TrimSpace(b))}
+		msg := fmt.Sprintf("sidecar call: %s answered %d: %s", route, resp.StatusCode, bytes.TrimSpace(b))
+		if hint := routeHint(resp.StatusCode, b, method, *stream); hint != "" {
+			msg = "sidecar call: " + hint + "\n(" + strings.TrimPrefix(msg, "sidecar call: ") + ")"
+		}
+		return &exitError{code: 1, msg: msg}
 	}
 	r := bufio.NewReader(resp.Body)
 	var last []byte
@@ -106,6 +113,43 @@ func runCall(ctx context.Context, args []string, getenv func(string) string, std
 		return &exitError{code: 1, msg: "sidecar call: the stream ended with an error: " + msg}
 	}
 	return nil
+}
+
+// parseInterleaved parses fs's flags wherever they stand among args, before
+// the method or after it (`sidecar call chat --stream k=v`), and returns
+// the other arguments in order. After "--" every argument is one of them.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// routeHint is what to change when the sidecar refused a call for its
+// route: a streaming method called without --stream (the platform's 400
+// says to call :streamQuery, which means nothing to the command line), or
+// a unary one with it. "" for any other answer.
+func routeHint(status int, body []byte, method string, stream bool) string {
+	if status != http.StatusBadRequest {
+		return ""
+	}
+	switch {
+	case !stream && bytes.Contains(body, []byte("is a streaming method")):
+		return fmt.Sprintf("%q is a streaming method: add --stream (sidecar call --stream %s …)", method, method)
+	case stream && bytes.Contains(body, []byte("is a unary method")):
+		return fmt.Sprintf("%q is a unary method: drop --stream (sidecar call %s …)", method, method)
+	}
+	return ""
 }
 
 // finalError reads a stream's final error line, in Google's error model:

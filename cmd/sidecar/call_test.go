@@ -35,8 +35,29 @@ func TestCall(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "data: {\"i\":0,\"text\":\"tok0\"}\n\n") || strings.Count(out, "data: ") != 3 {
 		t.Errorf("--sse call = %q, %v", out, err)
 	}
-	_, err = call("nope")
+	// Flags after the method count as before it.
+	out, err = call("sse", "--stream", "--sse")
+	if err != nil || strings.Count(out, "data: ") != 3 {
+		t.Errorf("call sse --stream --sse = %q, %v, want the SSE-framed stream", out, err)
+	}
+	out, err = call("echo", "--input", `{"user_id":"u3"}`, "session_id=s3")
+	if err != nil || !strings.Contains(out, `/echo/u3/s3`) {
+		t.Errorf("call echo --input … session_id=s3 = %q, %v", out, err)
+	}
+	// After --, an argument that looks like a flag is a field.
+	out, err = call("echo", "user_id=u4", "session_id=s4", "--", "--stream=yes")
+	if err != nil || !strings.Contains(out, `"--stream":"yes"`) {
+		t.Errorf("call echo … -- --stream=yes = %q, %v, want the field --stream", out, err)
+	}
+	// The wrong route says which flag to add or drop, not which REST verb.
 	var ee *exitError
+	if _, err = call("sse"); !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(ee.msg, `sidecar call: "sse" is a streaming method: add --stream`) {
+		t.Errorf("call of a streaming method without --stream = %v, want exit 1 saying add --stream", err)
+	}
+	if _, err = call("--stream", "echo"); !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(ee.msg, `sidecar call: "echo" is a unary method: drop --stream`) {
+		t.Errorf("call of a unary method with --stream = %v, want exit 1 saying drop --stream", err)
+	}
+	_, err = call("nope")
 	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "400") || !strings.Contains(ee.msg, "not found") {
 		t.Errorf("call of an unknown method = %v, want exit 1 with the 400 detail", err)
 	}

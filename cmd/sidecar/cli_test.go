@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 func writeConfig(t *testing.T, yaml string) string {
@@ -121,16 +125,43 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 func TestListenAddr(t *testing.T) {
-	tests := []struct{ flag, port, configured, want string }{
-		{"", "", "", ":8080"},
-		{"", "", "127.0.0.1:9000", "127.0.0.1:9000"},
-		{"", "7000", "127.0.0.1:9000", "0.0.0.0:7000"},
-		{"127.0.0.1:1", "7000", ":9000", "127.0.0.1:1"},
+	tests := []struct{ flag, port, configured, want, from string }{
+		{"", "", "", ":8080", ""},
+		{"", "", "127.0.0.1:9000", "127.0.0.1:9000", ""},
+		{"", "7000", "127.0.0.1:9000", "0.0.0.0:7000", "$PORT=7000"},
+		{"127.0.0.1:1", "7000", ":9000", "127.0.0.1:1", "--listen"},
 	}
 	for _, tt := range tests {
-		if got := listenAddr(tt.flag, tt.port, tt.configured); got != tt.want {
-			t.Errorf("listenAddr(%q, %q, %q) = %q, want %q", tt.flag, tt.port, tt.configured, got, tt.want)
+		if got, from := listenAddr(tt.flag, tt.port, tt.configured); got != tt.want || from != tt.from {
+			t.Errorf("listenAddr(%q, %q, %q) = %q, %q, want %q, %q", tt.flag, tt.port, tt.configured, got, from, tt.want, tt.from)
 		}
+	}
+}
+
+// TestPortFromShell: $PORT set in the shell for the agent (a Node habit)
+// is upstream.url's port: sidecar dev, validate and serve refuse it
+// saying the port came from $PORT and the address each would listen on
+// (dev: 127.0.0.1, serve: 0.0.0.0).
+func TestPortFromShell(t *testing.T) {
+	cfg := writeConfig(t, "upstream: {url: \"http://127.0.0.1:3000\"}\nmethods: {q: {}}\n")
+	env := map[string]string{"PORT": "3000"}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--config", cfg, "--dev-listen", "127.0.0.1:0"}, `sidecar: the agent_platform listener 127.0.0.1:3000 (from $PORT=3000) is the agent's address, upstream.url "http://127.0.0.1:3000": every call would come back to the sidecar; $PORT is the sidecar's port, not the agent's: unset it or give --listen`},
+		{[]string{"--config", cfg}, `sidecar: the agent_platform listener 0.0.0.0:3000 (from $PORT=3000) is the agent's address`},
+		{[]string{"validate", "--config", cfg}, `the agent_platform listener 0.0.0.0:3000 (from $PORT=3000) is the agent's address`},
+	}
+	for _, tt := range tests {
+		_, errOut, code := runCLI(tt.args, env)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("PORT=3000 sidecar %s = %d %q, want exit 1 with %q", strings.Join(tt.args, " "), code, errOut, tt.want)
+		}
+	}
+	// Without $PORT, dev and validate go past it.
+	if _, errOut, code := runCLI([]string{"validate", "--config", cfg}, nil); code != 0 {
+		t.Errorf("sidecar validate without PORT = %d %q, want 0", code, errOut)
 	}
 }
 
@@ -239,5 +270,46 @@ func TestA2ACard(t *testing.T) {
 	}
 	if _, errOut, code := runCLI([]string{"a2a-card", "--config", writeConfig(t, validConfig)}, nil); code != 1 || !strings.Contains(errOut, "no protocols.a2a") {
 		t.Errorf("a2a-card without protocols.a2a = %d %q", code, errOut)
+	}
+}
+
+// TestNamesNoDoor: the program names no door. Its source (tests aside)
+// imports no door's package: a door's command (a2a-card) comes from its
+// registration in proxy/doors, dispatched and listed in the help by its
+// name there.
+func TestNamesNoDoor(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		ast, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range ast.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			for _, door := range []string{"platform", "agentcore", "foundry", "a2a", "mcp", "openai"} {
+				if path == "github.com/sidecar-dev/sidecar/proxy/"+door {
+					t.Errorf("%s imports %s: a door's code belongs to its registration (proxy/doors)", f, path)
+				}
+			}
+		}
+	}
+	// Every door's command is in the help, and its --help names its page.
+	for _, c := range doors.Commands(doors.All) {
+		if out, _, _ := runCLI([]string{"help"}, nil); !strings.Contains(out, "  sidecar "+c.Name+" ") {
+			t.Errorf("sidecar help lacks %s:\n%s", c.Name, out)
+		}
+		if out, _, code := runCLI([]string{c.Name, "--help"}, nil); code != 0 || !strings.HasSuffix(out, "sidecar "+c.Name+": "+c.Doc+"\n") {
+			t.Errorf("sidecar %s --help = %d, ends %q, want its page %s", c.Name, code, out[max(0, len(out)-80):], c.Doc)
+		}
+	}
+	if len(doors.Commands(doors.All)) == 0 {
+		t.Error("no door brings a command: a2a-card is A2A's")
 	}
 }

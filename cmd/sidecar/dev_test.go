@@ -53,7 +53,7 @@ shutdown: {drain: 5s}
 methods:
   echo: {call: POST /echo, example: {message: hi}}
   sse: {mode: stream, call: POST /sse}
-`, freePort(t))
+`, agentPort(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +166,16 @@ methods:
 // cannot reach it: dialing a non-loopback address of this machine, when
 // it has one, is refused); --listen still opens it wider.
 func TestDevContractLoopback(t *testing.T) {
-	port := freePort(t)
+	// Each names the port as %d.
 	tests := []struct {
 		name, listen, configured string
 		env                      map[string]string
 		wantHost                 string
 	}{
-		{name: "PORT", env: map[string]string{"PORT": fmt.Sprint(port)}, wantHost: "127.0.0.1"},
-		{name: "config listen", configured: fmt.Sprintf("0.0.0.0:%d", port), wantHost: "127.0.0.1"},
-		{name: "config listen on [::1]", configured: fmt.Sprintf("[::1]:%d", port), wantHost: "::1"},
-		{name: "--listen", listen: "0.0.0.0:0", env: map[string]string{"PORT": fmt.Sprint(port)}, wantHost: "every interface"},
+		{name: "PORT", env: map[string]string{"PORT": "%d"}, wantHost: "127.0.0.1"},
+		{name: "config listen", configured: "0.0.0.0:%d", wantHost: "127.0.0.1"},
+		{name: "config listen on [::1]", configured: "[::1]:%d", wantHost: "::1"},
+		{name: "--listen", listen: "0.0.0.0:0", env: map[string]string{"PORT": "%d"}, wantHost: "every interface"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,36 +186,13 @@ func TestDevContractLoopback(t *testing.T) {
 				}
 				ln.Close()
 			}
-			yaml := "upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n"
-			if tt.configured != "" {
-				yaml += fmt.Sprintf("listen: %q\n", tt.configured)
-			}
-			path := filepath.Join(t.TempDir(), "sidecar.yaml")
-			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"dev", "--config", path, "--dev-listen", "127.0.0.1:0"}
-			if tt.listen != "" {
-				args = append(args, "--listen", tt.listen)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			logs := &logWatch{listening: make(chan string, 1)}
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, args, func(k string) string { return tt.env[k] }, io.Discard, logs) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("run: %v", err)
-				}
-			}()
+			// A port taken before the sidecar binds it is retried on
+			// another.
 			var addr string
-			select {
-			case addr = <-logs.listening:
-			case err := <-done:
-				done <- err
-				t.Fatalf("run returned before listening: %v", err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("sidecar dev did not log listening")
+			var port int
+			for try := 1; addr == ""; try++ {
+				port = agentPort(t)
+				addr = devContract(t, tt.configured, tt.listen, tt.env, port, try < 5)
 			}
 			host, p, err := net.SplitHostPort(addr)
 			if ip := net.ParseIP(host); err != nil || host != tt.wantHost && !(tt.wantHost == "every interface" && ip != nil && ip.IsUnspecified()) {
@@ -237,15 +214,64 @@ func TestDevContractLoopback(t *testing.T) {
 	}
 }
 
+// devContract runs sidecar dev in-process until the test ends, with
+// configured (the config's listen), listen (--listen) and env, each with
+// port for its %d, and returns its contract listener's address: "" when
+// the port was taken and retry is set.
+func devContract(t *testing.T, configured, listen string, env map[string]string, port int, retry bool) string {
+	t.Helper()
+	yaml := "upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n"
+	if configured != "" {
+		yaml += fmt.Sprintf("listen: %q\n", fmt.Sprintf(configured, port))
+	}
+	path := filepath.Join(t.TempDir(), "sidecar.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"dev", "--config", path, "--dev-listen", "127.0.0.1:0"}
+	if listen != "" {
+		args = append(args, "--listen", listen)
+	}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return fmt.Sprintf(v, port)
+		}
+		return ""
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &logWatch{listening: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, getenv, io.Discard, logs) }()
+	select {
+	case addr := <-logs.listening:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+		return addr
+	case err := <-done:
+		cancel()
+		if retry && err != nil && portInUse(err.Error()) {
+			return ""
+		}
+		t.Fatalf("run returned before listening: %v", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("sidecar dev did not log listening")
+	}
+	return ""
+}
+
 // TestDevDoorsLoopback: under sidecar dev without --listen, another
 // protocol's listener (AgentCore's here) is on loopback too, whatever host
 // its listen names; with --listen it keeps its own address.
 func TestDevDoorsLoopback(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		t.Run(fmt.Sprintf("--listen %v", open), func(t *testing.T) {
-			port := freePort(t)
-			yaml := fmt.Sprintf("upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n"+
-				"protocols:\n  agentcore: {listen: \"0.0.0.0:%d\", method: echo}\n", port)
+			yaml := "upstream: {url: \"http://127.0.0.1:9\"}\nshutdown: {drain: 1s}\nmethods:\n  echo: {call: POST /echo}\n" +
+				"protocols:\n  agentcore: {listen: \"0.0.0.0:0\", method: echo}\n"
 			path := filepath.Join(t.TempDir(), "sidecar.yaml")
 			if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 				t.Fatal(err)
@@ -264,26 +290,14 @@ func TestDevDoorsLoopback(t *testing.T) {
 					t.Errorf("run: %v", err)
 				}
 			}()
-			var door string
-			for door == "" {
-				select {
-				case addr := <-logs.listening:
-					if _, p, _ := net.SplitHostPort(addr); p == fmt.Sprint(port) {
-						door = addr
-					}
-				case err := <-done:
-					done <- err
-					t.Fatalf("run returned before listening: %v", err)
-				case <-time.After(10 * time.Second):
-					t.Fatal("sidecar dev did not log the agentcore listener")
-				}
-			}
+			door := logs.addr(t, "agentcore")
+			_, port, _ := net.SplitHostPort(door)
 			host, _, _ := net.SplitHostPort(door)
 			if ip := net.ParseIP(host); ip == nil || ip.IsLoopback() == open {
 				t.Fatalf("the agentcore listener is on %q; want loopback only without --listen", door)
 			}
 			for _, ip := range nonLoopbackIPs(t) {
-				c, err := net.Dial("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+				c, err := net.Dial("tcp", net.JoinHostPort(ip, port))
 				if err == nil {
 					c.Close()
 				}

@@ -19,10 +19,11 @@ import (
 // devOutput watches sidecar dev's stderr for the dev listener's URL and
 // the contract listener's address, which it prints first.
 type devOutput struct {
-	mu       sync.Mutex
-	rest     []byte
-	dev      chan string
-	contract string
+	mu        sync.Mutex
+	rest      []byte
+	dev       chan string
+	listening chan struct{} // one per "listening" log line, when set
+	contract  string
 }
 
 func (o *devOutput) Write(p []byte) (int, error) {
@@ -36,6 +37,9 @@ func (o *devOutput) Write(p []byte) (int, error) {
 		}
 		line := string(o.rest[:i])
 		o.rest = o.rest[i+1:]
+		if o.listening != nil && strings.Contains(line, `"message":"listening"`) {
+			o.listening <- struct{}{}
+		}
 		if u, ok := strings.CutPrefix(line, "dev: the platform's REST API and the playground on "); ok {
 			o.dev <- u
 		}
@@ -63,35 +67,56 @@ func TestDevDoorsListed(t *testing.T) {
 		io.WriteString(w, `{"text":"answered"}`)
 	}))
 	defer agent.Close()
-	agentcore, a2a, mcp := freePort(t), freePort(t), freePort(t)
-	yaml := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nmethods:\n  query: {call: POST /q}\n"+
-		"protocols:\n  agentcore: {listen: \":%d\", method: query}\n  a2a: {listen: \"127.0.0.1:%d\", method: query}\n"+
-		"  mcp: {listen: \"127.0.0.1:%d\", path: /tools}\n", agent.URL, agentcore, a2a, mcp)
-	path := filepath.Join(t.TempDir(), "sidecar.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &devOutput{dev: make(chan string, 1)}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "--config", path, "--listen", "127.0.0.1:0", "--dev-listen", "127.0.0.1:0"},
-			func(string) string { return "" }, io.Discard, out)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	// The playground lists the ports the config names: a port taken
+	// before the sidecar binds it is retried on others.
+	var agentcore, a2a, mcp int
+	var out *devOutput
 	var dev string
-	select {
-	case dev = <-out.dev:
-	case err := <-done:
-		done <- err
-		t.Fatalf("run returned before the dev listener: %v", err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("no dev: line after 15s")
+	for try := 1; dev == ""; try++ {
+		agentcore, a2a, mcp = agentPort(t), agentPort(t), agentPort(t)
+		yaml := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nmethods:\n  query: {call: POST /q}\n"+
+			"protocols:\n  agentcore: {listen: \":%d\", method: query}\n  a2a: {listen: \"127.0.0.1:%d\", method: query}\n"+
+			"  mcp: {listen: \"127.0.0.1:%d\", path: /tools}\n", agent.URL, agentcore, a2a, mcp)
+		path := filepath.Join(t.TempDir(), "sidecar.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		out = &devOutput{dev: make(chan string, 1), listening: make(chan struct{}, 8)}
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"dev", "--config", path, "--listen", "127.0.0.1:0", "--dev-listen", "127.0.0.1:0"},
+				func(string) string { return "" }, io.Discard, out)
+		}()
+		stop := func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		}
+		url, taken := "", false
+		for listening := 0; listening < 4 && !taken; {
+			select {
+			case url = <-out.dev:
+			case <-out.listening:
+				listening++
+			case err := <-done:
+				cancel()
+				if taken = try < 5 && err != nil && portInUse(err.Error()); taken {
+					continue // on other ports
+				}
+				t.Fatalf("run returned before its four listeners: %v", err)
+			case <-time.After(15 * time.Second):
+				t.Fatal("no dev: line and four listeners after 15s")
+			}
+		}
+		if !taken {
+			if url == "" { // logged before the listeners, read after them
+				url = <-out.dev
+			}
+			dev = url
+			defer stop()
+		}
 	}
 	resp, err := testClient.Get(dev + "/playground/doors.json")
 	if err != nil {

@@ -135,6 +135,23 @@ func startProc(t *testing.T, yaml string, env []string, args ...string) *proc {
 	return p
 }
 
+// listen waits for the address of its listener of protocol, failing the
+// test after 10 s.
+func (p *proc) listen(protocol string) string {
+	p.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		a := p.listens[protocol]
+		p.mu.Unlock()
+		if a != "" {
+			return a
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %s listener after 10s: %s", protocol, p.out())
+		}
+	}
+}
+
 func (p *proc) out() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -338,7 +355,7 @@ func agentUpstream(t *testing.T, unix bool) string {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		return "unix://" + filepath.Join(dir, "agent.sock")
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	return fmt.Sprintf("http://127.0.0.1:%d", agentPort(t))
 }
 
 // TestEntrypointDrainsOnSIGTERM: the sidecar starts the agent; on SIGTERM

@@ -165,26 +165,24 @@ func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *host
 	if !strings.Contains(head, "shutdown:") {
 		yaml += "shutdown: {drain: 500ms, agent_grace: 1s}\n"
 	}
-	addr := ""
+	door := false
 	if section := probeOf(protocol).Section; section != nil {
-		addr = net.JoinHostPort(ip, strconv.Itoa(freePort(t)))
-		yaml += "protocols:\n  " + protocol + ": " + section(addr, method) + "\n"
+		door = true
+		yaml += "protocols:\n  " + protocol + ": " + section(net.JoinHostPort(ip, "0"), method) + "\n"
 	}
 	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	contract := "127.0.0.1:0"
-	if addr == "" {
+	if !door {
 		contract = net.JoinHostPort(ip, "0")
 	}
 	ln, err := net.Listen("tcp", contract)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if addr == "" {
-		addr = ln.Addr().String()
-	}
+	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -198,16 +196,31 @@ func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *host
 			t.Errorf("serve still running %v after its context ended", cfg.Shutdown.Budget()+hostileBound)
 		}
 	})
+	// Every listener is open before the first says "listening"; a door's
+	// address is in its own line.
 	for deadline := time.Now().Add(hostileBound); ; time.Sleep(5 * time.Millisecond) {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
+		if a := listened(logs, protocol); a != "" {
+			if door {
+				addr = a
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the %s door is not listening on %s after %v", protocol, addr, hostileBound)
+			t.Fatalf("the %s door did not log listening after %v", protocol, hostileBound)
 		}
 	}
 	return "http://" + addr, cancel, logs
+}
+
+// listened is the address the "listening" line of protocol names, or "".
+func listened(logs *observer.ObservedLogs, protocol string) string {
+	for _, e := range logs.FilterMessage("listening").All() {
+		if e.ContextMap()["protocol"] == protocol {
+			a, _ := e.ContextMap()["addr"].(string)
+			return a
+		}
+	}
+	return ""
 }
 
 // write writes req's head on a new connection with Content-Length n and

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,15 +21,14 @@ import (
 // AgentCore port ends with its error event, new calls on every port get
 // 503, and the process exits within the budget.
 func TestEntrypointProtocols(t *testing.T) {
-	core, foundry, a2aPort := freePort(t), freePort(t), freePort(t)
 	cfg := "upstream: {url: " + agentUpstream(t, false) + ", ready: {path: /health}}\nshutdown: {drain: 1500ms, agent_grace: 2s}\n" +
-		fmt.Sprintf("protocols:\n  agentcore: {listen: \"127.0.0.1:%d\", method: hang}\n  foundry: {listen: \"127.0.0.1:%d\", method: echo}\n", core, foundry) +
-		fmt.Sprintf("  a2a: {listen: \"127.0.0.1:%d\", method: echo, card: {name: Echo agent}}\n", a2aPort) +
+		"protocols:\n  agentcore: {listen: \"127.0.0.1:0\", method: hang}\n  foundry: {listen: \"127.0.0.1:0\", method: echo}\n" +
+		"  a2a: {listen: \"127.0.0.1:0\", method: echo, card: {name: Echo agent}}\n" +
 		lifecycleMethods
 	t.Cleanup(testClient.CloseIdleConnections)
 	p := startProc(t, cfg, []string{"PORT=1", "FOUNDRY_AGENT_SESSION_ID=s-env"}, "--", "python3", "agent.py")
 	p.waitHealth(200)
-	coreURL, foundryURL := fmt.Sprintf("http://127.0.0.1:%d", core), fmt.Sprintf("http://127.0.0.1:%d", foundry)
+	coreURL, foundryURL := "http://"+p.listen("agentcore"), "http://"+p.listen("foundry")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p.mu.Lock()
@@ -60,7 +58,7 @@ func TestEntrypointProtocols(t *testing.T) {
 	if code := status(testClient.Post(p.base+"/api/reasoning_engine", "application/json", strings.NewReader(`{"class_method":"echo","input":{"a":1}}`))); code != 200 {
 		t.Fatalf("platform call = %d", code)
 	}
-	a2aURL := fmt.Sprintf("http://127.0.0.1:%d", a2aPort)
+	a2aURL := "http://" + p.listen("a2a")
 	resp, err = testClient.Get(a2aURL + "/.well-known/agent-card.json")
 	if err != nil {
 		t.Fatal(err)
@@ -139,12 +137,18 @@ func TestValidateProtocols(t *testing.T) {
 		err := run(context.Background(), append([]string{"validate", "--config", path}, args...), func(string) string { return "" }, &out, io.Discard)
 		return out.String(), err
 	}
-	if _, err := validate("protocols: {agentcore: {method: query}, foundry: {listen: \":8080\", method: query}}\n"); err == nil ||
-		!strings.Contains(err.Error(), `protocols.agentcore.listen: ":8080" is the port of agent_platform too`) ||
-		!strings.Contains(err.Error(), `protocols.foundry.listen: ":8080" is the port of`) {
-		t.Errorf("same port: %v", err)
+	// Four on one port are one problem naming them all, not six pairs.
+	_, err := validate("protocols: {agentcore: {method: query}, foundry: {listen: \":8080\", method: query}, a2a: {listen: \"127.0.0.1:8080\", method: query}}\n")
+	want := `sidecar.yaml:3: protocols.agentcore.listen: ":8080" is the port of agent_platform, foundry and a2a too: each protocol needs a port of its own`
+	if err == nil || !strings.HasSuffix(err.Error(), want) || strings.Count(err.Error(), "\n") != 0 {
+		t.Errorf("four on one port: %v, want the one line %s", err, want)
 	}
-	if _, err := validate("protocols: {foundry: {method: nope}}\n"); err == nil || !strings.Contains(err.Error(), `protocols.foundry.method: "nope" is not a method of the map`) {
+	_, err = validate("admin: {listen: \":9000\"}\nprotocols: {foundry: {listen: \":9000\", method: query}, a2a: {method: query}}\n")
+	want = `sidecar.yaml:3: admin.listen: ":9000" is the port of foundry and a2a: metrics must be served elsewhere`
+	if err == nil || !strings.Contains(err.Error(), want+"\n") || strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("admin on the port of two: %v, want one line for the two and %s", err, want)
+	}
+	if _, err = validate("protocols: {foundry: {method: nope}}\n"); err == nil || !strings.Contains(err.Error(), `protocols.foundry.method: "nope" is not a method of the map`) {
 		t.Errorf("unknown method: %v", err)
 	}
 	out, err := validate("protocols: {agent_platform: {enabled: false}, agentcore: {method: stream_query}}\n", "--print")

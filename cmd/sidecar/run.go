@@ -16,7 +16,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
-	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
@@ -31,7 +31,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-const usage = `sidecar serves Google's Agent Platform container contract in front of an agent.
+// usage is the help text: the doors' own commands (A2A's a2a-card) are
+// listed between the program's, as their registrations describe them.
+var usage = usageHead + doorCommandsUsage(doors.Commands(doors.All)) + usageTail
+
+const usageHead = `sidecar serves Google's Agent Platform container contract in front of an agent.
 
 Usage:
   sidecar [serve] [flags] [-- CMD ARGS...]
@@ -42,9 +46,9 @@ Usage:
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
-  sidecar a2a-card [flags] [--url URL] print the A2A agent card protocols.a2a serves
-                                       (--url: the public URL it advertises)
-  sidecar deploy-request [flags]       print the Agent Platform create request
+`
+
+const usageTail = `  sidecar deploy-request [flags]       print the Agent Platform create request
                                        (deploy/agent-platform/deploy.sh sends it)
   sidecar call [--stream] METHOD k=v…  call a running sidecar as the platform does
                                        (sidecar call --help for its flags)
@@ -81,7 +85,6 @@ var commandDocs = map[string]string{
 	"dev":            "docs/dev.md",
 	"validate":       "docs/config.md",
 	"class-methods":  "docs/deploy.md",
-	"a2a-card":       "docs/a2a.md",
 	"deploy-request": "docs/deploy.md",
 	"version":        "docs/cli.md",
 	"help":           "docs/cli.md",
@@ -102,9 +105,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	listen := fs.String("listen", "", "")
 	logLevel := fs.String("log-level", "info", "")
 	print := fs.Bool("print", false, "")
-	cardURL := new(string)
-	if cmd == "a2a-card" {
-		fs.StringVar(cardURL, "url", "", "")
+	// A door's command registers its own flags.
+	var runDoor func(*config.Config, io.Writer) error
+	doorCmd, isDoor := doorCommand(cmd)
+	if isDoor {
+		runDoor = doorCmd.Flags(fs)
 	}
 	var request requestFlags
 	if cmd == "deploy-request" {
@@ -117,7 +122,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
-			if page, ok := commandDocs[cmd]; ok && named {
+			page, ok := commandDocs[cmd]
+			if isDoor {
+				page, ok = doorCmd.Doc, doorCmd.Doc != ""
+			}
+			if ok && named {
 				fmt.Fprintf(stdout, "\nsidecar %s: %s\n", cmd, page)
 			}
 			return nil
@@ -148,6 +157,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
+		// As serve would listen: $PORT wins over the file's listen.
+		if addr, from := listenAddr(*listen, getenv("PORT"), cfg.Listen); from != "" {
+			if err := cfg.CheckListen(addr, from); err != nil {
+				return &exitError{code: 1, msg: *configPath + ": " + err.Error()}
+			}
+		}
 		if *print {
 			stdout.Write(cfg.Expanded())
 			return nil
@@ -161,17 +176,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		b, _ := json.MarshalIndent(deploy.ClassMethods(cfg), "", "  ")
 		fmt.Fprintln(stdout, string(b))
-		return nil
-	case "a2a-card":
-		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
-		if err != nil {
-			return &exitError{code: 1, msg: err.Error()}
-		}
-		card, err := a2a.CardOf(cfg, *cardURL)
-		if err != nil {
-			return &exitError{code: 1, msg: "sidecar a2a-card: " + err.Error()}
-		}
-		stdout.Write(card)
 		return nil
 	case "deploy-request":
 		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
@@ -197,7 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return &exitError{code: 2, msg: "sidecar: " + err.Error()}
 		}
 		defer logger.Sync()
-		addr := listenAddr(*listen, getenv("PORT"), cfg.Listen)
+		addr, from := listenAddr(*listen, getenv("PORT"), cfg.Listen)
 		if cmd == "dev" && *listen == "" {
 			// The other protocols' listeners too: none of them has
 			// authentication either.
@@ -206,7 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				d.Listen = loopback(d.Listen)
 			}
 		}
-		ln, err := listenPlatform(cfg, addr, cmd == "dev")
+		ln, err := listenPlatform(cfg, addr, from, cmd == "dev")
 		if err != nil {
 			return err
 		}
@@ -219,40 +223,91 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return serve(ctx, cfg, ln, logger, aio, defaultServerLimits)
 	default:
-		return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
+		if !isDoor {
+			return &exitError{code: 2, msg: fmt.Sprintf("sidecar: unknown command %q\n\n%s", cmd, usage)}
+		}
+		cfg, err := config.Load(*configPath, doors.Kinds(doors.All)...)
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		if err := runDoor(cfg, stdout); err != nil {
+			return &exitError{code: 1, msg: "sidecar " + cmd + ": " + err.Error()}
+		}
+		return nil
 	}
+}
+
+// doorCommand is the command name a door brings, if any.
+func doorCommand(name string) (core.Command, bool) {
+	for _, c := range doors.Commands(doors.All) {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return core.Command{}, false
+}
+
+// doorCommandsUsage is the help's usage lines of the doors' commands,
+// aligned as the others: the name and flags, then the help's lines in
+// the description column.
+func doorCommandsUsage(cmds []core.Command) string {
+	const column = 39 // where the descriptions start
+	var b strings.Builder
+	for _, c := range cmds {
+		head := "  sidecar " + c.Name
+		if c.Args != "" {
+			head += " " + c.Args
+		}
+		for i, line := range c.Help {
+			if i == 0 && len(head) < column {
+				b.WriteString(head + strings.Repeat(" ", column-len(head)) + line + "\n")
+				continue
+			}
+			if i == 0 {
+				b.WriteString(head + "\n")
+			}
+			b.WriteString(strings.Repeat(" ", column) + line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // listenPlatform opens the Agent Platform contract's listener on addr, or
 // none (nil) when protocols.agent_platform is off, which sidecar dev
 // cannot do without.
-func listenPlatform(cfg *config.Config, addr string, dev bool) (net.Listener, error) {
+func listenPlatform(cfg *config.Config, addr, from string, dev bool) (net.Listener, error) {
 	if !cfg.Protocols.AgentPlatform {
 		if dev {
 			return nil, &exitError{code: 2, msg: "sidecar: sidecar dev serves the Agent Platform contract: protocols.agent_platform must be on"}
 		}
 		return nil, nil
 	}
-	if err := cfg.CheckListen(addr); err != nil {
+	if err := cfg.CheckListen(addr, from); err != nil {
 		return nil, &exitError{code: 1, msg: "sidecar: " + err.Error()}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if from != "" {
+			return nil, fmt.Errorf("listening on %s (from %s): %w", addr, from, err)
+		}
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	return ln, nil
 }
 
-func listenAddr(flagValue, port, configured string) string {
+// listenAddr is the platform listener's address, and where it came from
+// for messages: --listen, else 0.0.0.0:$PORT, else the config's listen
+// (from ""), else :8080.
+func listenAddr(flagValue, port, configured string) (addr, from string) {
 	switch {
 	case flagValue != "":
-		return flagValue
+		return flagValue, "--listen"
 	case port != "":
-		return "0.0.0.0:" + port
+		return "0.0.0.0:" + port, "$PORT=" + port
 	case configured != "":
-		return configured
+		return configured, ""
 	default:
-		return ":8080"
+		return ":8080", ""
 	}
 }
 

@@ -36,6 +36,41 @@ func TestTracingBadEnv(t *testing.T) {
 	}
 }
 
+// TestTracingRedactsEndpoint: an OTLP endpoint with credentials in its
+// userinfo and query shows neither in the start-up line, nor in the
+// error of a bad value beside it (OTEL_TRACES_SAMPLER_ARG=NaN, refused).
+func TestTracingRedactsEndpoint(t *testing.T) {
+	const endpoint = "http://alice:s3cr3t@127.0.0.1:1/?token=abc123"
+	secrets := []string{"alice", "s3cr3t", "abc123"}
+	p := startProc(t, "upstream: {url: \"http://127.0.0.1:1\"}\nmethods:\n  query: {}\n", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint})
+	want := `"endpoint":"http://REDACTED@127.0.0.1:1/v1/traces?token=REDACTED"`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.out(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tracing line with %s after 10s: %s", want, p.out())
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(p.out(), s) {
+			t.Errorf("the sidecar's output shows %q: %s", s, p.out())
+		}
+	}
+
+	cfg := writeConfig(t, "upstream: {url: \"http://127.0.0.1:1\"}\nmethods:\n  query: {}\n")
+	cmd := exec.Command(binary, "--config", cfg, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=ftp"+strings.TrimPrefix(endpoint, "http"),
+		"OTEL_TRACES_SAMPLER=traceidratio", "OTEL_TRACES_SAMPLER_ARG=NaN")
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), `"ftp://REDACTED@127.0.0.1:1/?token=REDACTED" is not an http:// or https:// URL`) ||
+		!strings.Contains(string(out), `OTEL_TRACES_SAMPLER_ARG: "NaN" is not a ratio from 0 to 1`) {
+		t.Errorf("a bad endpoint with credentials and NaN: exit %d, output %s", code, out)
+	}
+	for _, s := range secrets {
+		if strings.Contains(string(out), s) {
+			t.Errorf("the error shows %q: %s", s, out)
+		}
+	}
+}
+
 // TestTracingSidecar runs the sidecar with tracing on and a door besides
 // the platform's, makes a call on each just before SIGTERM and holds a
 // stream open across it, and checks that the receiver gets their spans,
@@ -63,11 +98,11 @@ func TestTracingSidecar(t *testing.T) {
 	}))
 	defer agent.Close()
 	// Every door's listener is open before the first says "listening".
-	agentcore := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nprotocols:\n  agentcore: {listen: %q, method: invoke}\n"+
-		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n  hold: {mode: stream, call: POST /hold}\n", agent.URL, agentcore)
+	cfg := fmt.Sprintf("upstream: {url: %q}\nshutdown: {drain: 1s}\nprotocols:\n  agentcore: {listen: \"127.0.0.1:0\", method: invoke}\n"+
+		"methods:\n  query: {call: POST /query}\n  invoke: {call: POST /invoke}\n  hold: {mode: stream, call: POST /hold}\n", agent.URL)
 	p := startProc(t, cfg, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_BSP_SCHEDULE_DELAY=600000",
 		"GOOGLE_CLOUD_PROJECT=my-proj", "OTEL_RESOURCE_ATTRIBUTES=team=search"})
+	agentcore := p.listen("agentcore")
 
 	const cloudTrace = "105445aa7843bc8bf206b12000100000"
 	calls := []struct {

@@ -113,6 +113,20 @@ func Start(t testing.TB, script string) string {
 		t.Skip("node not found: the dialect producers are node servers")
 	}
 	deps.NPM(t, "dialects")
+	// freePort's port may be taken before node binds it (freed, any bind
+	// on the machine may get it): then node exits saying so, and another
+	// is tried.
+	for try := 1; ; try++ {
+		if base := start(t, script, try < 5); base != "" {
+			return base
+		}
+	}
+}
+
+// start is Start on one free port: "" when node found it taken and retry
+// is set.
+func start(t testing.TB, script string, retry bool) string {
+	t.Helper()
 	port := freePort(t)
 	var out syncBuffer
 	cmd := exec.Command("node", script, fmt.Sprint(port))
@@ -154,6 +168,9 @@ func Start(t testing.TB, script string) string {
 		}
 		select {
 		case <-done:
+			if retry && strings.Contains(out.String(), "EADDRINUSE") {
+				return ""
+			}
 			t.Fatalf("node %s exited: %s", script, out.String())
 		default:
 		}

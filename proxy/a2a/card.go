@@ -3,10 +3,66 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
+
+// cardCommand is `sidecar a2a-card`: the card the door of the config
+// serves, on stdout.
+var cardCommand = core.Command{
+	Name: "a2a-card",
+	Args: "[flags] [--url URL]",
+	Help: []string{"print the A2A agent card protocols.a2a serves", "(--url: the public URL it advertises)"},
+	Doc:  "docs/a2a.md",
+	Flags: func(fs *flag.FlagSet) func(*config.Config, io.Writer) error {
+		url := fs.String("url", "", "")
+		return func(cfg *config.Config, stdout io.Writer) error {
+			card, err := CardOf(cfg, *url)
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(card)
+			return err
+		}
+	},
+}
+
+// CardOf is the agent card the A2A door of cfg serves (sidecar a2a-card),
+// advertising url: by default protocols.a2a.url, else http://localhost
+// and protocols.a2a's port, as a local client reaches it.
+func CardOf(cfg *config.Config, url string) ([]byte, error) {
+	door := cfg.Protocols.Door(Name)
+	if door == nil {
+		return nil, fmt.Errorf("the config has no protocols.a2a")
+	}
+	// What Protocol.Options gives, which CardOf cannot call: Protocol
+	// lists cardCommand, which calls CardOf.
+	opts := *door.Options.(*Options)
+
+	if url == "" {
+		url = opts.URL
+	}
+	if url == "" {
+		_, port, err := net.SplitHostPort(door.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("protocols.a2a.listen %q: %v", door.Listen, err)
+		}
+		url = "http://localhost:" + port + "/"
+	}
+	d, err := New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d.Card(url), nil
+}
 
 // cardVersion is the card's version of the agent, which the map does not
 // say.

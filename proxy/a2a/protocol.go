@@ -1,8 +1,6 @@
 package a2a
 
 import (
-	"fmt"
-	"net"
 	"net/url"
 
 	"go.yaml.in/yaml/v3"
@@ -39,9 +37,10 @@ var Protocol = core.Protocol[Options]{
 			return config.PrintTarget(door, &config.Target{Method: o.Method}, kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
-	Probe:   probe,
-	Example: example,
+	Options:  func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
+	Probe:    probe,
+	Example:  example,
+	Commands: []core.Command{cardCommand},
 }
 
 // Options are what the door serves besides the method map.
@@ -103,30 +102,4 @@ func decodeCard(d config.Decoder, n *yaml.Node, path string, c *CardInfo) {
 			d.Unknown(e, path, "name", "description")
 		}
 	}
-}
-
-// CardOf is the agent card the A2A door of cfg serves (sidecar a2a-card),
-// advertising url: by default protocols.a2a.url, else http://localhost
-// and protocols.a2a's port, as a local client reaches it.
-func CardOf(cfg *config.Config, url string) ([]byte, error) {
-	door := cfg.Protocols.Door(Name)
-	if door == nil {
-		return nil, fmt.Errorf("the config has no protocols.a2a")
-	}
-	opts := Protocol.Options(door, core.Host{})
-	if url == "" {
-		url = opts.URL
-	}
-	if url == "" {
-		_, port, err := net.SplitHostPort(door.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("protocols.a2a.listen %q: %v", door.Listen, err)
-		}
-		url = "http://localhost:" + port + "/"
-	}
-	d, err := New(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return d.Card(url), nil
 }

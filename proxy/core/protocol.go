@@ -1,6 +1,11 @@
 package core
 
-import "github.com/sidecar-dev/sidecar/config"
+import (
+	"flag"
+	"io"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
 
 // Protocol is a door's registration, O its Options: the door's package
 // declares it, and the program's list of doors (proxy/doors) names it
@@ -29,6 +34,29 @@ type Protocol[O any] struct {
 	// what sidecar dev's playground shows for every enabled door. Nil:
 	// the door shows none.
 	Example func(base string, door *config.Door) Example
+	// Commands are the subcommands of the sidecar binary the door brings
+	// (A2A's `sidecar a2a-card`): the program lists and runs them as it
+	// finds them here, naming no door. Nil: none.
+	Commands []Command
+}
+
+// Command is a subcommand a door brings to the sidecar binary, run on
+// the loaded method map: `sidecar NAME --config F [its flags]`.
+type Command struct {
+	// Name is the subcommand, e.g. "a2a-card".
+	Name string
+	// Args are its flags as the help's usage line shows them after its
+	// name, e.g. "[flags] [--url URL]".
+	Args string
+	// Help is what it does, one or more lines of the help text.
+	Help []string
+	// Doc is the page that documents it, e.g. "docs/a2a.md".
+	Doc string
+	// Flags registers its own flags on fs (the program's --config is
+	// there already) and returns what runs it once they are parsed: on
+	// the loaded config, its output to stdout. An error it returns is
+	// the command's failure, exit status 1.
+	Flags func(fs *flag.FlagSet) func(cfg *config.Config, stdout io.Writer) error
 }
 
 // Example is a copy-paste call of a door: a curl command and a client

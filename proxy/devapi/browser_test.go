@@ -3,13 +3,14 @@ package devapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,10 +50,10 @@ func buildSidecar(t *testing.T) string {
 	return bin
 }
 
-// startSidecar runs the sidecar binary with the method map yaml on a free
-// loopback port, as `sidecar --config F --listen ADDR` (the agent is
-// already running), waits until /healthz is 200 and returns its contract
-// URL and the parsed map.
+// startSidecar runs the sidecar binary with the method map yaml on a
+// loopback port of its choosing, as `sidecar --config F --listen
+// 127.0.0.1:0` (the agent is already running), waits until /healthz is
+// 200 and returns its contract URL and the parsed map.
 func startSidecar(t *testing.T, yaml string) (string, *config.Config) {
 	t.Helper()
 	bin := buildSidecar(t)
@@ -64,30 +65,19 @@ func startSidecar(t *testing.T, yaml string) (string, *config.Config) {
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "--config", file, "--listen", addr)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the sidecar: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("sidecar output:\n%s", out.String())
-		}
-	})
+	addr, done := startProcess(t, nil, listeningLine, bin, "--config", file, "--listen", "127.0.0.1:0")
 	base := "http://" + addr
 	waitHealthy(t, base+"/healthz", done)
 	return base, cfg
+}
+
+// listeningLine is the address in the sidecar's "listening" log line.
+func listeningLine(line string) string {
+	var e struct{ Message, Addr string }
+	if json.Unmarshal([]byte(line), &e) == nil && e.Message == "listening" {
+		return e.Addr
+	}
+	return ""
 }
 
 // waitHealthy polls url until it answers 200, failing after 20 s or when
@@ -115,10 +105,23 @@ func waitHealthy(t *testing.T, url string, exited <-chan struct{}) {
 	}
 }
 
-// startProcess runs argv (env added) until the test ends, then SIGTERMs it.
-func startProcess(t *testing.T, env []string, argv ...string) <-chan struct{} {
+// startProcess runs argv (env added) until the test ends, then SIGTERMs
+// it, and returns the address addrOf reads from a line of its output:
+// the process binds port 0 and says which port it got, so no other bind
+// can take the port between the test's choice and the process's. It
+// fails the test when the process exits first, or after 20 s.
+func startProcess(t *testing.T, env []string, addrOf func(line string) string, argv ...string) (string, <-chan struct{}) {
 	t.Helper()
-	var out bytes.Buffer
+	var out lockedBuffer
+	found := make(chan string, 1)
+	out.onLine = func(line string) {
+		if a := addrOf(line); a != "" {
+			select {
+			case found <- a:
+			default:
+			}
+		}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -139,17 +142,45 @@ func startProcess(t *testing.T, env []string, argv ...string) <-chan struct{} {
 			t.Logf("%v output:\n%s", argv, out.String())
 		}
 	})
-	return done
+	select {
+	case a := <-found:
+		return a, done
+	case <-done:
+		t.Fatalf("%v exited before saying its address:\n%s", argv, out.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%v did not say its address after 20 s:\n%s", argv, out.String())
+	}
+	return "", nil
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// lockedBuffer is a process's output, its stdout and stderr together,
+// written by exec's copiers; each whole line goes to onLine too.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	rest   []byte
+	onLine func(string)
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	l.rest = append(l.rest, p...)
+	for {
+		i := bytes.IndexByte(l.rest, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.onLine(string(l.rest[:i]))
+		l.rest = l.rest[i+1:]
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // chromiumPath finds Debian's chromium (or another Chrome). Without one

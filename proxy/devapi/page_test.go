@@ -168,9 +168,15 @@ methods:
 // session, and three turns run in it (the api server's session holds them all).
 // The ADK api server is testdata/adkpy, the Python stand-in.
 func TestPlaygroundADKSession(t *testing.T) {
-	adkAddr := freeAddr(t)
-	_, port, _ := strings.Cut(adkAddr, ":")
-	exited := startProcess(t, []string{"PORT=" + port, "ADK_SSE_DELAY_MS=30"}, "python3", "../../testdata/adkpy/server.py")
+	// It binds port 0 and logs "adkpy: listening on 127.0.0.1:PORT app=…".
+	adkAddr, exited := startProcess(t, []string{"PORT=0", "ADK_SSE_DELAY_MS=30"}, func(line string) string {
+		addr, ok := strings.CutPrefix(line, "adkpy: listening on ")
+		addr, _, _ = strings.Cut(addr, " ")
+		if !ok {
+			return ""
+		}
+		return addr
+	}, "python3", "../../testdata/adkpy/server.py")
 	waitHealthy(t, "http://"+adkAddr+"/health", exited)
 	contract, cfg := startSidecar(t, "upstream: {url: http://"+adkAddr+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n")
 	ex := platform.Protocol.Example(contract, nil)

@@ -48,6 +48,9 @@ type Door struct {
 	// Example is how a user calls the door at its URL with its section
 	// door (the Protocol's; nil: none).
 	Example func(base string, door *config.Door) core.Example
+	// Commands are the subcommands it brings to the binary (the
+	// Protocol's).
+	Commands []core.Command
 }
 
 // URL is the door's URL for its section door (nil for agent_platform)
@@ -63,13 +66,22 @@ func (d Door) URL(listener string, door *config.Door) string {
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, Commands: p.Commands, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)
 		}
 		return d, nil
 	}}
+}
+
+// Commands are the subcommands list's doors bring, in its order.
+func Commands(list []Door) []core.Command {
+	var l []core.Command
+	for _, d := range list {
+		l = append(l, d.Commands...)
+	}
+	return l
 }
 
 // Kinds are the Kinds config decodes of list (All, or a test's), every

@@ -50,13 +50,13 @@ protocols:
 	if string(again.Expanded()) != string(c.Expanded()) || a2aOf(again).Card != a2aOf(c).Card || a2aOf(again).URL != a2aOf(c).URL {
 		t.Errorf("printed twice differs:\n%s\n---\n%s", c.Expanded(), again.Expanded())
 	}
-	if err := c.CheckListen("0.0.0.0:8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
+	if err := c.CheckListen("0.0.0.0:8088", "$PORT=8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
 		t.Errorf("CheckListen($PORT on foundry's port) = %v, want an error naming foundry", err)
 	}
-	if err := c.CheckListen("0.0.0.0:08088"); err == nil || !strings.Contains(err.Error(), "foundry") {
+	if err := c.CheckListen("0.0.0.0:08088", "$PORT=08088"); err == nil || !strings.Contains(err.Error(), "foundry") {
 		t.Errorf("CheckListen($PORT 08088 on foundry's port 8088) = %v, want an error naming foundry", err)
 	}
-	if err := c.CheckListen("0.0.0.0:8080"); err != nil {
+	if err := c.CheckListen("0.0.0.0:8080", "$PORT=8080"); err != nil {
 		t.Errorf("CheckListen(:8080) = %v", err)
 	}
 

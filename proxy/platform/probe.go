@@ -14,9 +14,9 @@ import (
 // "error".
 var probe = core.Probe{
 	Request: func(base, method string, stream bool) *http.Request {
-		route := "/api/reasoning_engine"
+		route := core.RouteUnary
 		if stream {
-			route = "/api/stream_reasoning_engine"
+			route = core.RouteStream
 		}
 		return core.JSONRequest(base+route, fmt.Sprintf(`{"class_method":%q,"input":{"q":1}}`, method))
 	},
