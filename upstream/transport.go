@@ -357,21 +357,28 @@ func (b *body) Read(p []byte) (int, error) {
 		b.waitWriter()
 		return n, io.EOF
 	}
-	if err.Error() == errLongTrailer {
-		// The body is whole (its last chunk came); only the trailer,
-		// which the sidecar does not use, is past the read buffer. The
-		// reply ends cleanly and the connection, the trailer unread on
-		// it, is closed.
-		b.stop.stop()
-		b.c.nc.Close()
-		b.waitWriter()
-		return n, io.EOF
-	}
+	trailerPastBuffer := err.Error() == errLongTrailer && b.c.br.Buffered() == b.c.br.Size()
 	b.stop.stop()
 	b.c.nc.Close()
 	b.waitWriter()
 	if b.ctx.Err() != nil {
 		return n, context.Cause(b.ctx)
+	}
+	if trailerPastBuffer {
+		// The body is whole (its last chunk came); only the trailer,
+		// which the sidecar does not use, is past the read buffer. The
+		// reply ends cleanly and the connection, the trailer unread on
+		// it, is closed.
+		return n, io.EOF
+	}
+	if err.Error() == errLongTrailer {
+		// net/http's look-ahead for the trailer's end gives that error
+		// for any read that failed in it: what failed is the
+		// connection's (a reset, or the agent closing mid-trailer).
+		err = io.ErrUnexpectedEOF
+		if cerr := b.c.lr.err; cerr != nil && cerr != io.EOF {
+			err = cerr
+		}
 	}
 	return n, err
 }
