@@ -96,8 +96,12 @@ const readerSize = 2 << 10
 
 // errLongTrailer is net/http's error for a chunked body's trailer that
 // does not fit the read buffer (it peeks within the buffer for the
-// trailer's end), given after the last chunk: the body is whole.
-// TestTransportTrailers fails if net/http words it otherwise.
+// trailer's end), given after the last chunk: the body is whole. It gives
+// the same error when a read fails during that look-ahead (a stall ended
+// by a clock, a reset, the caller leaving), so body.Read takes it for a
+// long trailer only when the buffer is full. TestTransportTrailers fails
+// if net/http words it otherwise, TestTransportTrailerCut if a failed read
+// passes for a long trailer.
 const errLongTrailer = "http: suspiciously long trailer after chunked body"
 
 // errServerClosedIdle is a reused connection the agent closed before
