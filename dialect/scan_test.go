@@ -116,7 +116,8 @@ var repeatedObjectKeys = []string{
 	`{"jsonrpc":"2.0","result":{"kind":"artifact-update","artifact":{"parts":[{"kind":"text","text":"a"}]},"artifact":{"parts":[{"kind":"text","text":"b"}]}}}`,
 	`{"jsonrpc":"2.0","result":{"kind":"artifact-update","artifact":{"parts":[{"kind":"text","text":"a"}]}},"result":{"kind":"artifact-update"}}`,
 	`{"artifactUpdate":{"artifact":{"parts":[{"text":"a"}]}},"artifactUpdate":{"artifact":{"parts":[{"text":"b"}]}}}`,
-	`[{"content":"a","type":"ai","tool_calls":[],"tool_call_chunks":[]},{}]`,
+	`{"type":"TEXT_MESSAGE_CONTENT","delta":"a","delta":{"x":1}}`,
+	`[{"content":"a","type":"ai","tool_calls":[{"id":"c"}],"tool_calls":[]},{}]`,
 }
 
 // TestRepeatedObjectKeys: a record that repeats an object- or
