@@ -1,6 +1,9 @@
 package rawjson
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+	"unsafe"
+)
 
 // Invalid says how AppendString writes a byte that is not part of valid
 // UTF-8. Either way it becomes U+FFFD, one per bad byte, as
@@ -17,10 +20,6 @@ const (
 	ReplaceInvalid
 )
 
-// Text is what AppendString reads: a string or a byte slice, so that
-// neither kind of caller converts (and copies) its text first.
-type Text interface{ ~string | ~[]byte }
-
 const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as a JSON string literal as encoding/json's
@@ -28,7 +27,7 @@ const hexDigits = "0123456789abcdef"
 // escaped (\n, \r, \t, \b, \f, else \u00XX), U+2028 and U+2029 escaped,
 // <, > and & left alone (the lines are not HTML); invalid UTF-8 as
 // invalid says.
-func AppendString[T Text](dst []byte, s T, invalid Invalid) []byte {
+func AppendString(dst []byte, s string, invalid Invalid) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -59,9 +58,7 @@ func AppendString[T Text](dst []byte, s T, invalid Invalid) []byte {
 			start = i
 			continue
 		}
-		// At most four bytes: as a string, a copy on the stack for a
-		// slice, none for a string.
-		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
@@ -82,4 +79,11 @@ func AppendString[T Text](dst []byte, s T, invalid Invalid) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendBytes is AppendString of b's text, read in place: the string it
+// reads b as is never kept, and b does not change while it is read
+// (converting would copy every record's text once more).
+func AppendBytes(dst, b []byte, invalid Invalid) []byte {
+	return AppendString(dst, unsafe.String(unsafe.SliceData(b), len(b)), invalid)
 }

@@ -30,7 +30,8 @@ func stringCases() []string {
 	return texts
 }
 
-// TestAppendStringAsMarshal: with EscapeInvalid a string or byte slice is
+// TestAppendStringAsMarshal: with EscapeInvalid a string, or a byte slice
+// (AppendBytes), is
 // written byte for byte as encoding/json's Marshal writes it; with
 // ReplaceInvalid the same but each invalid byte is U+FFFD itself, not
 // its escape (the texts here hold no backslash before "ufffd").
@@ -40,11 +41,11 @@ func TestAppendStringAsMarshal(t *testing.T) {
 		if got := AppendString(nil, s, EscapeInvalid); string(got) != want {
 			t.Errorf("AppendString(%q, EscapeInvalid) = %s, want %s", s, got, want)
 		}
-		if got := AppendString([]byte("x"), []byte(s), EscapeInvalid); string(got) != "x"+want {
-			t.Errorf("AppendString([]byte(%q), EscapeInvalid) = %s, want x%s", s, got, want)
+		if got := AppendBytes([]byte("x"), []byte(s), EscapeInvalid); string(got) != "x"+want {
+			t.Errorf("AppendBytes(%q, EscapeInvalid) = %s, want x%s", s, got, want)
 		}
 		replaced := strings.ReplaceAll(want, `\ufffd`, "\uFFFD")
-		got := AppendString(nil, []byte(s), ReplaceInvalid)
+		got := AppendBytes(nil, []byte(s), ReplaceInvalid)
 		if string(got) != replaced || string(AppendString(nil, s, ReplaceInvalid)) != replaced {
 			t.Errorf("AppendString(%q, ReplaceInvalid) = %s, want %s", s, got, replaced)
 		}
@@ -55,7 +56,8 @@ func TestAppendStringAsMarshal(t *testing.T) {
 }
 
 // TestAppendStringAllocs: appending into room enough allocates nothing,
-// from a string or a byte slice, whatever the text holds.
+// from a string or a byte slice (AppendBytes: no copy of it), whatever
+// the text holds.
 func TestAppendStringAllocs(t *testing.T) {
 	text := "é😀 \xff \u2028 \"q\"\n" + strings.Repeat("x", 100)
 	dst := make([]byte, 0, 1024)
@@ -64,8 +66,8 @@ func TestAppendStringAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { dst = AppendString(dst[:0], text, inv) }); n != 0 {
 			t.Errorf("AppendString(string, %d): %v allocations, want 0", inv, n)
 		}
-		if n := testing.AllocsPerRun(100, func() { dst = AppendString(dst[:0], b, inv) }); n != 0 {
-			t.Errorf("AppendString([]byte, %d): %v allocations, want 0", inv, n)
+		if n := testing.AllocsPerRun(100, func() { dst = AppendBytes(dst[:0], b, inv) }); n != 0 {
+			t.Errorf("AppendBytes(%d): %v allocations, want 0", inv, n)
 		}
 	}
 }
@@ -82,13 +84,13 @@ func FuzzAppendString(f *testing.F) {
 		if got := AppendString(nil, s, EscapeInvalid); string(got) != want {
 			t.Fatalf("AppendString(%q, EscapeInvalid) = %s, want %s", s, got, want)
 		}
-		got := AppendString(nil, []byte(s), ReplaceInvalid)
+		got := AppendBytes(nil, []byte(s), ReplaceInvalid)
 		var a, b string
 		if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(want), &b) != nil || a != b || !utf8.Valid(got) {
 			t.Fatalf("AppendString(%q, ReplaceInvalid) = %q decodes to %q, Marshal's %q", s, got, a, b)
 		}
 		if string(AppendString(nil, s, ReplaceInvalid)) != string(got) {
-			t.Fatalf("AppendString(%q, ReplaceInvalid): a string and a byte slice differ", s)
+			t.Fatalf("AppendString(%q, ReplaceInvalid) and AppendBytes differ", s)
 		}
 	})
 }
@@ -110,7 +112,7 @@ func BenchmarkAppendString(b *testing.B) {
 		b.Run("bytes/"+map[int]string{1: "token", 40: "paragraph"}[n], func(b *testing.B) {
 			b.SetBytes(int64(len(bt)))
 			for b.Loop() {
-				dst = AppendString(dst[:0], bt, ReplaceInvalid)
+				dst = AppendBytes(dst[:0], bt, ReplaceInvalid)
 			}
 		})
 	}

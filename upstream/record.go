@@ -104,7 +104,7 @@ func (f *frame) setOutput(text []byte) {
 	f.rec.Grow(len(`{"output":""}`) + len(text) + len(text)/8)
 	b := f.rec.AvailableBuffer()
 	b = append(b, `{"output":`...)
-	b = rawjson.AppendString(b, text, rawjson.ReplaceInvalid)
+	b = rawjson.AppendBytes(b, text, rawjson.ReplaceInvalid)
 	b = append(b, '}')
 	f.rec.Write(b)
 }
