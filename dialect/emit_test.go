@@ -2,8 +2,13 @@ package dialect
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestFunctionEventAsMarshal: the function call and response events
@@ -90,6 +95,38 @@ func TestTextLinesAsMarshal(t *testing.T) {
 			if err != nil || len(lines) != 1 || string(lines[0]) != string(want) {
 				t.Errorf("end line (%q, %s) = %q %v, want %s", finish, usage, lines, err, want)
 			}
+		}
+	}
+}
+
+// TestEmitCapExact: a tool call or tool result line of exactly the cap
+// is written; with the cap one byte shorter it is record_too_large. (The
+// tool result's line is the longer: under the tool call's cap it is
+// refused after the call is written.)
+func TestEmitCapExact(t *testing.T) {
+	args := `{"q":"` + strings.Repeat("x", 300) + `"}`
+	src := "data: {\"type\":\"tool-input-available\",\"toolCallId\":\"c1\",\"toolName\":\"search\",\"input\":" + args + "}\n\n" +
+		"data: {\"type\":\"tool-output-available\",\"toolCallId\":\"c1\",\"output\":" + args + "}\n\n"
+	lines := func(max int) ([]string, error) {
+		r := Agent{MaxRecord: max}.Map(testCall(config.DialectVercelUI, config.EmitText), newFixtureRecords(strings.NewReader(src), nil))
+		var out []string
+		for r.Next() {
+			out = append(out, string(r.Record()))
+		}
+		return out, r.Err()
+	}
+	all, err := lines(1 << 20)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("with a cap far above: %q, %v; want a tool call, a tool result and the end", all, err)
+	}
+	for i, l := range all[:2] {
+		got, err := lines(len(l)) // a longer line after it may be refused
+		if len(got) < i+1 || got[i] != l {
+			t.Errorf("line %d (%d bytes) under a cap of %d bytes: %q, %v; want it written", i+1, len(l), len(l), got, err)
+		}
+		got, err = lines(len(l) - 1)
+		if !errors.Is(err, core.ErrRecordTooLarge) || len(got) != i {
+			t.Errorf("line %d (%d bytes) under a cap of %d bytes: %q, %v; want the lines before it and record_too_large", i+1, len(l), len(l)-1, got, err)
 		}
 	}
 }

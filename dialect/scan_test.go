@@ -36,7 +36,7 @@ func FuzzFastPaths(f *testing.F) {
 	for _, s := range benchStreams {
 		f.Add(uint8(slices.Index(fuzzDialects, s.dialect)), s.body(20))
 	}
-	for _, rec := range fastPathEdges {
+	for _, rec := range slices.Concat(fastPathEdges, repeatedObjectKeys) {
 		for i := range fuzzDialects {
 			f.Add(uint8(i), []byte("data: "+rec+"\n\n"))
 		}
@@ -99,6 +99,38 @@ var fastPathEdges = []string{
 	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 	`{"type":"text-delta","delta":"x","deep":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
 	`{"type":"text-delta","delta":"x","deep":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
+}
+
+// repeatedObjectKeys repeat a key whose value is an object or an array:
+// encoding/json merges the second into the first (an object's fields
+// not repeated stay, an array is replaced), which no fast path copies, so
+// each must fall to the slow path (scan.once).
+var repeatedObjectKeys = []string{
+	`{"content":{"parts":[{"text":"a"}]},"content":{"parts":[{"text":"b"}]},"partial":true}`,
+	`{"content":{"parts":[{"text":"a"}],"parts":[{"text":"b"}]},"partial":true}`,
+	`{"content":{"parts":[{"text":"a"}]},"content":{},"partial":true}`,
+	`{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}`,
+	`{"choices":[{"delta":{"content":"a"},"delta":{"reasoning_content":"r"}}]}`,
+	`{"type":"raw_model_stream_event","data":{"type":"output_text_delta","delta":"a"},"data":{"type":"output_text_delta"}}`,
+	`{"type":"raw_model_stream_event","data":{"type":"model","event":{"type":"response.reasoning_text.delta","delta":"r"},"event":{"delta":"s"}}}`,
+	`{"jsonrpc":"2.0","result":{"kind":"artifact-update","artifact":{"parts":[{"kind":"text","text":"a"}]},"artifact":{"parts":[{"kind":"text","text":"b"}]}}}`,
+	`{"jsonrpc":"2.0","result":{"kind":"artifact-update","artifact":{"parts":[{"kind":"text","text":"a"}]}},"result":{"kind":"artifact-update"}}`,
+	`{"artifactUpdate":{"artifact":{"parts":[{"text":"a"}]}},"artifactUpdate":{"artifact":{"parts":[{"text":"b"}]}}}`,
+	`{"type":"TEXT_MESSAGE_CONTENT","delta":"a","delta":{"x":1}}`,
+	`[{"content":"a","type":"ai","tool_calls":[{"id":"c"}],"tool_calls":[]},{}]`,
+}
+
+// TestRepeatedObjectKeys: a record that repeats an object- or
+// array-valued key maps in every dialect as encoding/json decodes it.
+func TestRepeatedObjectKeys(t *testing.T) {
+	for _, d := range fuzzDialects {
+		if d == config.DialectAuto {
+			d = dialectText
+		}
+		for _, rec := range repeatedObjectKeys {
+			checkFastPath(t, d, []byte("data: "+rec+"\n\n"))
+		}
+	}
 }
 
 // checkFastPath maps src in dialect d with and without the fast paths and

@@ -194,8 +194,8 @@ func TestRequestBuilding(t *testing.T) {
 	}{
 		{"path fields escaped", "get_session", `{"user_id":"a/b?c#d","session_id":"..."}`,
 			seen{"GET", "/users/a%2Fb%3Fc%23d/sessions/...", json.RawMessage("null")}},
-		{"traversal stays in segment", "get_session", `{"user_id":"../admin","session_id":".x"}`,
-			seen{"GET", "/users/..%2Fadmin/sessions/.x", json.RawMessage("null")}},
+		{"dots in a name stay in segment", "get_session", `{"user_id":"..a/admin","session_id":".x"}`,
+			seen{"GET", "/users/..a%2Fadmin/sessions/.x", json.RawMessage("null")}},
 		{"percent and controls", "get_session", `{"user_id":"%2F","session_id":"a\nb c"}`,
 			seen{"GET", "/users/%252F/sessions/a%0Ab%20c", json.RawMessage("null")}},
 		{"number segment keeps its text", "get_session", `{"user_id":12345678901234567890123,"session_id":true}`,
@@ -224,9 +224,10 @@ func TestRequestBuilding(t *testing.T) {
 	}
 }
 
-// TestDotSegments: a path field that is "." or ".." is a 400 before the
-// agent is called: escaped as %2E it would stay one segment here, but
-// agents that decode it before normalising (node's new URL()) would climb.
+// TestDotSegments: a path field that is "." or "..", or holds one between
+// "/", is a 400 before the agent is called: escaped as %2E (%2F) it would
+// stay one segment here, but agents that decode %2E before normalising
+// (node's new URL()), and proxies that decode %2F, would climb.
 func TestDotSegments(t *testing.T) {
 	var calls atomic.Int32
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -236,7 +237,7 @@ func TestDotSegments(t *testing.T) {
 	}))
 	defer agent.Close()
 	h := newHarness(t, agent.URL, echoConfig)
-	for _, in := range []string{`{"user_id":"..","session_id":"s"}`, `{"user_id":"u","session_id":"."}`} {
+	for _, in := range []string{`{"user_id":"..","session_id":"s"}`, `{"user_id":"u","session_id":"."}`, `{"user_id":"x/../../admin/panel","session_id":"s"}`} {
 		r := h.unary("get_session", in)
 		if r.status != http.StatusBadRequest || !strings.Contains(r.body, `must not be \".\" or \"..\"`) {
 			t.Errorf("get_session %s = %d %s, want 400 naming the dot segment", in, r.status, r.body)

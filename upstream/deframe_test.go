@@ -888,6 +888,26 @@ func BenchmarkLines(b *testing.B) {
 	benchmarkDeframe(b, FormatLines, linesBenchReply(n), n)
 }
 
+// BenchmarkText reads a 1 MiB text/plain reply: each read becomes one
+// {"output":"…"} record, the text escaped as a JSON string (prose with
+// quotes, line breaks, tabs and non-ASCII letters).
+func BenchmarkText(b *testing.B) {
+	line := "The weather in Paris is \"sunny\", 21 °C,\ta light breeze from the west; Zürich: ☁ 14 °C.\n"
+	reply := bytes.Repeat([]byte(line), (1<<20)/len(line))
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	r := bytes.NewReader(reply)
+	for b.Loop() {
+		r.Reset(reply)
+		s := NewStream(FormatText, r, 0)
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestSSEEvent(t *testing.T) {
 	long := strings.Repeat("x", 80)
 	in := "event: response.output_text.delta\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\nevent: " + long + "\ndata: 3\n\n"

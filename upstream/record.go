@@ -104,7 +104,7 @@ func (f *frame) setOutput(text []byte) {
 	f.rec.Grow(len(`{"output":""}`) + len(text) + len(text)/8)
 	b := f.rec.AvailableBuffer()
 	b = append(b, `{"output":`...)
-	b = appendJSONString(b, text)
+	b = rawjson.AppendBytes(b, text, rawjson.ReplaceInvalid)
 	b = append(b, '}')
 	f.rec.Write(b)
 }
@@ -275,62 +275,6 @@ func agentErrorOf(v []byte) *core.AgentError {
 // message, with invalid UTF-8 replaced.
 func textError(text []byte) *core.AgentError {
 	return &core.AgentError{Message: string(appendValidUTF8(nil, text))}
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends text as a JSON string literal. Invalid UTF-8
-// becomes U+FFFD, one per bad byte as encoding/json does; U+2028 and
-// U+2029 are escaped as encoding/json does; <, > and & are left alone, the
-// stream is not HTML.
-func appendJSONString(dst, text []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, text[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(text[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, text[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, text[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, text[start:]...)
-	return append(dst, '"')
 }
 
 // appendValidUTF8 appends b with each invalid byte replaced by U+FFFD.

@@ -14,9 +14,10 @@ import (
 
 // buildPath fills the method's path template and query. Each path value is
 // escaped so it stays inside its one segment: "/", "?", "#", "%" and
-// control characters are percent-encoded, and a value that is "." or ".."
-// is refused (fieldValue), as agents that decode %2E before normalising
-// would climb out of the segment. {route} is the inbound route, a path of the sidecar's own, as
+// control characters are percent-encoded, and a value that is "." or "..",
+// or holds one between "/", is refused (fieldValue), as agents that decode
+// %2E, and proxies that decode %2F, before normalising would climb out of
+// the segment. {route} is the inbound route, a path of the sidecar's own, as
 // it is. Each query value is escaped as one query component ("&", "=",
 // "+", "#" encoded). It returns the decoded path, its escaped form for
 // url.URL's Path and RawPath, and the escaped query ("" for none).
@@ -93,10 +94,12 @@ func fieldValue(m *config.Method, name string, in core.Input, route, field strin
 		if s == "" && !query {
 			return "", &core.InputError{Field: field, Msg: "must not be empty: it fills " + fills}
 		}
-		if (s == "." || s == "..") && !query {
-			// Escaped as %2E it stays one segment here, but agents that
-			// normalise %2E%2E (node's new URL(), browsers) would climb.
-			return "", &core.InputError{Field: field, Msg: "must not be \".\" or \"..\": it fills " + fills}
+		if !query && dotSegments(s) {
+			// Escaped (%2E, %2F) it stays one segment here, but agents
+			// that normalise %2E%2E (node's new URL(), browsers), and
+			// proxies that decode %2F before passing the path on (nginx
+			// with a proxy_pass URI), would climb.
+			return "", &core.InputError{Field: field, Msg: "must not be \".\" or \"..\", nor hold one between \"/\": it fills " + fills}
 		}
 		return s, nil
 	case '{', '[':
@@ -104,6 +107,17 @@ func fieldValue(m *config.Method, name string, in core.Input, route, field strin
 	default: // number or boolean: its JSON text, byte-exact
 		return string(v), nil
 	}
+}
+
+// dotSegments reports whether v, split on "/", has a "." or ".." part: the
+// value whole, or a part once a hop decodes %2F into "/".
+func dotSegments(v string) bool {
+	for part := range strings.SplitSeq(v, "/") {
+		if part == "." || part == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func escapeSegment(v string) string {

@@ -2,11 +2,19 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -25,7 +33,7 @@ func pathMethod() *config.Method {
 // query parameters, no fragment — and both decode back to the value.
 func FuzzBuildPath(f *testing.F) {
 	for _, s := range []string{"u1", "..", ".", "../admin", "a/b?c#d", "%2F", "a\nb", "é", " ", "%", "\x00", "..%2F",
-		"a&x=2", "a=b", "+", "a;b", "#x", "?"} {
+		"a&x=2", "a=b", "+", "a;b", "#x", "?", "x/../../admin/panel", "a/./b", "a/..b/c"} {
 		f.Add(s)
 	}
 	m := pathMethod()
@@ -37,7 +45,7 @@ func FuzzBuildPath(f *testing.F) {
 			t.Fatal(err)
 		}
 		_, escaped, query, err := buildPath(m, "m", in, "")
-		if v == "" || v == "." || v == ".." {
+		if v == "" || dotSegments(v) {
 			if err == nil {
 				t.Fatalf("buildPath with the path value %q succeeded", v)
 			}
@@ -165,4 +173,72 @@ func FuzzBodyTemplate(f *testing.F) {
 			t.Fatalf("{input.a} = %s, want %s", out["a"], a)
 		}
 	})
+}
+
+// TestDotSegmentValues: a path value with a "." or ".." part once split on
+// "/" is refused before the agent is called: sent as x%2F..%2F..%2Fadmin,
+// it would reach /admin behind a proxy that decodes %2F (nginx with a
+// proxy_pass URI). Dots inside a part are a name, sent as one segment.
+func TestDotSegmentValues(t *testing.T) {
+	var seen atomic.Pointer[string]
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		seen.Store(&p)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer agent.Close()
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \""+agent.URL+"\"}\nmethods:\n  q: {call: \"GET /users/{user_id}/x\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const refused = `input.user_id: must not be "." or "..", nor hold one between "/": it fills a path segment`
+	tests := []struct {
+		value string
+		want  string // the escaped path the agent sees; "" for refused
+	}{
+		{"x/../../admin/panel", ""},
+		{"..", ""},
+		{".", ""},
+		{"../admin", ""},
+		{"a/./b", ""},
+		{"a/.", ""},
+		{"./a", ""},
+		{"a/..", ""},
+		{"a//..//b", ""},
+		{"a/..b/c", "/users/a%2F..b%2Fc/x"},
+		{"...", "/users/.../x"},
+		{"a/.b", "/users/a%2F.b/x"},
+		{"a..b", "/users/a..b/x"},
+		{"%2E%2E", "/users/%252E%252E/x"},
+	}
+	for _, tt := range tests {
+		seen.Store(nil)
+		raw, _ := json.Marshal(tt.value)
+		in, err := core.ParseInput(json.RawMessage(`{"user_id":` + string(raw) + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = c.Unary(ctx, core.Call{Method: cfg.Methods[0], Name: "q", Input: in})
+		cancel()
+		got := "(no call)"
+		if p := seen.Load(); p != nil {
+			got = *p
+		}
+		if tt.want == "" {
+			if err == nil || err.Error() != refused || got != "(no call)" {
+				t.Errorf("user_id %q: error %v, the agent saw %s; want %q and no call", tt.value, err, got, refused)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("user_id %q: error %v, the agent saw %s; want %q", tt.value, err, got, tt.want)
+		}
+	}
 }

@@ -115,7 +115,7 @@ func incompleteSuffix(b []byte) int {
 }
 
 // fitText is the length of the longest run of whole characters at the
-// start of text whose JSON string, as appendJSONString writes it, fits
+// start of text whose JSON string, as setOutput writes it, fits
 // in room bytes besides its quotes.
 func fitText(text []byte, room int) int {
 	used := 0

@@ -3,9 +3,13 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,3 +100,93 @@ func TestTransportTrailers(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportTrailerCut: a reply cut inside its chunked trailer is not a
+// clean end, though its last chunk came. net/http's look-ahead for the
+// trailer's end reports every read that failed in it as a "suspiciously
+// long trailer"; only a trailer that really fills the read buffer, on a
+// call still alive, ends the reply cleanly (TestTransportTrailers). An
+// agent that stalls there runs out the idle clock, one that resets or
+// closes is the connection's error, and a caller that leaves there is the
+// caller's cause. Each call has its own deadline, so a reply taken for
+// whole fails by name.
+func TestTransportTrailerCut(t *testing.T) {
+	tests := []struct {
+		name string
+		// end is what the agent does after the trailer's first bytes.
+		end   func(nc net.Conn, done <-chan struct{})
+		leave bool // the caller leaves once the trailer's first bytes are sent
+		check func(err error) bool
+		want  string
+	}{
+		{"stall", func(_ net.Conn, done <-chan struct{}) { <-done }, false,
+			func(err error) bool { var te *core.TimeoutError; return errors.As(err, &te) && te.Phase == "idle" }, "the idle clock's *core.TimeoutError"},
+		{"reset", func(nc net.Conn, _ <-chan struct{}) { nc.(*net.TCPConn).SetLinger(0) }, false,
+			func(err error) bool { return errors.Is(err, syscall.ECONNRESET) }, "a connection reset"},
+		{"close", func(net.Conn, <-chan struct{}) {}, false,
+			func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }, "io.ErrUnexpectedEOF"},
+		{"caller leaves", func(_ net.Conn, done <-chan struct{}) { <-done }, true,
+			func(err error) bool { return errors.Is(err, errCallerLeft) }, "the caller's cause"},
+	}
+	for _, stream := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s stream=%v", tt.name, stream), func(t *testing.T) {
+				sent := make(chan struct{}, 1)
+				a := newScriptAgent(t, func(_ int, nc net.Conn, br *bufio.Reader, done <-chan struct{}) {
+					if _, err := readRequest(br); err != nil {
+						return
+					}
+					rec := "{\"n\":1}\n"
+					fmt.Fprintf(nc, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n%x\r\n%s\r\n0\r\nX-Check", len(rec), rec)
+					sent <- struct{}{}
+					tt.end(nc, done)
+				})
+				mode := ""
+				if stream {
+					mode = "mode: stream"
+				}
+				cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \"http://"+a.addr()+"\"}\ntimeouts: {idle: 500ms}\nmethods: {q: {"+mode+"}}\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := New(cfg, zaptest.NewLogger(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ctx, cancel := context.WithTimeoutCause(context.Background(), 10*time.Second, errors.New("the test's deadline"))
+				defer cancel()
+				ctx, leave := context.WithCancelCause(ctx)
+				defer leave(nil)
+				cl := core.Call{Method: cfg.Methods[0], Name: "q", Input: core.Input{Raw: []byte(`{}`)}}
+				resp, err := c.Call(ctx, cl) // the head: what follows is the body's
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Close()
+				if tt.leave {
+					select { // the trailer's first bytes are out
+					case <-sent:
+					case <-ctx.Done():
+					}
+					leave(errCallerLeft)
+				}
+				if !stream {
+					out, err := resp.Output(cfg.Methods[0], cfg.Limits.ReplyBytes, cfg.Limits.RecordBytes)
+					if !tt.check(err) {
+						t.Fatalf("Output() = %s, %v; want %s", out, err, tt.want)
+					}
+					return
+				}
+				records, _ := resp.Stream(cfg.Methods[0].Reply, cfg.Limits.RecordBytes)
+				for records.Next() {
+				}
+				if err := records.Err(); !tt.check(err) {
+					t.Fatalf("Stream's Err() = %v; want %s", err, tt.want)
+				}
+			})
+		}
+	}
+}
+
+var errCallerLeft = errors.New("the caller left")

@@ -96,8 +96,12 @@ const readerSize = 2 << 10
 
 // errLongTrailer is net/http's error for a chunked body's trailer that
 // does not fit the read buffer (it peeks within the buffer for the
-// trailer's end), given after the last chunk: the body is whole.
-// TestTransportTrailers fails if net/http words it otherwise.
+// trailer's end), given after the last chunk: the body is whole. It gives
+// the same error when a read fails during that look-ahead (a stall ended
+// by a clock, a reset, the caller leaving), so body.Read takes it for a
+// long trailer only when the buffer is full. TestTransportTrailers fails
+// if net/http words it otherwise, TestTransportTrailerCut if a failed read
+// passes for a long trailer.
 const errLongTrailer = "http: suspiciously long trailer after chunked body"
 
 // errServerClosedIdle is a reused connection the agent closed before
@@ -357,21 +361,28 @@ func (b *body) Read(p []byte) (int, error) {
 		b.waitWriter()
 		return n, io.EOF
 	}
-	if err.Error() == errLongTrailer {
-		// The body is whole (its last chunk came); only the trailer,
-		// which the sidecar does not use, is past the read buffer. The
-		// reply ends cleanly and the connection, the trailer unread on
-		// it, is closed.
-		b.stop.stop()
-		b.c.nc.Close()
-		b.waitWriter()
-		return n, io.EOF
-	}
+	trailerPastBuffer := err.Error() == errLongTrailer && b.c.br.Buffered() == b.c.br.Size()
 	b.stop.stop()
 	b.c.nc.Close()
 	b.waitWriter()
 	if b.ctx.Err() != nil {
 		return n, context.Cause(b.ctx)
+	}
+	if trailerPastBuffer {
+		// The body is whole (its last chunk came); only the trailer,
+		// which the sidecar does not use, is past the read buffer. The
+		// reply ends cleanly and the connection, the trailer unread on
+		// it, is closed.
+		return n, io.EOF
+	}
+	if err.Error() == errLongTrailer {
+		// net/http's look-ahead for the trailer's end gives that error
+		// for any read that failed in it: what failed is the
+		// connection's (a reset, or the agent closing mid-trailer).
+		err = io.ErrUnexpectedEOF
+		if cerr := b.c.lr.err; cerr != nil && cerr != io.EOF {
+			err = cerr
+		}
 	}
 	return n, err
 }

@@ -271,6 +271,40 @@ func TestTransportBodyEnd(t *testing.T) {
 	}
 }
 
+// TestTransportFailedBodyNotPooled: a reply body whose read failed with
+// its connection still open (a chunk size that is not hex, a chunk
+// without its CRLF) leaves the connection in an unknown place of the
+// reply: it is closed, never pooled, though the agent would go on serving
+// on it. The next call goes out on a new connection.
+func TestTransportFailedBodyNotPooled(t *testing.T) {
+	for _, bad := range []string{"zz\r\n", "3\r\nabcXX\r\n0\r\n\r\n"} {
+		t.Run(strconv.Quote(bad), func(t *testing.T) {
+			a := newRawAgent(t, func(n int, req *http.Request, body []byte, w *bufio.Writer) bool {
+				if string(body) == "bad" {
+					w.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + bad)
+				} else {
+					ok(w, `{"n":`+strconv.Itoa(n)+`}`)
+				}
+				return true // the agent keeps serving on the connection
+			})
+			tr := newTestTransport(a.addr(), time.Minute)
+			defer tr.closeIdle()
+			if _, got, err := post(t, tr, a.addr(), "bad"); err == nil {
+				t.Fatalf("a reply with the body %q read as %q, no error", bad, got)
+			}
+			if n := tr.idleCount(); n != 0 {
+				t.Errorf("a failed body read left %d connections in the pool, want 0", n)
+			}
+			if _, got, err := post(t, tr, a.addr(), "good"); err != nil || got != `{"n":2}` {
+				t.Errorf("the call after = %q, %v; want {\"n\":2}", got, err)
+			}
+			if n := a.accepted.Load(); n != 2 {
+				t.Errorf("2 calls, the first one's body failed, used %d connections, want 2", n)
+			}
+		})
+	}
+}
+
 // TestTransportRequestBodies: a body of unknown length goes out chunked;
 // a header value with a line break is refused before anything is sent.
 func TestTransportRequestBodies(t *testing.T) {
