@@ -261,7 +261,9 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	hv, hvSent := headerValue(r.Header, "Mcp-Protocol-Version")
 	var a *core.Answer
 	switch {
-	case req.method == "initialize":
+	case req.method == "initialize" && !(hvSent && hv == version20260728):
+		// initialize under 2026-07-28 is a method that revision removed:
+		// modern answers it 404 -32601, as the revision asks.
 		a = d.initialize(r, req, p, perr)
 	case hvSent && hv == version20260728:
 		return d.modern(cfg, route, r, req, p, perr)
@@ -376,6 +378,11 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 	mismatch := func(format string, args ...any) (core.Exchange, error) {
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + fmt.Sprintf(format, args...)})
 	}
+	// The _meta a 2026-07-28 request must carry, missing: invalid params
+	// (the suite's SEP-2575 checks), 400 as every refusal before serving.
+	invalid := func(format string, args ...any) (core.Exchange, error) {
+		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidParams, message: "Invalid params: " + fmt.Sprintf(format, args...)})
+	}
 	switch {
 	case req.response:
 		return core.Exchange{Call: name}, reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
@@ -384,10 +391,14 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, accepted()
 	case perr != nil:
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, perr)
+	case !p.metaSet:
+		return invalid("params._meta is missing (a 2026-07-28 request names its protocol version and client capabilities there)")
 	case !p.versionSet:
-		return mismatch("params._meta[%q] is missing (MCP-Protocol-Version is %s)", metaVersion, version20260728)
+		return invalid("params._meta[%q] is missing (MCP-Protocol-Version is %s)", metaVersion, version20260728)
 	case p.version != version20260728:
 		return mismatch("MCP-Protocol-Version %s is not the _meta's %q", version20260728, core.Clip(p.version))
+	case !p.capsSet:
+		return invalid("params._meta[%q] is missing (a 2026-07-28 request declares its client capabilities, {} for none)", metaCapabilities)
 	}
 	if mm, sent := headerValue(r.Header, "Mcp-Method"); !sent {
 		return mismatch("the Mcp-Method header is missing (the body's method is %q)", core.Clip(req.method))
