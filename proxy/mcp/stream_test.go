@@ -32,7 +32,7 @@ func resultOf(t *testing.T, r rpcReply) toolResult {
 // text; without a token, the result alone.
 func TestStreamProgress(t *testing.T) {
 	s := serve(t, "", Options{})
-	params := `"name":"story","arguments":{"message":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":42}`
+	params := `"name":"story","arguments":{"message":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":42}`
 	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{`+params+`}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "story")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
@@ -73,7 +73,7 @@ func TestStreamProgress(t *testing.T) {
 // is an isError saying the text exceeds the limit; the agent's call ends.
 func TestStreamTextCapped(t *testing.T) {
 	s := serve(t, "limits: {reply_bytes: 1KiB}\n", Options{})
-	params := `"name":"long","arguments":{"n":200,"size":100},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
+	params := `"name":"long","arguments":{"n":200,"size":100},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}`
 	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+`}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "long")
 	evs := events(t, b)
@@ -131,7 +131,7 @@ func TestStreamFails(t *testing.T) {
 	if res := resultOf(t, decode(t, b)); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !res.IsError || res.Content[0].Text != "the model is overloaded" {
 		t.Errorf("a stream failing before its first record = %d %s %s, want 200 JSON, isError with the agent's message", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	params := `"name":"fail_late","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
+	params := `"name":"fail_late","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}`
 	resp, b = post(t, s.url, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{`+params+`}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "fail_late")
 	evs := events(t, b)
