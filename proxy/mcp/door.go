@@ -92,7 +92,11 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	list := append(append([]byte(`{"tools":[`), entries...), ']')
 	d.listLegacy = append(list[:len(list):len(list)], '}')
 	d.listModern = fmt.Appendf(list, `,"resultType":"complete","ttlMs":%d,"cacheScope":"public"}`, listTTL)
-	d.info = fmt.Appendf(nil, `{"name":"sidecar","version":%q}`, buildVersion())
+	version := opts.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	d.info = fmt.Appendf(nil, `{"name":"sidecar","version":%q}`, version)
 	versions, _ := json.Marshal(supported)
 	d.discover = fmt.Appendf(nil, `{"resultType":"complete","supportedVersions":%s,"capabilities":{"tools":{}},"_meta":{%q:%s},"ttlMs":%d,"cacheScope":"public"}`,
 		versions, metaServerInfo, d.info, listTTL)
