@@ -38,7 +38,8 @@ type Door struct {
 	opts     Options
 	tools    map[string]*tool
 	sessions *sessions
-	maxText  int64 // the most of a streamed answer's text a result keeps: limits.reply_bytes
+	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
+	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
 
 	// The answers that need no agent, made once: tools/list's result in
 	// each era, server/discover's, the server's info.
@@ -60,7 +61,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 		opts.Path = DefaultPath
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
-		maxText: cfg.Limits.ReplyBytes}
+		inflight: newInflight(cfg.Limits),
+		maxText:  cfg.Limits.ReplyBytes}
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -356,6 +358,9 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: fmt.Sprintf("Bad Request: MCP-Protocol-Version %q is not the session's (%s)", hv, s.version)})
 	}
+	if req.method == "notifications/cancelled" && perr == nil && p.requestID != nil {
+		d.inflight.cancel(id, p.requestID)
+	}
 	if req.notification() {
 		return core.Exchange{Call: name}, accepted()
 	}
@@ -368,7 +373,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 	case "tools/list":
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listLegacy, nil)
 	case "tools/call":
-		return d.call(route, r, req, p, false)
+		return d.call(route, r, req, p, id)
 	}
 	return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeMethodNotFound,
 		message: fmt.Sprintf("Method not found: %q (this server serves tools: tools/list and tools/call)", core.Clip(req.method))})
@@ -425,16 +430,17 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 		case n != p.name:
 			return mismatch("Mcp-Name %q is not the body's params.name %q", core.Clip(n), core.Clip(p.name))
 		}
-		return d.call(route, r, req, p, true)
+		return d.call(route, r, req, p, "")
 	}
 	return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeMethodNotFound,
 		message: fmt.Sprintf("Method not found: %q (this server serves server/discover, tools/list and tools/call)", core.Clip(req.method))})
 }
 
 // call opens a tools/call: the tool's method called with the arguments as
-// its input, its exchange the writer of the tool's result. An unknown
-// tool, or no name, is invalid params.
-func (d *Door) call(route string, r *http.Request, req request, p params, modern bool) (core.Exchange, error) {
+// its input, its exchange the writer of the tool's result; in a 2025
+// session (session, its id; "" for 2026-07-28) one notifications/cancelled
+// can end. An unknown tool, or no name, is invalid params.
+func (d *Door) call(route string, r *http.Request, req request, p params, session string) (core.Exchange, error) {
 	name := core.Call{Name: core.Clip(p.name)}
 	if !p.nameSet {
 		return core.Exchange{Call: core.Call{Name: req.method}}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams, message: "tools/call needs params.name, the tool to call"})
@@ -448,9 +454,13 @@ func (d *Door) call(route string, r *http.Request, req request, p params, modern
 	if input == nil {
 		input = json.RawMessage(`{}`)
 	}
-	ex := &exchange{id: req.id, token: p.progressToken, modern: modern, maxText: d.maxText}
+	ex := &exchange{id: req.id, token: p.progressToken, modern: session == "", maxText: d.maxText}
 	c := core.Call{Method: t.method, Name: t.name, Input: core.Input{Raw: input}, Header: r.Header, Route: route}
-	return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
+	if session == "" {
+		return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
+	}
+	ex.inflight, ex.key = d.inflight, callKey{session, string(req.id)}
+	return core.Exchange{Call: c, Stream: t.stream, Writer: ex, Context: ex.context}, nil
 }
 
 // reply is the door's own answer: a JSON-RPC response (result, or e) with

@@ -18,11 +18,12 @@ import (
 // exchange is one tools/call (a core.Writer): the writers of the tool's
 // result, a JSON-RPC response to the request's id.
 type exchange struct {
-	id      json.RawMessage // the request's id
-	token   json.RawMessage // its _meta.progressToken; nil: no progress
-	modern  bool            // 2026-07-28: results carry resultType
-	maxText int64           // limits.reply_bytes: the most of a stream's text (as JSON) the result keeps
-	texts   *texts          // a stream's text, once it began
+	id          json.RawMessage // the request's id
+	token       json.RawMessage // its _meta.progressToken; nil: no progress
+	modern      bool            // 2026-07-28: results carry resultType
+	maxText     int64           // limits.reply_bytes: the most of a stream's text (as JSON) the result keeps
+	texts       *texts          // a stream's text, once it began
+	cancellable                 // a 2025 session's call: notifications/cancelled ends it
 }
 
 // result is a tools/call result: one text content, structured (a JSON
@@ -166,6 +167,9 @@ func (t *texts) tooLarge() string {
 // failed is the result of a stream that failed after it began: isError,
 // the failure's message.
 func (ex *exchange) failed(f core.Failure) []byte {
+	if ex.cancelled.Load() {
+		return nil
+	}
 	return response(ex.id, ex.result(f.Message, nil, true), nil)
 }
 
@@ -175,6 +179,10 @@ func (ex *exchange) failed(f core.Failure) []byte {
 // sidecar's refusals (a bad input, busy, not ready, draining) are
 // JSON-RPC errors.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
+	if ex.cancelled.Load() {
+		writeCancelled(w)
+		return
+	}
 	if f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
 		writeRPC(w, http.StatusOK, response(ex.id, ex.result(f.Message, nil, true), nil))
 		return

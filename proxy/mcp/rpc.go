@@ -85,12 +85,13 @@ type params struct {
 	nameSet       bool
 	arguments     json.RawMessage // arguments (tools/call), nil when absent
 	protocol      string          // protocolVersion (initialize)
+	requestID     json.RawMessage // requestId (notifications/cancelled), nil when absent
 }
 
 // The members of params, and of its _meta, the door reads, in the order
 // readParams names them.
 var (
-	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion"}
+	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion", "requestId"}
 	metaMembers  = []string{metaVersion, "progressToken", metaCapabilities}
 )
 
@@ -160,6 +161,11 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 			if value[0] != '"' || json.Unmarshal(value, &p.protocol) != nil {
 				return bad(`params.protocolVersion must be a string`)
 			}
+		case 4: // requestId
+			if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') || len(value) > maxID {
+				return bad(`params.requestId must be a string or a number of at most %d bytes`, maxID)
+			}
+			p.requestID = value
 		}
 		return err == nil
 	})
