@@ -43,7 +43,9 @@ func TestMCPServerVersion(t *testing.T) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var r struct {
-		Result struct{ ServerInfo struct{ Name, Version string } }
+		Result struct {
+			ServerInfo struct{ Name, Version string }
+		}
 	}
 	if err := json.Unmarshal(b, &r); err != nil || r.Result.ServerInfo.Version != "v9.8.7-test" {
 		t.Errorf("initialize = %d %s, want serverInfo.version v9.8.7-test", resp.StatusCode, b)
