@@ -73,8 +73,25 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 // token, then the result whose text is the whole answer.
 func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder {
 	out := frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
-		Record: ex.progress, Fail: ex.failed})
+		Record: ex.progress, End: ex.closing, Fail: ex.failed})
 	return &encoder{ex: ex, Writer: out, w: w}
+}
+
+// smallResult is the largest closing result the shared writer writes (the
+// End hook), with the stream's last progress, in one write and flush:
+// copying it once more costs little. A larger one the encoder writes
+// itself, from where texts kept it.
+const smallResult = 64 << 10
+
+// closing is the End hook: the closing result of a stream that ended
+// cleanly, when it is small; nil leaves it to the encoder.
+func (ex *exchange) closing(err error) [][]byte {
+	t := ex.texts
+	if err != nil || t.text > smallResult {
+		return nil
+	}
+	t.closed = true
+	return [][]byte{bytes.Join(ex.end(), nil)}
 }
 
 // encoder is the frames.Writer of a stream whose records are first read
@@ -98,10 +115,11 @@ func (e *encoder) Copy(r core.Records) error {
 	} else {
 		err = e.Writer.Copy(t)
 	}
-	if err != nil || t.Err() != nil {
+	if err != nil || t.Err() != nil || t.closed {
 		return err // a failure is written by failed, through Fail
 	}
-	for _, b := range e.ex.end() {
+	pieces := append([][]byte{[]byte("data: ")}, e.ex.end()...)
+	for _, b := range append(pieces, []byte("\n\n")) {
 		n, err := e.w.Write(b)
 		e.closed += int64(n)
 		if err != nil {
@@ -132,22 +150,22 @@ func (ex *exchange) progress(dst, text []byte) []byte {
 	return append(dst, "}}"...)
 }
 
-// end is the closing frame of a stream whose records ended cleanly, in
-// the pieces it is written in: the result, its text the whole answer (as
-// texts kept it, escaped), or past limits.reply_bytes an isError saying
-// what happened.
+// end is the data of the closing frame of a stream whose records ended
+// cleanly, in the pieces it is written in: the result, its text the whole
+// answer (as texts kept it, escaped), or past limits.reply_bytes an
+// isError saying what happened.
 func (ex *exchange) end() [][]byte {
 	t := ex.texts
 	if t.over {
-		return [][]byte{[]byte("data: "), response(ex.id, ex.result(t.tooLarge(), nil, true), nil), []byte("\n\n")}
+		return [][]byte{response(ex.id, ex.result(t.tooLarge(), nil, true), nil)}
 	}
-	open := append([]byte(`data: {"jsonrpc":"2.0","id":`), ex.id...)
+	open := append([]byte(`{"jsonrpc":"2.0","id":`), ex.id...)
 	open = append(open, `,"result":{"content":[{"type":"text","text":"`...)
 	end := []byte(`"}]`)
 	if ex.modern {
 		end = append(end, `,"resultType":"complete"`...)
 	}
-	end = append(end, "}}\n\n"...)
+	end = append(end, "}}"...)
 	return append(append([][]byte{open}, t.kept...), end)
 }
 
@@ -243,13 +261,14 @@ type texts struct {
 	max      int64
 	progress bool
 
-	kept  [][]byte // the text so far, escaped; every chunk full but the last
-	text  int64    // its bytes
-	cur   []byte   // the current piece, a JSON string (the record's bytes, or buf)
-	buf   []byte   // a piece that had to be encoded
-	count int      // the pieces yielded
-	sent  int64    // their bytes of text, as JSON
-	over  bool
+	kept   [][]byte // the text so far, escaped; every chunk full but the last
+	text   int64    // its bytes
+	cur    []byte   // the current piece, a JSON string (the record's bytes, or buf)
+	buf    []byte   // a piece that had to be encoded
+	count  int      // the pieces yielded
+	sent   int64    // their bytes of text, as JSON
+	over   bool
+	closed bool // the closing result went out through the End hook
 }
 
 // keptChunk is the largest chunk texts keeps the text in: large enough
