@@ -17,7 +17,8 @@ import (
 // tool's result; everything else (initialize, server/discover, tools/list,
 // ping, notifications, every error) is answered here, a *core.Answer.
 // The revision is the request's: initialize opens a session of a 2025
-// revision; MCP-Protocol-Version 2026-07-28 is the stateless revision;
+// revision (under 2026-07-28, an unknown method); MCP-Protocol-Version
+// 2026-07-28 is the stateless revision;
 // a 2025 version, or none, needs the session's Mcp-Session-Id.
 func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	req, rerr := readRequest(body)
@@ -30,8 +31,8 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	var a *core.Answer
 	switch {
 	case req.method == "initialize" && !(hvSent && hv == version20260728):
-		// initialize under 2026-07-28 is a method that revision removed:
-		// modern answers it 404 -32601, as the revision asks.
+		// Whatever its MCP-Protocol-Version says, but 2026-07-28: that
+		// revision removed initialize, and modern answers it 404 -32601.
 		a = d.initialize(r, req, p, perr)
 	case hvSent && hv == version20260728:
 		return d.modern(cfg, route, r, req, p, perr)
