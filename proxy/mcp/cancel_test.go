@@ -1,12 +1,15 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -100,20 +103,43 @@ func TestCancelScope(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			req.Header.Set("Mcp-Session-Id", a)
+			// A stream is cancelled once its client has its progress, so
+			// the answer shows what a cancel after the first byte leaves.
+			// A unary call's answer begins only once the call ends: its
+			// cancel waits for nothing more than the agent's call.
+			progressed := make(chan struct{})
+			signal := sync.OnceFunc(func() { close(progressed) })
+			if tt.name == "unary" {
+				signal()
+			}
 			go func() {
+				defer signal()
 				resp, err := testClient.Do(req)
 				if err != nil {
 					done <- answer{err: err}
 					return
 				}
 				defer resp.Body.Close()
-				body, err := io.ReadAll(resp.Body)
-				done <- answer{resp.StatusCode, body, err}
+				br := bufio.NewReader(resp.Body)
+				var body []byte
+				for tt.name == "stream" && err == nil && !bytes.HasSuffix(body, []byte("\n\n")) {
+					var line []byte
+					line, err = br.ReadBytes('\n')
+					body = append(body, line...)
+				}
+				signal()
+				rest, err := io.ReadAll(br)
+				done <- answer{resp.StatusCode, append(body, rest...), err}
 			}()
 			select {
 			case <-started:
 			case <-time.After(hangGuard):
 				t.Fatal("the agent never got the call")
+			}
+			select {
+			case <-progressed:
+			case <-time.After(hangGuard):
+				t.Fatal("the stream's progress never reached its client")
 			}
 			cancel := func(session, auth string) int {
 				resp, _ := post(t, s.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"enough"}}`,
