@@ -39,7 +39,7 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 		}
 		return nil, err
 	}
-	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }}
+	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }, Version: version}
 	for _, p := range cfg.Listens() {
 		d, err := doors.Build(doors.All, cfg, p[0], host)
 		if err != nil {

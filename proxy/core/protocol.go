@@ -74,4 +74,7 @@ type Host struct {
 	InFlight func() int64
 	// Getenv is the value of an environment variable, "" when unset.
 	Getenv func(name string) string
+	// Version is the sidecar's version (the binary's, stamped at build
+	// time), what a door that names its server says; "" when unknown.
+	Version string
 }

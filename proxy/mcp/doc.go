@@ -9,9 +9,12 @@
 // endpoint, chosen per request: 2026-07-28, stateless (server/discover,
 // the protocol version in every request's _meta and headers), and
 // 2025-06-18 / 2025-11-25 (initialize, an Mcp-Session-Id kept in a bounded
-// per-process store, limits.mcp_sessions). The shared gate reads the body
-// under the shared limits; Open decodes it (rpc.go) and answers what needs
-// no agent itself; a call's exchange writes its answer (exchange.go, a
-// stream through the shared stream writer). Like proxy/a2a it uses only
-// core's types and does not import proxy.
+// per-process store fair between owners, limits.mcp_sessions, session.go).
+// door.go builds the door and routes its endpoint; the tools are the map's
+// (tools.go). The shared gate reads the body under the shared limits; Open
+// decodes it (rpc.go) and answers what needs no agent itself, per revision
+// (open.go); a call's exchange writes its answer (exchange.go, a stream
+// through the shared stream writer), and a 2025 session's call can be
+// ended by notifications/cancelled (cancel.go). Like proxy/a2a it uses
+// only core's types and does not import proxy.
 package mcp

@@ -38,18 +38,12 @@ type Door struct {
 	opts     Options
 	tools    map[string]*tool
 	sessions *sessions
-	maxText  int64 // the most of a streamed answer's text a result keeps: limits.reply_bytes
+	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
+	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
 
 	// The answers that need no agent, made once: tools/list's result in
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
-}
-
-// tool is one method of the map served as a tool.
-type tool struct {
-	name   string
-	method *config.Method // the entry serving it
-	stream bool           // it streams: answered on SSE, its text through the dialect stage
 }
 
 // New is the MCP door serving opts.Methods of cfg's map (nil: every method
@@ -60,7 +54,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 		opts.Path = DefaultPath
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
-		maxText: cfg.Limits.ReplyBytes}
+		inflight: newInflight(cfg.Limits),
+		maxText:  cfg.Limits.ReplyBytes}
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -92,56 +87,15 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	list := append(append([]byte(`{"tools":[`), entries...), ']')
 	d.listLegacy = append(list[:len(list):len(list)], '}')
 	d.listModern = fmt.Appendf(list, `,"resultType":"complete","ttlMs":%d,"cacheScope":"public"}`, listTTL)
-	d.info = fmt.Appendf(nil, `{"name":"sidecar","version":%q}`, buildVersion())
+	version := opts.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	d.info = fmt.Appendf(nil, `{"name":"sidecar","version":%q}`, version)
 	versions, _ := json.Marshal(supported)
 	d.discover = fmt.Appendf(nil, `{"resultType":"complete","supportedVersions":%s,"capabilities":{"tools":{}},"_meta":{%q:%s},"ttlMs":%d,"cacheScope":"public"}`,
 		versions, metaServerInfo, d.info, listTTL)
 	return d, nil
-}
-
-// methodOf is the entry serving name: the one of that name, else "*"
-// (streaming first).
-func methodOf(cfg *config.Config, name string) *config.Method {
-	for _, m := range cfg.Methods {
-		if m.Name == name {
-			return m
-		}
-	}
-	if m := cfg.Lookup(name, true); m != nil {
-		return m
-	}
-	return cfg.Lookup(name, false)
-}
-
-// appendTool appends the tools/list entry of method m called name: its
-// description, and its parameters as the input schema (an object schema;
-// none or another type: any object).
-func appendTool(b []byte, name string, m *config.Method) []byte {
-	b = append(b, `{"name":`...)
-	b = appendString(b, name)
-	if m.Description != "" {
-		b = append(b, `,"description":`...)
-		b = appendString(b, m.Description)
-	}
-	b = append(b, `,"inputSchema":`...)
-	schema := []byte(`{"type":"object"}`)
-	if m.Parameters != nil {
-		t, typed := m.Parameters["type"]
-		if !typed || t == "object" {
-			p := m.Parameters
-			if !typed {
-				p = make(map[string]any, len(m.Parameters)+1)
-				for k, v := range m.Parameters {
-					p[k] = v
-				}
-				p["type"] = "object"
-			}
-			if s, err := json.Marshal(p); err == nil {
-				schema = s
-			}
-		}
-	}
-	return append(append(b, schema...), '}')
 }
 
 // buildVersion is the sidecar's version for serverInfo: its module's, or
@@ -242,224 +196,4 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
 	}
 	return &core.Answer{Status: http.StatusOK, Outcome: metrics.OK}
-}
-
-// Open decodes one JSON-RPC message, its body read by the Server. A
-// tools/call is the call for the agent, its exchange the writer of the
-// tool's result; everything else (initialize, server/discover, tools/list,
-// ping, notifications, every error) is answered here, a *core.Answer.
-// The revision is the request's: initialize opens a session of a 2025
-// revision; MCP-Protocol-Version 2026-07-28 is the stateless revision;
-// a 2025 version, or none, needs the session's Mcp-Session-Id.
-func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
-	req, rerr := readRequest(body)
-	if rerr != nil {
-		return core.Exchange{}, reply(nil, http.StatusBadRequest, nil, rerr)
-	}
-	name := core.Call{Name: core.Clip(req.method)}
-	p, perr := readParams(req.params)
-	hv, hvSent := headerValue(r.Header, "Mcp-Protocol-Version")
-	var a *core.Answer
-	switch {
-	case req.method == "initialize":
-		a = d.initialize(r, req, p, perr)
-	case hvSent && hv == version20260728:
-		return d.modern(cfg, route, r, req, p, perr)
-	case hvSent && hv != version20251125 && hv != version20250618:
-		a = unsupportedVersion(req.id, hv)
-	case !hvSent && p.versionSet:
-		a = reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeHeaderMismatch,
-			message: "Header mismatch: the MCP-Protocol-Version header is missing (the body's _meta names " + strconv.Quote(core.Clip(p.version)) + ")"})
-	default:
-		return d.legacy(cfg, route, r, req, p, perr, hv)
-	}
-	return core.Exchange{Call: name}, a
-}
-
-// headerValue is the one value of header name; sent is false when it is
-// absent. Several values are one value joined, which matches nothing.
-func headerValue(h http.Header, name string) (v string, sent bool) {
-	vs := h.Values(name)
-	return strings.Join(vs, ", "), len(vs) > 0
-}
-
-// unsupportedVersion is the answer to a request of a protocol version the
-// door does not speak: 400, -32022 with the versions it does.
-func unsupportedVersion(id json.RawMessage, v string) *core.Answer {
-	data, _ := json.Marshal(map[string]any{"supported": supported, "requested": core.Clip(v)})
-	msg := "Unsupported protocol version " + strconv.Quote(core.Clip(v)) + ": this server speaks " + strings.Join(supported, ", ")
-	if !wellFormed(v) {
-		msg = "Malformed protocol version " + strconv.Quote(core.Clip(v)) + " (want a date such as 2026-07-28): this server speaks " + strings.Join(supported, ", ")
-	}
-	return reply(id, http.StatusBadRequest, nil, &rpcError{code: codeUnsupportedVersion, message: msg, data: data})
-}
-
-// wellFormed reports whether v is a protocol version's shape, YYYY-MM-DD.
-func wellFormed(v string) bool {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return false
-	}
-	for i, c := range v {
-		if i != 4 && i != 7 && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// initialize opens a session of a 2025 revision, the request's
-// Authorization its owner: the version the client asked when the door
-// speaks it, else the newest 2025 one (the client then decides whether it
-// speaks that). Its answer carries the session's Mcp-Session-Id, the
-// server's tools capability and info.
-func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError) *core.Answer {
-	switch {
-	case req.notification():
-		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest, message: "initialize is a request: it needs an id"})
-	case perr != nil:
-		return reply(req.id, http.StatusBadRequest, nil, perr)
-	}
-	v := version20251125
-	if p.protocol == version20250618 {
-		v = version20250618
-	}
-	s := d.sessions.open(v, ownerOf(r.Header))
-	result := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":%s}`, v, d.info)
-	a := reply(req.id, http.StatusOK, result, nil)
-	a.Header.Set("Mcp-Session-Id", s.id)
-	return a
-}
-
-// legacy serves a message of a 2025 revision: it needs the
-// Mcp-Session-Id of an initialized session (400 without, 404 for one the
-// door does not hold, or that another Authorization opened), and the
-// session's version if it names one.
-func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError, hv string) (core.Exchange, error) {
-	name := core.Call{Name: core.Clip(req.method)}
-	id, _ := headerValue(r.Header, "Mcp-Session-Id")
-	if id == "" {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
-			message: "Bad Request: Mcp-Session-Id header is required (send initialize first, or MCP-Protocol-Version: 2026-07-28 and its _meta)"})
-	}
-	s, ok := d.sessions.find(id, ownerOf(r.Header))
-	if !ok {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
-			message: "Session not found: initialize again (the session ended, was forgotten past limits.mcp_sessions, or is another replica's)"})
-	}
-	if hv != "" && hv != s.version {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
-			message: fmt.Sprintf("Bad Request: MCP-Protocol-Version %q is not the session's (%s)", hv, s.version)})
-	}
-	if req.notification() {
-		return core.Exchange{Call: name}, accepted()
-	}
-	if perr != nil {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, perr)
-	}
-	switch req.method {
-	case "ping":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, []byte(`{}`), nil)
-	case "tools/list":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listLegacy, nil)
-	case "tools/call":
-		return d.call(route, r, req, p, false)
-	}
-	return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeMethodNotFound,
-		message: fmt.Sprintf("Method not found: %q (this server serves tools: tools/list and tools/call)", core.Clip(req.method))})
-}
-
-// modern serves a message of the stateless revision, 2026-07-28: the
-// version in its _meta, and its Mcp-Method (and for tools/call Mcp-Name)
-// header must be the body's (400, -32020); an unknown method is 404.
-func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError) (core.Exchange, error) {
-	name := core.Call{Name: core.Clip(req.method)}
-	mismatch := func(format string, args ...any) (core.Exchange, error) {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + fmt.Sprintf(format, args...)})
-	}
-	switch {
-	case req.response:
-		return core.Exchange{Call: name}, reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
-			message: "Bad Request: a 2026-07-28 client sends no JSON-RPC responses"})
-	case req.notification():
-		return core.Exchange{Call: name}, accepted()
-	case perr != nil:
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, perr)
-	case !p.versionSet:
-		return mismatch("params._meta[%q] is missing (MCP-Protocol-Version is %s)", metaVersion, version20260728)
-	case p.version != version20260728:
-		return mismatch("MCP-Protocol-Version %s is not the _meta's %q", version20260728, core.Clip(p.version))
-	}
-	if mm, sent := headerValue(r.Header, "Mcp-Method"); !sent {
-		return mismatch("the Mcp-Method header is missing (the body's method is %q)", core.Clip(req.method))
-	} else if mm != req.method {
-		return mismatch("Mcp-Method %q is not the body's method %q", core.Clip(mm), core.Clip(req.method))
-	}
-	switch req.method {
-	case "server/discover":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.discover, nil)
-	case "tools/list":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listModern, nil)
-	case "tools/call":
-		h, sent := headerValue(r.Header, "Mcp-Name")
-		n, ok := headerName(h)
-		switch {
-		case !sent:
-			return mismatch("the Mcp-Name header is missing (the body's params.name is %q)", core.Clip(p.name))
-		case !ok:
-			return mismatch("Mcp-Name %q is neither plain ASCII nor =?base64?…?=", core.Clip(h))
-		case n != p.name:
-			return mismatch("Mcp-Name %q is not the body's params.name %q", core.Clip(n), core.Clip(p.name))
-		}
-		return d.call(route, r, req, p, true)
-	}
-	return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeMethodNotFound,
-		message: fmt.Sprintf("Method not found: %q (this server serves server/discover, tools/list and tools/call)", core.Clip(req.method))})
-}
-
-// call opens a tools/call: the tool's method called with the arguments as
-// its input, its exchange the writer of the tool's result. An unknown
-// tool, or no name, is invalid params.
-func (d *Door) call(route string, r *http.Request, req request, p params, modern bool) (core.Exchange, error) {
-	name := core.Call{Name: core.Clip(p.name)}
-	if !p.nameSet {
-		return core.Exchange{Call: core.Call{Name: req.method}}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams, message: "tools/call needs params.name, the tool to call"})
-	}
-	t := d.tools[p.name]
-	if t == nil {
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams,
-			message: fmt.Sprintf("Unknown tool %q (tools/list lists this server's)", core.Clip(p.name))})
-	}
-	input := p.arguments
-	if input == nil {
-		input = json.RawMessage(`{}`)
-	}
-	ex := &exchange{id: req.id, token: p.progressToken, modern: modern, maxText: d.maxText}
-	c := core.Call{Method: t.method, Name: t.name, Input: core.Input{Raw: input}, Header: r.Header, Route: route}
-	return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
-}
-
-// reply is the door's own answer: a JSON-RPC response (result, or e) with
-// status. Its outcome is OK for a result, a bad request for an error, its
-// log line's reason NOT_FOUND for a 404 (a method, a session), else
-// BAD_REQUEST.
-func reply(id json.RawMessage, status int, result []byte, e *rpcError) *core.Answer {
-	a := &core.Answer{Status: status, Outcome: metrics.OK, Header: http.Header{"Content-Type": {"application/json"}}}
-	if e != nil {
-		a.Outcome, a.Reason = metrics.BadRequest, "BAD_REQUEST"
-		if status == http.StatusNotFound {
-			a.Reason = "NOT_FOUND"
-		}
-	}
-	a.Body = append(response(id, result, e), '\n')
-	return a
-}
-
-// accepted is the answer to a notification or a client's response: 202,
-// no body.
-func accepted() *core.Answer { return &core.Answer{Status: http.StatusAccepted, Outcome: metrics.OK} }
-
-func writeRPC(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
 }

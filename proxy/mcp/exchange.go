@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
+	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -16,11 +18,12 @@ import (
 // exchange is one tools/call (a core.Writer): the writers of the tool's
 // result, a JSON-RPC response to the request's id.
 type exchange struct {
-	id      json.RawMessage // the request's id
-	token   json.RawMessage // its _meta.progressToken; nil: no progress
-	modern  bool            // 2026-07-28: results carry resultType
-	maxText int64           // limits.reply_bytes: the most of a stream's text the result keeps
-	texts   *texts          // a stream's text, once it began
+	id          json.RawMessage // the request's id
+	token       json.RawMessage // its _meta.progressToken; nil: no progress
+	modern      bool            // 2026-07-28: results carry resultType
+	maxText     int64           // limits.reply_bytes: the most of a stream's text (as JSON) the result keeps
+	texts       *texts          // a stream's text, once it began
+	cancellable                 // a 2025 session's call: notifications/cancelled ends it
 }
 
 // result is a tools/call result: one text content, structured (a JSON
@@ -70,24 +73,68 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 // token, then the result whose text is the whole answer.
 func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder {
 	out := frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
-		Record: ex.progress, End: ex.end, Fail: ex.failed})
-	return &encoder{ex: ex, Writer: out}
+		Record: ex.progress, End: ex.closing, Fail: ex.failed})
+	return &encoder{ex: ex, Writer: out, w: w}
+}
+
+// smallResult is the largest closing result the shared writer writes (the
+// End hook), with the stream's last progress, in one write and flush:
+// copying it once more costs little. A larger one the encoder writes
+// itself, from where texts kept it.
+const smallResult = 64 << 10
+
+// closing is the End hook: the closing result of a stream that ended
+// cleanly, when it is small; nil leaves it to the encoder.
+func (ex *exchange) closing(err error) [][]byte {
+	t := ex.texts
+	if err != nil || t.text > smallResult {
+		return nil
+	}
+	t.closed = true
+	return [][]byte{bytes.Join(ex.end(), nil)}
 }
 
 // encoder is the frames.Writer of a stream whose records are first read
-// as text (texts).
+// as text (texts), and which writes the closing result itself: that
+// frame holds the whole answer, kept as the text came (texts), and goes
+// out as it is, where the shared writer would copy it into one frame.
 type encoder struct {
 	ex *exchange
 	*frames.Writer
+	w      http.ResponseWriter
+	closed int64 // the bytes of the closing frame
 }
 
 // Copy writes the progress of each text record of r, then the result.
 func (e *encoder) Copy(r core.Records) error {
-	e.ex.texts = &texts{in: r, max: e.ex.maxText, progress: e.ex.token != nil}
+	t := newTexts(r, e.ex)
+	e.ex.texts = t
+	var err error
 	if w, ok := r.(core.Waiter); ok {
-		return e.Writer.Copy(&waitingTexts{texts: e.ex.texts, w: w})
+		err = e.Writer.Copy(&waitingTexts{texts: t, w: w})
+	} else {
+		err = e.Writer.Copy(t)
 	}
-	return e.Writer.Copy(e.ex.texts)
+	if err != nil || t.Err() != nil || t.closed {
+		return err // a failure is written by failed, through Fail
+	}
+	pieces := append([][]byte{[]byte("data: ")}, e.ex.end()...)
+	for _, b := range append(pieces, []byte("\n\n")) {
+		n, err := e.w.Write(b)
+		e.closed += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+	t.kept = nil
+	http.NewResponseController(e.w).Flush()
+	return nil
+}
+
+// Wrote is what went out: the shared writer's frames, and the closing one.
+func (e *encoder) Wrote() (records int, bytes int64, first time.Time) {
+	records, bytes, first = e.Writer.Wrote()
+	return records, bytes + e.closed, first
 }
 
 // progress appends the notifications/progress of a text record (given as
@@ -103,29 +150,44 @@ func (ex *exchange) progress(dst, text []byte) []byte {
 	return append(dst, "}}"...)
 }
 
-// end is the result once the records ended cleanly: the whole text, or
-// past limits.reply_bytes a failure saying so (the progress notifications
-// carried every piece). A failure is written by failed.
-func (ex *exchange) end(err error) [][]byte {
-	if err != nil {
-		return nil
-	}
+// end is the data of the closing frame of a stream whose records ended
+// cleanly, in the pieces it is written in: the result, its text the whole
+// answer (as texts kept it, escaped), or past limits.reply_bytes an
+// isError saying what happened.
+func (ex *exchange) end() [][]byte {
 	t := ex.texts
 	if t.over {
-		return [][]byte{response(ex.id, ex.result(tooLarge(ex.maxText), nil, true), nil)}
+		return [][]byte{response(ex.id, ex.result(t.tooLarge(), nil, true), nil)}
 	}
-	return [][]byte{response(ex.id, ex.result(string(t.whole), nil, false), nil)}
+	open := append([]byte(`{"jsonrpc":"2.0","id":`), ex.id...)
+	open = append(open, `,"result":{"content":[{"type":"text","text":"`...)
+	end := []byte(`"}]`)
+	if ex.modern {
+		end = append(end, `,"resultType":"complete"`...)
+	}
+	end = append(end, "}}"...)
+	return append(append([][]byte{open}, t.kept...), end)
 }
 
-// tooLarge is the failure of a streamed answer whose text outgrew the
-// limit.
-func tooLarge(limit int64) string {
-	return fmt.Sprintf("the answer's text exceeds limits.reply_bytes (%d bytes): the result keeps the whole text; the progress notifications carried it", limit)
+// tooLarge is the text of the failure of a streamed answer whose text
+// outgrew the limit: what reached the caller, and what did not.
+func (t *texts) tooLarge() string {
+	msg := fmt.Sprintf("the answer's text exceeds limits.reply_bytes (%d bytes), so the agent's call was ended and this result keeps none of it", t.max)
+	switch {
+	case !t.progress:
+		return msg + "; none of it was sent (a request with _meta.progressToken gets the text in progress notifications as it comes)"
+	case t.count == 0:
+		return msg + "; no progress notification carried any of it (its first piece alone was over the limit)"
+	}
+	return msg + fmt.Sprintf("; the %d progress notifications before this result carried its first %d bytes (as JSON)", t.count, t.sent)
 }
 
 // failed is the result of a stream that failed after it began: isError,
 // the failure's message.
 func (ex *exchange) failed(f core.Failure) []byte {
+	if ex.cancelled.Load() {
+		return nil
+	}
 	return response(ex.id, ex.result(f.Message, nil, true), nil)
 }
 
@@ -135,6 +197,10 @@ func (ex *exchange) failed(f core.Failure) []byte {
 // sidecar's refusals (a bad input, busy, not ready, draining) are
 // JSON-RPC errors.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
+	if ex.cancelled.Load() {
+		writeCancelled(w)
+		return
+	}
 	if f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
 		writeRPC(w, http.StatusOK, response(ex.id, ex.result(f.Message, nil, true), nil))
 		return
@@ -190,39 +256,75 @@ func (*Door) JSONBody(string) bool { return true }
 // them with emit: text ({"text": "…"}; reasoning, tool calls and the end
 // carry none), or as an agent whose stream it could not place sent them
 // (a JSON string; an object with a string text member; anything else its
-// JSON). It keeps the whole text for the result, at most max bytes (past
-// it the stream ends, over set), and yields each piece as a JSON string
-// when the request wants progress.
+// JSON). It yields each piece as a JSON string when the request wants
+// progress, and keeps the whole text for the result, escaped as a JSON
+// string's content, at most max bytes of it (past it the stream ends, over
+// set), in chunks that double from 512 bytes up to keptChunk, each filled
+// before the next: the answer is held once, never copied to grow, and goes
+// out as it is.
 type texts struct {
 	in       core.Records
 	max      int64
 	progress bool
 
-	whole []byte // the text so far
-	cur   []byte // the current piece, a JSON string
-	count int    // the pieces yielded
-	over  bool
+	kept   [][]byte // the text so far, escaped; every chunk full but the last
+	text   int64    // its bytes
+	cur    []byte   // the current piece, a JSON string (the record's bytes, or buf)
+	buf    []byte   // a piece that had to be encoded
+	count  int      // the pieces yielded
+	sent   int64    // their bytes of text, as JSON
+	over   bool
+	closed bool // the closing result went out through the End hook
+}
+
+// keptChunk is the largest chunk texts keeps the text in: large enough
+// that a 32 MiB answer is about 128 writes, small enough that the last
+// chunk's unused room is a small part of a large answer.
+const keptChunk = 256 << 10
+
+func newTexts(in core.Records, ex *exchange) *texts {
+	return &texts{in: in, max: ex.maxText, progress: ex.token != nil}
 }
 
 // Next advances to the next piece of text.
 func (t *texts) Next() bool {
 	for !t.over && t.in.Next() {
-		s, ok := textOf(t.in.Record())
-		if !ok || s == "" {
+		q, ok := t.quoted(t.in.Record())
+		if !ok || len(q) == 2 { // none, or ""
 			continue
 		}
-		if int64(len(t.whole)+len(s)) > t.max && t.max > 0 {
+		t.cur = q
+		escaped := q[1 : len(q)-1]
+		if t.text+int64(len(escaped)) > t.max && t.max > 0 {
 			t.over = true
+			t.kept = nil
 			return false
 		}
-		t.whole = append(t.whole, s...)
+		t.keep(escaped)
 		if t.progress {
-			t.cur = appendString(t.cur[:0], s)
 			t.count++
+			t.sent += int64(len(escaped))
 			return true
 		}
 	}
 	return false
+}
+
+// keep appends b to the kept text: what fits in the last chunk's room,
+// the rest in new chunks.
+func (t *texts) keep(b []byte) {
+	t.text += int64(len(b))
+	for len(b) > 0 {
+		if n := len(t.kept); n == 0 {
+			t.kept = append(t.kept, make([]byte, 0, 512))
+		} else if last := t.kept[n-1]; len(last) == cap(last) {
+			t.kept = append(t.kept, make([]byte, 0, min(2*cap(last), keptChunk)))
+		}
+		last := &t.kept[len(t.kept)-1]
+		k := min(len(b), cap(*last)-len(*last))
+		*last = append(*last, b[:k]...)
+		b = b[k:]
+	}
 }
 
 func (t *texts) Record() []byte { return t.cur }
@@ -246,18 +348,21 @@ type waitingTexts struct {
 
 func (t *waitingTexts) BeforeWait(f func()) { t.w.BeforeWait(f) }
 
-// textOf is a record's text: ok is false for a record that carries none
-// (an emit: text line of reasoning, a tool call or result, the end).
-func textOf(record []byte) (string, bool) {
+// quoted is a record's text as a JSON string, built in t.buf when it must
+// be: ok is false for a record that carries none (an emit: text
+// line of reasoning, a tool call or result, the end). A text that is a
+// JSON string already (a string record, the text member of an object), of
+// valid UTF-8, is the record's own bytes, neither decoded nor encoded
+// again: a 1 MB piece costs no 1 MB of garbage.
+func (t *texts) quoted(record []byte) (q []byte, ok bool) {
 	record = bytes.TrimSpace(record)
 	if len(record) == 0 {
-		return "", false
+		return nil, false
 	}
 	switch record[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(record, &s) == nil {
-			return s, true
+		if json.Valid(record) && utf8.Valid(record) {
+			return record, true
 		}
 	case '{':
 		var text []byte
@@ -271,15 +376,15 @@ func textOf(record []byte) (string, bool) {
 			}
 			return true
 		})
-		var s string
-		if len(text) > 0 && text[0] == '"' && json.Unmarshal(text, &s) == nil {
-			return s, true
+		if len(text) > 0 && text[0] == '"' && json.Valid(text) && utf8.Valid(text) {
+			return text, true
 		}
 		if members == 1 && (other == "reasoning" || other == "tool_call" || other == "tool_result" || other == "end") {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(record), true
+	t.buf = appendString(t.buf[:0], string(record))
+	return t.buf, true
 }
 
 var (

@@ -45,10 +45,18 @@ methods:
 // loopback port and returns its URL; the test's end kills it (by its pid).
 func startAgent(t *testing.T) string {
 	t.Helper()
+	return startPython(t, "../../testdata/mcp/agent.py")
+}
+
+// startPython runs the agent script, which prints "READY <port>" once it
+// listens on that loopback port, and returns its URL; the test's end kills
+// it (by its pid).
+func startPython(t *testing.T, script string) string {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed: cannot run the test agent")
 	}
-	cmd := exec.Command("python3", "../../testdata/mcp/agent.py")
+	cmd := exec.Command("python3", script)
 	cmd.Env = []string{"PORT=0", "PATH=/usr/bin:/bin:/usr/local/bin"}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -64,7 +72,7 @@ func startAgent(t *testing.T) string {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
 	if err != nil || !ok {
-		t.Fatalf("agent.py said %q (%v), want READY <port>", line, err)
+		t.Fatalf("%s said %q (%v), want READY <port>", script, line, err)
 	}
 	return "http://127.0.0.1:" + port
 }

@@ -16,21 +16,27 @@ import (
 // as `make deps` installed them, and returns its lines.
 func runNode(t *testing.T, set string, args ...string) []string {
 	t.Helper()
+	return runScript(t, set, "client.mjs", args...)
+}
+
+// runScript runs testdata/<set>/<script> with args, as runNode does.
+func runScript(t *testing.T, set, script string, args ...string) []string {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node not installed: cannot run the MCP SDK's client")
 	}
 	modules := deps.NPM(t, set)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"../../testdata/" + set + "/client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{"../../testdata/" + set + "/" + script}, args...)...)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s/client.mjs %v: %v\n%s\n%s", set, args, err, out, stderr.String())
+		t.Fatalf("%s/%s %v: %v\n%s\n%s", set, script, args, err, out, stderr.String())
 	}
-	t.Logf("%s/client.mjs %v:\n%s", set, args, out)
+	t.Logf("%s/%s %v:\n%s", set, script, args, out)
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 

@@ -42,7 +42,11 @@ var Protocol = core.Protocol[Options]{
 			return config.Mapping(kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
+	Options: func(door *config.Door, host core.Host) Options {
+		o := *door.Options.(*Options)
+		o.Version = host.Version
+		return o
+	},
 	Probe:   probe,
 	Path:    func(door *config.Door) string { return door.Options.(*Options).Path },
 	Example: example,
@@ -55,6 +59,10 @@ type Options struct {
 	// Methods are the methods of the map served as tools, in this order;
 	// nil: every method the map lists (not "*").
 	Methods []string
+	// Version is the server's version in serverInfo: the sidecar's, as
+	// the program knows it (core.Host.Version). Default: the module's
+	// version from the build info, else "dev".
+	Version string
 }
 
 // decodeSection decodes the section: listen, path and methods.

@@ -76,26 +76,30 @@ func memberIndex(key []byte, names []string) int {
 
 // params are the members of a request's params the door reads.
 type params struct {
+	metaSet       bool            // params had a _meta
 	version       string          // _meta's io.modelcontextprotocol/protocolVersion
 	versionSet    bool            // it was there
+	capsSet       bool            // _meta's io.modelcontextprotocol/clientCapabilities was there
 	progressToken json.RawMessage // _meta's progressToken, nil when absent
 	name          string          // name (tools/call)
 	nameSet       bool
 	arguments     json.RawMessage // arguments (tools/call), nil when absent
 	protocol      string          // protocolVersion (initialize)
+	requestID     json.RawMessage // requestId (notifications/cancelled), nil when absent
 }
 
 // The members of params, and of its _meta, the door reads, in the order
 // readParams names them.
 var (
-	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion"}
-	metaMembers  = []string{metaVersion, "progressToken"}
+	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion", "requestId"}
+	metaMembers  = []string{metaVersion, "progressToken", metaCapabilities}
 )
 
 // Keys of a request's _meta the door reads (2026-07-28).
 const (
-	metaVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaServerInfo = "io.modelcontextprotocol/serverInfo"
+	metaVersion      = "io.modelcontextprotocol/protocolVersion"
+	metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo   = "io.modelcontextprotocol/serverInfo"
 )
 
 // readParams reads req's params. A member of the wrong type is invalid
@@ -117,6 +121,7 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 			if value[0] != '{' {
 				return bad(`params._meta must be an object`)
 			}
+			p.metaSet = true
 			rawjson.Members(value, func(key, value []byte) bool {
 				switch memberIndex(key, metaMembers) {
 				case 0: // metaVersion
@@ -132,6 +137,11 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 						return bad(`params._meta.progressToken is longer than %d bytes`, maxID)
 					}
 					p.progressToken = value
+				case 2: // metaCapabilities
+					p.capsSet = true
+					if value[0] != '{' {
+						return bad(`params._meta[%q] must be an object`, metaCapabilities)
+					}
 				}
 				return true
 			})
@@ -151,6 +161,11 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 			if value[0] != '"' || json.Unmarshal(value, &p.protocol) != nil {
 				return bad(`params.protocolVersion must be a string`)
 			}
+		case 4: // requestId
+			if value[0] != '"' && value[0] != '-' && (value[0] < '0' || value[0] > '9') || len(value) > maxID {
+				return bad(`params.requestId must be a string or a number of at most %d bytes`, maxID)
+			}
+			p.requestID = value
 		}
 		return err == nil
 	})

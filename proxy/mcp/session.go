@@ -12,25 +12,34 @@ import (
 
 // sessions are the sessions of the 2025 revisions, one per initialize,
 // named by the Mcp-Session-Id the door issued: a bounded in-memory store of
-// at most limit (limits.mcp_sessions). Past it the least recently used is
-// forgotten; its client, answered 404, initializes again, as MCP says a
-// client must. Sessions live in one process: behind several replicas a
-// session is found only on the one that opened it (2026-07-28 has none,
-// and any replica answers any of its requests).
+// at most limit (limits.mcp_sessions) in all, each owner's (ownerOf) in a
+// list of its own, most recently used first. Past the limit a session is
+// forgotten (its client, answered 404, initializes again, as MCP says a
+// client must), and which one is fair between owners: an owner holding
+// its fair share or more (limit / the owners holding sessions) forgets
+// its own least recently used; one under it forgets that of the owner
+// holding the most (the least recently used of them on a tie). So one
+// owner's flood of initialize only ever forgets its own sessions, and
+// another owner's, holding fewer, are kept. Sessions live in one process:
+// behind several replicas a session is found only on the one that opened
+// it (2026-07-28 has none, and any replica answers any of its requests).
 type sessions struct {
 	limit int
 
-	mu   sync.Mutex
-	byID map[string]*list.Element // of *session
-	lru  *list.List               // most recently used first
+	mu     sync.Mutex
+	byID   map[string]*list.Element // of *session, in its owner's list
+	owners map[[sha256.Size]byte]*list.List
+	total  int
+	clock  uint64 // counts uses: a session's used is the clock at its last
 }
 
 // session is one initialized client: the protocol version it negotiated,
-// and who opened it (ownerOf).
+// who opened it (ownerOf), and when it was last used (sessions.clock).
 type session struct {
 	id      string
 	version string
 	owner   [sha256.Size]byte
+	used    uint64
 }
 
 // ownerOf is who a request comes from, as far as the door can tell: the
@@ -46,25 +55,65 @@ func newSessions(limit int) *sessions {
 	if limit < 1 {
 		limit = 1
 	}
-	return &sessions{limit: limit, byID: make(map[string]*list.Element), lru: list.New()}
+	return &sessions{limit: limit, byID: make(map[string]*list.Element), owners: make(map[[sha256.Size]byte]*list.List)}
 }
 
 // open is a new session of version for owner, with a fresh random id (a
-// version 4 UUID: 122 random bits, not to be guessed).
+// version 4 UUID: 122 random bits, not to be guessed). At the limit, it
+// first forgets one: owner's own when it holds its fair share, else one of
+// the owner holding the most.
 func (s *sessions) open(version string, owner [sha256.Size]byte) session {
-	ss := &session{id: core.NewID(), version: version, owner: owner}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.lru.Len() >= s.limit {
-		oldest := s.lru.Back()
-		delete(s.byID, oldest.Value.(*session).id)
-		s.lru.Remove(oldest)
+	s.clock++
+	ss := &session{id: core.NewID(), version: version, owner: owner, used: s.clock}
+	own := s.owners[owner]
+	if s.total >= s.limit {
+		holders := len(s.owners)
+		if own == nil {
+			holders++
+		}
+		victim := own
+		if own == nil || own.Len()*holders < s.limit {
+			victim = s.largest()
+		}
+		s.remove(victim.Back())
 	}
-	s.byID[ss.id] = s.lru.PushFront(ss)
+	if own = s.owners[owner]; own == nil {
+		own = list.New()
+		s.owners[owner] = own
+	}
+	s.byID[ss.id] = own.PushFront(ss)
+	s.total++
 	return *ss
 }
 
-// find is owner's session of id, which is now the most recently used;
+// largest is the list of the owner holding the most sessions; of several,
+// the one whose least recently used session is the oldest.
+func (s *sessions) largest() *list.List {
+	var max *list.List
+	for _, l := range s.owners {
+		if max == nil || l.Len() > max.Len() ||
+			l.Len() == max.Len() && l.Back().Value.(*session).used < max.Back().Value.(*session).used {
+			max = l
+		}
+	}
+	return max
+}
+
+// remove forgets the session of e, and its owner's list once empty.
+func (s *sessions) remove(e *list.Element) {
+	ss := e.Value.(*session)
+	l := s.owners[ss.owner]
+	l.Remove(e)
+	if l.Len() == 0 {
+		delete(s.owners, ss.owner)
+	}
+	delete(s.byID, ss.id)
+	s.total--
+}
+
+// find is owner's session of id, which is now its most recently used;
 // another owner's is not found.
 func (s *sessions) find(id string, owner [sha256.Size]byte) (session, bool) {
 	s.mu.Lock()
@@ -73,8 +122,11 @@ func (s *sessions) find(id string, owner [sha256.Size]byte) (session, bool) {
 	if !ok || e.Value.(*session).owner != owner {
 		return session{}, false
 	}
-	s.lru.MoveToFront(e)
-	return *e.Value.(*session), true
+	s.clock++
+	ss := e.Value.(*session)
+	ss.used = s.clock
+	s.owners[owner].MoveToFront(e)
+	return *ss, true
 }
 
 // end forgets owner's session of id, reporting whether there was one.
@@ -83,8 +135,7 @@ func (s *sessions) end(id string, owner [sha256.Size]byte) bool {
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
 	if ok = ok && e.Value.(*session).owner == owner; ok {
-		delete(s.byID, id)
-		s.lru.Remove(e)
+		s.remove(e)
 	}
 	return ok
 }
@@ -93,5 +144,5 @@ func (s *sessions) end(id string, owner [sha256.Size]byte) bool {
 func (s *sessions) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lru.Len()
+	return s.total
 }

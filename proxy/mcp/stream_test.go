@@ -32,7 +32,7 @@ func resultOf(t *testing.T, r rpcReply) toolResult {
 // text; without a token, the result alone.
 func TestStreamProgress(t *testing.T) {
 	s := serve(t, "", Options{})
-	params := `"name":"story","arguments":{"message":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":42}`
+	params := `"name":"story","arguments":{"message":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":42}`
 	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{`+params+`}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "story")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
@@ -70,19 +70,39 @@ func TestStreamProgress(t *testing.T) {
 // TestStreamTextCapped: a streamed answer's text far past
 // limits.reply_bytes (200 pieces of 100 bytes over 1 KiB) keeps no more
 // than the cap: the pieces until then go out as progress, and the result
-// is an isError saying the text exceeds the limit; the agent's call ends.
+// is an isError saying what happened: the text exceeds the limit, the
+// result keeps none, and what the progress carried (10 pieces, 1,000
+// bytes); without a progress token, that none was sent; with a first piece
+// alone over the cap, that no progress carried any. The agent's call ends.
 func TestStreamTextCapped(t *testing.T) {
 	s := serve(t, "limits: {reply_bytes: 1KiB}\n", Options{})
-	params := `"name":"long","arguments":{"n":200,"size":100},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
-	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+`}}`,
-		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "long")
-	evs := events(t, b)
-	res := resultOf(t, evs[len(evs)-1])
-	if resp.StatusCode != 200 || len(evs) != 11 || !res.IsError || !strings.Contains(res.Content[0].Text, "exceeds limits.reply_bytes (1024 bytes)") {
-		t.Errorf("= %d, %d events, result %+v: want 10 pieces of progress (1,000 bytes), then an isError naming the limit", resp.StatusCode, len(evs), res)
+	call := func(args, meta string) (int, []rpcReply) {
+		params := `"name":"long","arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}` + meta + `}`
+		resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+`}}`,
+			"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "long")
+		if len(b) > 4<<10 {
+			t.Errorf("answer of %d bytes: more than the cap's pieces went out", len(b))
+		}
+		return resp.StatusCode, events(t, b)
 	}
-	if len(b) > 4<<10 {
-		t.Errorf("answer of %d bytes: more than the cap's pieces went out", len(b))
+	const over = "the answer's text exceeds limits.reply_bytes (1024 bytes), so the agent's call was ended and this result keeps none of it; "
+	tests := []struct {
+		name, args, meta string
+		events           int
+		says             string
+	}{
+		{"progress", `{"n":200,"size":100}`, `,"progressToken":"p"`, 11, over + "the 10 progress notifications before this result carried its first 1000 bytes"},
+		{"no progress", `{"n":200,"size":100}`, ``, 1, over + "none of it was sent (a request with _meta.progressToken gets the text"},
+		{"first piece over", `{"n":2,"size":2000}`, `,"progressToken":"p"`, 1, over + "no progress notification carried any of it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, evs := call(tt.args, tt.meta)
+			res := resultOf(t, evs[len(evs)-1])
+			if status != 200 || len(evs) != tt.events || !res.IsError || !strings.HasPrefix(res.Content[0].Text, tt.says) {
+				t.Errorf("= %d, %d events, result %+v: want %d events, then an isError saying %q", status, len(evs), res, tt.events, tt.says)
+			}
+		})
 	}
 }
 
@@ -131,7 +151,7 @@ func TestStreamFails(t *testing.T) {
 	if res := resultOf(t, decode(t, b)); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !res.IsError || res.Content[0].Text != "the model is overloaded" {
 		t.Errorf("a stream failing before its first record = %d %s %s, want 200 JSON, isError with the agent's message", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	params := `"name":"fail_late","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}`
+	params := `"name":"fail_late","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p"}`
 	resp, b = post(t, s.url, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{`+params+`}}`,
 		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "fail_late")
 	evs := events(t, b)

@@ -16,7 +16,9 @@ import (
 )
 
 // TestModernHeaders: a 2026-07-28 request whose headers disagree with its
-// body, or lack one, is 400 with -32020 (HeaderMismatch), never served;
+// body, or lack one, is 400 with -32020 (HeaderMismatch), never served; one
+// whose _meta, or the protocol version or client capabilities in it, is
+// missing is 400 with -32602 (the conformance suite's SEP-2575 checks);
 // Mcp-Name may be =?base64?…?=; an Mcp-Session-Id on such a request is
 // ignored.
 func TestModernHeaders(t *testing.T) {
@@ -28,19 +30,23 @@ func TestModernHeaders(t *testing.T) {
 		h          []string
 		want       int // 0: 200 and a result
 		msg        string
+		code       int // 0: -32020
 	}{
-		{"all agree", "", nil, 0, ""},
-		{"Mcp-Name base64", "", []string{"Mcp-Name", b64("ask")}, 0, ""},
-		{"a session id is ignored", "", []string{"Mcp-Session-Id", "made-up"}, 0, ""},
-		{"Mcp-Method missing", "", []string{"Mcp-Method", ""}, 400, "the Mcp-Method header is missing"},
-		{"Mcp-Method other", "", []string{"Mcp-Method", "tools/list"}, 400, `Mcp-Method "tools/list" is not the body's method "tools/call"`},
-		{"Mcp-Name missing", "", []string{"Mcp-Name", ""}, 400, "the Mcp-Name header is missing"},
-		{"Mcp-Name other", "", []string{"Mcp-Name", "story"}, 400, `Mcp-Name "story" is not the body's params.name "ask"`},
-		{"Mcp-Name base64 other", "", []string{"Mcp-Name", b64("story")}, 400, `Mcp-Name "story" is not`},
-		{"Mcp-Name bad base64", "", []string{"Mcp-Name", "=?base64?***?="}, 400, "neither plain ASCII nor"},
-		{"no _meta version", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}`, nil, 400, `params._meta["io.modelcontextprotocol/protocolVersion"] is missing`},
-		{"_meta version other", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, nil, 400, `is not the _meta's "2025-11-25"`},
-		{"no version header, _meta modern", "", []string{"MCP-Protocol-Version", ""}, 400, "the MCP-Protocol-Version header is missing"},
+		{"all agree", "", nil, 0, "", 0},
+		{"Mcp-Name base64", "", []string{"Mcp-Name", b64("ask")}, 0, "", 0},
+		{"a session id is ignored", "", []string{"Mcp-Session-Id", "made-up"}, 0, "", 0},
+		{"Mcp-Method missing", "", []string{"Mcp-Method", ""}, 400, "the Mcp-Method header is missing", 0},
+		{"Mcp-Method other", "", []string{"Mcp-Method", "tools/list"}, 400, `Mcp-Method "tools/list" is not the body's method "tools/call"`, 0},
+		{"Mcp-Name missing", "", []string{"Mcp-Name", ""}, 400, "the Mcp-Name header is missing", 0},
+		{"Mcp-Name other", "", []string{"Mcp-Name", "story"}, 400, `Mcp-Name "story" is not the body's params.name "ask"`, 0},
+		{"Mcp-Name base64 other", "", []string{"Mcp-Name", b64("story")}, 400, `Mcp-Name "story" is not`, 0},
+		{"Mcp-Name bad base64", "", []string{"Mcp-Name", "=?base64?***?="}, 400, "neither plain ASCII nor", 0},
+		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}`, nil, 400, `params._meta is missing`, -32602},
+		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, nil, 400, `params._meta is missing`, -32602},
+		{"no _meta version", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}`, nil, 400, `params._meta["io.modelcontextprotocol/protocolVersion"] is missing`, -32602},
+		{"no _meta capabilities", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil, 400, `params._meta["io.modelcontextprotocol/clientCapabilities"] is missing`, -32602},
+		{"_meta version other", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, nil, 400, `is not the _meta's "2025-11-25"`, 0},
+		{"no version header, _meta modern", "", []string{"MCP-Protocol-Version", ""}, 400, "the MCP-Protocol-Version header is missing", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,8 +64,12 @@ func TestModernHeaders(t *testing.T) {
 				}
 				return
 			}
-			if resp.StatusCode != tt.want || r.Error == nil || r.Error.Code != -32020 || !strings.Contains(r.Error.Message, tt.msg) || string(r.ID) != "1" {
-				t.Errorf("= %d %s, want %d, -32020 saying %q, id 1", resp.StatusCode, b, tt.want, tt.msg)
+			code := tt.code
+			if code == 0 {
+				code = -32020
+			}
+			if resp.StatusCode != tt.want || r.Error == nil || r.Error.Code != code || !strings.Contains(r.Error.Message, tt.msg) || string(r.ID) != "1" {
+				t.Errorf("= %d %s, want %d, %d saying %q, id 1", resp.StatusCode, b, tt.want, code, tt.msg)
 			}
 		})
 	}
@@ -105,7 +115,7 @@ func TestVersions(t *testing.T) {
 	if r := decode(t, b); resp.StatusCode != 200 || !strings.Contains(string(r.Result), `"resultType":"complete","ttlMs":60000,"cacheScope":"public"`) {
 		t.Errorf("tools/list = %d %s, want a complete result with ttlMs and cacheScope", resp.StatusCode, b)
 	}
-	for _, method := range []string{"ping", "resources/list", "initialize/x"} {
+	for _, method := range []string{"ping", "resources/list", "initialize/x", "initialize"} {
 		resp, b = modern(t, s.url, method, "", "")
 		if r := decode(t, b); resp.StatusCode != 404 || r.Error == nil || r.Error.Code != -32601 {
 			t.Errorf("%s (2026-07-28) = %d %s, want 404 -32601", method, resp.StatusCode, b)

@@ -113,7 +113,16 @@ func Read(body []byte, rules Rules) (Request, *Error) {
 		return invalid(shape)
 	case string(version) != `"2.0"`:
 		return invalid(shape + `: "jsonrpc" must be "2.0"`)
-	case rules.Responses && method == nil && result && req.ID != nil:
+	case rules.Responses && method == nil && result:
+		// A response answers a request the server sent, by its id: one
+		// without an id, or with an id no request of the rules could
+		// have, answers nothing.
+		if req.ID == nil {
+			return invalid(`a response must carry the "id" of the request it answers`)
+		}
+		if !validID(req.ID, rules.NullID) || len(req.ID) > rules.MaxID {
+			return invalid(fmt.Sprintf(`a response's "id" must be one a request can have (a string or a number of at most %d bytes)`, rules.MaxID))
+		}
 		req.Response = true
 		req.ID = nil
 		return req, nil
