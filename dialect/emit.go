@@ -40,11 +40,11 @@ type textEmitter struct {
 	max  int  // the longest line
 	keep bool // keep the whole, for a unary call
 
-	// text is the whole answer of a unary call as far as it goes: its
-	// opening, {"text":", then the text kept so far, escaped, which whole
-	// closes in place; reasoning the reasoning kept, escaped. Neither is
-	// ever copied into a string to be marshalled.
-	text, reasoning []byte
+	// text is the whole answer of a unary call as far as it goes,
+	// escaped; reasoning the reasoning kept, escaped. Neither is ever
+	// copied into a string to be marshalled, nor regrown: whole copies
+	// them once into the answer.
+	text, reasoning blocks
 	calls, results  []json.RawMessage
 	size            int64
 	finish          string
@@ -62,11 +62,9 @@ func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 			key, b = "reasoning", &t.reasoning
 		}
 		if t.keep {
-			if len(*b) == 0 && e.Kind == Text {
-				*b = append(*b, textHead...)
-			}
-			*b = appendContents(*b, e.Text)
-			t.size += int64(escapedLen(e.Text))
+			n := escapedLen(e.Text)
+			b.appendContents(e.Text, n)
+			t.size += int64(n)
 		}
 		return textLines(lines, key, e.Text, t.max)
 	case ToolCall:
@@ -187,14 +185,13 @@ func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
 	return t.fit(lines, append(b, "}}"...))
 }
 
-// textHead opens the whole answer of emit text.
-const textHead = `{"text":"`
-
 // whole is {"text":…, "reasoning":…, "tool_calls":[…], "tool_results":[…],
-// "finish_reason":…, "usage":…}, empty keys left out but text: the kept
-// text closed in place, the rest appended. The text, up to
-// limits.reply_bytes, is held once: marshal would hold it three times
-// over (a string, its encoder's buffer, the bytes.Buffer).
+// "finish_reason":…, "usage":…}, empty keys left out but text. The text,
+// up to limits.reply_bytes, is copied once from its blocks into the
+// answer, made at its size: marshal would hold it three times over (a
+// string, its encoder's buffer, the bytes.Buffer), and one growing slice
+// leaves each of its regrowths as garbage, about three times the answer
+// at its peak.
 func (t *textEmitter) whole() json.RawMessage {
 	rest := marshal(struct {
 		ToolCalls    []json.RawMessage `json:"tool_calls,omitempty"`
@@ -202,30 +199,63 @@ func (t *textEmitter) whole() json.RawMessage {
 		FinishReason string            `json:"finish_reason,omitempty"`
 		Usage        json.RawMessage   `json:"usage,omitempty"`
 	}{t.calls, t.results, t.finish, t.usage})
-	b := t.text
-	if len(b) == 0 {
-		b = []byte(textHead)
+	const textHead, reasoningHead = `{"text":"`, `","reasoning":"`
+	size := len(textHead) + t.text.len() + len(`"`) + len(rest)
+	if t.reasoning.len() > 0 {
+		size += len(reasoningHead) + t.reasoning.len()
+	}
+	b := make([]byte, 0, size)
+	b = t.text.appendTo(append(b, textHead...))
+	if t.reasoning.len() > 0 {
+		b = t.reasoning.appendTo(append(b, reasoningHead...))
 	}
 	b = append(b, '"')
-	if len(t.reasoning) > 0 {
-		b = append(append(append(b, `,"reasoning":"`...), t.reasoning...), '"')
-	}
 	if len(rest) > len("{}") {
 		b = append(append(b, ','), rest[1:]...)
 	} else {
 		b = append(b, '}')
 	}
-	t.text = nil // the answer's now
+	t.text, t.reasoning = blocks{}, blocks{} // the answer's now
 	return b
 }
 
+// blocks is text kept escaped, in blocks of at least blockSize bytes:
+// growing it never copies what it holds.
+type blocks struct {
+	b [][]byte
+	n int // the bytes held
+}
+
+// blockSize is the least a block holds: large enough that a long answer
+// is a few hundred blocks, small enough that a short one wastes little.
+const blockSize = 64 << 10
+
 // appendContents appends s escaped as appendString escapes it, without
-// its quotes.
-func appendContents(b []byte, s string) []byte {
-	n := len(b)
-	b = appendString(b, s)
-	copy(b[n:], b[n+1:len(b)-1])
-	return b[:len(b)-2]
+// its quotes; escaped is at least that length (escapedLen).
+func (k *blocks) appendContents(s string, escaped int) {
+	last := len(k.b) - 1
+	if last < 0 || cap(k.b[last])-len(k.b[last]) < escaped+2 {
+		size := max(blockSize, escaped+2, k.n/8) // fewer blocks as it grows
+		k.b = append(k.b, make([]byte, 0, size))
+		last++
+	}
+	blk := k.b[last]
+	n := len(blk)
+	blk = appendString(blk, s) // in place: the room is there
+	copy(blk[n:], blk[n+1:len(blk)-1])
+	blk = blk[:len(blk)-2]
+	k.n += len(blk) - n
+	k.b[last] = blk
+}
+
+func (k *blocks) len() int { return k.n }
+
+// appendTo appends the text kept to dst.
+func (k *blocks) appendTo(dst []byte) []byte {
+	for _, blk := range k.b {
+		dst = append(dst, blk...)
+	}
+	return dst
 }
 
 func (t *textEmitter) kept() int64 { return t.size }

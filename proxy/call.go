@@ -126,6 +126,9 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		}
 		out.Fail(f)
 		_, c.bytes, _ = out.Wrote()
+		if c.answer.status != 0 {
+			c.status = c.answer.status // an encoder that had written nothing (OpenAI's whole answer) answers its own
+		}
 		return
 	}
 	c.outcome = metrics.OK

@@ -141,14 +141,15 @@ func (q *slots) remove(w *queued) {
 // before (call.done).
 type answerWriter struct {
 	http.ResponseWriter
-	c    *call
-	head bool  // the header was written
-	left int64 // bytes of the Content-Length still to write; -1: none given
+	c      *call
+	head   bool  // the header was written
+	status int   // its status
+	left   int64 // bytes of the Content-Length still to write; -1: none given
 }
 
 func (a *answerWriter) WriteHeader(code int) {
 	if !a.head && code >= 200 {
-		a.head, a.left = true, -1
+		a.head, a.status, a.left = true, code, -1
 		if v := a.Header()["Content-Length"]; len(v) == 1 {
 			if n, err := strconv.ParseInt(v[0], 10, 64); err == nil {
 				a.left = n

@@ -20,6 +20,10 @@ type chat struct {
 	// chunk opens every chunk: {"id":…,"object":"chat.completion.chunk",
 	// …,"choices":[{"index":0, made once.
 	head []byte
+	// gather: a request without stream, answered from the agent's
+	// stream (whole), keeping at most max bytes.
+	gather bool
+	max    int64
 }
 
 func (d *Door) newChat() *chat {
@@ -45,12 +49,20 @@ func (c *chat) open(dst []byte, object string) []byte {
 // the output's text (and reasoning, as reasoning_content), 200, flushed.
 func (c *chat) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	text, reasoning := textOf(out)
-	head := append(c.open(nil, "chat.completion"), `"message":{"role":"assistant","content":"`...)
+	return c.writeWhole(w, one(text), one(reasoning))
+}
+
+// writeWhole writes the chat.completion of text and reasoning (escaped,
+// in blocks), written from them as they are.
+func (c *chat) writeWhole(w http.ResponseWriter, text, reasoning [][]byte) (int, error) {
 	const tail = `},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`
+	pieces := make([][]byte, 0, len(text)+len(reasoning)+3)
+	pieces = append(pieces, append(c.open(nil, "chat.completion"), `"message":{"role":"assistant","content":"`...))
+	pieces = append(pieces, text...)
 	if len(reasoning) > 0 {
-		return writeJSON(w, head, text, []byte(`","reasoning_content":"`), reasoning, []byte(`"`+tail))
+		pieces = append(append(pieces, []byte(`","reasoning_content":"`)), reasoning...)
 	}
-	return writeJSON(w, head, text, []byte(`"`+tail))
+	return writeJSON(w, append(pieces, []byte(`"`+tail))...)
 }
 
 // chunk appends a chat.completion.chunk whose delta's members are delta
@@ -76,8 +88,12 @@ func (c *chat) delta(dst []byte, p piece) []byte {
 // assistant's role, a chunk per piece of the answer, a last chunk with
 // finish_reason "stop", then [DONE]. A failure after the first byte is
 // one data event of OpenAI's error object, and no [DONE]: the openai
-// clients raise it.
+// clients raise it. A request without stream whose method streams is
+// gathered into its chat.completion (whole).
 func (c *chat) Encoder(w http.ResponseWriter) core.Encoder {
+	if c.gather {
+		return &whole{w: w, write: c.writeWhole, max: c.max}
+	}
 	return &encoder{frame: c.delta, Writer: frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
 		Begin: func() [][]byte { return [][]byte{c.chunk(nil, `"role":"assistant","content":""`, "null")} },
 		End: func(err error) [][]byte {

@@ -190,10 +190,11 @@ func modelObject(dst []byte, model string, created int64) []byte {
 
 // Open decodes a chat completions or responses request, its body read by
 // the Server, into the call of the door's method: streamed (Agent.Stream,
-// through the mapping stage) when the request's stream is true, else
-// answered once (Agent.Unary: the stage's whole text, capped by
-// limits.reply_bytes), whatever the method's mode. A request it cannot
-// read, or for another model, is answered here.
+// through the mapping stage) when the request's stream is true; else, for
+// a method that streams, the stream gathered into the whole answer
+// (whole, capped by limits.reply_bytes), and for a unary method its
+// output answered once (Agent.Unary). A request it cannot read, or for
+// another model, is answered here.
 func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	refused := core.Exchange{Call: core.Call{Name: d.opts.Method}}
 	req, bad := readRequest(route, body)
@@ -205,11 +206,16 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 			fmt.Sprintf("The model %q does not exist: this door serves %q (GET %s)", core.Clip(req.model), d.opts.Model, RouteModels))
 	}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: req.input}, Header: r.Header, Route: route}
-	ex := core.Exchange{Call: c, Stream: req.stream}
+	gather := gathers(req.stream, &c)
+	ex := core.Exchange{Call: c, Stream: req.stream || gather}
 	if route == RouteResponses {
-		ex.Writer = d.newResponse()
+		rs := d.newResponse()
+		rs.gather = gather
+		ex.Writer = rs
 	} else {
-		ex.Writer = d.newChat()
+		ch := d.newChat()
+		ch.gather, ch.max = gather, d.replyBytes
+		ex.Writer = ch
 	}
 	return ex, nil
 }

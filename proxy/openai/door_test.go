@@ -471,13 +471,24 @@ func TestReplyCap(t *testing.T) {
 		t.Errorf("a 64 KiB streamed response over a 16 KiB cap = %d: %d deltas, events %q, want at most 16 KiB of deltas then response.failed reply_too_large",
 			resp.StatusCode, deltas, types)
 	}
-	logged := false
+	logged, unary := false, 0
 	for _, e := range s.logs.FilterMessage("call").All() {
 		f := e.ContextMap()
 		logged = logged || f["route"] == RouteResponses && f["status"] == int64(200) && f["reason"] == "REPLY_TOO_LARGE" && f["outcome"] != "ok"
+		// The unary answers were gathered from the agent's stream and
+		// failed before their first byte: their lines say the 502 sent.
+		if f["route"] == RouteChat && f["reason"] == "REPLY_TOO_LARGE" || f["route"] == RouteResponses && f["status"] != int64(200) {
+			if f["status"] != int64(502) || f["reason"] != "REPLY_TOO_LARGE" {
+				t.Errorf("the call line of a unary answer over the cap = %v, want status 502, reason REPLY_TOO_LARGE", f)
+			}
+			unary++
+		}
 	}
 	if !logged {
 		t.Errorf("no call log line of the streamed response saying REPLY_TOO_LARGE: %v", s.logs.All())
+	}
+	if unary != 2 {
+		t.Errorf("%d call lines of the two unary answers over the cap, want 2: %v", unary, s.logs.All())
 	}
 	resp, got = post(t, base+RouteChat, chatBody("m", "hi", true))
 	if content, _, pieces, done := chatStream(t, got); resp.StatusCode != 200 || len(content) != 64<<10 || pieces != 64 || !done {

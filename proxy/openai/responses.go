@@ -36,6 +36,9 @@ type response struct {
 	text frames.Text
 	max  int64
 	over bool
+	// gather: a request without stream, answered from the agent's
+	// stream (whole).
+	gather bool
 }
 
 func (d *Door) newResponse() *response {
@@ -111,8 +114,14 @@ func (rs *response) message(status, content string) string {
 // of the output's text (its reasoning is not written), 200, flushed.
 func (rs *response) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	text, _ := textOf(out)
+	return rs.writeWhole(w, one(text), nil)
+}
+
+// writeWhole writes the completed response of text (escaped, in
+// blocks), written from them as they are; reasoning is not written.
+func (rs *response) writeWhole(w http.ResponseWriter, text, _ [][]byte) (int, error) {
 	before, after := cut(rs.object(nil, "completed", rs.message("completed", part(mark)), ""))
-	return writeJSON(w, before, text, after)
+	return writeJSON(w, append(append([][]byte{before}, text...), after)...)
 }
 
 // event appends one event's frame: "event: <type>", then its data, the
@@ -202,8 +211,12 @@ func (rs *response) failed(f core.Failure) []byte {
 }
 
 // Encoder is the stream of a request with stream: the Responses API's
-// events, framed "event: <type>\ndata: <JSON>\n\n".
+// events, framed "event: <type>\ndata: <JSON>\n\n". A request without
+// stream whose method streams is gathered into its response (whole).
 func (rs *response) Encoder(w http.ResponseWriter) core.Encoder {
+	if rs.gather {
+		return &whole{w: w, write: rs.writeWhole, max: rs.max}
+	}
 	return &encoder{frame: rs.delta, stop: rs.stopped, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
 		Begin: rs.begin, EndTo: rs.end, Fail: rs.failed})}
 }
