@@ -322,6 +322,20 @@ func TestRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusLoopDetected || r.Error == nil || r.Error.Code != codeInternal || string(r.ID) != "null" || !strings.Contains(r.Error.Message, "loop") {
 		t.Errorf("a call from a sidecar: %d %s %+v, want 508, id null and %d", resp.StatusCode, r.ID, r.Error, codeInternal)
 	}
+	// A page of another site (the shared Host and Origin guard): 403,
+	// an invalid request, not an internal error.
+	req, _ = http.NewRequest(http.MethodPost, url+"/", strings.NewReader(send0("4", "message/send", "hi")))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://evil.test")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	r = rpcResult{}
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || r.Error == nil || r.Error.Code != codeInvalidRequest || !strings.Contains(r.Error.Message, "Origin") {
+		t.Errorf("a call from another site's page: %d %+v, want 403 and %d naming the Origin", resp.StatusCode, r.Error, codeInvalidRequest)
+	}
 	resp = rpc(t, url, "", send0("3", "message/send", strings.Repeat("x", 5000)))
 	json.NewDecoder(resp.Body).Decode(&r)
 	resp.Body.Close()
