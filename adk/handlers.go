@@ -5,6 +5,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // handler serves one adk.* handler of adkapp.Methods: a unary or a
@@ -103,5 +104,24 @@ func optionalString(in core.Input, field string) (string, error) {
 	if json.Unmarshal(v, &s) != nil {
 		return "", &core.InputError{Field: field, Msg: "must be a string"}
 	}
+	if pathFields[field] {
+		return s, checkSegment(field, s)
+	}
 	return s, nil
+}
+
+// pathFields are the inputs that name a segment of the ADK api server's
+// paths (…/users/{user_id}/sessions/{session_id}).
+var pathFields = map[string]bool{"user_id": true, "session_id": true}
+
+// checkSegment refuses a value of field that names a path segment and
+// holds a "." or ".." part once split on "/". Escaped (%2E, %2F) it stays
+// one segment here, but a server that normalises %2E%2E, or a proxy that
+// decodes %2F before passing the path on (nginx with a proxy_pass URI),
+// would climb, as upstream refuses for a method's path fields.
+func checkSegment(field, v string) error {
+	if upstream.DotSegments(v) {
+		return &core.InputError{Field: field, Msg: `must not be "." or "..", nor hold one between "/": it names a segment of the ADK api server's path`}
+	}
+	return nil
 }

@@ -21,6 +21,9 @@ func (a *App) addSessionToMemory(c call) (json.RawMessage, error) {
 	if sid == "" || user == "" {
 		return nil, &core.InputError{Field: "session", Msg: "must carry its id and user_id (or userId)"}
 	}
+	if err := checkSegment("session", user); err != nil {
+		return nil, err
+	}
 	parts := []string{"apps", a.Name, "users", user, "memory"}
 	_, err := a.json(c, http.MethodPatch, map[string]string{"session_id": sid}, parts...)
 	if err != nil {

@@ -94,7 +94,7 @@ func fieldValue(m *config.Method, name string, in core.Input, route, field strin
 		if s == "" && !query {
 			return "", &core.InputError{Field: field, Msg: "must not be empty: it fills " + fills}
 		}
-		if !query && dotSegments(s) {
+		if !query && DotSegments(s) {
 			// Escaped (%2E, %2F) it stays one segment here, but agents
 			// that normalise %2E%2E (node's new URL(), browsers), and
 			// proxies that decode %2F before passing the path on (nginx
@@ -109,9 +109,9 @@ func fieldValue(m *config.Method, name string, in core.Input, route, field strin
 	}
 }
 
-// dotSegments reports whether v, split on "/", has a "." or ".." part: the
+// DotSegments reports whether v, split on "/", has a "." or ".." part: the
 // value whole, or a part once a hop decodes %2F into "/".
-func dotSegments(v string) bool {
+func DotSegments(v string) bool {
 	for part := range strings.SplitSeq(v, "/") {
 		if part == "." || part == ".." {
 			return true

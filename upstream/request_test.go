@@ -45,7 +45,7 @@ func FuzzBuildPath(f *testing.F) {
 			t.Fatal(err)
 		}
 		_, escaped, query, err := buildPath(m, "m", in, "")
-		if v == "" || dotSegments(v) {
+		if v == "" || DotSegments(v) {
 			if err == nil {
 				t.Fatalf("buildPath with the path value %q succeeded", v)
 			}
