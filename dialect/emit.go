@@ -234,16 +234,14 @@ const blockSize = 64 << 10
 // its quotes; escaped is at least that length (escapedLen).
 func (k *blocks) appendContents(s string, escaped int) {
 	last := len(k.b) - 1
-	if last < 0 || cap(k.b[last])-len(k.b[last]) < escaped+2 {
-		size := max(blockSize, escaped+2, k.n/8) // fewer blocks as it grows
+	if last < 0 || cap(k.b[last])-len(k.b[last]) < escaped {
+		size := max(blockSize, escaped, k.n/8) // fewer blocks as it grows
 		k.b = append(k.b, make([]byte, 0, size))
 		last++
 	}
 	blk := k.b[last]
 	n := len(blk)
-	blk = appendString(blk, s) // in place: the room is there
-	copy(blk[n:], blk[n+1:len(blk)-1])
-	blk = blk[:len(blk)-2]
+	blk = rawjson.AppendContents(blk, s, rawjson.EscapeInvalid) // in place: the room is there
 	k.n += len(blk) - n
 	k.b[last] = blk
 }

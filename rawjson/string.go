@@ -28,7 +28,12 @@ const hexDigits = "0123456789abcdef"
 // <, > and & left alone (the lines are not HTML); invalid UTF-8 as
 // invalid says.
 func AppendString(dst []byte, s string, invalid Invalid) []byte {
-	dst = append(dst, '"')
+	return append(AppendContents(append(dst, '"'), s, invalid), '"')
+}
+
+// AppendContents appends what AppendString writes between the quotes:
+// for text a writer keeps escaped, to be quoted whole later.
+func AppendContents(dst []byte, s string, invalid Invalid) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -77,8 +82,7 @@ func AppendString(dst []byte, s string, invalid Invalid) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 // AppendBytes is AppendString of b's text, read in place: the string it
@@ -86,4 +90,10 @@ func AppendString(dst []byte, s string, invalid Invalid) []byte {
 // (converting would copy every record's text once more).
 func AppendBytes(dst, b []byte, invalid Invalid) []byte {
 	return AppendString(dst, unsafe.String(unsafe.SliceData(b), len(b)), invalid)
+}
+
+// AppendBytesContents is AppendContents of b's text, read in place as
+// AppendBytes reads it.
+func AppendBytesContents(dst, b []byte, invalid Invalid) []byte {
+	return AppendContents(dst, unsafe.String(unsafe.SliceData(b), len(b)), invalid)
 }

@@ -92,6 +92,13 @@ func FuzzAppendString(f *testing.F) {
 		if string(AppendString(nil, s, ReplaceInvalid)) != string(got) {
 			t.Fatalf("AppendString(%q, ReplaceInvalid) and AppendBytes differ", s)
 		}
+		// The contents are the string between its quotes, appended.
+		if got := AppendContents([]byte("x"), s, EscapeInvalid); string(got) != "x"+want[1:len(want)-1] {
+			t.Fatalf("AppendContents(%q) = %s, want x and %s between its quotes", s, got, want)
+		}
+		if got := AppendBytesContents(nil, []byte(s), EscapeInvalid); string(got) != want[1:len(want)-1] {
+			t.Fatalf("AppendBytesContents(%q) = %s, want %s between its quotes", s, got, want)
+		}
 	})
 }
 
