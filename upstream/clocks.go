@@ -179,9 +179,12 @@ func (c *clocks) fire() {
 }
 
 // dialed notes the end of one dial; a failed one explains a connect
-// timeout.
+// timeout. A dial the clocks cut (the connect clock ran out while it
+// waited) explains nothing: kept, it would make the timeout's
+// DialError read as a cancellation, which the server would put down
+// to the call's context, and answer 504 where the table says 502.
 func (c *clocks) dialed(err error) {
-	if err != nil {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		c.lastDial.Store(&err)
 	}
 }

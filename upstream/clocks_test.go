@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -198,5 +200,36 @@ func TestClocksTimersServeOneCall(t *testing.T) {
 			t.Fatalf("call %d: the next call ended by %q, want running", i, p)
 		}
 		next.stop()
+	}
+}
+
+// TestConnectTimeoutCutsADial: when the connect clock runs out while a
+// dial waits (a loaded machine, a listener whose backlog is full), the
+// call is the agent unreachable, 502, naming the last dial that failed:
+// never a cancellation, which the server would put down to the call's
+// context and answer as the clock's 504.
+func TestConnectTimeoutCutsADial(t *testing.T) {
+	c := newClocks(context.Background(), config.Timeouts{Connect: 50 * time.Millisecond})
+	defer c.stop()
+	var d net.Dialer
+	refusedCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, cut := d.DialContext(refusedCtx, "tcp", "127.0.0.1:1") // a dial the clock cut
+	if !errors.Is(cut, context.Canceled) {
+		t.Fatalf("a cut dial = %v, want it to match context.Canceled", cut)
+	}
+	refused := errors.New("connect: connection refused")
+	c.dialed(refused)
+	c.dialed(cut)
+	if p := timedOut(c, 5*time.Second); p != "connect" {
+		t.Fatalf("ended by %q, want connect", p)
+	}
+	err := c.explain(cut, "http://127.0.0.1:1")
+	var de *core.DialError
+	if !errors.As(err, &de) || errors.Is(err, context.Canceled) || !errors.Is(err, refused) {
+		t.Fatalf("explain = %v, want a DialError naming the refused dial, no cancellation", err)
+	}
+	if f := core.FailureOf(err); f.Status != http.StatusBadGateway || f.Reason != "AGENT_UNREACHABLE" {
+		t.Errorf("FailureOf(%v) = %d %s, want 502 AGENT_UNREACHABLE", err, f.Status, f.Reason)
 	}
 }
