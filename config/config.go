@@ -27,6 +27,10 @@ type Config struct {
 	// Admin is the private listener for /metrics.
 	Admin Admin
 
+	// KeepAlive is the keep-alive probe the platform's listener serves
+	// (keep_alive_probe); its zero value serves none.
+	KeepAlive KeepAlive
+
 	// Protocols are the front doors served, each on its own listener.
 	Protocols Protocols
 

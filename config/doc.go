@@ -11,6 +11,9 @@
 //	  idle_timeout: 4s                # pooled connections; keep below the agent's keep-alive
 //	timeouts: {connect: 5s, first_byte: 5m, idle: 5m, total: 14m50s}   # 0 = no limit
 //	limits: {request_bytes: 10MiB, record_bytes: 8MiB, reply_bytes: 32MiB}
+//	keep_alive_probe:                 # off by default
+//	  path: /busy                     # GET/HEAD on the platform's listener: 200 while a call is in flight, else 503
+//	  max_seconds: 3600               # the deploy request's maxSeconds, 1..3600
 //	methods:                          # required, at least one
 //	  query:                          # a class_method name, or "*" for all others
 //	    mode: ""                      # "" | async | stream | async_stream

@@ -77,6 +77,7 @@ var sections = map[string]string{
 	"protocols.foundry":        "protocols: {foundry: {method: query, zz_unknown: 1}}\n",
 	"protocols.a2a":            "protocols: {a2a: {method: query, zz_unknown: 1}}\n",
 	"protocols.mcp":            "protocols: {mcp: {zz_unknown: 1}}\n",
+	"keep_alive_probe":         "keep_alive_probe: {path: /busy, zz_unknown: 1}\n",
 	"methods.<name>":           "methods: {query: {zz_unknown: 1}}\n",
 	"methods.<name>.timeouts":  "methods: {query: {timeouts: {zz_unknown: 1}}}\n",
 	"methods.<name>.headers":   "methods: {query: {headers: {zz_unknown: 1}}}\n",

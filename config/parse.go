@@ -145,9 +145,14 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 			p.protocols(e.val, e.name, &c.Protocols, kinds)
 		case "trusted_hosts":
 			c.TrustedHosts = p.trustedHosts(e)
+		case "keep_alive_probe":
+			p.keepAlive(e, &c.KeepAlive)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "methods")
 		}
+	}
+	if c.KeepAlive.Path != "" && !c.Protocols.AgentPlatform {
+		p.addf(c.KeepAlive.Line, "keep_alive_probe", "the platform's listener serves the probe, and protocols.agent_platform is off (want it on, or no keep_alive_probe)")
 	}
 	if c.Admin.Listen != "" && samePort(c.Admin.Listen, c.Listen) {
 		p.addf(adminLine, "admin.listen", "%q is the public port: metrics must be served elsewhere", c.Admin.Listen)

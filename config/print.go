@@ -59,6 +59,9 @@ func (c *Config) Expanded() []byte {
 	if ps := c.Protocols; !ps.AgentPlatform || len(ps.Doors) > 0 {
 		root.Content = append(root.Content, scalar("protocols"), c.protocolsNode())
 	}
+	if c.KeepAlive.Path != "" {
+		root.Content = append(root.Content, scalar("keep_alive_probe"), mapping("path", scalar(c.KeepAlive.Path), "max_seconds", value(c.KeepAlive.MaxSeconds)))
+	}
 	if len(c.TrustedHosts) > 0 {
 		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -54,6 +56,9 @@ type spec struct {
 
 type containerSpec struct {
 	ImageURI string `json:"imageUri"`
+	// Port is where the platform sends the calls, when the sidecar's
+	// listen port is not the platform's default (platformPort).
+	Port *int `json:"port,omitempty"`
 }
 
 type deploymentSpec struct {
@@ -64,7 +69,26 @@ type deploymentSpec struct {
 	ResourceLimits       map[string]string `json:"resourceLimits,omitempty"`
 	ContainerConcurrency *int              `json:"containerConcurrency,omitempty"`
 	PSCInterfaceConfig   *PSCInterface     `json:"pscInterfaceConfig,omitempty"`
+	KeepAliveProbe       *keepAliveProbe   `json:"keepAliveProbe,omitempty"`
 }
+
+// keepAliveProbe is deploymentSpec.keepAliveProbe, from the map's
+// keep_alive_probe: the platform asks httpGet.path and keeps a container
+// that answers 2xx up, maxSeconds at most. Its port is the container's
+// port (containerSpec.port), written with it.
+type keepAliveProbe struct {
+	HTTPGet    httpGetAction `json:"httpGet"`
+	MaxSeconds int           `json:"maxSeconds"`
+}
+
+type httpGetAction struct {
+	Path string `json:"path"`
+	Port *int   `json:"port,omitempty"`
+}
+
+// platformPort is the container port the platform calls when the request
+// names none (containerSpec.port's default).
+const platformPort = 8080
 
 // CreateRequest is the JSON body of the reasoningEngines create request
 // (and of the patch request: the same resource) for an image that runs
@@ -180,6 +204,14 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 			bad("%s %q: not a resource quantity", k, v)
 		}
 	}
+	// The sidecar listens on $PORT when it is set, else on listen: the
+	// port the request names is listen's, so the two agree either way.
+	var port *int
+	if n, err := portOf(cfg.Listen); err != nil || n == 0 {
+		bad("listen %q: the platform calls a fixed port (want e.g. \":8080\")", cfg.Listen)
+	} else if n != platformPort {
+		port = &n
+	}
 	errs = append(errs, checkExtras(opts)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -189,7 +221,7 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		DisplayName: opts.DisplayName,
 		Description: opts.Description,
 		Spec: spec{
-			ContainerSpec:  containerSpec{ImageURI: opts.Image},
+			ContainerSpec:  containerSpec{ImageURI: opts.Image, Port: port},
 			ClassMethods:   methods,
 			AgentFramework: framework,
 			ServiceAccount: opts.ServiceAccount,
@@ -212,8 +244,11 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 	if len(limits) > 0 {
 		d.ResourceLimits = limits
 	}
+	if k := cfg.KeepAlive; k.Path != "" {
+		d.KeepAliveProbe = &keepAliveProbe{HTTPGet: httpGetAction{Path: k.Path, Port: port}, MaxSeconds: k.MaxSeconds}
+	}
 	if len(d.Env) > 0 || len(d.SecretEnv) > 0 || d.MinInstances != nil || d.MaxInstances != nil ||
-		d.ResourceLimits != nil || d.ContainerConcurrency != nil || d.PSCInterfaceConfig != nil {
+		d.ResourceLimits != nil || d.ContainerConcurrency != nil || d.PSCInterfaceConfig != nil || d.KeepAliveProbe != nil {
 		body.Spec.DeploymentSpec = &d
 	}
 	b, err := json.MarshalIndent(body, "", "  ")
@@ -221,6 +256,15 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// portOf is the port of a listen address ("host:port").
+func portOf(listen string) (int, error) {
+	_, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(p)
 }
 
 // DefaultFramework is the agentFramework for cfg when none is given:

@@ -127,3 +127,34 @@ func TestRequestFlagsExtras(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployRequestKeepAlive: `sidecar deploy-request` writes the map's
+// keep_alive_probe as deploymentSpec.keepAliveProbe, and its listen port,
+// not 8080, as containerSpec.port and the probe's port.
+func TestDeployRequestKeepAlive(t *testing.T) {
+	cfg := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\nlisten: \":8081\"\nkeep_alive_probe: {path: /busy, max_seconds: 900}\nmethods: {query: {}}\n")
+	out, errOut, code := runCLI([]string{"deploy-request", "--config", cfg, "--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent"}, nil)
+	if code != 0 {
+		t.Fatalf("deploy-request exit %d: %s", code, errOut)
+	}
+	var body struct {
+		Spec struct {
+			ContainerSpec  json.RawMessage `json:"containerSpec"`
+			DeploymentSpec json.RawMessage `json:"deploymentSpec"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &body); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		json.Compact(&b, raw)
+		return b.String()
+	}
+	if got, want := compact(body.Spec.ContainerSpec), `{"imageUri":"us-docker.pkg.dev/p/r/agent:v1","port":8081}`; got != want {
+		t.Errorf("containerSpec = %s, want %s", got, want)
+	}
+	if got, want := compact(body.Spec.DeploymentSpec), `{"keepAliveProbe":{"httpGet":{"path":"/busy","port":8081},"maxSeconds":900}}`; got != want {
+		t.Errorf("deploymentSpec = %s, want %s", got, want)
+	}
+}

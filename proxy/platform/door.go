@@ -18,13 +18,20 @@ const RouteBidi = "/api/bidi_reasoning_engine"
 var healthRoutes = []string{"/healthz", "/health", "/"}
 
 // Door is the Agent Platform front door (a proxy.Door): its zero value
-// serves the contract.
-type Door struct{}
+// serves the contract; New's serves the keep-alive probe too, when the
+// map has one.
+type Door struct {
+	// keepAlivePath is where the keep-alive probe is served ("": none),
+	// keepAlive what answers it.
+	keepAlivePath string
+	keepAlive     keepAlive
+}
 
 // Handler routes the contract: POST core.RouteUnary and core.RouteStream
 // to the server's calls, GET and HEAD /healthz (and "/", "/health") to
-// its health; it refuses RouteBidi (501), any other method on those
-// routes (405) and every other path (404).
+// its health, GET and HEAD the keep-alive probe's path to it; it refuses
+// RouteBidi (501), any other method on those routes (405) and every
+// other path (404).
 func (d Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	// SkipClean: a path is served as sent or not at all. mux would answer
 	// "/./healthz", "//api/reasoning_engine" or an absolute-form target
@@ -37,12 +44,15 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	for _, path := range healthRoutes {
 		r.Handle(path, health).Methods(http.MethodGet, http.MethodHead)
 	}
+	if d.keepAlivePath != "" {
+		r.Handle(d.keepAlivePath, d.keepAlive).Methods(http.MethodGet, http.MethodHead)
+	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, "", core.NoRoute(r.URL.Path, serves))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
-		if slices.Contains(healthRoutes, r.URL.Path) {
+		if slices.Contains(healthRoutes, r.URL.Path) || r.URL.Path == d.keepAlivePath {
 			allow = "GET, HEAD"
 		}
 		w.Header().Set("Allow", allow)

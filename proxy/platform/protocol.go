@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"errors"
+
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -16,13 +18,28 @@ const Name = config.ProtocolAgentPlatform
 // only its name.
 var Protocol = core.Protocol[Options]{
 	Kind:    config.Kind{Name: Name},
-	Options: func(*config.Door, core.Host) Options { return Options{} },
+	Options: func(_ *config.Door, h core.Host) Options { return Options{InFlight: h.InFlight} },
 	Probe:   probe,
 	Example: example,
 }
 
-// Options are what the door serves: nothing besides the method map.
-type Options struct{}
+// Options are what the door serves besides the method map.
+type Options struct {
+	// InFlight is the number of calls being served on every door
+	// (proxy.Server.InFlight): the keep-alive probe answers 2xx while it
+	// is above 0.
+	InFlight func() int64
+}
 
-// New is the Agent Platform door, the zero Door.
-func New(*config.Config, Options) (*Door, error) { return &Door{}, nil }
+// New is the Agent Platform door: the contract, and cfg's keep-alive
+// probe (keep_alive_probe) when it has one.
+func New(cfg *config.Config, opts Options) (*Door, error) {
+	d := &Door{}
+	if cfg.KeepAlive.Path != "" {
+		if opts.InFlight == nil {
+			return nil, errors.New("keep_alive_probe: no count of the calls in flight to answer it with")
+		}
+		d.keepAlivePath, d.keepAlive = cfg.KeepAlive.Path, keepAlive{inFlight: opts.InFlight}
+	}
+	return d, nil
+}
