@@ -73,8 +73,9 @@ type emulator struct {
 	opts     Options
 	client   *http.Client
 	files    fs.FS
-	methods  []byte // GET /playground/methods.json
-	doors    []byte // GET /playground/doors.json
+	methods  []byte       // GET /playground/methods.json
+	doors    []byte       // GET /playground/doors.json
+	proxy    http.Handler // the passthrough (passthrough.go)
 }
 
 // New returns the dev listener's handler for cfg, in front of the
@@ -86,19 +87,20 @@ func New(cfg *config.Config, contractURL string, opts Options) http.Handler {
 	}
 	client := opts.Client
 	if client == nil {
-		client = &http.Client{Transport: &http.Transport{
-			Proxy:               nil, // the contract listener is local: never through $HTTP_PROXY
-			MaxIdleConnsPerHost: 16,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}}
+		client = &http.Client{Transport: passthroughTransport()}
 	}
 	files, err := fs.Sub(playground, "playground")
 	if err != nil {
 		panic(err) // the embed line names the directory: cannot happen
 	}
-	return &emulator{cfg: cfg, contract: strings.TrimRight(contractURL, "/"), opts: opts,
-		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors)}
+	transport := client.Transport
+	if transport == nil {
+		transport = passthroughTransport()
+	}
+	contract := strings.TrimRight(contractURL, "/")
+	return &emulator{cfg: cfg, contract: contract, opts: opts,
+		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors),
+		proxy: newPassthrough(contract, transport)}
 }
 
 // doorInfo is one door of GET /playground/doors.json.
@@ -175,10 +177,16 @@ func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.static(w, r)
 		return
 	}
+	if inner, ok := passthroughPath(r.URL.EscapedPath()); ok {
+		// Any verb, any body type: the door behind holds its own rules.
+		e.passthrough(w, r, inner)
+		return
+	}
 	verb, ok := restVerb(p)
 	if !ok {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+p+" was not found on this server. "+
-			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery")
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+clip([]byte(p))+" was not found on this server. "+
+			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery, "+
+			"and any verb on /reasoningEngines/{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}/api/{path}")
 		return
 	}
 	if r.Method != http.MethodPost {
