@@ -1,8 +1,10 @@
 // Package devapi is sidecar dev's stand-in for the platform: a client of
 // the contract, not a front door. It serves the platform's REST surface
 // (reasoningEngines/{id}:query and :streamQuery, as the platform's
-// clients call them) and the playground page on a loopback listener, in
-// front of the sidecar's own contract routes.
+// clients call them), its generic passthrough (…/api/{path}, any verb, to
+// the contract listener's /{path}: passthrough.go) and the playground
+// page on a loopback listener, in front of the sidecar's own contract
+// routes.
 //
 // It calls the contract listener over HTTP, as the platform calls the
 // container: what it shows is what the container answers. It
@@ -14,7 +16,8 @@
 //
 // It has no authentication: besides its loopback address, it refuses
 // what only another site's page in the user's browser would send (a
-// foreign Host or Origin, a REST call not declared JSON) and forbids
+// foreign Host or Origin, a REST call not declared JSON; on the
+// passthrough, the Host and Origin rules only) and forbids
 // framing its page (guard.go).
 package devapi
 
