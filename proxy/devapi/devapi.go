@@ -67,6 +67,11 @@ type Door struct {
 	Protocol, URL string
 	// Example is how to call it, nil when its registration gives none.
 	Example *core.Example
+	// Mount is the path the door is mounted under on the contract
+	// listener ("/a2a"), "" for a door on a listener of its own: a
+	// mounted door is also listed with its passthrough path on the dev
+	// listener (PassthroughPath), the URL its clients use in production.
+	Mount string
 }
 
 // emulator is the dev listener's handler.
@@ -113,6 +118,8 @@ type doorInfo struct {
 	Curl       string `json:"curl,omitempty"`
 	Client     string `json:"client,omitempty"`
 	ClientLang string `json:"client_lang,omitempty"`
+	// Passthrough is a mounted door's path on the dev listener.
+	Passthrough string `json:"passthrough,omitempty"`
 }
 
 // doorsJSON lists the enabled doors to the playground, in the order
@@ -123,6 +130,9 @@ func doorsJSON(doors []Door) []byte {
 	}{Doors: []doorInfo{}}
 	for _, d := range doors {
 		info := doorInfo{Protocol: d.Protocol, URL: d.URL}
+		if d.Mount != "" {
+			info.Passthrough = PassthroughPath(d.Mount)
+		}
 		if d.Example != nil {
 			info.Curl, info.Client, info.ClientLang = d.Example.Curl, d.Example.Client, d.Example.ClientLang
 		}

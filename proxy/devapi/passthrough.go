@@ -20,6 +20,15 @@ import (
 // address its clients will use in production: only the scheme, the host
 // and the port change.
 
+// PassthroughPath is the dev listener's passthrough path to mount, a
+// path on the contract listener ("/a2a", "/"), under the project,
+// location and engine the playground shows (methods.json's):
+// production's URL for it is the platform's host before the same path,
+// with the deployment's names.
+func PassthroughPath(mount string) string {
+	return passthroughPrefix + "v1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(mount, "/")
+}
+
 // passthroughPrefix is how the passthrough's paths begin.
 const passthroughPrefix = "/reasoningEngines/"
 

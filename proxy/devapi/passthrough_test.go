@@ -246,3 +246,33 @@ func TestPassthroughClientLeaves(t *testing.T) {
 		t.Fatal("the contract listener's call still running 20s after the caller left")
 	}
 }
+
+// TestPassthroughMountListed: doors.json gives a mounted door its
+// passthrough path on the dev listener, and that path reaches the
+// mount on the contract listener; a door on a listener of its own has
+// none.
+func TestPassthroughMountListed(t *testing.T) {
+	st := newStack(t, Options{Doors: []Door{
+		{Protocol: "agent_platform", URL: "http://127.0.0.1:8080", Mount: "/"},
+		{Protocol: "agentcore", URL: "http://127.0.0.1:8090"},
+	}})
+	_, _, body := get(t, st.dev+"/playground/doors.json")
+	var list struct {
+		Doors []struct{ Protocol, Passthrough string }
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list.Doors) != 2 {
+		t.Fatalf("doors.json %s: %v", body, err)
+	}
+	mounted, own := list.Doors[0].Passthrough, list.Doors[1].Passthrough
+	if !strings.HasPrefix(mounted, "/reasoningEngines/v1/projects/local/locations/us-central1/reasoningEngines/local/api/") || own != "" {
+		t.Fatalf("passthrough paths %q (mounted at /), %q (own listener)", mounted, own)
+	}
+	code, _, got := send(t, http.MethodGet, st.dev, mounted+"healthz", "", nil, "")
+	_, _, direct := send(t, http.MethodGet, st.contract, "/healthz", "", nil, "")
+	if code != 200 || got != direct {
+		t.Errorf("GET %shealthz: %d %q, want 200 %q", mounted, code, got, direct)
+	}
+	if p := PassthroughPath("/a2a"); p != "/reasoningEngines/v1/projects/local/locations/us-central1/reasoningEngines/local/api/a2a" {
+		t.Errorf("PassthroughPath(/a2a) = %q", p)
+	}
+}
