@@ -276,3 +276,46 @@ func TestPassthroughMountListed(t *testing.T) {
 		t.Errorf("PassthroughPath(/a2a) = %q", p)
 	}
 }
+
+// TestPassthroughUnavailable: an unreachable contract listener is 503
+// UNAVAILABLE in the REST shape.
+func TestPassthroughUnavailable(t *testing.T) {
+	dev := httptest.NewServer(New(newStackConfig(t), "http://127.0.0.1:9", Options{}))
+	defer dev.Close()
+	code, _, body := send(t, http.MethodGet, dev.URL, through("/healthz"), "", nil, "")
+	if code != 503 || !strings.Contains(body, `"status":"UNAVAILABLE"`) {
+		t.Errorf("%d %s, want 503 UNAVAILABLE", code, body)
+	}
+}
+
+// TestPassthroughSSE: a door's SSE (text/event-stream, as A2A's and
+// MCP's streams) reaches the caller event by event: the first event
+// arrives while the contract listener still holds the second.
+func TestPassthroughSSE(t *testing.T) {
+	next := make(chan struct{})
+	contract := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-next:
+			io.WriteString(w, "data: two\n\n")
+		case <-r.Context().Done():
+		}
+	}))
+	defer contract.Close()
+	dev := httptest.NewServer(New(newStackConfig(t), contract.URL, Options{}))
+	defer dev.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp := post(t, ctx, dev.URL+through("/a2a"), `{}`)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || first != "data: one\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("first event %q, %v (%s)", first, err, resp.Header.Get("Content-Type"))
+	}
+	close(next) // only now does the contract write the second
+	if rest, err := io.ReadAll(br); err != nil || string(rest) != "\ndata: two\n\n" {
+		t.Errorf("after the first %q, %v", rest, err)
+	}
+}
