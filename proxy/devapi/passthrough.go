@@ -1,7 +1,6 @@
 package devapi
 
 import (
-	"errors"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -108,9 +107,6 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 			if o := h.Values("Origin"); len(o) == 1 && ownOrigin(o[0], pr.In.Host, localPort(pr.In)) {
 				h.Del("Origin")
 			}
-			if _, ok := h["User-Agent"]; !ok {
-				h["User-Agent"] = nil // send none rather than Go's
-			}
 		},
 		FlushInterval: -1,
 		Transport:     transport,
@@ -125,7 +121,7 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() != nil || errors.Is(err, http.ErrAbortHandler) {
+			if r.Context().Err() != nil {
 				return // the caller left: nobody reads an answer
 			}
 			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
