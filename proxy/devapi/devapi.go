@@ -1,8 +1,10 @@
 // Package devapi is sidecar dev's stand-in for the platform: a client of
 // the contract, not a front door. It serves the platform's REST surface
 // (reasoningEngines/{id}:query and :streamQuery, as the platform's
-// clients call them) and the playground page on a loopback listener, in
-// front of the sidecar's own contract routes.
+// clients call them), its generic passthrough (…/api/{path}, any verb, to
+// the contract listener's /{path}: passthrough.go) and the playground
+// page on a loopback listener, in front of the sidecar's own contract
+// routes.
 //
 // It calls the contract listener over HTTP, as the platform calls the
 // container: what it shows is what the container answers. It
@@ -14,7 +16,8 @@
 //
 // It has no authentication: besides its loopback address, it refuses
 // what only another site's page in the user's browser would send (a
-// foreign Host or Origin, a REST call not declared JSON) and forbids
+// foreign Host or Origin, a REST call not declared JSON; on the
+// passthrough, the Host and Origin rules only) and forbids
 // framing its page (guard.go).
 package devapi
 
@@ -64,6 +67,11 @@ type Door struct {
 	Protocol, URL string
 	// Example is how to call it, nil when its registration gives none.
 	Example *core.Example
+	// Mount is the path the door is mounted under on the contract
+	// listener ("/a2a"), "" for a door on a listener of its own: a
+	// mounted door is also listed with its passthrough path on the dev
+	// listener (PassthroughPath), the URL its clients use in production.
+	Mount string
 }
 
 // emulator is the dev listener's handler.
@@ -73,8 +81,9 @@ type emulator struct {
 	opts     Options
 	client   *http.Client
 	files    fs.FS
-	methods  []byte // GET /playground/methods.json
-	doors    []byte // GET /playground/doors.json
+	methods  []byte       // GET /playground/methods.json
+	doors    []byte       // GET /playground/doors.json
+	proxy    http.Handler // the passthrough (passthrough.go)
 }
 
 // New returns the dev listener's handler for cfg, in front of the
@@ -86,19 +95,20 @@ func New(cfg *config.Config, contractURL string, opts Options) http.Handler {
 	}
 	client := opts.Client
 	if client == nil {
-		client = &http.Client{Transport: &http.Transport{
-			Proxy:               nil, // the contract listener is local: never through $HTTP_PROXY
-			MaxIdleConnsPerHost: 16,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}}
+		client = &http.Client{Transport: passthroughTransport()}
 	}
 	files, err := fs.Sub(playground, "playground")
 	if err != nil {
 		panic(err) // the embed line names the directory: cannot happen
 	}
-	return &emulator{cfg: cfg, contract: strings.TrimRight(contractURL, "/"), opts: opts,
-		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors)}
+	transport := client.Transport
+	if transport == nil {
+		transport = passthroughTransport()
+	}
+	contract := strings.TrimRight(contractURL, "/")
+	return &emulator{cfg: cfg, contract: contract, opts: opts,
+		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors),
+		proxy: newPassthrough(contract, transport)}
 }
 
 // doorInfo is one door of GET /playground/doors.json.
@@ -108,6 +118,8 @@ type doorInfo struct {
 	Curl       string `json:"curl,omitempty"`
 	Client     string `json:"client,omitempty"`
 	ClientLang string `json:"client_lang,omitempty"`
+	// Passthrough is a mounted door's path on the dev listener.
+	Passthrough string `json:"passthrough,omitempty"`
 }
 
 // doorsJSON lists the enabled doors to the playground, in the order
@@ -118,6 +130,9 @@ func doorsJSON(doors []Door) []byte {
 	}{Doors: []doorInfo{}}
 	for _, d := range doors {
 		info := doorInfo{Protocol: d.Protocol, URL: d.URL}
+		if d.Mount != "" {
+			info.Passthrough = PassthroughPath(d.Mount)
+		}
 		if d.Example != nil {
 			info.Curl, info.Client, info.ClientLang = d.Example.Curl, d.Example.Client, d.Example.ClientLang
 		}
@@ -175,10 +190,16 @@ func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.static(w, r)
 		return
 	}
+	if inner, ok := passthroughPath(r.URL.EscapedPath()); ok {
+		// Any verb, any body type: the door behind holds its own rules.
+		e.passthrough(w, r, inner)
+		return
+	}
 	verb, ok := restVerb(p)
 	if !ok {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+p+" was not found on this server. "+
-			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery")
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+clip([]byte(p))+" was not found on this server. "+
+			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery, "+
+			"and any verb on /reasoningEngines/{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}/api/{path}")
 		return
 	}
 	if r.Method != http.MethodPost {

@@ -27,6 +27,9 @@ import (
 //   - a REST call whose Content-Type is not JSON: the types a page can
 //     send without a CORS preflight (text/plain, forms) never call the
 //     agent, and a preflight is never answered;
+//     the passthrough takes any type, as the platform's does: the door
+//     behind keeps its own rule, and a foreign page's POST is refused
+//     by its Origin, which browsers send on every cross-origin POST;
 //
 // and every answer forbids framing (clickjacking) and sniffing.
 

@@ -47,6 +47,14 @@ func newStack(t *testing.T, opts Options) *stack {
 // newStackAt is a stack in front of the agent at agentURL.
 func newStackAt(t *testing.T, agentURL string, opts Options) *stack {
 	t.Helper()
+	return newStackWrapped(t, agentURL, opts, nil)
+}
+
+// newStackWrapped is a stack whose contract listener serves the
+// sidecar's handler through wrap (nil: as it is), for a test that
+// watches what reaches the contract listener.
+func newStackWrapped(t *testing.T, agentURL string, opts Options, wrap func(http.Handler) http.Handler) *stack {
+	t.Helper()
 	st := &stack{agent: agentURL}
 	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", st.agent)))
 	if err != nil {
@@ -58,7 +66,11 @@ func newStackAt(t *testing.T, agentURL string, opts Options) *stack {
 		t.Fatal(err)
 	}
 	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
-	contract := httptest.NewServer(s.HandlerFor(platform.Door{}))
+	h := s.HandlerFor(platform.Door{})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	contract := httptest.NewServer(h)
 	st.contract = contract.URL
 	dev := httptest.NewServer(New(cfg, contract.URL, opts))
 	st.dev = dev.URL

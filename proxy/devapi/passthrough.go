@@ -1,0 +1,160 @@
+package devapi
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
+)
+
+// The platform's generic passthrough (PROTOCOLS.md §1.9): any verb on
+//
+//	/reasoningEngines/{v1|v1beta1}/projects/P/locations/L/reasoningEngines/ID/api/{path}
+//
+// reaches the container's /{path}, its query kept. The dev listener
+// serves the same URL, so a mounted door is tried locally through the
+// address its clients will use in production: only the scheme, the host
+// and the port change.
+
+// PassthroughPath is the dev listener's passthrough path to mount, a
+// path on the contract listener ("/a2a", "/"), under the project,
+// location and engine the playground shows (methods.json's):
+// production's URL for it is the platform's host before the same path,
+// with the deployment's names.
+func PassthroughPath(mount string) string {
+	return passthroughPrefix + "v1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(mount, "/")
+}
+
+// passthroughPrefix is how the passthrough's paths begin.
+const passthroughPrefix = "/reasoningEngines/"
+
+// passthroughPath is the container path of a passthrough URL's escaped
+// path (r.URL.EscapedPath()): "/{path}", still escaped, and true; false
+// when p is not the passthrough's shape. {path} may be empty ("…/api"
+// and "…/api/" both reach "/").
+func passthroughPath(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, passthroughPrefix)
+	if !ok {
+		return "", false
+	}
+	// version, "projects", P, "locations", L, "reasoningEngines", ID, "api", then {path}.
+	seg := strings.SplitN(rest, "/", 9)
+	if len(seg) < 8 || (seg[0] != "v1" && seg[0] != "v1beta1") ||
+		seg[1] != "projects" || seg[3] != "locations" || seg[5] != "reasoningEngines" || seg[7] != "api" ||
+		seg[2] == "" || seg[4] == "" || seg[6] == "" {
+		return "", false
+	}
+	if len(seg) == 8 {
+		return "/", true
+	}
+	return "/" + seg[8], true
+}
+
+// dotSegment reports whether the container path p (escaped) has a "."
+// or ".." segment, spelled plainly or escaped (%2e), or a segment that
+// an escaped slash would turn into one: the contract listener, or a
+// proxy in front of an agent, could resolve it to a path outside what
+// the URL names.
+func dotSegment(p string) bool {
+	plain, err := url.PathUnescape(p)
+	if err != nil {
+		return true // not a path the platform would pass on
+	}
+	for _, s := range strings.FieldsFunc(plain, func(c rune) bool { return c == '/' || c == '\\' }) {
+		if s == "." || s == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// newPassthrough is the reverse proxy to the contract listener at
+// contract (its base URL) through transport. Every verb and body goes
+// on, the answer comes back as it is written: FlushInterval -1 flushes
+// after every write, so SSE and ndjson are never held in a buffer.
+func newPassthrough(contract string, transport http.RoundTripper) *httputil.ReverseProxy {
+	target, err := url.Parse(contract)
+	if err != nil {
+		panic("devapi: the contract listener's URL " + contract + ": " + err.Error()) // the caller builds it from an address
+	}
+	return &httputil.ReverseProxy{
+		// Rewrite (not Director): the hop-by-hop headers (RFC 9110 §7.6.1:
+		// Connection and those it names, Keep-Alive, Proxy-Connection, TE,
+		// Transfer-Encoding, Upgrade but for a WebSocket's) and any
+		// X-Forwarded-* a client sent are dropped before it runs.
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			inner, _ := passthroughPath(pr.In.URL.EscapedPath()) // ServeHTTP checked it
+			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
+			pr.Out.Host = "" // the contract listener's own address: its Host rule holds
+			plain, _ := url.PathUnescape(inner)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = plain, ""
+			if plain != inner {
+				pr.Out.URL.RawPath = inner // an escaped "/" stays escaped
+			}
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			h := pr.Out.Header
+			// The browser's cookies for localhost are every local
+			// service's (cookies ignore the port): none is the agent's.
+			h.Del("Cookie")
+			// An Origin that reached here on a method that changes
+			// something is the dev listener's own page's (guard): the
+			// page calls the platform's URL, the platform calls the
+			// container, so the container sees no page. A foreign Origin
+			// (on GET, HEAD, OPTIONS) goes on for the door to judge.
+			if o := h.Values("Origin"); len(o) == 1 && ownOrigin(o[0], pr.In.Host, localPort(pr.In)) {
+				h.Del("Origin")
+			}
+		},
+		FlushInterval: -1,
+		Transport:     transport,
+		ModifyResponse: func(resp *http.Response) error {
+			// The dev listener's own security headers win (ServeHTTP set
+			// them), and no cookie is set for localhost, every local
+			// service's.
+			for k := range securityHeaders {
+				resp.Header.Del(k)
+			}
+			resp.Header.Del("Set-Cookie")
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the caller left: nobody reads an answer
+			}
+			writeError(w, http.StatusServiceUnavailable, "UNAVAILABLE",
+				"The service is currently unavailable: the sidecar's contract listener: "+err.Error())
+		},
+	}
+}
+
+// passthrough serves a passthrough URL, whose container path is inner
+// (escaped): a path with dot segments is refused before the sidecar is
+// called.
+func (e *emulator) passthrough(w http.ResponseWriter, r *http.Request, inner string) {
+	if dotSegment(inner) {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "The path "+clip([]byte(inner))+
+			" after /api has a . or .. segment: give the container's path as it is, without dot segments")
+		return
+	}
+	e.proxy.ServeHTTP(w, r)
+}
+
+// localPort is the port of the connection r came in on, 0 if unknown.
+func localPort(r *http.Request) int {
+	port, _ := hostcheck.Local(r)
+	return port
+}
+
+// passthroughTransport is the emulator's own transport to the contract
+// listener, for the REST routes and the passthrough alike.
+func passthroughTransport() http.RoundTripper {
+	return &http.Transport{
+		Proxy:               nil, // the contract listener is local: never through $HTTP_PROXY
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // the answer goes on as the door wrote it
+	}
+}
