@@ -37,15 +37,16 @@ func TestClocksIdleRestartedByReads(t *testing.T) {
 	c.gotConn()
 	c.headersArrived()
 	c.readStarted()
+	var last time.Time
 	for range 20 { // 600 ms in all, twice the limit
 		time.Sleep(30 * time.Millisecond)
 		c.readEnded() // data came in
+		last = time.Now() // before the clock restarts: a lower bound however late this goroutine runs
 		c.readStarted()
 	}
 	if p := timedOut(c, 0); p != "" {
 		t.Fatalf("ended by %q while reads kept coming", p)
 	}
-	last := time.Now()
 	if p := timedOut(c, 2*time.Second); p != "idle" {
 		t.Fatalf("ended by %q, want idle", p)
 	}
@@ -107,8 +108,8 @@ func TestClocksPhases(t *testing.T) {
 	c := newClocks(context.Background(), config.Timeouts{Connect: 500 * time.Millisecond, FirstByte: 250 * time.Millisecond})
 	defer c.stop()
 	time.Sleep(20 * time.Millisecond)
+	start := time.Now() // before the clock starts: a lower bound that holds however late this goroutine runs
 	c.gotConn()
-	start := time.Now()
 	if p := timedOut(c, 150*time.Millisecond); p != "" {
 		t.Fatalf("ended by %q after the connection was had, within the first-byte limit", p)
 	}
@@ -148,8 +149,8 @@ func TestClocksRetryWait(t *testing.T) {
 	if p := timedOut(c, 300*time.Millisecond); p != "" {
 		t.Fatalf("ended by %q while the retry connects", p)
 	}
+	start := time.Now() // before the clock starts, as in TestClocksPhases
 	c.gotConn()
-	start := time.Now()
 	if p := timedOut(c, 2*time.Second); p != "first_byte" {
 		t.Fatalf("retry ended by %q, want first_byte", p)
 	}
