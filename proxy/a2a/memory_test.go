@@ -7,20 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
-)
-
-// The answer of the memory tests: 30 MB (under the default
-// limits.reply_bytes, 32 MiB) in pieces of 1,000 bytes.
-const (
-	bigAnswer = 30_000_000
-	bigPiece  = 1000
-	// bigSlack is what a sidecar process holds besides the answer.
-	bigSlack = 30 << 20
 )
 
 // TestMemoryPerAnswer: the real sidecar process, in front of an agent
@@ -36,13 +26,13 @@ func TestMemoryPerAnswer(t *testing.T) {
 	}
 	bin := doortest.BuildSidecar(t)
 	agent := doortest.StartBigReply(t)
-	want := doortest.BigReply(bigAnswer, bigPiece)
+	want := doortest.BigReply(doortest.BigAnswer, doortest.BigPiece)
 	yaml := fmt.Sprintf(`upstream: {url: %q}
 protocols:
   a2a: {listen: "127.0.0.1:0", method: answer}
 methods:
   answer: {mode: stream, call: POST /answer/%d/%d, emit: text}
-`, agent, bigAnswer, bigPiece)
+`, agent, doortest.BigAnswer, doortest.BigPiece)
 	tests := []struct {
 		name    string
 		version string
@@ -60,28 +50,7 @@ methods:
 		t.Run(tt.name, func(t *testing.T) {
 			p := doortest.StartSidecar(t, bin, yaml, Name)
 			url := "http://" + p.Addr[Name] + "/"
-			var wg sync.WaitGroup
-			for range tt.calls {
-				wg.Go(func() {
-					got, err := bigCall(url, tt.version, tt.method)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if got != want {
-						t.Errorf("%s: the answer is %d bytes and differs from the agent's (%d bytes) at byte %d",
-							tt.name, len(got), len(want), firstDiff(got, want))
-					}
-				})
-			}
-			wg.Wait()
-			peak := p.PeakRSS(t)
-			limit := int64(tt.calls)*2*bigAnswer + bigSlack
-			t.Logf("%s: peak RSS %d MB for %d call(s) of a %d MB answer (limit %d MB)", tt.name, peak>>20, tt.calls, bigAnswer/1_000_000, limit>>20)
-			if peak > limit {
-				t.Errorf("%s: the sidecar's peak RSS is %d MB, want at most %d MB (%d × 2 × the answer + %d MB)",
-					tt.name, peak>>20, limit>>20, tt.calls, bigSlack>>20)
-			}
+			p.CheckPeakPerAnswer(t, tt.calls, want, func() (string, error) { return bigCall(url, tt.version, tt.method) })
 		})
 	}
 }
@@ -180,13 +149,4 @@ func bigCall(url, version, method string) (string, error) {
 		return "", fmt.Errorf("%s: the task ended %q", method, state)
 	}
 	return text.String(), nil
-}
-
-// firstDiff is the index of the first byte where a and b differ.
-func firstDiff(a, b string) int {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	return i
 }

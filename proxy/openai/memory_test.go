@@ -7,20 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
-)
-
-// The answer of the memory tests: 30 MB (under the default
-// limits.reply_bytes, 32 MiB) in pieces of 1,000 bytes.
-const (
-	bigAnswer = 30_000_000
-	bigPiece  = 1000
-	// bigSlack is what a sidecar process holds besides the answer.
-	bigSlack = 30 << 20
 )
 
 // TestMemoryPerAnswer: the real sidecar process, in front of an agent
@@ -40,52 +30,30 @@ func TestMemoryPerAnswer(t *testing.T) {
 	}
 	bin := doortest.BuildSidecar(t)
 	agent := doortest.StartBigReply(t)
-	want := doortest.BigReply(bigAnswer, bigPiece)
+	want := doortest.BigReply(doortest.BigAnswer, doortest.BigPiece)
 	yaml := fmt.Sprintf(`upstream: {url: %q}
 protocols:
   openai: {listen: "127.0.0.1:0", method: answer, model: big}
 methods:
   answer: {mode: stream, call: POST /answer/%d/%d}
-`, agent, bigAnswer, bigPiece)
+`, agent, doortest.BigAnswer, doortest.BigPiece)
 	tests := []struct {
 		name   string
 		route  string
 		stream bool
 		calls  int
-		times  int64 // the answers the peak may hold
 	}{
-		{"responses stream", RouteResponses, true, 1, 2},
-		{"responses", RouteResponses, false, 1, 2},
-		{"chat", RouteChat, false, 1, 2},
-		{"chat stream", RouteChat, true, 1, 2},
-		{"responses stream x3", RouteResponses, true, 3, 2},
+		{"responses stream", RouteResponses, true, 1},
+		{"responses", RouteResponses, false, 1},
+		{"chat", RouteChat, false, 1},
+		{"chat stream", RouteChat, true, 1},
+		{"responses stream x3", RouteResponses, true, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := doortest.StartSidecar(t, bin, yaml, Name)
 			url := "http://" + p.Addr[Name] + tt.route
-			var wg sync.WaitGroup
-			for range tt.calls {
-				wg.Go(func() {
-					got, err := bigCall(url, tt.route, tt.stream)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if got != want {
-						t.Errorf("%s: the answer is %d bytes and differs from the agent's (%d bytes) at byte %d",
-							tt.name, len(got), len(want), firstDiff(got, want))
-					}
-				})
-			}
-			wg.Wait()
-			peak := p.PeakRSS(t)
-			limit := int64(tt.calls)*tt.times*bigAnswer + bigSlack
-			t.Logf("%s: peak RSS %d MB for %d call(s) of a %d MB answer (limit %d MB)", tt.name, peak>>20, tt.calls, bigAnswer/1_000_000, limit>>20)
-			if peak > limit {
-				t.Errorf("%s: the sidecar's peak RSS is %d MB, want at most %d MB (%d × %d × the answer + %d MB)",
-					tt.name, peak>>20, limit>>20, tt.calls, tt.times, bigSlack>>20)
-			}
+			p.CheckPeakPerAnswer(t, tt.calls, want, func() (string, error) { return bigCall(url, tt.route, tt.stream) })
 		})
 	}
 }
@@ -172,13 +140,4 @@ func bigCall(url, route string, stream bool) (string, error) {
 		}
 	}
 	return text.String(), nil
-}
-
-// firstDiff is the index of the first byte where a and b differ.
-func firstDiff(a, b string) int {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	return i
 }

@@ -208,3 +208,50 @@ func (l *lines) String() string {
 	defer l.mu.Unlock()
 	return l.all.String()
 }
+
+// The answer of the doors' memory tests: 30 MB (under the default
+// limits.reply_bytes, 32 MiB) in pieces of 1,000 bytes, and what a
+// sidecar process may hold besides the answers it keeps.
+const (
+	BigAnswer = 30_000_000
+	BigPiece  = 1000
+	BigSlack  = 30 << 20
+)
+
+// CheckPeakPerAnswer makes calls calls of call at once against p (a
+// fresh process, so its high-water mark is theirs), checks that each
+// answers want byte for byte, and that p's peak resident memory is at
+// most calls × 2 × BigAnswer + BigSlack: a door that repeats the answer
+// keeps one copy of it.
+func (p *Process) CheckPeakPerAnswer(t *testing.T, calls int, want string, call func() (string, error)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			got, err := call()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got != want {
+				t.Errorf("the answer is %d bytes and differs from the agent's (%d bytes) at byte %d", len(got), len(want), firstDiff(got, want))
+			}
+		})
+	}
+	wg.Wait()
+	peak := p.PeakRSS(t)
+	limit := int64(calls)*2*BigAnswer + BigSlack
+	t.Logf("peak RSS %d MB for %d call(s) of a %d MB answer (limit %d MB)", peak>>20, calls, BigAnswer/1_000_000, limit>>20)
+	if peak > limit {
+		t.Errorf("the sidecar's peak RSS is %d MB, want at most %d MB (%d × 2 × the answer + %d MB)", peak>>20, limit>>20, calls, BigSlack>>20)
+	}
+}
+
+// firstDiff is the index of the first byte where a and b differ.
+func firstDiff(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
