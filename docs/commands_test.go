@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // The ports the pages show, each given a port the system picks when the
@@ -36,61 +36,16 @@ type example struct {
 	out   *syncBuffer       // what the sidecar and the agent wrote
 }
 
-// pickPorts picks a free port per doc port, all different, from below
-// the kernel's ephemeral range: the ports the pages show must be bound by
-// the sidecar and the agent themselves, after this returns, and a port
-// free there now is taken in between only by another explicit bind of the
-// same number (not by a :0 listener or an outgoing connection, which take
-// theirs from the ephemeral range). startExample retries ports found
-// taken.
+// pickPorts picks a free port per doc port, all different (testports):
+// the ports the pages show must be bound by the sidecar and the agent
+// themselves, after this returns. startExample retries ports found taken.
 func pickPorts(t *testing.T) map[string]string {
 	t.Helper()
 	ports := map[string]string{}
 	for _, p := range docPorts {
-		for tries := 0; ports[p] == ""; tries++ {
-			if tries == 100 {
-				t.Fatal("no free port below the ephemeral range after 100 tries")
-			}
-			port := strconv.Itoa(examplePorts.next())
-			ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-			if err != nil {
-				continue
-			}
-			ln.Close()
-			ports[p] = port
-		}
+		ports[p] = strconv.Itoa(testports.Free(t)) // never one handed out before
 	}
 	return ports
-}
-
-// examplePorts hands out each port once per test binary, starting at a
-// random one so that two test binaries running at once seldom meet.
-// Linux's ephemeral range begins at 32768.
-var examplePorts = &portRange{lo: 20000, hi: 32000}
-
-type portRange struct {
-	mu     sync.Mutex
-	lo, hi int
-	n      int // the next port, 0 before the first
-}
-
-func (r *portRange) next() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == 0 {
-		r.n = r.lo + rand.IntN(r.hi-r.lo)
-	}
-	p := r.n
-	if r.n++; r.n >= r.hi {
-		r.n = r.lo
-	}
-	return p
-}
-
-// portTaken reports whether a process's output says a port of its was
-// taken (Go's and Python's words for EADDRINUSE).
-func portTaken(output string) bool {
-	return strings.Contains(output, "address already in use") || strings.Contains(output, "Address already in use")
 }
 
 // startExample starts the examples' sidecar and waits until the agent is
@@ -163,7 +118,7 @@ protocols:
 		select {
 		case err := <-exited:
 			exited <- err
-			if retry && portTaken(out.String()) {
+			if retry && testports.InUse(out.String()) {
 				return nil
 			}
 			t.Fatalf("the examples' sidecar exited: %v\n%s", err, out.String())
@@ -176,7 +131,7 @@ protocols:
 				break
 			}
 		}
-		if retry && portTaken(out.String()) { // the agent's, which it restarts
+		if retry && testports.InUse(out.String()) { // the agent's, which it restarts
 			cmd.Process.Kill()
 			return nil
 		}

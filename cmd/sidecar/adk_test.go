@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // adkSidecar starts a sidecar with the ADK preset in front of url.
@@ -123,7 +124,7 @@ func startADKTypeScript(t *testing.T) string {
 			}
 			select {
 			case <-p.done:
-				if out := p.output.String(); try == 5 || !portInUse(out) {
+				if out := p.output.String(); try == 5 || !testports.InUse(out) {
 					t.Fatalf("the ADK api server exited: %s", out)
 				}
 			default:

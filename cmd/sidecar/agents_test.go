@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // agent is a real agent process from testdata/agents.
@@ -58,7 +58,7 @@ func startServerOnPort(t *testing.T, env []string, argv ...string) *agent {
 		if a != nil {
 			return a
 		}
-		if try == 5 || !portInUse(exited) {
+		if try == 5 || !testports.InUse(exited) {
 			t.Fatalf("%v exited before READY: %s", argv, exited)
 		}
 	}
@@ -171,61 +171,9 @@ func (l *lockedBuffer) String() string {
 
 // agentPort is a port for a server that must be told its port before it
 // binds it: an agent the sidecar starts (upstream.url names the port) or
-// one a test starts on $PORT. Every server that can bind :0 and say its
-// address does so instead (the sidecar's listeners: their "listening"
-// lines). It is drawn from below the kernel's ephemeral range, where
-// :0 listeners and outgoing connections take their ports: a port free
-// there now is taken in between only by another explicit bind of the
-// same number, not by whatever the machine is doing meanwhile. Servers
-// the test starts itself retry a port found taken (startServerOnPort).
-func agentPort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		port := agentPorts.next()
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return port
-	}
-	t.Fatal("no free port below the ephemeral range after 100 tries")
-	return 0
-}
-
-// agentPorts hands out each port once per test binary, starting at a
-// random one so two test binaries running at once seldom meet.
-var agentPorts = &portRange{lo: 20000, hi: 32000}
-
-type portRange struct {
-	mu     sync.Mutex
-	lo, hi int
-	n      int // the next port, 0 before the first
-}
-
-func (r *portRange) next() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == 0 {
-		r.n = r.lo + rand.IntN(r.hi-r.lo)
-	}
-	p := r.n
-	if r.n++; r.n >= r.hi {
-		r.n = r.lo
-	}
-	return p
-}
-
-// portInUse reports whether a server's output says its port was taken
-// (Python's, Node's and Go's words for EADDRINUSE).
-func portInUse(output string) bool {
-	for _, s := range []string{"Address already in use", "EADDRINUSE", "address already in use"} {
-		if strings.Contains(output, s) {
-			return true
-		}
-	}
-	return false
-}
+// one a test starts on $PORT (testports). Servers the test starts itself
+// retry a port found taken (startServerOnPort).
+func agentPort(t *testing.T) int { return testports.Free(t) }
 
 // sidecar runs `sidecar --config F --listen 127.0.0.1:0` in-process through
 // run and returns its base URL.

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // TestDevListenRefused: the dev listener has no authentication, so
@@ -253,7 +255,7 @@ func devContract(t *testing.T, configured, listen string, env map[string]string,
 		return addr
 	case err := <-done:
 		cancel()
-		if retry && err != nil && portInUse(err.Error()) {
+		if retry && err != nil && testports.InUse(err.Error()) {
 			return ""
 		}
 		t.Fatalf("run returned before listening: %v", err)

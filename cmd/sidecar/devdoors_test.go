@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // devOutput watches sidecar dev's stderr for the dev listener's URL and
@@ -102,7 +104,7 @@ func TestDevDoorsListed(t *testing.T) {
 				listening++
 			case err := <-done:
 				cancel()
-				if taken = try < 5 && err != nil && portInUse(err.Error()); taken {
+				if taken = try < 5 && err != nil && testports.InUse(err.Error()); taken {
 					continue // on other ports
 				}
 				t.Fatalf("run returned before its four listeners: %v", err)
