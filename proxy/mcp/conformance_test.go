@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
 
 // conformanceMap is the method map the official suite's tools scenarios
@@ -57,7 +58,7 @@ func TestConformance(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node not installed: cannot run the conformance suite")
 	}
-	agent := startPython(t, "../../testdata/mcpconf/agent.py")
+	agent := doortest.StartPython(t, "testdata/mcpconf/agent.py")
 	s := serveMap(t, conformanceMap, agent, Options{})
 	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(revision, func(t *testing.T) {

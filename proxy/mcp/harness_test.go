@@ -1,13 +1,11 @@
 package mcp
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -45,36 +44,7 @@ methods:
 // loopback port and returns its URL; the test's end kills it (by its pid).
 func startAgent(t *testing.T) string {
 	t.Helper()
-	return startPython(t, "../../testdata/mcp/agent.py")
-}
-
-// startPython runs the agent script, which prints "READY <port>" once it
-// listens on that loopback port, and returns its URL; the test's end kills
-// it (by its pid).
-func startPython(t *testing.T, script string) string {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed: cannot run the test agent")
-	}
-	cmd := exec.Command("python3", script)
-	cmd.Env = []string{"PORT=0", "PATH=/usr/bin:/bin:/usr/local/bin"}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
-	if err != nil || !ok {
-		t.Fatalf("%s said %q (%v), want READY <port>", script, line, err)
-	}
-	return "http://127.0.0.1:" + port
+	return doortest.StartPython(t, "testdata/mcp/agent.py")
 }
 
 // served is a sidecar serving the MCP door on a loopback listener.

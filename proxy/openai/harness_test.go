@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"bufio"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/sidecar-dev/sidecar/dialect"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -44,27 +43,7 @@ methods:
 // process is killed when the test ends.
 func startAgent(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed: cannot run the test agent")
-	}
-	cmd := exec.Command("python3", "../../testdata/openai/agent.py")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
-	if err != nil || !ok {
-		t.Fatalf("agent.py said %q (%v), want READY <port>", line, err)
-	}
-	return "http://127.0.0.1:" + port
+	return doortest.StartPython(t, "testdata/openai/agent.py")
 }
 
 // sidecar is a proxy.Server as the program builds it (the mapping stage

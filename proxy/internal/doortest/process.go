@@ -67,10 +67,20 @@ func BigReply(total, size int) string {
 // process is killed when the test ends.
 func StartBigReply(t testing.TB) string {
 	t.Helper()
+	return StartPython(t, "testdata/agents/bigreply.py")
+}
+
+// StartPython runs script (a path from the repository's root), a python3
+// agent that prints "READY <port>" once it listens on that loopback port
+// (PORT=0: one the system picks), and returns its URL; the test's end
+// kills it (by its pid).
+func StartPython(t testing.TB, script string) string {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed: cannot run the test agent")
 	}
-	cmd := exec.Command("python3", filepath.Join(moduleRoot(t), "testdata", "agents", "bigreply.py"))
+	cmd := exec.Command("python3", filepath.Join(moduleRoot(t), script))
+	cmd.Env = []string{"PORT=0", "PATH=/usr/bin:/bin:/usr/local/bin"}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +95,7 @@ func StartBigReply(t testing.TB) string {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
 	if err != nil || !ok {
-		t.Fatalf("bigreply.py said %q (%v), want READY <port>", line, err)
+		t.Fatalf("%s said %q (%v), want READY <port>", script, line, err)
 	}
 	return "http://127.0.0.1:" + port
 }
