@@ -19,8 +19,16 @@ type Kind struct {
 	// Check checks the door's options against the whole map, once the
 	// preset's methods are in. Nil: nothing to check.
 	Check func(d Decoder, c *Config, door *Door)
-	// Print is the door's section for Expanded, listen included.
+	// Print is the door's section for Expanded, listen included (config
+	// puts mount in its place for a mounted door).
 	Print func(door *Door) *yaml.Node
+	// Routes are the paths the door serves when mounted at "/", as on a
+	// listener of its own: a path, or one ending in "/" for every path
+	// under it ("/v1/"). They are what it claims of the platform's
+	// listener there (Claims); its health route is left out (the
+	// platform's /healthz answers the same). Nil: it cannot mount at "/".
+	// Mounted anywhere else, a door claims every path under its mount.
+	Routes func(door *Door) []string
 }
 
 // Decoder is what a Kind decodes and checks its section with: config's

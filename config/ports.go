@@ -10,7 +10,7 @@ import (
 // listeners sharing a port, the admin one included.
 func (p *parser) checkPorts(c *Config, adminLine int) {
 	for _, d := range c.Protocols.Doors {
-		if c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, d.Listen) {
+		if d.Mount == "" && c.Upstream.Network == "tcp" && loopsBack(c.Upstream.Address, d.Listen) {
 			p.addf(d.Line, "protocols."+d.Name+".listen", "%q is the agent's address (upstream.url %q): every call would come back to the sidecar", d.Listen, c.Upstream.URL)
 		}
 	}
@@ -93,7 +93,7 @@ func (c *Config) CheckListen(addr, from string) error {
 		return errors.New(msg)
 	}
 	for _, d := range c.Protocols.Doors {
-		if samePort(addr, d.Listen) {
+		if d.Mount == "" && samePort(addr, d.Listen) {
 			return fmt.Errorf("%s is on the port of protocols.%s.listen %q: each protocol needs a port of its own", listener, d.Name, d.Listen)
 		}
 	}

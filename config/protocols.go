@@ -39,8 +39,14 @@ type Door struct {
 	// Name is its key in the protocols section, its Kind's Name.
 	Name string
 	// Listen is its own address, "host:port". Default: its Kind's Listen
-	// (each runtime's fixed port).
+	// (each runtime's fixed port). Unused when Mount is set.
 	Listen string
+	// Mount is where it is served on the platform's listener instead of a
+	// listener of its own: "/" or a clean path such as /a2a; "" for its
+	// own listener. Its routes are served under it (Claims).
+	Mount string
+	// MountLine is where mount is set, for messages.
+	MountLine int
 	// Options are what its Kind's Decode made of the rest of its section.
 	Options any
 	// Line is where it is declared, for messages.
@@ -58,14 +64,17 @@ func (ps *Protocols) Door(name string) *Door {
 }
 
 // Listens is every enabled protocol's name and address, the platform's
-// (Listen) first, then the others in the order of the Kinds.
+// (Listen) first, then the others in the order of the Kinds; a mounted
+// door has no address of its own and is not listed (Mounted).
 func (c *Config) Listens() [][2]string {
 	var l [][2]string
 	if c.Protocols.AgentPlatform {
 		l = append(l, [2]string{ProtocolAgentPlatform, c.Listen})
 	}
 	for _, d := range c.Protocols.Doors {
-		l = append(l, [2]string{d.Name, d.Listen})
+		if d.Mount == "" {
+			l = append(l, [2]string{d.Name, d.Listen})
+		}
 	}
 	return l
 }
@@ -93,7 +102,7 @@ func (p *parser) protocols(n *yaml.Node, path string, ps *Protocols, kinds []Kin
 			continue
 		}
 		d := &Door{Name: e.name, Listen: kinds[i].Listen, Line: e.key.Line}
-		if kinds[i].Decode(Decoder{p}, e.val, key, d) {
+		if kinds[i].Decode(Decoder{p}, p.mountOf(e.val, key, d), key, d) {
 			byName[e.name] = d
 		}
 	}
@@ -145,6 +154,7 @@ func (p *parser) checkProtocols(c *Config, adminLine int) {
 		}
 	}
 	p.checkPorts(c, adminLine)
+	p.checkMounts(c)
 }
 
 // methodNamed is the method called name: the one the map lists, else "*".
@@ -178,7 +188,23 @@ func (c *Config) methodNames() string {
 func (c *Config) protocolsNode() *yaml.Node {
 	n := mapping(ProtocolAgentPlatform, mapping("enabled", value(c.Protocols.AgentPlatform)))
 	for _, d := range c.Protocols.Doors {
-		n.Content = append(n.Content, scalar(d.Name), c.kinds[kindIndex(c.kinds, d.Name)].Print(d))
+		n.Content = append(n.Content, scalar(d.Name), mounted(c.kinds[kindIndex(c.kinds, d.Name)].Print(d), d))
 	}
+	return n
+}
+
+// mounted is a door's section as its Kind printed it, with mount in place
+// of listen when the door is mounted.
+func mounted(n *yaml.Node, d *Door) *yaml.Node {
+	if d.Mount == "" || n.Kind != yaml.MappingNode {
+		return n
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "listen" {
+			n.Content[i], n.Content[i+1] = scalar("mount"), quoted(d.Mount)
+			return n
+		}
+	}
+	n.Content = append([]*yaml.Node{scalar("mount"), quoted(d.Mount)}, n.Content...)
 	return n
 }

@@ -83,9 +83,11 @@ func PrintTarget(door *Door, t *Target, kv ...any) *yaml.Node {
 }
 
 // TargetKind is the Kind of a door whose section is listen and method
-// and nothing else; its Door's Options are a *Target.
-func TargetKind(name, listen string) Kind {
+// and nothing else; its Door's Options are a *Target. routes are its
+// Routes, what it serves when mounted at "/".
+func TargetKind(name, listen string, routes ...string) Kind {
 	return Kind{
+		Routes: func(*Door) []string { return routes },
 		Name:   name,
 		Listen: listen,
 		Decode: func(d Decoder, n *yaml.Node, path string, door *Door) bool {

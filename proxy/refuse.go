@@ -37,6 +37,7 @@ func (s *Server) refuser(door Door, protocol string) core.Refuse {
 		if f.Outcome == "" {
 			f.Outcome = metrics.BadRequest // a label of the closed set
 		}
+		f = onMount(f, mountOf(r))
 		c.failed(f, err)
 		c.status = f.Status
 		cw := &counter{ResponseWriter: w}

@@ -24,8 +24,9 @@ type door struct {
 
 // openDoors builds a server for every enabled protocol: the platform's on
 // ln (opened by run from --listen, $PORT or listen; nil when the platform
-// is off), each other one on a listener of its own. On error, every
-// listener it opened, ln included, is closed.
+// is off) with the mounted doors beside it (proxy.Mounted), each other
+// one on a listener of its own. On error, every listener it opened, ln
+// included, is closed.
 func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []string, logger *zap.Logger, lim serverLimits) ([]door, error) {
 	var opened []door
 	fail := func(err error) ([]door, error) {
@@ -53,10 +54,32 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 		} else if l == nil {
 			continue
 		}
-		opened = append(opened, door{protocol: p[0], ln: l, srv: newHTTPServer(cfg, s.HandlerFor(d), logger, lim)})
+		h := s.HandlerFor(d)
+		if p[0] == config.ProtocolAgentPlatform {
+			mounts, err := mountDoors(cfg, s, host)
+			if err != nil {
+				return fail(err)
+			}
+			h = proxy.Mounted(h, mounts)
+		}
+		opened = append(opened, door{protocol: p[0], ln: l, srv: newHTTPServer(cfg, h, logger, lim)})
 	}
 	if len(opened) == 0 {
 		return fail(fmt.Errorf("no protocol is enabled (protocols.agent_platform is off and no other is configured)"))
 	}
 	return opened, nil
+}
+
+// mountDoors builds the doors mounted on the platform's listener, each
+// served on the paths it claims there.
+func mountDoors(cfg *config.Config, s *proxy.Server, host core.Host) ([]proxy.Mount, error) {
+	var mounts []proxy.Mount
+	for _, m := range cfg.Mounted() {
+		d, err := doors.Build(doors.All, cfg, m.Name, host)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, proxy.Mount{Path: m.Mount, Claims: cfg.Claims(m), Handler: s.HandlerFor(d)})
+	}
+	return mounts, nil
 }

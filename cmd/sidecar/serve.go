@@ -143,6 +143,12 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		go func() { errc <- d.srv.Serve(d.ln) }()
 		logger.Info("listening", zap.String("protocol", d.protocol), zap.String("addr", d.ln.Addr().String()),
 			zap.String("upstream", cfg.Upstream.URL), zap.Int("methods", len(cfg.Methods)), zap.String("version", version))
+		if d.protocol != config.ProtocolAgentPlatform {
+			continue
+		}
+		for _, m := range cfg.Mounted() {
+			logger.Info("listening", zap.String("protocol", m.Name), zap.String("addr", d.ln.Addr().String()), zap.String("mount", m.Mount))
+		}
 	}
 
 	agentExited := false

@@ -46,16 +46,21 @@ func CardOf(cfg *config.Config, url string) ([]byte, error) {
 	// What Protocol.Options gives, which CardOf cannot call: Protocol
 	// lists cardCommand, which calls CardOf.
 	opts := *door.Options.(*Options)
+	opts.Mount = door.Mount
 
 	if url == "" {
 		url = opts.URL
 	}
 	if url == "" {
-		_, port, err := net.SplitHostPort(door.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("protocols.a2a.listen %q: %v", door.Listen, err)
+		listen, key := door.Listen, "protocols.a2a.listen"
+		if door.Mount != "" {
+			listen, key = cfg.Listen, "listen"
 		}
-		url = "http://localhost:" + port + "/"
+		_, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %v", key, listen, err)
+		}
+		url = "http://localhost:" + port + opts.rpcPath()
 	}
 	d, err := New(cfg, opts)
 	if err != nil {
@@ -147,7 +152,7 @@ func (d *Door) Card(url string) []byte {
 func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	url := d.opts.URL
 	if url == "" {
-		url = publicBase(r) + RouteRPC
+		url = publicBase(r) + d.opts.rpcPath()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -182,4 +187,13 @@ var hostPort = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-
 func firstValue(v string) string {
 	first, _, _ := strings.Cut(v, ",")
 	return strings.TrimSpace(first)
+}
+
+// rpcPath is the JSON-RPC endpoint's path on the listener: the mount
+// when the door is mounted, else RouteRPC.
+func (o *Options) rpcPath() string {
+	if o.Mount == "" || o.Mount == "/" {
+		return RouteRPC
+	}
+	return o.Mount
 }

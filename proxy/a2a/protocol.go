@@ -25,6 +25,8 @@ var Protocol = core.Protocol[Options]{
 		Name:   Name,
 		Listen: ":9000",
 		Decode: decodeSection,
+		// JSON-RPC at "/": it cannot share "/" with the platform's probe.
+		Routes: func(*config.Door) []string { return []string{RouteRPC, RouteCard, RouteLegacyCard} },
 		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
 			d.CheckTarget(c, door, &config.Target{Method: door.Options.(*Options).Method})
 		},
@@ -37,7 +39,11 @@ var Protocol = core.Protocol[Options]{
 			return config.PrintTarget(door, &config.Target{Method: o.Method}, kv...)
 		},
 	},
-	Options:  func(door *config.Door, _ core.Host) Options { return *door.Options.(*Options) },
+	Options: func(door *config.Door, _ core.Host) Options {
+		o := *door.Options.(*Options)
+		o.Mount = door.Mount
+		return o
+	},
 	Probe:    probe,
 	Example:  example,
 	Commands: []core.Command{cardCommand},
@@ -54,6 +60,10 @@ type Options struct {
 	// was asked on (X-Forwarded-Proto and X-Forwarded-Host when a proxy
 	// sets them, else http, or https with TLS, and the Host), plus "/".
 	URL string
+	// Mount is where the door is mounted on the platform's listener
+	// (config.Door.Mount): its JSON-RPC endpoint's path there, "" on a
+	// listener of its own.
+	Mount string
 }
 
 // CardInfo is the agent card's description of the agent.

@@ -17,7 +17,7 @@ const Name = "agentcore"
 // listen defaults to ":8080", the runtime's fixed port; method is
 // required.
 var Protocol = core.Protocol[Options]{
-	Kind: config.TargetKind(Name, ":8080"),
+	Kind: config.TargetKind(Name, ":8080", RouteInvocations, RoutePing),
 	Options: func(door *config.Door, host core.Host) Options {
 		t := door.Options.(*config.Target)
 		return Options{Method: t.Method, Stream: t.Stream, InFlight: host.InFlight}

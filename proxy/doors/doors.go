@@ -54,13 +54,26 @@ type Door struct {
 }
 
 // URL is the door's URL for its section door (nil for agent_platform)
-// served on listener, e.g. http://127.0.0.1:8090: listener, then the
+// served on listener (its own, or the platform's when it is mounted),
+// e.g. http://127.0.0.1:8090/mcp: listener, then its mount, then the
 // door's Path. It is the base the door's Example takes.
 func (d Door) URL(listener string, door *config.Door) string {
-	if d.Path == nil || door == nil {
+	if door == nil {
 		return listener
 	}
-	return strings.TrimSuffix(listener, "/") + d.Path(door)
+	url := strings.TrimSuffix(listener, "/")
+	if door.Mount != "/" {
+		url += door.Mount
+	}
+	if d.Path != nil {
+		if p := d.Path(door); p != "/" || door.Mount == "" {
+			url += p
+		}
+	}
+	if url == strings.TrimSuffix(listener, "/") {
+		return listener
+	}
+	return url
 }
 
 // Register is the entry of a door whose package declares p and the

@@ -17,7 +17,7 @@ const Name = "foundry"
 // listen defaults to ":8088", the runtime's fixed port; method is
 // required.
 var Protocol = core.Protocol[Options]{
-	Kind: config.TargetKind(Name, ":8088"),
+	Kind: config.TargetKind(Name, ":8088", RouteInvocations, RouteReadiness),
 	Options: func(door *config.Door, host core.Host) Options {
 		t := door.Options.(*config.Target)
 		return Options{Method: t.Method, Stream: t.Stream, Session: host.Getenv(EnvSessionID)}

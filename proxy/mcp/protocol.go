@@ -30,12 +30,16 @@ var Protocol = core.Protocol[Options]{
 		Name:   Name,
 		Listen: ":8090",
 		Decode: decodeSection,
+		Routes: func(door *config.Door) []string { return []string{door.Options.(*Options).Path} },
 		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
 			d.CheckMethods(c, door.Line, "protocols.mcp.methods", door.Options.(*Options).Methods)
 		},
 		Print: func(door *config.Door) *yaml.Node {
 			o := door.Options.(*Options)
-			kv := []any{"listen", config.Quoted(door.Listen), "path", config.Quoted(o.Path)}
+			kv := []any{"listen", config.Quoted(door.Listen)}
+			if door.Mount == "" { // mounted, the endpoint is the mount
+				kv = append(kv, "path", config.Quoted(o.Path))
+			}
 			if o.Methods != nil {
 				kv = append(kv, "methods", config.Strings(o.Methods))
 			}
@@ -68,6 +72,9 @@ type Options struct {
 // decodeSection decodes the section: listen, path and methods.
 func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Door) bool {
 	o := &Options{Path: DefaultPath}
+	if door.Mount != "" {
+		o.Path = "/" // the endpoint is the mount itself
+	}
 	door.Options = o
 	if !d.Mapping(n, path, "a mapping with listen, path and methods") {
 		return n.ShortTag() == "!!null" // mcp: with nothing is on, every key its default
@@ -79,6 +86,11 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 		case "listen":
 			d.Listen(e, key, door)
 		case "path":
+			if door.Mount != "" {
+				d.Addf(e.Key.Line, key, "a mounted door's endpoint is its mount (%q, line %d): want no path, or the endpoint's path as mount", door.Mount, door.MountLine)
+				ok = false
+				continue
+			}
 			if s, set := d.Scalar(e, key); set {
 				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# ") {
 					d.Addf(e.Value.Line, key, "%q is not a path (want one starting with /, e.g. /mcp)", s)

@@ -26,6 +26,8 @@ var Protocol = core.Protocol[Options]{
 		Name:   Name,
 		Listen: ":8091",
 		Decode: decodeSection,
+		// Its /healthz stays the platform's at "/": it claims /v1/… only.
+		Routes: func(*config.Door) []string { return []string{"/v1/"} },
 		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
 			d.CheckTarget(c, door, &config.Target{Method: door.Options.(*section).Method})
 		},
