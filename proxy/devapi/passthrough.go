@@ -1,6 +1,7 @@
 package devapi
 
 import (
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -95,6 +96,9 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 				pr.Out.URL.RawPath = inner // an escaped "/" stays escaped
 			}
 			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			if pr.Out.Body != nil && pr.Out.ContentLength > 0 {
+				pr.Out.Body = &exactBody{ReadCloser: pr.Out.Body, left: pr.Out.ContentLength}
+			}
 			h := pr.Out.Header
 			// The browser's cookies for localhost are every local
 			// service's (cookies ignore the port): none is the agent's.
@@ -157,4 +161,32 @@ func passthroughTransport() http.RoundTripper {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // the answer goes on as the door wrote it
 	}
+}
+
+// exactBody is a request body of known length that ends at its last
+// byte without reading the caller's body again. The transport reads a
+// body past its Content-Length to check it ends there, and the contract
+// listener may answer (the stream end to end) before that read: the dev
+// listener's handler has returned and net/http closed the caller's body,
+// so the read fails, and the transport closes the connection to the
+// contract listener the next call was already using on the same
+// keep-alive connection, cutting its answer.
+type exactBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 && err == nil {
+		err = io.EOF
+	}
+	return n, err
 }
