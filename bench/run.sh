@@ -7,7 +7,7 @@
 #   bench/run.sh            full run, about 5 minutes (bounded at 12)
 #   QUICK=1 bench/run.sh    short run, under 2 minutes
 #   ONLY=unary,memory ...   only those rows (unary, throughput, latency,
-#                           firstline, memory, startup, dialects), or
+#                           firstline, memory, startup, ways, dialects), or
 #                           floor: the floor ladder (issue 23), unary c=32
 #                           through each rung of bench/cmd/goproxy -mode
 #                           ladder and the sidecar with and without

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,6 +236,13 @@ func readStream(addr string, req []byte, onRecord func([]byte)) (int, error) {
 // firstLine measures, on one keep-alive connection, the time from sending
 // a stream request to reading its first record, for count requests.
 func firstLine(addr string, req []byte, count int) ([]float64, error) {
+	return firstMatch(addr, req, count, "")
+}
+
+// firstMatch is firstLine to the first line that contains marker (any
+// line when marker is ""): the first of the agent's records behind a
+// door that writes lines of its own first.
+func firstMatch(addr string, req []byte, count int, marker string) ([]float64, error) {
 	var c *conn
 	defer func() {
 		if c != nil {
@@ -264,8 +272,14 @@ func firstLine(addr string, req []byte, count int) ([]float64, error) {
 		// The line reader buffers past the first record; the rest of the
 		// body goes through it, then the trailer straight from the conn.
 		lr := newLineReader(resp.body, 16<<10)
-		if _, err := lr.next(); err != nil {
-			return out, err
+		for {
+			line, err := lr.next()
+			if err != nil {
+				return out, fmt.Errorf("no line with %q: %w", marker, err)
+			}
+			if bytes.Contains(line, []byte(marker)) {
+				break
+			}
 		}
 		out = append(out, float64(time.Since(t0).Nanoseconds())/1e3)
 		if _, err := io.Copy(io.Discard, lr.br); err != nil {

@@ -29,6 +29,7 @@ type results struct {
 	start   series // ms to the first accepted connection
 	healthy series // ms to the first /healthz 200 (sidecar)
 	floor   string // the floor row's table (floor.go), "" when not run
+	ways    string // the ways rows' table (ways.go), "" when not run
 }
 
 type unaryRow struct {

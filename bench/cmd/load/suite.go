@@ -160,7 +160,7 @@ func runSuite(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a short run (under two minutes)")
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
-	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup; floor (the floor ladder) only when named")
+	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup, ways; floor (the floor ladder) only when named")
 	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
 	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
 	nethttp := fs.String("nethttp", "", "the sidecar built with -tags nethttp (net/http's Transport to the agent), run as one more variant with the sidecar's config")
@@ -231,6 +231,7 @@ func runSuite(ctx context.Context, args []string) error {
 		{"firstline", "time to first line", s.firstLineRows, false},
 		{"memory", "memory", s.memoryRows, false},
 		{"startup", "startup", s.startupRows, false},
+		{"ways", "a door's stream on its own listener, mounted and through the passthrough", s.waysRows, false},
 		{"floor", "the floor ladder", s.floorRows, true},
 	}
 	wanted := map[string]bool{}
@@ -241,7 +242,7 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	for k := range wanted {
 		if !slices.ContainsFunc(steps, func(st step) bool { return st.key == k }) {
-			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup or floor)", k)
+			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup, ways or floor)", k)
 		}
 	}
 	for _, st := range steps {
@@ -254,7 +255,7 @@ func runSuite(ctx context.Context, args []string) error {
 		}
 	}
 	s.stopAll()
-	report := s.report(time.Since(began), *quick) + s.res.floor
+	report := s.report(time.Since(began), *quick) + s.res.ways + s.res.floor
 	fmt.Print(report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
