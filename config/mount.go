@@ -32,7 +32,9 @@ func (c Claim) Covers(p string) bool {
 	if p == c.Path {
 		return true
 	}
-	return c.Tree && strings.HasPrefix(p, strings.TrimSuffix(c.Path, "/")+"/")
+	// A tree's Path has no trailing "/" (Claims): p is under it when it
+	// goes on with one. No allocation: every request asks.
+	return c.Tree && len(p) > len(c.Path) && p[len(c.Path)] == '/' && strings.HasPrefix(p, c.Path)
 }
 
 // String is the claim as messages show it: "/invocations", "/a2a/…".
