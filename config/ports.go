@@ -38,7 +38,7 @@ func (p *parser) checkPorts(c *Config, adminLine int) {
 				others = append(others, listens[k][0])
 			}
 		}
-		p.addf(c.protocolLine(second[0]), "protocols."+second[0]+".listen", "%q is the port of %s too: each protocol needs a port of its own",
+		p.addf(c.protocolLine(second[0]), "protocols."+second[0]+".listen", "%q is the port of %s too: each protocol needs a port of its own, or mount: a path on the platform's listener",
 			second[1], allOf(others))
 	}
 	if c.Admin.Listen == "" {

@@ -139,7 +139,7 @@ func TestValidateProtocols(t *testing.T) {
 	}
 	// Four on one port are one problem naming them all, not six pairs.
 	_, err := validate("protocols: {agentcore: {method: query}, foundry: {listen: \":8080\", method: query}, a2a: {listen: \"127.0.0.1:8080\", method: query}}\n")
-	want := `sidecar.yaml:3: protocols.agentcore.listen: ":8080" is the port of agent_platform, foundry and a2a too: each protocol needs a port of its own`
+	want := `sidecar.yaml:3: protocols.agentcore.listen: ":8080" is the port of agent_platform, foundry and a2a too: each protocol needs a port of its own, or mount: a path on the platform's listener`
 	if err == nil || !strings.HasSuffix(err.Error(), want) || strings.Count(err.Error(), "\n") != 0 {
 		t.Errorf("four on one port: %v, want the one line %s", err, want)
 	}
