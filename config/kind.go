@@ -1,6 +1,11 @@
 package config
 
-import "go.yaml.in/yaml/v3"
+import (
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // Kind is a protocol the program can serve besides agent_platform, as
 // config sees it: its key and how its section is decoded, checked and
@@ -62,8 +67,13 @@ func (d Decoder) Mapping(n *yaml.Node, path, want string) bool { return d.p.mapp
 // mapping or list (a problem).
 func (d Decoder) Scalar(e Entry, path string) (string, bool) { return d.p.scalar(e.entry(), path) }
 
-// Unknown reports a key the section does not have.
+// Unknown reports a key the section does not have. In a door's own
+// section (protocols.NAME) the keys it may have name mount too, which
+// config takes out before the door decodes the rest (mountOf).
 func (d Decoder) Unknown(e Entry, path string, allowed ...string) {
+	if rest, ok := strings.CutPrefix(path, "protocols."); ok && !strings.Contains(rest, ".") && slices.Contains(allowed, "listen") {
+		allowed = slices.Insert(slices.Clone(allowed), slices.Index(allowed, "listen")+1, "mount")
+	}
 	d.p.unknown(e.entry(), path, allowed...)
 }
 

@@ -66,10 +66,10 @@ func TestKinds(t *testing.T) {
 	_, err = Parse("sidecar.yaml", []byte(base+"protocols:\n  greeter: {listen: \":8080\", method: nope, greeting: \"\", colour: red, greting: hi}\n  mcp: {}\n  greter: {}\n"), greeterKind)
 	for _, want := range []string{
 		`sidecar.yaml:4: protocols.greeter.greeting: empty (want the words a call begins with)`,
-		`sidecar.yaml:4: protocols.greeter.colour: unknown key (want listen, method or greeting)`,
+		`sidecar.yaml:4: protocols.greeter.colour: unknown key (want listen, mount, method or greeting)`,
 		`sidecar.yaml:5: protocols.mcp: unknown key (want agent_platform or greeter)`,
 		// A near key is named in a door's section, and among the doors.
-		`sidecar.yaml:4: protocols.greeter.greting: unknown key: did you mean greeting? (want listen, method or greeting)`,
+		`sidecar.yaml:4: protocols.greeter.greting: unknown key: did you mean greeting? (want listen, mount, method or greeting)`,
 		`sidecar.yaml:6: protocols.greter: unknown key: did you mean greeter? (want agent_platform or greeter)`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -28,7 +28,7 @@ func (d Decoder) Target(n *yaml.Node, path string, door *Door, t *Target, fields
 		p.addf(n.Line, path, "want a mapping with listen and method, not a %s", kindName(n))
 		return false
 	}
-	allowed := []string{"listen", "method"}
+	allowed := []string{"listen", "mount", "method"}
 	for _, f := range fields {
 		allowed = append(allowed, f.Key)
 	}

@@ -28,7 +28,7 @@ func TestToyDoorRegisters(t *testing.T) {
 		{"unknown protocol", "  nope: {method: query}", `test.yaml:4: protocols.nope: unknown key (want ` + oneOf(doors.Names(list)) + `)`},
 		{"unknown method", "  toy: {method: nope}", `test.yaml:4: protocols.toy.method: "nope" is not a method of the map`},
 		{"no method", "  toy: {listen: \":9100\"}", `test.yaml:4: protocols.toy.method: missing`},
-		{"unknown key", "  toy: {method: query, card: {}}", `test.yaml:4: protocols.toy.card: unknown key (want listen or method)`},
+		{"unknown key", "  toy: {method: query, card: {}}", `test.yaml:4: protocols.toy.card: unknown key (want listen, mount or method)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Parse("test.yaml", []byte("upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {query: {}}\nprotocols:\n"+tt.section+"\n"), kinds...)

@@ -117,7 +117,7 @@ protocols:
   nope: {method: query}`, `protocols.nope: unknown key (want ` + strings.Join(doors.Names(doors.All)[:len(doors.All)-1], ", ") + " or " + doors.All[len(doors.All)-1].Name + `)`},
 		{"card on foundry", `
 protocols:
-  foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen or method)`},
+  foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen, mount or method)`},
 		{"card key", `
 protocols:
   a2a: {method: query, card: {title: x}}`, `protocols.a2a.card.title: unknown key (want name or description)`},
@@ -126,7 +126,7 @@ protocols:
   a2a: {method: query, url: "agents.example/price"}`, `protocols.a2a.url: "agents.example/price" is not an absolute http or https URL`},
 		{"url on agentcore", `
 protocols:
-  agentcore: {listen: ":8081", method: query, url: "https://x.example/"}`, `protocols.agentcore.url: unknown key (want listen or method)`},
+  agentcore: {listen: ":8081", method: query, url: "https://x.example/"}`, `protocols.agentcore.url: unknown key (want listen, mount or method)`},
 		{"enabled not a bool", `
 protocols:
   agent_platform: {enabled: maybe}`, `protocols.agent_platform.enabled: want true or false, not "maybe"`},

@@ -68,7 +68,7 @@ func TestSectionProblems(t *testing.T) {
 		{"protocols: {mcp: {methods: [query, ask]}}\n", `protocols.mcp.methods: "ask" is not a method of the map (want "query" or "stream_query")`},
 		{"protocols: {mcp: {path: mcp}}\n", `protocols.mcp.path: "mcp" is not a path`},
 		{"protocols: {mcp: {listen: \"8090\"}}\n", `protocols.mcp.listen: "8090" is not host:port`},
-		{"protocols: {mcp: {method: query}}\n", `protocols.mcp.method: unknown key: did you mean methods? (want listen, path or methods)`},
+		{"protocols: {mcp: {method: query}}\n", `protocols.mcp.method: unknown key: did you mean methods? (want listen, mount, path or methods)`},
 		{"protocols: {mcp: [1]}\n", `protocols.mcp: want a mapping with listen, path and methods, not a list`},
 		{"limits: {mcp_sessions: 0}\nprotocols: {mcp: {}}\n", `limits.mcp_sessions: must be at least 1`},
 		{"protocols: {mcp: {listen: \":8088\"}, foundry: {method: query}}\n", `is the port of`},
