@@ -26,3 +26,29 @@ func TestPartOf(t *testing.T) {
 		}
 	}
 }
+
+// TestIsEnd: only the mapping stage's end record, one member "end" whose
+// value is an object, is no content.
+func TestIsEnd(t *testing.T) {
+	tests := []struct {
+		record string
+		want   bool
+	}{
+		{`{"end":{}}`, true},
+		{` {"end":{"finish_reason":"stop","usage":{"total_tokens":3}}} `, true},
+		{`{"end":1}`, false},
+		{`{"end":"x"}`, false},
+		{`{"end":{},"text":"x"}`, false},
+		{`{"text":"x","end":{}}`, false},
+		{`{"End":{}}`, false},
+		{`"end"`, false},
+		{`{}`, false},
+		{``, false},
+		{`{"end":{`, false},
+	}
+	for _, tt := range tests {
+		if got := isEnd([]byte(tt.record)); got != tt.want {
+			t.Errorf("isEnd(%q) = %v, want %v", tt.record, got, tt.want)
+		}
+	}
+}
