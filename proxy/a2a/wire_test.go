@@ -1,6 +1,9 @@
 package a2a
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestPartOf: an object with a string text member and a JSON string are
 // text (the object's other members the part's metadata), any other object
@@ -51,4 +54,37 @@ func TestIsEnd(t *testing.T) {
 			t.Errorf("isEnd(%q) = %v, want %v", tt.record, got, tt.want)
 		}
 	}
+}
+
+// FuzzInput: whatever params a message has, readMessage never panics, and
+// the input of a message it reads is one JSON object: message, a string;
+// messages, the one user message with the same text; ids, the task's.
+func FuzzInput(f *testing.F) {
+	for _, s := range []string{
+		`{"message":{"kind":"message","role":"user","messageId":"m","parts":[{"kind":"text","text":"hi"}]}}`,
+		`{"message":{"parts":[{"text":"a\"b"},{"data":{}},{"text":"\u2028\\"}],"contextId":"c"}}`,
+		`{"message":{"parts":[{"text":"é"},{"text":""}]}}`,
+		`{"message":{"parts":[]}}`, `{"message":[]}`, `{}`, `null`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		m, err := readMessage([]byte(params))
+		if err != nil {
+			return
+		}
+		in := m.input(&task{id: "t1", contextID: m.contextID + "x"})
+		var v struct {
+			Message  *string
+			Messages []struct{ Role, Content string }
+			IDs      struct {
+				ContextID string `json:"context_id"`
+				TaskID    string `json:"task_id"`
+			}
+		}
+		if err := json.Unmarshal(in, &v); err != nil || v.Message == nil || len(v.Messages) != 1 || v.Messages[0].Role != "user" ||
+			v.Messages[0].Content != *v.Message || v.IDs.TaskID != "t1" || v.IDs.ContextID != m.contextID+"x" {
+			t.Fatalf("readMessage(%s).input = %s (%v), want {message, messages: [its user message], ids}", params, in, err)
+		}
+	})
 }
