@@ -118,8 +118,9 @@ func partOf(record []byte) part {
 // not content.
 func isEnd(record []byte) bool {
 	record = bytes.TrimSpace(record)
-	if len(record) < len(`{"end":{}}`) || record[0] != '{' {
-		return false
+	if len(record) < len(`{"end":{}}`) || record[0] != '{' ||
+		!bytes.HasPrefix(bytes.TrimLeft(record[1:], " \t\r\n"), []byte(`"end"`)) {
+		return false // not read through: every record of a stream comes here
 	}
 	members, end := 0, false
 	rawjson.Members(record, func(key, value []byte) bool {
