@@ -36,6 +36,10 @@ async function handle(req: http.IncomingMessage, res: Reply): Promise<void> {
     return sendJSON(res, 404, { detail: 'not found' });
   }
 
+  // "message" is the user's text: the platform's callers send it (the method
+  // map's parameters), and so do the A2A and OpenAI-compatible doors, with
+  // "messages" (the conversation as [{role, content}], ready for a model
+  // call) and "ids" (docs/doors.md, one input shape).
   let message: string;
   try {
     message = String((await readJSON(req)).message ?? '');

@@ -39,6 +39,10 @@ class AgentHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         try:
+            # "message" is the user's text: the platform's callers send it (the
+            # method map's parameters), and so do the A2A and OpenAI-compatible
+            # doors, with "messages" (the conversation as [{"role", "content"}],
+            # ready for a model call) and "ids" (docs/doors.md, one input shape).
             message = str(self.read_json().get("message", ""))
         except ValueError:
             return self.send_json(400, {"detail": "body must be a JSON object"})

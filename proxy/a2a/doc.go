@@ -5,8 +5,10 @@
 // message/stream (SSE), tasks/get and tasks/cancel of A2A 0.3, and
 // SendMessage, SendStreamingMessage, GetTask and CancelTask of A2A 1.0,
 // chosen by the A2A-Version header. Every message calls one method of the
-// map (Options.Method): its text parts become the method's input, its
-// records artifact updates, and its end the task's terminal state. A
+// map (Options.Method): its text parts, the task's history and ids become
+// the method's input (the shape every conversational door gives, rpc.go),
+// its records artifact updates (the mapping stage's end record none), and
+// its end the task's terminal state. A
 // bounded in-memory store (tasks, limits.task_store_bytes) answers
 // tasks/get and tasks/cancel. The door opens each JSON-RPC request: the
 // shared gate reads the body under the shared limits, Open decodes it

@@ -358,7 +358,9 @@ func testCancelSend(t *testing.T, method string) {
 	started := make(chan string, 1)
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
-			TaskID string `json:"task_id"`
+			IDs struct {
+				TaskID string `json:"task_id"`
+			} `json:"ids"`
 		}
 		json.NewDecoder(r.Body).Decode(&in)
 		if stream {
@@ -366,7 +368,7 @@ func testCancelSend(t *testing.T, method string) {
 			fmt.Fprintf(w, "data: {\"text\":\"thinking\"}\n\n")
 			http.NewResponseController(w).Flush()
 		}
-		started <- in.TaskID
+		started <- in.IDs.TaskID
 		<-r.Context().Done()
 	}))
 	t.Cleanup(agent.Close)

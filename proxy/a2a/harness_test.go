@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/dialect"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -33,10 +34,16 @@ methods:
   fail: {mode: stream, call: POST /fail, reply: sse}
   slow: {mode: stream, call: POST /slow, reply: sse}
   needs_user: {mode: stream, call: "POST /users/{user_id}", reply: sse}
+  story: {mode: stream, call: POST /story, reply: sse, emit: text}
+  input: {call: POST /input}
+  templated: {call: POST /input, body: {text: "{input.message}", session: "{input.ids.context_id}", history: "{input.messages}"}}
 limits: {request_bytes: 4096}
 `
 
 // startAgent is the test agent: /echo answers {"text": "echo: <message>"};
+// /input {"got": <the body it was sent>}; /story streams "[<message>]
+// once upon a time" as OpenAI Chat Completions chunks, a dialect the
+// mapping stage reads;
 // /stream streams SSE records, a text per word of "once upon a time"
 // (one an object with a text and a seq), the first saying the message,
 // and one data record; /fail streams one
@@ -45,9 +52,11 @@ limits: {request_bytes: 4096}
 func startAgent(t *testing.T) string {
 	t.Helper()
 	input := func(r *http.Request) (in struct {
-		Message   string `json:"message"`
-		ContextID string `json:"context_id"`
-		TaskID    string `json:"task_id"`
+		Message string `json:"message"`
+		IDs     struct {
+			ContextID string `json:"context_id"`
+			TaskID    string `json:"task_id"`
+		} `json:"ids"`
 	}) {
 		json.NewDecoder(r.Body).Decode(&in)
 		return in
@@ -69,7 +78,20 @@ func startAgent(t *testing.T) string {
 		in := input(r)
 		w.Header().Set("Content-Type", "text/event-stream")
 		sse(w, `{"text":`+q("["+in.Message+"] ")+`}`, `{"seq":2,"text":"once "}`, `{"text":"upon "}`, `{"text":"a time"}`,
-			`{"n":1,"task":`+q(in.TaskID)+`,"context":`+q(in.ContextID)+`}`)
+			`{"n":1,"task":`+q(in.IDs.TaskID)+`,"context":`+q(in.IDs.ContextID)+`}`)
+	})
+	mux.HandleFunc("POST /story", func(w http.ResponseWriter, r *http.Request) {
+		in := input(r)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, s := range []string{"[" + in.Message + "] ", "once ", "upon ", "a time"} {
+			sse(w, `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":`+q(s)+`},"finish_reason":null}]}`)
+		}
+		sse(w, `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, "[DONE]")
+	})
+	mux.HandleFunc("POST /input", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"got":%s}`, b)
 	})
 	mux.HandleFunc("POST /fail", func(w http.ResponseWriter, r *http.Request) {
 		input(r)
@@ -109,7 +131,10 @@ func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Ser
 		t.Fatal(err)
 	}
 	door := newDoor(t, cfg, Options{Method: method, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
-	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}}
+	// As the program builds it: the mapping stage in front of the
+	// agent's client (a method's emit).
+	agentOf := dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}
+	s := &proxy.Server{Config: cfg, Agent: agentOf}
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

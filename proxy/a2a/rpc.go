@@ -124,27 +124,37 @@ func readMessage(params json.RawMessage) (message, error) {
 	return m, nil
 }
 
-// input is the method's input for the message of task t: {"message":
-// <its text parts joined by newlines>, "context_id": …, "task_id": …}. The
-// text is the caller's JSON strings as they were sent, never decoded and
-// encoded again: the input is no longer than what the caller sent.
+// input is the method's input for the message of task t, the shape every
+// conversational door gives (docs/doors.md): {"message": <its text parts
+// joined by newlines>, "messages": [{"role": "user", "content": <the
+// same text>}], "ids": {"context_id": …, "task_id": …}}. The history is
+// the task's, as the door keeps it: one message per task. The text is the
+// caller's JSON strings as they were sent, never decoded and encoded
+// again: the input is at most about twice what the caller sent.
 func (m message) input(t *task) json.RawMessage {
-	b := []byte(`{"message":`)
-	if len(m.texts) == 1 {
-		b = append(b, m.texts[0]...)
-	} else {
-		b = append(b, '"')
-		for i, s := range m.texts {
-			if i > 0 {
-				b = append(b, `\n`...)
-			}
-			b = append(b, s[1:len(s)-1]...)
-		}
-		b = append(b, '"')
-	}
-	b = append(b, `,"context_id":`...)
+	text := m.text()
+	b := make([]byte, 0, 2*len(text)+len(t.contextID)+len(t.id)+96)
+	b = append(append(b, `{"message":`...), text...)
+	b = append(append(b, `,"messages":[{"role":"user","content":`...), text...)
+	b = append(b, `}],"ids":{"context_id":`...)
 	b = appendString(b, t.contextID)
 	b = append(b, `,"task_id":`...)
 	b = appendString(b, t.id)
-	return append(b, '}')
+	return append(b, "}}"...)
+}
+
+// text is the message's text parts joined by newlines, as one JSON
+// string: the one part as it was sent, or the parts' contents joined.
+func (m message) text() []byte {
+	if len(m.texts) == 1 {
+		return m.texts[0]
+	}
+	b := []byte{'"'}
+	for i, s := range m.texts {
+		if i > 0 {
+			b = append(b, `\n`...)
+		}
+		b = append(b, s[1:len(s)-1]...)
+	}
+	return append(b, '"')
 }

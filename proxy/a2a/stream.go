@@ -42,10 +42,16 @@ func (ex *exchange) context(ctx context.Context) context.Context {
 // answered once they end.
 func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder {
 	if ex.stream && !ex.notify {
-		return ex.events(w)
+		return content{ex.events(w)}
 	}
 	return &gather{ex: ex, w: w}
 }
+
+// content is message/stream's encoder: the shared stream writer, fed the
+// records but the end record (contentOf).
+type content struct{ *frames.Writer }
+
+func (c content) Copy(r core.Records) error { return c.Writer.Copy(contentOf(r)) }
 
 // events is message/stream's writer of the task's events, once made.
 func (ex *exchange) events(w http.ResponseWriter) *frames.Writer {
@@ -140,6 +146,7 @@ func (g *gather) Begin() error {
 // cleanly the task is completed, and its answer written.
 func (g *gather) Copy(r core.Records) error {
 	ex := g.ex
+	r = contentOf(r)
 	for r.Next() {
 		if !ex.tasks.addPart(ex.task, partOf(r.Record())) && !ex.stream {
 			ex.end(g.w, stateFailed, tooLarge(ex.tasks.partLimit))
@@ -217,6 +224,37 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 	}
 	return int(ex.wrote), nil
 }
+
+// contentOf is r but its end record: the mapping stage's last line
+// ({"end": {…}}, emit: text) closes the stream and is no content, so it
+// becomes no part of the artifact (isEnd).
+func contentOf(r core.Records) core.Records {
+	c := &contentRecords{Records: r}
+	if w, ok := r.(core.Waiter); ok {
+		return &waitingContent{contentRecords: c, w: w}
+	}
+	return c
+}
+
+type contentRecords struct{ core.Records }
+
+func (c *contentRecords) Next() bool {
+	for c.Records.Next() {
+		if !isEnd(c.Record()) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingContent are contentRecords of records that say when they wait
+// for the agent, which they pass on to the writer.
+type waitingContent struct {
+	*contentRecords
+	w core.Waiter
+}
+
+func (r *waitingContent) BeforeWait(f func()) { r.w.BeforeWait(f) }
 
 // one is the records of a unary output: the output, once.
 type one struct {
@@ -299,3 +337,8 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 // before its body was read, or whose body was over the limit. Its id is
 // unknown: null.
 func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, nil, f) }
+
+var (
+	_ core.Encoder = content{}
+	_ core.Waiter  = (*waitingContent)(nil)
+)

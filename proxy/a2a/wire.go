@@ -111,6 +111,26 @@ func partOf(record []byte) part {
 	return part{Text: string(record)}
 }
 
+// isEnd reports whether record is the mapping stage's end record: an
+// object whose one member is "end", an object ({"end": {}}, {"end":
+// {"finish_reason": "stop"}}), the last line emit: text writes at a clean
+// end. It says the stream ended, which the task's final state says; it is
+// not content.
+func isEnd(record []byte) bool {
+	record = bytes.TrimSpace(record)
+	if len(record) < len(`{"end":{}}`) || record[0] != '{' ||
+		!bytes.HasPrefix(bytes.TrimLeft(record[1:], " \t\r\n"), []byte(`"end"`)) {
+		return false // not read through: every record of a stream comes here
+	}
+	members, end := 0, false
+	rawjson.Members(record, func(key, value []byte) bool {
+		members++
+		end = rawjson.KeyIs(key, "end") && value[0] == '{'
+		return members < 2
+	})
+	return members == 1 && end
+}
+
 func (v version) part(p part) any {
 	switch {
 	case v == v03 && p.Data != nil:

@@ -1,6 +1,9 @@
 package a2a
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestPartOf: an object with a string text member and a JSON string are
 // text (the object's other members the part's metadata), any other object
@@ -25,4 +28,63 @@ func TestPartOf(t *testing.T) {
 			t.Errorf("partOf(%s) = %q, %s, metadata %s; want %q, %s, metadata %s", tt.record, p.Text, p.Data, p.Metadata, tt.text, tt.data, tt.metadata)
 		}
 	}
+}
+
+// TestIsEnd: only the mapping stage's end record, one member "end" whose
+// value is an object, is no content.
+func TestIsEnd(t *testing.T) {
+	tests := []struct {
+		record string
+		want   bool
+	}{
+		{`{"end":{}}`, true},
+		{` {"end":{"finish_reason":"stop","usage":{"total_tokens":3}}} `, true},
+		{`{"end":1}`, false},
+		{`{"end":"x"}`, false},
+		{`{"end":{},"text":"x"}`, false},
+		{`{"text":"x","end":{}}`, false},
+		{`{"End":{}}`, false},
+		{`"end"`, false},
+		{`{}`, false},
+		{``, false},
+		{`{"end":{`, false},
+	}
+	for _, tt := range tests {
+		if got := isEnd([]byte(tt.record)); got != tt.want {
+			t.Errorf("isEnd(%q) = %v, want %v", tt.record, got, tt.want)
+		}
+	}
+}
+
+// FuzzInput: whatever params a message has, readMessage never panics, and
+// the input of a message it reads is one JSON object: message, a string;
+// messages, the one user message with the same text; ids, the task's.
+func FuzzInput(f *testing.F) {
+	for _, s := range []string{
+		`{"message":{"kind":"message","role":"user","messageId":"m","parts":[{"kind":"text","text":"hi"}]}}`,
+		`{"message":{"parts":[{"text":"a\"b"},{"data":{}},{"text":"\u2028\\"}],"contextId":"c"}}`,
+		`{"message":{"parts":[{"text":"é"},{"text":""}]}}`,
+		`{"message":{"parts":[]}}`, `{"message":[]}`, `{}`, `null`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		m, err := readMessage([]byte(params))
+		if err != nil {
+			return
+		}
+		in := m.input(&task{id: "t1", contextID: m.contextID + "x"})
+		var v struct {
+			Message  *string
+			Messages []struct{ Role, Content string }
+			IDs      struct {
+				ContextID string `json:"context_id"`
+				TaskID    string `json:"task_id"`
+			}
+		}
+		if err := json.Unmarshal(in, &v); err != nil || v.Message == nil || len(v.Messages) != 1 || v.Messages[0].Role != "user" ||
+			v.Messages[0].Content != *v.Message || v.IDs.TaskID != "t1" || v.IDs.ContextID != m.contextID+"x" {
+			t.Fatalf("readMessage(%s).input = %s (%v), want {message, messages: [its user message], ids}", params, in, err)
+		}
+	})
 }

@@ -1,8 +1,10 @@
 // Package openai is the OpenAI-compatible front door (Door, a
 // proxy.Door): GET /v1/models lists the one model the door serves, POST
 // /v1/chat/completions and POST /v1/responses call one method of the map
-// (Options.Method) with {"message": <the last user message's text>,
-// "messages": <the request's messages>} and answer in OpenAI's shapes, a
+// (Options.Method) with the input every conversational door gives
+// ({"message": <the last user message's text>, "messages": <the history
+// as chat messages>, "ids": {<the answer's id>}}, wire.go) and answer in
+// OpenAI's shapes, a
 // whole object or a text/event-stream of chunks (chat.completion.chunk
 // data events and [DONE]; the Responses API's typed events), as the
 // request's stream asks. The agent's records reach it through the mapping

@@ -205,19 +205,19 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 		return refused, refusal(http.StatusNotFound, "model", "model_not_found",
 			fmt.Sprintf("The model %q does not exist: this door serves %q (GET %s)", core.Clip(req.model), d.opts.Model, RouteModels))
 	}
-	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: req.input}, Header: r.Header, Route: route}
+	c := core.Call{Method: d.method, Name: d.opts.Method, Header: r.Header, Route: route}
 	gather := gathers(req.stream, &c)
-	ex := core.Exchange{Call: c, Stream: req.stream || gather}
+	var w core.Writer
 	if route == RouteResponses {
 		rs := d.newResponse()
 		rs.gather = gather
-		ex.Writer = rs
+		c.Input.Raw, w = req.input("response_id", rs.id), rs
 	} else {
 		ch := d.newChat()
 		ch.gather, ch.max = gather, d.replyBytes
-		ex.Writer = ch
+		c.Input.Raw, w = req.input("completion_id", ch.id), ch
 	}
-	return ex, nil
+	return core.Exchange{Call: c, Stream: req.stream || gather, Writer: w}, nil
 }
 
 // WriteError answers a request refused before it was opened (busy,

@@ -269,7 +269,7 @@ func TestResponses(t *testing.T) {
 
 	input := s.serve(t, Options{Method: "input", Model: "m"})
 	_, got = post(t, input+RouteResponses, `{"model":"m","input":"just \"this\""}`)
-	if !strings.Contains(got, `{\"got\":{\"message\":\"just \\\"this\\\"\",\"messages\":[{\"role\":\"user\",\"content\":\"just \\\"this\\\"\"}]}`) {
+	if !strings.Contains(got, `{\"got\":{\"message\":\"just \\\"this\\\"\",\"messages\":[{\"role\":\"user\",\"content\":\"just \\\"this\\\"\"}],\"ids\":{\"response_id\":\"resp_`) {
 		t.Errorf("a string input reached the agent as %s", got)
 	}
 }

@@ -18,12 +18,15 @@ import (
 type request struct {
 	model  string
 	stream bool
-	input  []byte
+	// message is the last user message's text and messages the history
+	// in chat form, both JSON (input); previous a responses request's
+	// previous_response_id, a JSON string, nil when it has none.
+	message, messages, previous []byte
 }
 
-// readRequest decodes body, a request of route, into the call's input:
-// {"message": <the last user message's text>, "messages": <the messages>}.
-// A request it cannot read is the door's 400, naming the parameter.
+// readRequest decodes body, a request of route: the model, stream, and
+// what the method's input is made of (input). A request it cannot read is
+// the door's 400, naming the parameter.
 func readRequest(route string, body []byte) (request, *core.Answer) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
@@ -40,26 +43,45 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 		}
 	}
 	var (
-		message, messages []byte
-		bad               *core.Answer
+		messages []byte
+		bad      *core.Answer
 	)
 	if route == RouteResponses {
-		message, messages, bad = readInput(fields["input"])
+		req.message, messages, bad = readInput(fields["input"])
+		if p := bytes.TrimSpace(fields["previous_response_id"]); bad == nil && len(p) > 0 && string(p) != "null" {
+			if p[0] != '"' || !json.Valid(p) {
+				return request{}, refusal(http.StatusBadRequest, "previous_response_id", "invalid_type",
+					"previous_response_id must be a string, not "+core.Clip(string(p)))
+			}
+			req.previous = p
+		}
 	} else {
-		message, messages, bad = readMessages(fields["messages"])
+		req.message, messages, bad = readMessages(fields["messages"])
 	}
 	if bad != nil {
 		return request{}, bad
 	}
-	compact, ok := rawjson.AppendCompact(nil, messages)
-	if !ok {
+	var ok bool
+	if req.messages, ok = rawjson.AppendCompact(nil, messages); !ok {
 		return request{}, refusal(http.StatusBadRequest, "messages", "invalid_value", "the messages nest too deeply")
 	}
-	in := make([]byte, 0, len(message)+len(compact)+len(`{"message":,"messages":}`))
-	in = append(append(in, `{"message":`...), message...)
-	in = append(append(append(in, `,"messages":`...), compact...), '}')
-	req.input = in
 	return req, nil
+}
+
+// input is the method's input, the shape every conversational door gives
+// (docs/doors.md): {"message": <the last user message's text>,
+// "messages": <the history, chat messages>, "ids": {<idKey>: <the
+// answer's id>, "previous_response_id": …}}. It is at most about twice
+// the body: the last user message's text is in both.
+func (req *request) input(idKey, id string) []byte {
+	in := make([]byte, 0, len(req.message)+len(req.messages)+len(req.previous)+len(idKey)+len(id)+96)
+	in = append(append(in, `{"message":`...), req.message...)
+	in = append(append(in, `,"messages":`...), req.messages...)
+	in = append(append(append(append(in, `,"ids":{"`...), idKey...), `":`...), appendQuoted(nil, id)...)
+	if req.previous != nil {
+		in = append(append(in, `,"previous_response_id":`...), req.previous...)
+	}
+	return append(in, "}}"...)
 }
 
 // message is a chat message as the door reads it: its role and content.
@@ -89,9 +111,13 @@ func readMessages(raw json.RawMessage) (text, messages []byte, bad *core.Answer)
 }
 
 // readInput reads a responses request's input: a string, one user
-// message (then the messages are [{"role": "user", "content": input}]), or
-// an array of input items, the last user message's text taken as for
-// chat.
+// message, or an array of input items, the last user message's text taken
+// as for chat. Its messages are the history in chat form: a string input
+// [{"role": "user", "content": input}]; an array, each item with a role
+// as {"role", "content"}, its content a string as sent, or its text
+// parts' texts joined by newlines (Responses' parts are input_text and
+// output_text, not chat's); items without one (function calls and their
+// outputs, reasoning, references) are left out.
 func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
@@ -103,45 +129,71 @@ func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
 		return nil, nil, refusal(http.StatusBadRequest, "input", "invalid_value",
 			"input is required: a string, or a non-empty array of input items ({\"role\": \"user\", \"content\": …})")
 	}
-	text, bad = lastUser(list, "input")
-	return text, raw, bad
+	if text, bad = lastUser(list, "input"); bad != nil {
+		return nil, nil, bad
+	}
+	messages = make([]byte, 0, len(raw))
+	messages = append(messages, '[')
+	for i, m := range list {
+		if m.Role == "" {
+			continue
+		}
+		content := []byte(`""`) // an assistant's item may have none
+		if c := bytes.TrimSpace(m.Content); len(c) > 0 && string(c) != "null" {
+			if content, bad = contentText(c, "input", i); bad != nil {
+				return nil, nil, bad
+			}
+		}
+		if len(messages) > 1 {
+			messages = append(messages, ',')
+		}
+		messages = append(appendQuoted(append(messages, `{"role":`...), m.Role), `,"content":`...)
+		messages = append(append(messages, content...), '}')
+	}
+	return text, append(messages, ']'), nil
 }
 
 // lastUser is the text of the last message of list whose role is user, as
-// a JSON string: its content when that is a string, else its text parts'
-// texts (type text or input_text) joined by newlines.
+// a JSON string (contentText).
 func lastUser(list []message, param string) ([]byte, *core.Answer) {
 	for i := len(list) - 1; i >= 0; i-- {
-		m := list[i]
-		if m.Role != "user" {
-			continue
+		if list[i].Role == "user" {
+			return contentText(list[i].Content, param, i)
 		}
-		c := bytes.TrimSpace(m.Content)
-		if len(c) > 0 && c[0] == '"' {
-			return c, nil
-		}
-		var parts []struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if len(c) > 0 && c[0] != '[' || json.Unmarshal(c, &parts) != nil {
-			return nil, refusal(http.StatusBadRequest, fmt.Sprintf("%s[%d].content", param, i), "invalid_value",
-				fmt.Sprintf("%s[%d].content must be a string or an array of content parts", param, i))
-		}
-		text := []byte{'"'}
-		n := 0
-		for _, p := range parts {
-			if (p.Type == "text" || p.Type == "input_text") && len(p.Text) > 0 && p.Text[0] == '"' {
-				if n > 0 {
-					text = append(text, `\n`...)
-				}
-				text = append(text, p.Text[1:len(p.Text)-1]...)
-				n++
-			}
-		}
-		return append(text, '"'), nil
 	}
 	return nil, refusal(http.StatusBadRequest, param, "invalid_value", param+" has no user message: the agent is called with the last one's text")
+}
+
+// contentText is the text of a message's content, as a JSON string: the
+// content when that is a string, else its text parts' texts (type text,
+// input_text or output_text) joined by newlines. The text is the caller's
+// JSON strings, never decoded and encoded again. A refusal names the
+// content of item i of param.
+func contentText(content json.RawMessage, param string, i int) ([]byte, *core.Answer) {
+	c := bytes.TrimSpace(content)
+	if len(c) > 0 && c[0] == '"' {
+		return c, nil
+	}
+	var parts []struct {
+		Type string          `json:"type"`
+		Text json.RawMessage `json:"text"`
+	}
+	if len(c) == 0 || c[0] != '[' || json.Unmarshal(c, &parts) != nil {
+		return nil, refusal(http.StatusBadRequest, fmt.Sprintf("%s[%d].content", param, i), "invalid_value",
+			fmt.Sprintf("%s[%d].content must be a string or an array of content parts", param, i))
+	}
+	text := []byte{'"'}
+	n := 0
+	for _, p := range parts {
+		if (p.Type == "text" || p.Type == "input_text" || p.Type == "output_text") && len(p.Text) > 0 && p.Text[0] == '"' {
+			if n > 0 {
+				text = append(text, `\n`...)
+			}
+			text = append(text, p.Text[1:len(p.Text)-1]...)
+			n++
+		}
+	}
+	return append(text, '"'), nil
 }
 
 // A piece of the answer, read from one record.

@@ -14,11 +14,16 @@ var fuzzSeeds = []string{
 	`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`,
 	`{"model":"m","messages":[{"role":"user","content":null}]}`,
 	`{"model":"m","messages":[{"role":"user","content":[]}]}`,
+	`{"model":"m","previous_response_id":"resp_1","input":[{"role":"assistant","content":null},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"o"}]},{"role":"user","content":"u"}]}`,
+	`{"model":"m","previous_response_id":1,"input":"x"}`,
 	`[]`, `null`, `"x"`, `{"model":1}`,
 }
 
 // FuzzRequest: readRequest never panics, and the input of a request it
-// reads is one JSON object with message, a string, and messages.
+// reads is one JSON object with message, a string, messages, an array,
+// and ids; a responses request's messages each a role and a string
+// content (chat's are the request's, as sent).
 func FuzzRequest(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s, false)
@@ -36,12 +41,22 @@ func FuzzRequest(f *testing.F) {
 			}
 			return
 		}
+		input := req.input("response_id", "resp_1")
 		var in struct {
 			Message  *string
-			Messages json.RawMessage
+			Messages []json.RawMessage
+			IDs      struct {
+				ResponseID string `json:"response_id"`
+			}
 		}
-		if err := json.Unmarshal(req.input, &in); err != nil || in.Message == nil || len(in.Messages) == 0 {
-			t.Fatalf("readRequest(%q) input %s (%v), want {message, messages}", body, req.input, err)
+		if err := json.Unmarshal(input, &in); err != nil || in.Message == nil || in.Messages == nil || in.IDs.ResponseID != "resp_1" {
+			t.Fatalf("readRequest(%q) input %s (%v), want {message, messages, ids}", body, input, err)
+		}
+		for _, m := range in.Messages {
+			var chat struct{ Role, Content *string }
+			if err := json.Unmarshal(m, &chat); responses && (err != nil || chat.Role == nil || chat.Content == nil) {
+				t.Fatalf("readRequest(%q): a message %s (%v), want {role, content}, both strings", body, m, err)
+			}
 		}
 	})
 }

@@ -3,7 +3,7 @@
 
 Listens on 127.0.0.1 on a free port and prints "READY <port>" once it
 accepts. Every route reads the sidecar's JSON body, {"message": …,
-"messages": […]}, and streams in one framework's dialect, one flushed
+"messages": […], "ids": {…}}, and streams in one framework's dialect, one flushed
 chunk per event (HTTP/1.1 chunked):
 
   POST /chat            OpenAI Chat Completions SSE: reasoning_content, then
