@@ -40,7 +40,7 @@ func TestClocksIdleRestartedByReads(t *testing.T) {
 	var last time.Time
 	for range 20 { // 600 ms in all, twice the limit
 		time.Sleep(30 * time.Millisecond)
-		c.readEnded() // data came in
+		c.readEnded()     // data came in
 		last = time.Now() // before the clock restarts: a lower bound however late this goroutine runs
 		c.readStarted()
 	}
