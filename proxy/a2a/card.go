@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 
@@ -25,7 +26,9 @@ var cardCommand = core.Command{
 	Flags: func(fs *flag.FlagSet) func(*config.Config, io.Writer) error {
 		url := fs.String("url", "", "")
 		return func(cfg *config.Config, stdout io.Writer) error {
-			card, err := CardOf(cfg, *url)
+			// The process's own environment: on Agent Platform, the
+			// variables the platform injects.
+			card, err := CardOf(cfg, *url, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -36,9 +39,11 @@ var cardCommand = core.Command{
 }
 
 // CardOf is the agent card the A2A door of cfg serves (sidecar a2a-card),
-// advertising url: by default protocols.a2a.url, else http://localhost
-// and protocols.a2a's port, as a local client reaches it.
-func CardOf(cfg *config.Config, url string) ([]byte, error) {
+// advertising url: by default protocols.a2a.url, else, for a mounted
+// door where getenv gives Agent Platform's variables, the platform's
+// public URL of the mount (Options.onPlatform), else http://localhost
+// and the port of the door's listener, as a local client reaches it.
+func CardOf(cfg *config.Config, url string, getenv func(string) string) ([]byte, error) {
 	door := cfg.Protocols.Door(Name)
 	if door == nil {
 		return nil, fmt.Errorf("the config has no protocols.a2a")
@@ -47,6 +52,7 @@ func CardOf(cfg *config.Config, url string) ([]byte, error) {
 	// lists cardCommand, which calls CardOf.
 	opts := *door.Options.(*Options)
 	opts.Mount = door.Mount
+	opts.onPlatform(getenv)
 
 	if url == "" {
 		url = opts.URL
@@ -196,4 +202,21 @@ func (o *Options) rpcPath() string {
 		return RouteRPC
 	}
 	return o.Mount
+}
+
+// onPlatform sets URL, when none is configured and the door is mounted on
+// the platform's listener, to the mount's public URL on Agent Platform
+// (core.PlatformBase, from the variables the platform injects, read with
+// getenv): there a request reaches the container through the platform's
+// passthrough, with a Host that is the container's, not the one its
+// clients call. Off the platform, or with a variable that is not a plain
+// token (which the program warns of once, core.PlatformBase's error), the
+// card keeps the address it was asked on.
+func (o *Options) onPlatform(getenv func(string) string) {
+	if o.URL != "" || o.Mount == "" {
+		return
+	}
+	if base, _ := core.PlatformBase(getenv); base != "" {
+		o.URL = base + o.rpcPath()
+	}
 }
