@@ -20,11 +20,26 @@ import (
 // TestDevMountedDoorsListed: the built binary's sidecar dev, with the
 // A2A, MCP and OpenAI doors mounted on the contract listener, lists each
 // in GET /playground/doors.json with its direct URL there, its URL
-// through the dev listener's passthrough (…/api{mount}) and, the
-// platform's variables being set, its public URL on Agent Platform; each
+// through the dev listener's passthrough (…/api{mount}) and, where the
+// platform's variables are set, its public URL on Agent Platform; each
 // door's curl for the passthrough URL, run as listed, gets the agent's
-// answer through the passthrough, and so does its direct curl.
+// answer through the passthrough, and so does its direct curl. The A2A
+// card asked through the passthrough advertises the passthrough's URL, a
+// client following it stays there; with the platform's variables, the
+// platform's.
 func TestDevMountedDoorsListed(t *testing.T) {
+	const platform = "https://europe-west4-aiplatform.googleapis.com/reasoningEngines/v1/projects/dev-proj/locations/europe-west4/reasoningEngines/42/api"
+	t.Run("on a laptop", func(t *testing.T) { testDevMounted(t, nil, "") })
+	t.Run("with the platform's variables", func(t *testing.T) {
+		testDevMounted(t, []string{"GOOGLE_CLOUD_AGENT_ENGINE_ID=42", "GOOGLE_CLOUD_AGENT_ENGINE_LOCATION=europe-west4",
+			"GOOGLE_CLOUD_PROJECT=dev-proj"}, platform)
+	})
+}
+
+// testDevMounted is TestDevMountedDoorsListed for sidecar dev run with
+// env, where the platform's public URL of the contract listener's root
+// is platform ("" off the platform).
+func testDevMounted(t *testing.T, env []string, platform string) {
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -38,9 +53,7 @@ func TestDevMountedDoorsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary, "dev", "--config", cfg, "--listen", "127.0.0.1:0", "--dev-listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "GOOGLE_CLOUD_AGENT_ENGINE_ID=42", "GOOGLE_CLOUD_AGENT_ENGINE_LOCATION=europe-west4",
-		"GOOGLE_CLOUD_PROJECT=dev-proj")
-	const platform = "https://europe-west4-aiplatform.googleapis.com/reasoningEngines/v1/projects/dev-proj/locations/europe-west4/reasoningEngines/42/api"
+	cmd.Env = append(os.Environ(), env...)
 	out := &devOutput{dev: make(chan string, 1), listening: make(chan struct{}, 8)}
 	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
@@ -92,13 +105,19 @@ func TestDevMountedDoorsListed(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /playground/doors.json: %d %v", resp.StatusCode, err)
 	}
+	on := func(mount string) string { // the public URL of mount, if any
+		if platform == "" {
+			return ""
+		}
+		return platform + strings.TrimSuffix(mount, "/")
+	}
 	want := []struct{ protocol, mount, url, through, platform, answer string }{
 		{"agent_platform", "", contract, "", "", ""},
-		{"a2a", "/a2a", contract + "/a2a", dev + devapi.PassthroughPath("/a2a"), platform + "/a2a", "answered"},
+		{"a2a", "/a2a", contract + "/a2a", dev + devapi.PassthroughPath("/a2a"), on("/a2a"), "answered"},
 		// Its endpoint is the mount; its curl lists the tools.
-		{"mcp", "/mcp", contract + "/mcp", dev + devapi.PassthroughPath("/mcp"), platform + "/mcp", `"name":"query"`},
+		{"mcp", "/mcp", contract + "/mcp", dev + devapi.PassthroughPath("/mcp"), on("/mcp"), `"name":"query"`},
 		// At "/": the listener's root, its routes under /v1.
-		{"openai", "/", contract, dev + strings.TrimSuffix(devapi.PassthroughPath("/"), "/"), platform, "answered"},
+		{"openai", "/", contract, dev + strings.TrimSuffix(devapi.PassthroughPath("/"), "/"), on("/"), "answered"},
 	}
 	if len(got.Doors) != len(want) {
 		t.Fatalf("doors.json lists %+v, want %v", got.Doors, want)
@@ -123,5 +142,22 @@ func TestDevMountedDoorsListed(t *testing.T) {
 				t.Errorf("%s: its %s curl, run: %v %q, want %s\n%s", d.Protocol, c.name, err, b, w.answer, c.curl)
 			}
 		}
+	}
+
+	// The card, asked as a client asks it: through the passthrough.
+	card := want[1].through + "/.well-known/agent-card.json"
+	resp, err = testClient.Get(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ URL string }
+	err = json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	advertised := want[1].platform
+	if advertised == "" {
+		advertised = want[1].through
+	}
+	if err != nil || resp.StatusCode != 200 || c.URL != advertised {
+		t.Errorf("GET %s: %d %v, the card's url %q, want %q", card, resp.StatusCode, err, c.URL, advertised)
 	}
 }

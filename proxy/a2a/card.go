@@ -165,11 +165,12 @@ func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	w.Write(d.Card(url))
 }
 
-// publicBase is the scheme and host a caller reached the door at: those
-// a proxy in front says (the first X-Forwarded-Proto and X-Forwarded-Host,
-// each taken only when it is a scheme, or a host and port, and nothing
-// else, so a header cannot put anything else in the card), else the
-// connection's (https with TLS) and the Host header.
+// publicBase is the scheme, host and path prefix a caller reached the
+// door at: those a proxy in front says (the first X-Forwarded-Proto,
+// X-Forwarded-Host and X-Forwarded-Prefix, each taken only when it is a
+// scheme, a host and port, or a plain path, and nothing else, so a header
+// cannot put anything else in the card), else the connection's (https
+// with TLS), the Host header and no prefix.
 func publicBase(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
@@ -181,8 +182,31 @@ func publicBase(r *http.Request) string {
 	if h := firstValue(r.Header.Get("X-Forwarded-Host")); hostPort.MatchString(h) {
 		host = h
 	}
-	return scheme + "://" + host
+	prefix := firstValue(r.Header.Get("X-Forwarded-Prefix"))
+	if !plainPrefix(prefix) {
+		prefix = ""
+	}
+	return scheme + "://" + host + prefix
 }
+
+// plainPrefix reports whether p is a path prefix a card may carry: "/"
+// and segments of letters, digits and "-._~:@" (sidecar dev's passthrough
+// sends /reasoningEngines/v1/projects/…/api), none "." or "..", no
+// trailing "/", 1 KiB at most.
+func plainPrefix(p string) bool {
+	if len(p) > 1024 || !pathPrefix.MatchString(p) {
+		return false
+	}
+	for _, s := range strings.Split(p[1:], "/") {
+		if s == "." || s == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// pathPrefix is a path of one or more plain segments.
+var pathPrefix = regexp.MustCompile(`^(/[A-Za-z0-9._~:@-]+)+$`)
 
 // hostPort is a host name, IPv4 or bracketed IPv6 address, and an optional
 // port.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -137,5 +138,52 @@ func TestCardOfOnPlatform(t *testing.T) {
 				t.Errorf("CardOf url = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCardURLPrefix: the card's url takes the first X-Forwarded-Prefix
+// before the endpoint's path (sidecar dev's passthrough sends its own),
+// only when it is a plain path; a mounted door's endpoint follows it.
+func TestCardURLPrefix(t *testing.T) {
+	const through = "/reasoningEngines/v1/projects/local/locations/us-central1/reasoningEngines/local/api"
+	cardURL := func(d *Door, path, prefix string) string {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Host = "127.0.0.1:8081"
+		if prefix != "" {
+			r.Header.Set("X-Forwarded-Prefix", prefix)
+		}
+		w := httptest.NewRecorder()
+		d.Handler(func(string, bool) http.Handler { return http.NotFoundHandler() }, http.NotFoundHandler(), writeRefusal(d)).ServeHTTP(w, r)
+		var c cardFields
+		if err := json.Unmarshal(w.Body.Bytes(), &c); err != nil {
+			t.Fatalf("GET %s: %v %s", path, err, w.Body)
+		}
+		return c.urls(t)
+	}
+	own := newDoor(t, testConfig(t), Options{Method: "query"})
+	mounted := newDoor(t, testConfig(t), Options{Method: "query", Mount: "/a2a"})
+	long := "/" + strings.Repeat("a", 1100)
+	tests := []struct {
+		d            *Door
+		prefix, want string
+	}{
+		{own, through, "http://127.0.0.1:8081" + through + "/"},
+		{mounted, through, "http://127.0.0.1:8081" + through + "/a2a"},
+		{mounted, through + ", /inner", "http://127.0.0.1:8081" + through + "/a2a"},
+		{mounted, "", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/x/../y", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/x/./y", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/x/", "http://127.0.0.1:8081/a2a"},
+		{mounted, "//evil.example", "http://127.0.0.1:8081/a2a"},
+		{mounted, "x", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/x?y", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/a b", "http://127.0.0.1:8081/a2a"},
+		{mounted, "/a%2Fb", "http://127.0.0.1:8081/a2a"},
+		{mounted, long, "http://127.0.0.1:8081/a2a"},
+	}
+	for _, tt := range tests {
+		if got := cardURL(tt.d, RouteCard, tt.prefix); got != tt.want {
+			t.Errorf("card url with X-Forwarded-Prefix %.40q (mount %q) = %q, want %q", tt.prefix, tt.d.opts.Mount, got, tt.want)
+		}
 	}
 }
