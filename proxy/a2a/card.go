@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 
@@ -23,12 +22,10 @@ var cardCommand = core.Command{
 	Args: "[flags] [--url URL]",
 	Help: []string{"print the A2A agent card protocols.a2a serves", "(--url: the public URL it advertises)"},
 	Doc:  "docs/a2a.md",
-	Flags: func(fs *flag.FlagSet) func(*config.Config, io.Writer) error {
+	Flags: func(fs *flag.FlagSet) func(*config.Config, func(string) string, io.Writer) error {
 		url := fs.String("url", "", "")
-		return func(cfg *config.Config, stdout io.Writer) error {
-			// The process's own environment: on Agent Platform, the
-			// variables the platform injects.
-			card, err := CardOf(cfg, *url, os.Getenv)
+		return func(cfg *config.Config, getenv func(string) string, stdout io.Writer) error {
+			card, err := CardOf(cfg, *url, getenv)
 			if err != nil {
 				return err
 			}
