@@ -239,8 +239,9 @@ func TestDeployRequest(t *testing.T) {
 }
 
 // TestA2ACard: sidecar a2a-card prints the card protocols.a2a serves,
-// advertising --url, protocols.a2a.url or localhost and its port, and
-// refuses a map without protocols.a2a.
+// advertising --url, protocols.a2a.url, for a mounted door the
+// platform's public URL where its variables are set, or localhost and
+// its port, and refuses a map without protocols.a2a.
 func TestA2ACard(t *testing.T) {
 	cfg := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\n"+
 		"protocols:\n  a2a: {listen: \":9000\", method: stream_query, card: {name: Price agent, description: Prices things}}\n"+
@@ -267,6 +268,20 @@ func TestA2ACard(t *testing.T) {
 	out, _, _ = runCLI([]string{"a2a-card", "--config", withURL}, nil)
 	if !strings.Contains(out, `"url": "https://agents.example/configured/"`) {
 		t.Errorf("a2a-card with protocols.a2a.url: %s", out)
+	}
+	// Mounted, on Agent Platform: the platform's public URL of the mount,
+	// from the variables it injects; --url still wins.
+	mounted := writeConfig(t, "upstream: {url: http://127.0.0.1:8000}\n"+
+		"protocols:\n  a2a: {mount: /a2a, method: stream_query}\n"+
+		"methods:\n  stream_query: {mode: stream, call: POST /stream}\n")
+	platform := map[string]string{"GOOGLE_CLOUD_AGENT_ENGINE_ID": "77", "GOOGLE_CLOUD_AGENT_ENGINE_LOCATION": "us-east4", "GOOGLE_CLOUD_PROJECT": "p1"}
+	out, _, _ = runCLI([]string{"a2a-card", "--config", mounted}, platform)
+	if !strings.Contains(out, `"url": "https://us-east4-aiplatform.googleapis.com/reasoningEngines/v1/projects/p1/locations/us-east4/reasoningEngines/77/api/a2a"`) {
+		t.Errorf("a2a-card, mounted, on the platform: %s", out)
+	}
+	out, _, _ = runCLI([]string{"a2a-card", "--config", mounted, "--url", "https://agents.example/a2a"}, platform)
+	if !strings.Contains(out, `"url": "https://agents.example/a2a"`) {
+		t.Errorf("a2a-card --url, mounted, on the platform: %s", out)
 	}
 	if _, errOut, code := runCLI([]string{"a2a-card", "--config", writeConfig(t, validConfig)}, nil); code != 1 || !strings.Contains(errOut, "no protocols.a2a") {
 		t.Errorf("a2a-card without protocols.a2a = %d %q", code, errOut)

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/devapi"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
@@ -86,7 +88,9 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 		ln.Close()
 		return fmt.Errorf("dev listener on %s: %w", d.listen, err)
 	}
-	opts := devapi.Options{Cut: d.cut, SingleContentType: d.singleContentType, Doors: devDoors(cfg, ln.Addr())}
+	url := "http://" + devLn.Addr().String()
+	getenv := func(name string) string { return envValue(aio.env, name) }
+	opts := devapi.Options{Cut: d.cut, SingleContentType: d.singleContentType, Doors: devDoors(cfg, ln.Addr(), url, getenv)}
 	if d.cut == 0 {
 		opts.Cut = -1 // never
 	}
@@ -98,7 +102,6 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(devLn) }()
-	url := "http://" + devLn.Addr().String()
 	logger.Info("dev listening", zap.String("addr", devLn.Addr().String()), zap.String("contract", contractURL(ln.Addr())))
 	fmt.Fprintf(out, "sidecar: platform contract on %s (as in production)\n", ln.Addr())
 	fmt.Fprintf(out, "dev: the platform's REST API and the playground on %s\n", url)
@@ -117,30 +120,54 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 	return err
 }
 
-// devDoors are cfg's enabled doors for the playground to list, each
-// with its URL (its listener's, the contract listener's at contract, then
-// the path its section gives, MCP's) and the example of its registration
-// for that URL.
-func devDoors(cfg *config.Config, contract net.Addr) []devapi.Door {
+// devDoors are cfg's enabled doors for the playground to list, in the
+// order they open, each with its URL (its listener's, the contract
+// listener's at contract for the platform's and a mounted door's, then
+// its mount and the path its section gives, MCP's) and the example of
+// its registration for that URL. A mounted door also gets its URL
+// through the passthrough of the dev listener at dev, with the example
+// for that URL, and, where getenv gives Agent Platform's variables, its
+// public URL there.
+func devDoors(cfg *config.Config, contract net.Addr, dev string, getenv func(string) string) []devapi.Door {
+	// Its error is serve's one warning (warnPlatformVars).
+	platform, _ := core.PlatformBase(getenv)
+	// The dev listener's passthrough to the contract listener's root.
+	through := dev + strings.TrimSuffix(devapi.PassthroughPath("/"), "/")
 	var list []devapi.Door
-	for _, p := range cfg.Listens() {
-		url := contractURL(contract)
-		if p[0] != config.ProtocolAgentPlatform {
-			url = listenURL(p[1])
-		}
-		door := devapi.Door{Protocol: p[0], URL: url}
+	add := func(name, listener string, section *config.Door) {
+		door := devapi.Door{Protocol: name, URL: listener}
 		for _, d := range doors.All {
-			if d.Name != p[0] {
+			if d.Name != name {
 				continue
 			}
-			section := cfg.Protocols.Door(p[0])
-			door.URL = d.URL(url, section)
+			door.URL = d.URL(listener, section)
 			if d.Example != nil {
 				ex := d.Example(door.URL, section)
 				door.Example = &ex
 			}
+			if section == nil || section.Mount == "" {
+				break
+			}
+			door.Mount, door.Passthrough = section.Mount, d.URL(through, section)
+			if d.Example != nil {
+				ex := d.Example(door.Passthrough, section)
+				door.PassthroughExample = &ex
+			}
+			if platform != "" {
+				door.Platform = d.URL(platform, section)
+			}
 		}
 		list = append(list, door)
+	}
+	if cfg.Protocols.AgentPlatform {
+		add(config.ProtocolAgentPlatform, contractURL(contract), nil)
+	}
+	for _, section := range cfg.Protocols.Doors {
+		if section.Mount != "" {
+			add(section.Name, contractURL(contract), section)
+		} else {
+			add(section.Name, listenURL(section.Listen), section)
+		}
 	}
 	return list
 }

@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logLevel := fs.String("log-level", "info", "")
 	print := fs.Bool("print", false, "")
 	// A door's command registers its own flags.
-	var runDoor func(*config.Config, io.Writer) error
+	var runDoor func(*config.Config, func(string) string, io.Writer) error
 	doorCmd, isDoor := doorCommand(cmd)
 	if isDoor {
 		runDoor = doorCmd.Flags(fs)
@@ -230,7 +230,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
-		if err := runDoor(cfg, stdout); err != nil {
+		if err := runDoor(cfg, getenv, stdout); err != nil {
 			return &exitError{code: 1, msg: "sidecar " + cmd + ": " + err.Error()}
 		}
 		return nil

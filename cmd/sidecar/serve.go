@@ -77,6 +77,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	if err != nil {
 		return err
 	}
+	warnPlatformVars(cfg, aio.env, logger)
 	closeDoors := func() {
 		for _, d := range served {
 			d.ln.Close()

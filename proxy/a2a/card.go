@@ -22,10 +22,10 @@ var cardCommand = core.Command{
 	Args: "[flags] [--url URL]",
 	Help: []string{"print the A2A agent card protocols.a2a serves", "(--url: the public URL it advertises)"},
 	Doc:  "docs/a2a.md",
-	Flags: func(fs *flag.FlagSet) func(*config.Config, io.Writer) error {
+	Flags: func(fs *flag.FlagSet) func(*config.Config, func(string) string, io.Writer) error {
 		url := fs.String("url", "", "")
-		return func(cfg *config.Config, stdout io.Writer) error {
-			card, err := CardOf(cfg, *url)
+		return func(cfg *config.Config, getenv func(string) string, stdout io.Writer) error {
+			card, err := CardOf(cfg, *url, getenv)
 			if err != nil {
 				return err
 			}
@@ -36,9 +36,11 @@ var cardCommand = core.Command{
 }
 
 // CardOf is the agent card the A2A door of cfg serves (sidecar a2a-card),
-// advertising url: by default protocols.a2a.url, else http://localhost
-// and protocols.a2a's port, as a local client reaches it.
-func CardOf(cfg *config.Config, url string) ([]byte, error) {
+// advertising url: by default protocols.a2a.url, else, for a mounted
+// door where getenv gives Agent Platform's variables, the platform's
+// public URL of the mount (Options.onPlatform), else http://localhost
+// and the port of the door's listener, as a local client reaches it.
+func CardOf(cfg *config.Config, url string, getenv func(string) string) ([]byte, error) {
 	door := cfg.Protocols.Door(Name)
 	if door == nil {
 		return nil, fmt.Errorf("the config has no protocols.a2a")
@@ -47,6 +49,7 @@ func CardOf(cfg *config.Config, url string) ([]byte, error) {
 	// lists cardCommand, which calls CardOf.
 	opts := *door.Options.(*Options)
 	opts.Mount = door.Mount
+	opts.onPlatform(getenv)
 
 	if url == "" {
 		url = opts.URL
@@ -159,11 +162,12 @@ func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	w.Write(d.Card(url))
 }
 
-// publicBase is the scheme and host a caller reached the door at: those
-// a proxy in front says (the first X-Forwarded-Proto and X-Forwarded-Host,
-// each taken only when it is a scheme, or a host and port, and nothing
-// else, so a header cannot put anything else in the card), else the
-// connection's (https with TLS) and the Host header.
+// publicBase is the scheme, host and path prefix a caller reached the
+// door at: those a proxy in front says (the first X-Forwarded-Proto,
+// X-Forwarded-Host and X-Forwarded-Prefix, each taken only when it is a
+// scheme, a host and port, or a plain path, and nothing else, so a header
+// cannot put anything else in the card), else the connection's (https
+// with TLS), the Host header and no prefix.
 func publicBase(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
@@ -175,8 +179,31 @@ func publicBase(r *http.Request) string {
 	if h := firstValue(r.Header.Get("X-Forwarded-Host")); hostPort.MatchString(h) {
 		host = h
 	}
-	return scheme + "://" + host
+	prefix := firstValue(r.Header.Get("X-Forwarded-Prefix"))
+	if !plainPrefix(prefix) {
+		prefix = ""
+	}
+	return scheme + "://" + host + prefix
 }
+
+// plainPrefix reports whether p is a path prefix a card may carry: "/"
+// and segments of letters, digits and "-._~:@" (sidecar dev's passthrough
+// sends /reasoningEngines/v1/projects/…/api), none "." or "..", no
+// trailing "/", 1 KiB at most.
+func plainPrefix(p string) bool {
+	if len(p) > 1024 || !pathPrefix.MatchString(p) {
+		return false
+	}
+	for _, s := range strings.Split(p[1:], "/") {
+		if s == "." || s == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// pathPrefix is a path of one or more plain segments.
+var pathPrefix = regexp.MustCompile(`^(/[A-Za-z0-9._~:@-]+)+$`)
 
 // hostPort is a host name, IPv4 or bracketed IPv6 address, and an optional
 // port.
@@ -196,4 +223,21 @@ func (o *Options) rpcPath() string {
 		return RouteRPC
 	}
 	return o.Mount
+}
+
+// onPlatform sets URL, when none is configured and the door is mounted on
+// the platform's listener, to the mount's public URL on Agent Platform
+// (core.PlatformBase, from the variables the platform injects, read with
+// getenv): there a request reaches the container through the platform's
+// passthrough, with a Host that is the container's, not the one its
+// clients call. Off the platform, or with a variable that is not a plain
+// token (which the program warns of once, core.PlatformBase's error), the
+// card keeps the address it was asked on.
+func (o *Options) onPlatform(getenv func(string) string) {
+	if o.URL != "" || o.Mount == "" {
+		return
+	}
+	if base, _ := core.PlatformBase(getenv); base != "" {
+		o.URL = base + o.rpcPath()
+	}
 }

@@ -39,9 +39,10 @@ var Protocol = core.Protocol[Options]{
 			return config.PrintTarget(door, &config.Target{Method: o.Method}, kv...)
 		},
 	},
-	Options: func(door *config.Door, _ core.Host) Options {
+	Options: func(door *config.Door, host core.Host) Options {
 		o := *door.Options.(*Options)
 		o.Mount = door.Mount
+		o.onPlatform(host.Getenv)
 		return o
 	},
 	Probe:    probe,
@@ -56,9 +57,11 @@ type Options struct {
 	// Card is what the agent card says about the agent.
 	Card CardInfo
 	// URL is the public URL the card advertises for the JSON-RPC
-	// endpoint (protocols.a2a.url). Empty: the scheme and host the card
-	// was asked on (X-Forwarded-Proto and X-Forwarded-Host when a proxy
-	// sets them, else http, or https with TLS, and the Host), plus "/".
+	// endpoint (protocols.a2a.url). Empty: for a mounted door on Agent
+	// Platform, the platform's public passthrough URL of the mount
+	// (onPlatform); else the scheme and host the card was asked on
+	// (X-Forwarded-Proto and X-Forwarded-Host when a proxy sets them, else
+	// http, or https with TLS, and the Host), plus the endpoint's path.
 	URL string
 	// Mount is where the door is mounted on the platform's listener
 	// (config.Door.Mount): its JSON-RPC endpoint's path there, "" on a

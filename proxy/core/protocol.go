@@ -54,9 +54,10 @@ type Command struct {
 	Doc string
 	// Flags registers its own flags on fs (the program's --config is
 	// there already) and returns what runs it once they are parsed: on
-	// the loaded config, its output to stdout. An error it returns is
-	// the command's failure, exit status 1.
-	Flags func(fs *flag.FlagSet) func(cfg *config.Config, stdout io.Writer) error
+	// the loaded config, with the program's environment (getenv: on
+	// Agent Platform, the variables it injects), its output to stdout. An
+	// error it returns is the command's failure, exit status 1.
+	Flags func(fs *flag.FlagSet) func(cfg *config.Config, getenv func(string) string, stdout io.Writer) error
 }
 
 // Example is a copy-paste call of a door: a curl command and a client

@@ -63,15 +63,29 @@ type Options struct {
 // Door is one enabled door as the playground lists it.
 type Door struct {
 	// Protocol is its name (agent_platform, agentcore, …); URL where it
-	// listens (http://127.0.0.1:8080).
+	// listens (http://127.0.0.1:8080), its direct URL: for a mounted
+	// door, the contract listener's, then the mount
+	// (http://127.0.0.1:8080/a2a).
 	Protocol, URL string
-	// Example is how to call it, nil when its registration gives none.
+	// Example is how to call it at URL, nil when its registration gives
+	// none.
 	Example *core.Example
 	// Mount is the path the door is mounted under on the contract
 	// listener ("/a2a"), "" for a door on a listener of its own: a
 	// mounted door is also listed with its passthrough path on the dev
 	// listener (PassthroughPath), the URL its clients use in production.
 	Mount string
+	// Passthrough is a mounted door's URL through the dev listener's
+	// passthrough (its address, then PassthroughPath of the mount, then
+	// the door's own path), the shape of the URL its clients use in
+	// production; PassthroughExample is how to call it there. Both are
+	// what the page shows first for a mounted door.
+	Passthrough        string
+	PassthroughExample *core.Example
+	// Platform is a mounted door's public URL on Agent Platform
+	// (core.PlatformBase, then the mount), when the platform's variables
+	// are set: "" elsewhere, as on a laptop.
+	Platform string
 }
 
 // emulator is the dev listener's handler.
@@ -118,8 +132,18 @@ type doorInfo struct {
 	Curl       string `json:"curl,omitempty"`
 	Client     string `json:"client,omitempty"`
 	ClientLang string `json:"client_lang,omitempty"`
-	// Passthrough is a mounted door's path on the dev listener.
-	Passthrough string `json:"passthrough,omitempty"`
+	// Mount is where a mounted door is on the contract listener.
+	Mount string `json:"mount,omitempty"`
+	// Passthrough is a mounted door's path on the dev listener;
+	// PassthroughURL its URL there, PassthroughCurl and
+	// PassthroughClient how to call it at that URL.
+	Passthrough       string `json:"passthrough,omitempty"`
+	PassthroughURL    string `json:"passthrough_url,omitempty"`
+	PassthroughCurl   string `json:"passthrough_curl,omitempty"`
+	PassthroughClient string `json:"passthrough_client,omitempty"`
+	// Platform is a mounted door's public URL on Agent Platform, when
+	// the platform's variables are set.
+	Platform string `json:"platform_url,omitempty"`
 }
 
 // doorsJSON lists the enabled doors to the playground, in the order
@@ -131,10 +155,15 @@ func doorsJSON(doors []Door) []byte {
 	for _, d := range doors {
 		info := doorInfo{Protocol: d.Protocol, URL: d.URL}
 		if d.Mount != "" {
-			info.Passthrough = PassthroughPath(d.Mount)
+			info.Mount, info.Passthrough = d.Mount, PassthroughPath(d.Mount)
+			info.PassthroughURL, info.Platform = d.Passthrough, d.Platform
 		}
 		if d.Example != nil {
 			info.Curl, info.Client, info.ClientLang = d.Example.Curl, d.Example.Client, d.Example.ClientLang
+		}
+		if d.Mount != "" && d.PassthroughExample != nil {
+			info.PassthroughCurl, info.PassthroughClient = d.PassthroughExample.Curl, d.PassthroughExample.Client
+			info.ClientLang = d.PassthroughExample.ClientLang
 		}
 		out.Doors = append(out.Doors, info)
 	}

@@ -54,6 +54,15 @@ func passthroughPath(p string) (string, bool) {
 	return "/" + seg[8], true
 }
 
+// passthroughPrefixOf is the part of the passthrough URL's escaped path p
+// before its container path inner (passthroughPath's): ".../api".
+func passthroughPrefixOf(p, inner string) string {
+	if inner == "/" {
+		return strings.TrimSuffix(p, "/")
+	}
+	return strings.TrimSuffix(p, inner)
+}
+
 // dotSegment reports whether the container path p (escaped) has a "."
 // or ".." segment, spelled plainly or escaped (%2e), or a segment that
 // an escaped slash would turn into one: the contract listener, or a
@@ -99,6 +108,15 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 			if pr.Out.Body != nil && pr.Out.ContentLength > 0 {
 				pr.Out.Body = &exactBody{ReadCloser: pr.Out.Body, left: pr.Out.ContentLength}
 			}
+			// The URL the caller asked, as a proxy in front says it: the
+			// dev listener's scheme and host, and the passthrough's
+			// prefix before the container's path. A door that advertises
+			// its own URL (A2A's card) then advertises the passthrough's,
+			// as the platform's variables make it in production
+			// (core.PlatformBase), so a client that follows it stays on
+			// the passthrough.
+			pr.SetXForwarded()
+			pr.Out.Header.Set("X-Forwarded-Prefix", passthroughPrefixOf(pr.In.URL.EscapedPath(), inner))
 			h := pr.Out.Header
 			// The browser's cookies for localhost are every local
 			// service's (cookies ignore the port): none is the agent's.

@@ -68,7 +68,9 @@ async function load() {
   loadDoors();
 }
 
-// loadDoors lists the sidecar's enabled doors, each with how to call it.
+// loadDoors lists the sidecar's enabled doors, each with how to call it: a
+// door mounted on the contract listener at its URL through the dev
+// listener's passthrough, the URL's shape in production.
 async function loadDoors() {
   let doors = [];
   try {
@@ -83,20 +85,28 @@ async function loadDoors() {
   $("doors-head").hidden = doors.length === 0;
   for (const d of doors) {
     const b = el("button", { type: "button", "data-door": d.protocol, onclick: () => showDoor(d) },
-      el("span", { class: "name" }, d.protocol), el("span", { class: "url" }, d.url));
+      el("span", { class: "name" }, d.protocol),
+      d.mount ? el("span", { class: "mount" }, `mounted at ${d.mount}`) : null,
+      el("span", { class: "url" }, d.passthrough_url || d.url));
     $("doors").append(el("li", {}, b));
   }
 }
 
-// showDoor shows a door's examples, a curl and its ecosystem's client.
+// showDoor shows a door's examples, a curl and its ecosystem's client: a
+// mounted door's for its passthrough URL, its direct URL beside them.
 function showDoor(d) {
   for (const b of document.querySelectorAll("#doors button")) {
     b.classList.toggle("active", b.dataset.door === d.protocol);
   }
+  const through = !!d.passthrough_url;
   $("door-title").textContent = d.protocol;
-  $("door-url").textContent = d.url;
-  $("door-curl").textContent = d.curl || "(this door gives no example)";
-  $("door-client").textContent = d.client || "";
+  $("door-url").textContent = through ? d.passthrough_url : d.url;
+  $("door-direct").textContent = through ? d.url : "";
+  $("door-direct-row").hidden = !through;
+  $("door-platform").textContent = d.platform_url || "";
+  $("door-platform-row").hidden = !d.platform_url;
+  $("door-curl").textContent = (through ? d.passthrough_curl : d.curl) || "(this door gives no example)";
+  $("door-client").textContent = (through ? d.passthrough_client : d.client) || "";
   $("door-client-lang").textContent = d.client_lang || "client";
   $("door-view").hidden = false;
 }
