@@ -114,29 +114,80 @@ const hostileDrain = "shutdown: {drain: 4s, agent_grace: 1s}\n"
 
 // probeOf is the Probe of the registered door protocol.
 func probeOf(protocol string) core.Probe {
-	for _, d := range doors.All {
-		if d.Name == protocol {
-			return d.Probe
-		}
-	}
-	return core.Probe{}
+	return doorNamed(protocol).Probe
 }
 
 // probeSection is the protocols section of the door protocol as
-// hostileSidecar writes it (its Probe's, calling method), parsed; nil for
-// agent_platform.
+// hostileSidecar writes it (its Probe's, calling method, on a listener of
+// its own), parsed; nil for agent_platform.
 func probeSection(t *testing.T, protocol, method string) *config.Door {
 	t.Helper()
 	section := probeOf(protocol).Section
 	if section == nil {
 		return nil
 	}
-	yaml := "upstream: {url: \"http://127.0.0.1:1\"}\n" + hostileMethods + "protocols:\n  " + protocol + ": " + section("127.0.0.1:2", method) + "\n"
-	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
+	cfg, err := config.Parse("sidecar.yaml", []byte(probeYAML(protocol, section(core.At{Listen: "127.0.0.1:2"}, method))), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg.Protocols.Door(protocol)
+}
+
+// probeYAML is a config of the hostile methods with protocol's section.
+func probeYAML(protocol, section string) string {
+	return "upstream: {url: \"http://127.0.0.1:1\"}\n" + hostileMethods + "protocols:\n  " + protocol + ": " + section + "\n"
+}
+
+// hostileWay is where the table serves a door: on a listener of its own
+// (mount ""), or mounted on the platform's listener under mount; its
+// name, a subtest's, has no "/" (-run splits there).
+type hostileWay struct {
+	name  string
+	mount string
+}
+
+var ownListener = hostileWay{name: "own listener"}
+
+// hostileWays are the ways TestHostileDoors serves d, found from its
+// registration alone: on a listener of its own; mounted under /d; and
+// mounted at "/" when config takes it there (its Kind declares Routes
+// that leave the platform's paths alone). agent_platform is served its
+// own way only: it is the listener the others mount on.
+func hostileWays(t *testing.T, d doors.Door) []hostileWay {
+	t.Helper()
+	if d.Probe.Section == nil {
+		return []hostileWay{ownListener}
+	}
+	ways := []hostileWay{ownListener, {name: "mounted under a path", mount: "/d"}}
+	_, err := config.Parse("sidecar.yaml", []byte(probeYAML(d.Name, d.Probe.Section(core.At{Mount: "/"}, "query"))), doors.Kinds(doors.All)...)
+	if err != nil {
+		// A2A's JSON-RPC endpoint and MCP's (mounted, its endpoint is the
+		// mount) are "/" itself, the platform's probe: validate refuses
+		// them there, and so the table cannot serve them there.
+		if !strings.Contains(err.Error(), "protocols."+d.Name+".mount") {
+			t.Errorf("door %s mounted at \"/\": %v, want served, or refused by validate for its mount", d.Name, err)
+		}
+		t.Logf("door %s is not tried mounted at \"/\": validate refuses it there: %v", d.Name, err)
+		return ways
+	}
+	return append(ways, hostileWay{name: "mounted at the root", mount: "/"})
+}
+
+// hostileServed is a sidecar served for the table, and where its door is.
+type hostileServed struct {
+	// listener is the listener the door is served on, http://host:port:
+	// its own, or the platform's when it is mounted.
+	listener string
+	// root is where the door's own paths start: the listener, then its
+	// mount (at "/", the listener).
+	root string
+	// url is the door's URL (doors.Door.URL), what its Probe calls.
+	url string
+	// claims are the paths the door claims of the platform's listener
+	// when it is mounted (config.Config.Claims).
+	claims []config.Claim
+	drain  func()
+	logs   *observer.ObservedLogs
 }
 
 // hostileSidecar serves cfg's doors in process (serve, as run does) in
@@ -159,24 +210,33 @@ func hostileServe(t *testing.T, protocol, method, head string, agent *hostileAge
 // address ip.
 func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *hostileAgent) (string, func(), *observer.ObservedLogs) {
 	t.Helper()
+	s := hostileServeWay(t, ownListener, ip, protocol, method, head, agent)
+	return s.listener, s.drain, s.logs
+}
+
+// hostileServeWay serves the door protocol the way way says, its
+// listener (the platform's when mounted) on the IP address ip.
+func hostileServeWay(t *testing.T, way hostileWay, ip, protocol, method, head string, agent *hostileAgent) hostileServed {
+	t.Helper()
 	observed, logs := observer.New(zap.InfoLevel)
 	logger := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, observed) })))
 	yaml := "upstream: {url: \"" + agent.url + "\"}\n" + head + hostileMethods
 	if !strings.Contains(head, "shutdown:") {
 		yaml += "shutdown: {drain: 500ms, agent_grace: 1s}\n"
 	}
-	door := false
+	ownDoor := false // the door has a listener of its own
 	if section := probeOf(protocol).Section; section != nil {
-		door = true
-		yaml += "protocols:\n  " + protocol + ": " + section(net.JoinHostPort(ip, "0"), method) + "\n"
+		at := core.At{Listen: net.JoinHostPort(ip, "0"), Mount: way.mount}
+		ownDoor = way.mount == ""
+		yaml += "protocols:\n  " + protocol + ": " + section(at, method) + "\n"
 	}
 	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	contract := "127.0.0.1:0"
-	if !door {
-		contract = net.JoinHostPort(ip, "0")
+	contract := net.JoinHostPort(ip, "0")
+	if ownDoor {
+		contract = "127.0.0.1:0"
 	}
 	ln, err := net.Listen("tcp", contract)
 	if err != nil {
@@ -197,11 +257,16 @@ func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *host
 		}
 	})
 	// Every listener is open before the first says "listening"; a door's
-	// address is in its own line.
+	// address is in its own line, a mounted door's is the platform's.
 	for deadline := time.Now().Add(hostileBound); ; time.Sleep(5 * time.Millisecond) {
-		if a := listened(logs, protocol); a != "" {
-			if door {
+		if a, mount := listened(logs, protocol); a != "" {
+			if mount != way.mount {
+				t.Fatalf("the %s door logged listening with mount %q, want %q", protocol, mount, way.mount)
+			}
+			if ownDoor {
 				addr = a
+			} else if a != addr {
+				t.Fatalf("the %s door logged listening on %s, want the platform's %s", protocol, a, addr)
 			}
 			break
 		}
@@ -209,18 +274,40 @@ func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *host
 			t.Fatalf("the %s door did not log listening after %v", protocol, hostileBound)
 		}
 	}
-	return "http://" + addr, cancel, logs
+	served := hostileServed{listener: "http://" + addr, drain: cancel, logs: logs}
+	served.root = served.listener
+	if way.mount != "/" {
+		served.root += way.mount
+	}
+	door := cfg.Protocols.Door(protocol)
+	served.url = doorNamed(protocol).URL(served.listener, door)
+	if door != nil {
+		served.claims = cfg.Claims(door)
+	}
+	return served
 }
 
-// listened is the address the "listening" line of protocol names, or "".
-func listened(logs *observer.ObservedLogs, protocol string) string {
-	for _, e := range logs.FilterMessage("listening").All() {
-		if e.ContextMap()["protocol"] == protocol {
-			a, _ := e.ContextMap()["addr"].(string)
-			return a
+// doorNamed is the registered door protocol.
+func doorNamed(protocol string) doors.Door {
+	for _, d := range doors.All {
+		if d.Name == protocol {
+			return d
 		}
 	}
-	return ""
+	return doors.Door{}
+}
+
+// listened is the address the "listening" line of protocol names, or "",
+// and the mount it names ("" for a listener of its own).
+func listened(logs *observer.ObservedLogs, protocol string) (addr, mount string) {
+	for _, e := range logs.FilterMessage("listening").All() {
+		if e.ContextMap()["protocol"] == protocol {
+			addr, _ = e.ContextMap()["addr"].(string)
+			mount, _ = e.ContextMap()["mount"].(string)
+			return addr, mount
+		}
+	}
+	return "", ""
 }
 
 // write writes req's head on a new connection with Content-Length n and
@@ -311,17 +398,17 @@ func otherPort(port string) int {
 }
 
 // TestHostileDoors: every registered door, served as run serves it, holds
-// against the same hostile callers and agents: a body over
-// limits.request_bytes and a call while busy are refused in the door's
-// shape before their body is read (none is ever sent); a caller leaving
-// mid-stream ends the agent's request; an agent cut mid-record gives
-// exactly one failure in the door's shape; a stream or unary call in
-// flight at drain gets the door's shutting-down failure; a path the door
-// does not serve is its 404 and one call log line of its protocol;
+// against the same hostile callers and agents, on a listener of its own
+// and mounted on the platform's (hostileWays), every row the same: a body
+// over limits.request_bytes and a call while busy are refused in the
+// door's shape before their body is read (none is ever sent); a caller
+// leaving mid-stream ends the agent's request; an agent cut mid-record
+// gives exactly one failure in the door's shape; a stream or unary call
+// in flight at drain gets the door's shutting-down failure; a path the
+// door does not serve is its 404 and one call log line of its protocol;
 // headers past limits.header_bytes are refused, and ids in a body past
-// their cap. A
-// stream's head and a failure carry the Server-Timing of the phases the
-// call reached.
+// their cap. A stream's head and a failure carry the Server-Timing of the
+// phases the call reached.
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
 		spec := d.Probe
@@ -330,308 +417,345 @@ func TestHostileDoors(t *testing.T) {
 			continue
 		}
 		t.Run(d.Name, func(t *testing.T) {
-			t.Run("body over the limit", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _ := hostileSidecar(t, d.Name, "hold", "limits: {request_bytes: 1KiB}\n", agent)
-				_, resp := send(t, spec.Request(base, "hold", false), 1<<20, nil)
-				if body := readAll(t, resp); resp.StatusCode != http.StatusRequestEntityTooLarge || !spec.Refusal(body) {
-					t.Errorf("a 1 MiB body, unsent, over a 1 KiB limit = %d %q, want 413 in the door's shape", resp.StatusCode, body)
-				}
-			})
-			t.Run("busy", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _ := hostileSidecar(t, d.Name, "hold", "limits: {concurrency: 1, queue: 0}\n", agent)
-				held := spec.Request(base, "hold", false)
-				body := whole(held)
-				write(t, held, len(body), body) // answered when the test ends
-				agent.waitHeld(t, 1)
-				_, resp := send(t, spec.Request(base, "hold", false), 1<<20, nil)
-				if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.Refusal(body) {
-					t.Errorf("a call while the one slot is held, its 1 MiB body unsent = %d %q, want 503 in the door's shape", resp.StatusCode, body)
-				}
-			})
-			t.Run("caller leaves mid-stream", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _ := hostileSidecar(t, d.Name, "stream_hold", "", agent)
-				conn, resp := call(t, spec.Request(base, "stream_hold", true))
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("stream = %d %q", resp.StatusCode, readAll(t, resp))
-				}
-				checkServerTiming(t, "the stream's head", resp, "queue", "connect", "agent")
-				agent.waitHeld(t, 1)
-				conn.Close()
-				select {
-				case <-agent.left:
-				case <-time.After(hostileBound):
-					t.Errorf("the agent's request still open %v after its caller left", hostileBound)
-				}
-			})
-			t.Run("agent cut mid-record", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _ := hostileSidecar(t, d.Name, "cut", "", agent)
-				_, resp := call(t, spec.Request(base, "cut", true))
-				body := readAll(t, resp)
-				errs, err := spec.Errors(body)
-				if resp.StatusCode != http.StatusOK || err != nil || len(errs) != 1 {
-					t.Errorf("a stream cut mid-record = %d %q: failures %q (%v), want exactly one in the door's shape", resp.StatusCode, body, errs, err)
-				}
-			})
-			t.Run("drain", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, drain := hostileSidecar(t, d.Name, "stream_hold", hostileDrain, agent)
-				_, resp := call(t, spec.Request(base, "stream_hold", true))
-				agent.waitHeld(t, 1)
-				drain()
-				body := readAll(t, resp)
-				errs, err := spec.Errors(body)
-				if resp.StatusCode != http.StatusOK || err != nil || len(errs) != 1 || !strings.Contains(errs[0], "shutting down") {
-					t.Errorf("a stream in flight at drain = %d %q: failures %q (%v), want one saying the sidecar is shutting down", resp.StatusCode, body, errs, err)
-				}
-			})
-			t.Run("drain, unary", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, drain := hostileSidecar(t, d.Name, "hold", hostileDrain, agent)
-				req := spec.Request(base, "hold", false)
-				body := whole(req)
-				conn := write(t, req, len(body), body)
-				agent.waitHeld(t, 1)
-				drain()
-				resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-				if err != nil {
-					t.Fatalf("a unary call in flight at drain: reading the answer: %v", err)
-				}
-				if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.Refusal(body) || !strings.Contains(string(body), "shutting down") {
-					t.Errorf("a unary call in flight at drain = %d %q, want 503 in the door's shape saying the sidecar is shutting down", resp.StatusCode, body)
-				}
-				// It had a connection, and the agent never answered.
-				checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
-			})
-			t.Run("refused by the door, logged", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _, logs := hostileServe(t, d.Name, "hold", "", agent)
-				req, _ := http.NewRequest(http.MethodGet, base+"/no/such/path", http.NoBody)
-				_, resp := call(t, req)
-				body := readAll(t, resp)
-				if resp.StatusCode != http.StatusNotFound || !spec.Refusal(body) {
-					t.Errorf("a path the door does not serve = %d %q, want 404 in the door's shape", resp.StatusCode, body)
-				}
-				var lines []map[string]any
-				for _, l := range logs.FilterMessage("call").All() {
-					lines = append(lines, l.ContextMap())
-				}
-				if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusNotFound) ||
-					lines[0]["reason"] != "NOT_FOUND" || lines[0]["route"] != "" {
-					t.Errorf("the 404 logged %v, want one call line of protocol %s, status 404, reason NOT_FOUND, no route", lines, d.Name)
-				}
-			})
-			t.Run("a web page's requests", func(t *testing.T) {
-				// The guard every door shares (proxy/internal/hostcheck),
-				// applied by the Server before the door routes: on a
-				// loopback connection a Host other than a loopback name
-				// (DNS rebinding) and a POST with another site's Origin
-				// are refused 403 in the door's shape, one call line, the
-				// body unread, the agent never called. A loopback name
-				// with any port or none is served: kubectl port-forward
-				// and ssh -L reach the listener with Host localhost:<the
-				// tunnel's port>.
-				agent := newHostileAgent(t)
-				base, _, logs := hostileServe(t, d.Name, "query", "trusted_hosts: [agents.example.com]\n", agent)
-				_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
-				refused := []struct {
-					name, host, origin string
-				}{
-					{"a rebinding Host", "rebind.test:" + port, ""},
-					{"a rebinding Host with its own Origin", "rebind.test:" + port, "http://rebind.test:" + port},
-					{"a foreign Origin", "", "https://evil.example"},
-					{"another local site's Origin", "", "http://127.0.0.1:1"},
-					{"a null Origin", "", "null"},
-				}
-				for _, tt := range refused {
-					logs.TakeAll()
-					req := spec.Request(base, "query", false)
-					if tt.host != "" {
-						req.Host = tt.host
-					}
-					if tt.origin != "" {
-						req.Header.Set("Origin", tt.origin)
-					}
-					_, resp := send(t, req, 1<<20, nil) // the body never sent: answered unread
-					body := readAll(t, resp)
-					if resp.StatusCode != http.StatusForbidden || !spec.Refusal(body) {
-						t.Errorf("%s = %d %q, want 403 in the door's shape", tt.name, resp.StatusCode, body)
-					}
-					var lines []map[string]any
-					for _, l := range logs.FilterMessage("call").All() {
-						lines = append(lines, l.ContextMap())
-					}
-					if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusForbidden) ||
-						lines[0]["reason"] != "PERMISSION_DENIED" || lines[0]["route"] != "" {
-						t.Errorf("%s logged %v, want one call line of protocol %s, status 403, reason PERMISSION_DENIED, no route", tt.name, lines, d.Name)
-					}
-				}
-				if n := agent.calls.Load(); n != 0 {
-					t.Errorf("the agent ran %d calls of refused requests, want 0", n)
-				}
-				passed := []struct {
-					name, host, origin string
-				}{
-					{"localhost", "localhost:" + port, ""},
-					{"a tunnel's port", "localhost:" + strconv.Itoa(otherPort(port)), ""},
-					{"a tunnel's port and its page's Origin", "localhost:" + strconv.Itoa(otherPort(port)), "http://localhost:" + strconv.Itoa(otherPort(port))},
-					{"a loopback IP with another port", "127.0.0.1:1", ""},
-					{"localhost, no port", "localhost", ""},
-					{"127.0.0.1, no port", "127.0.0.1", ""},
-					{"[::1], no port", "[::1]", ""},
-					{"its own Origin", "", base},
-					{"a trusted Host", "agents.example.com", ""},
-					{"a trusted Host with its port and Origin", "agents.example.com:443", "https://agents.example.com"},
-				}
-				for _, tt := range passed {
-					req := spec.Request(base, "query", false)
-					if tt.host != "" {
-						req.Host = tt.host
-					}
-					if tt.origin != "" {
-						req.Header.Set("Origin", tt.origin)
-					}
-					if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
-						t.Errorf("%s = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
-					}
-				}
-				if n := agent.calls.Load(); n != int32(len(passed)) {
-					t.Errorf("the agent ran %d calls, want %d", n, len(passed))
-				}
-			})
-			t.Run("any Host off loopback", func(t *testing.T) {
-				ips := nonLoopbackIPs(t)
-				if len(ips) == 0 {
-					t.Skip("this machine has no non-loopback IPv4 address to dial: the Host check off loopback is not exercised here")
-				}
-				everywhere, known := originEverywhere[d.Name]
-				if !known {
-					t.Fatalf("door %s: say in originEverywhere whether it holds Origin off loopback", d.Name)
-				}
-				agent := newHostileAgent(t)
-				base, _, _ := hostileServeOn(t, ips[0], d.Name, "query", "trusted_hosts: [agents.example.com]\n", agent)
-				_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
-				req := spec.Request(base, "query", false)
-				req.Host = "agents.example.com"
-				if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
-					t.Errorf("Host agents.example.com on a connection to %s = %d %q, want 200: only a loopback connection checks the Host", ips[0], resp.StatusCode, readAll(t, resp))
-				}
-				// A page rebound to this address: its Origin is the Host.
-				// A door that holds Origin everywhere refuses it; the
-				// runtimes' doors let it through (their front end may pass
-				// on its page's Origin).
-				want := http.StatusOK
-				if everywhere {
-					want = http.StatusForbidden
-				}
-				for _, tt := range []struct{ name, host, origin string }{
-					{"a rebinding page", "rebind.test:" + port, "http://rebind.test:" + port},
-					{"a page of this address", ips[0] + ":" + port, base},
-				} {
-					req := spec.Request(base, "query", false)
-					req.Host = tt.host
-					req.Header.Set("Origin", tt.origin)
-					var resp *http.Response
-					if everywhere {
-						_, resp = send(t, req, 1<<20, nil) // refused unread: the body never sent
-					} else {
-						_, resp = call(t, req)
-					}
-					if body := readAll(t, resp); resp.StatusCode != want || want != http.StatusOK && !spec.Refusal(body) {
-						t.Errorf("%s off loopback (Host %s, Origin %s) = %d %q, want %d", tt.name, tt.host, tt.origin, resp.StatusCode, body, want)
-					}
-				}
-				for _, tt := range []struct{ name, host, origin string }{
-					{"a trusted name's page", "", "https://agents.example.com"},
-					{"a tunnel's page (ssh -L to this address)", "localhost:9000", "http://localhost:9000"},
-				} {
-					req := spec.Request(base, "query", false)
-					if tt.host != "" {
-						req.Host = tt.host
-					}
-					req.Header.Set("Origin", tt.origin)
-					if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
-						t.Errorf("%s off loopback = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
-					}
-				}
-			})
-			t.Run("a body not declared JSON", func(t *testing.T) {
-				// A page can POST text/plain, a form or a body of no type
-				// to any address without a CORS preflight. A door that
-				// takes only JSON refuses it 415 in its shape, unread
-				// (its 1 MiB body is never sent) and without a slot (the
-				// one slot is held), one call line; the runtimes' doors
-				// take any type, as their platforms send.
-				only, known := jsonDoors[d.Name]
-				if !known {
-					t.Fatalf("door %s: say in jsonDoors whether it takes only a JSON body", d.Name)
-				}
-				types := []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}
-				agent := newHostileAgent(t)
-				if !only {
-					base, _ := hostileSidecar(t, d.Name, "query", "", agent)
-					for _, ct := range types {
-						req := spec.Request(base, "query", false)
-						req.Header.Del("Content-Type")
-						if ct != "" {
-							req.Header.Set("Content-Type", ct)
-						}
-						if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
-							t.Errorf("Content-Type %q = %d %q, want 200: the door takes any type", ct, resp.StatusCode, readAll(t, resp))
-						}
-					}
-					return
-				}
-				base, _, logs := hostileServe(t, d.Name, "hold", "limits: {concurrency: 1, queue: 0}\n", agent)
-				held := spec.Request(base, "hold", false)
-				body := whole(held)
-				write(t, held, len(body), body) // answered when the test ends
-				agent.waitHeld(t, 1)
-				for _, ct := range types {
-					logs.TakeAll()
-					req := spec.Request(base, "hold", false)
-					req.Header.Del("Content-Type")
-					if ct != "" {
-						req.Header.Set("Content-Type", ct)
-					}
-					_, resp := send(t, req, 1<<20, nil)
-					body := readAll(t, resp)
-					if resp.StatusCode != http.StatusUnsupportedMediaType || !spec.Refusal(body) {
-						t.Errorf("Content-Type %q, the one slot held, the body unsent = %d %q, want 415 in the door's shape", ct, resp.StatusCode, body)
-					}
-					var lines []map[string]any
-					for _, l := range logs.FilterMessage("call").All() {
-						lines = append(lines, l.ContextMap())
-					}
-					if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusUnsupportedMediaType) ||
-						lines[0]["reason"] != "UNSUPPORTED_MEDIA_TYPE" || lines[0]["route"] == "" {
-						t.Errorf("Content-Type %q logged %v, want one call line of protocol %s, status 415, reason UNSUPPORTED_MEDIA_TYPE, the route's", ct, lines, d.Name)
-					}
-				}
-				if n := agent.calls.Load(); n != 1 {
-					t.Errorf("the agent got %d calls, want only the held one", n)
-				}
-			})
-			t.Run("headers and ids capped", func(t *testing.T) {
-				agent := newHostileAgent(t)
-				base, _ := hostileSidecar(t, d.Name, "hold", "limits: {header_bytes: 4KiB}\n", agent)
-				req := spec.Request(base, "hold", false)
-				req.Header.Set("X-Agent-Session-Id", strings.Repeat("s", 64<<10))
-				_, resp := call(t, req)
-				if readAll(t, resp); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-					t.Errorf("a 64 KiB header over a 4 KiB limit = %d, want 431", resp.StatusCode)
-				}
-				if spec.LongID == nil {
-					return
-				}
-				_, resp = call(t, spec.LongID(base, "hold", 64<<10))
-				if body := readAll(t, resp); !spec.Refusal(body) || agent.held.Load() != 0 {
-					t.Errorf("a 64 KiB id = %d %q (agent called: %v), want refused in the door's shape", resp.StatusCode, body, agent.held.Load() != 0)
-				}
-			})
+			for _, way := range hostileWays(t, d) {
+				t.Run(way.name, func(t *testing.T) { hostileRows(t, d, way) })
+			}
 		})
 	}
+}
+
+// hostileRows are TestHostileDoors' rows, for door d served way's way.
+func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
+	spec := d.Probe
+	// on serves d the way the rows are run, its listener on ip.
+	on := func(t *testing.T, ip, method, head string, agent *hostileAgent) hostileServed {
+		t.Helper()
+		return hostileServeWay(t, way, ip, d.Name, method, head, agent)
+	}
+	t.Run("body over the limit", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "hold", "limits: {request_bytes: 1KiB}\n", agent).url
+		_, resp := send(t, spec.Request(base, "hold", false), 1<<20, nil)
+		if body := readAll(t, resp); resp.StatusCode != http.StatusRequestEntityTooLarge || !spec.Refusal(body) {
+			t.Errorf("a 1 MiB body, unsent, over a 1 KiB limit = %d %q, want 413 in the door's shape", resp.StatusCode, body)
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "hold", "limits: {concurrency: 1, queue: 0}\n", agent).url
+		held := spec.Request(base, "hold", false)
+		body := whole(held)
+		write(t, held, len(body), body) // answered when the test ends
+		agent.waitHeld(t, 1)
+		_, resp := send(t, spec.Request(base, "hold", false), 1<<20, nil)
+		if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.Refusal(body) {
+			t.Errorf("a call while the one slot is held, its 1 MiB body unsent = %d %q, want 503 in the door's shape", resp.StatusCode, body)
+		}
+	})
+	t.Run("caller leaves mid-stream", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "stream_hold", "", agent).url
+		conn, resp := call(t, spec.Request(base, "stream_hold", true))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream = %d %q", resp.StatusCode, readAll(t, resp))
+		}
+		checkServerTiming(t, "the stream's head", resp, "queue", "connect", "agent")
+		agent.waitHeld(t, 1)
+		conn.Close()
+		select {
+		case <-agent.left:
+		case <-time.After(hostileBound):
+			t.Errorf("the agent's request still open %v after its caller left", hostileBound)
+		}
+	})
+	t.Run("agent cut mid-record", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "cut", "", agent).url
+		_, resp := call(t, spec.Request(base, "cut", true))
+		body := readAll(t, resp)
+		errs, err := spec.Errors(body)
+		if resp.StatusCode != http.StatusOK || err != nil || len(errs) != 1 {
+			t.Errorf("a stream cut mid-record = %d %q: failures %q (%v), want exactly one in the door's shape", resp.StatusCode, body, errs, err)
+		}
+	})
+	t.Run("drain", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		srv := on(t, "127.0.0.1", "stream_hold", hostileDrain, agent)
+		base, drain := srv.url, srv.drain
+		_, resp := call(t, spec.Request(base, "stream_hold", true))
+		agent.waitHeld(t, 1)
+		drain()
+		body := readAll(t, resp)
+		errs, err := spec.Errors(body)
+		if resp.StatusCode != http.StatusOK || err != nil || len(errs) != 1 || !strings.Contains(errs[0], "shutting down") {
+			t.Errorf("a stream in flight at drain = %d %q: failures %q (%v), want one saying the sidecar is shutting down", resp.StatusCode, body, errs, err)
+		}
+	})
+	t.Run("drain, unary", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		srv := on(t, "127.0.0.1", "hold", hostileDrain, agent)
+		base, drain := srv.url, srv.drain
+		req := spec.Request(base, "hold", false)
+		body := whole(req)
+		conn := write(t, req, len(body), body)
+		agent.waitHeld(t, 1)
+		drain()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			t.Fatalf("a unary call in flight at drain: reading the answer: %v", err)
+		}
+		if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !spec.Refusal(body) || !strings.Contains(string(body), "shutting down") {
+			t.Errorf("a unary call in flight at drain = %d %q, want 503 in the door's shape saying the sidecar is shutting down", resp.StatusCode, body)
+		}
+		// It had a connection, and the agent never answered.
+		checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
+	})
+	t.Run("refused by the door, logged", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		srv := on(t, "127.0.0.1", "hold", "", agent)
+		path, owner, refusal := srv.root+"/no/such/path", d.Name, spec.Refusal
+		if way.mount == "/" {
+			// Mounted at "/", a door claims its routes only: a path under
+			// a tree it claims (OpenAI's /v1/…) is its 404; a door that
+			// claims no tree (AgentCore's /invocations and /ping) has no
+			// path of its own to refuse, and this row cannot hold for it
+			// as written: a path it does not serve is the platform's, so
+			// the row asks that the platform answers it, in its shape.
+			owner, refusal = config.ProtocolAgentPlatform, probeOf(config.ProtocolAgentPlatform).Refusal
+			for _, c := range srv.claims {
+				if c.Tree {
+					path, owner, refusal = srv.listener+c.Path+"/no/such/path", d.Name, spec.Refusal
+					break
+				}
+			}
+		}
+		req, _ := http.NewRequest(http.MethodGet, path, http.NoBody)
+		_, resp := call(t, req)
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusNotFound || !refusal(body) {
+			t.Errorf("GET %s, a path %s does not serve = %d %q, want 404 in its shape", path, owner, resp.StatusCode, body)
+		}
+		if way.mount != "" && way.mount != "/" && owner == d.Name && !strings.Contains(string(body), "(paths under the mount "+way.mount+")") {
+			t.Errorf("GET %s, mounted = %q, want the 404 to say its paths are under the mount %s", path, body, way.mount)
+		}
+		var lines []map[string]any
+		for _, l := range srv.logs.FilterMessage("call").All() {
+			lines = append(lines, l.ContextMap())
+		}
+		if len(lines) != 1 || lines[0]["protocol"] != owner || lines[0]["status"] != int64(http.StatusNotFound) ||
+			lines[0]["reason"] != "NOT_FOUND" || lines[0]["route"] != "" {
+			t.Errorf("the 404 logged %v, want one call line of protocol %s, status 404, reason NOT_FOUND, no route", lines, owner)
+		}
+	})
+	t.Run("a web page's requests", func(t *testing.T) {
+		// The guard every door shares (proxy/internal/hostcheck),
+		// applied by the Server before the door routes: on a
+		// loopback connection a Host other than a loopback name
+		// (DNS rebinding) and a POST with another site's Origin
+		// are refused 403 in the door's shape, one call line, the
+		// body unread, the agent never called. A loopback name
+		// with any port or none is served: kubectl port-forward
+		// and ssh -L reach the listener with Host localhost:<the
+		// tunnel's port>.
+		agent := newHostileAgent(t)
+		srv := on(t, "127.0.0.1", "query", "trusted_hosts: [agents.example.com]\n", agent)
+		base, logs := srv.url, srv.logs
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.listener, "http://"))
+		refused := []struct {
+			name, host, origin string
+		}{
+			{"a rebinding Host", "rebind.test:" + port, ""},
+			{"a rebinding Host with its own Origin", "rebind.test:" + port, "http://rebind.test:" + port},
+			{"a foreign Origin", "", "https://evil.example"},
+			{"another local site's Origin", "", "http://127.0.0.1:1"},
+			{"a null Origin", "", "null"},
+		}
+		for _, tt := range refused {
+			logs.TakeAll()
+			req := spec.Request(base, "query", false)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			_, resp := send(t, req, 1<<20, nil) // the body never sent: answered unread
+			body := readAll(t, resp)
+			if resp.StatusCode != http.StatusForbidden || !spec.Refusal(body) {
+				t.Errorf("%s = %d %q, want 403 in the door's shape", tt.name, resp.StatusCode, body)
+			}
+			var lines []map[string]any
+			for _, l := range logs.FilterMessage("call").All() {
+				lines = append(lines, l.ContextMap())
+			}
+			if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusForbidden) ||
+				lines[0]["reason"] != "PERMISSION_DENIED" || lines[0]["route"] != "" {
+				t.Errorf("%s logged %v, want one call line of protocol %s, status 403, reason PERMISSION_DENIED, no route", tt.name, lines, d.Name)
+			}
+		}
+		if n := agent.calls.Load(); n != 0 {
+			t.Errorf("the agent ran %d calls of refused requests, want 0", n)
+		}
+		passed := []struct {
+			name, host, origin string
+		}{
+			{"localhost", "localhost:" + port, ""},
+			{"a tunnel's port", "localhost:" + strconv.Itoa(otherPort(port)), ""},
+			{"a tunnel's port and its page's Origin", "localhost:" + strconv.Itoa(otherPort(port)), "http://localhost:" + strconv.Itoa(otherPort(port))},
+			{"a loopback IP with another port", "127.0.0.1:1", ""},
+			{"localhost, no port", "localhost", ""},
+			{"127.0.0.1, no port", "127.0.0.1", ""},
+			{"[::1], no port", "[::1]", ""},
+			{"its own Origin", "", srv.listener},
+			{"a trusted Host", "agents.example.com", ""},
+			{"a trusted Host with its port and Origin", "agents.example.com:443", "https://agents.example.com"},
+		}
+		for _, tt := range passed {
+			req := spec.Request(base, "query", false)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
+			}
+		}
+		if n := agent.calls.Load(); n != int32(len(passed)) {
+			t.Errorf("the agent ran %d calls, want %d", n, len(passed))
+		}
+	})
+	t.Run("any Host off loopback", func(t *testing.T) {
+		ips := nonLoopbackIPs(t)
+		if len(ips) == 0 {
+			t.Skip("this machine has no non-loopback IPv4 address to dial: the Host check off loopback is not exercised here")
+		}
+		everywhere, known := originEverywhere[d.Name]
+		if !known {
+			t.Fatalf("door %s: say in originEverywhere whether it holds Origin off loopback", d.Name)
+		}
+		agent := newHostileAgent(t)
+		srv := on(t, ips[0], "query", "trusted_hosts: [agents.example.com]\n", agent)
+		base := srv.url
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.listener, "http://"))
+		req := spec.Request(base, "query", false)
+		req.Host = "agents.example.com"
+		if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+			t.Errorf("Host agents.example.com on a connection to %s = %d %q, want 200: only a loopback connection checks the Host", ips[0], resp.StatusCode, readAll(t, resp))
+		}
+		// A page rebound to this address: its Origin is the Host.
+		// A door that holds Origin everywhere refuses it; the
+		// runtimes' doors let it through (their front end may pass
+		// on its page's Origin).
+		want := http.StatusOK
+		if everywhere {
+			want = http.StatusForbidden
+		}
+		for _, tt := range []struct{ name, host, origin string }{
+			{"a rebinding page", "rebind.test:" + port, "http://rebind.test:" + port},
+			{"a page of this address", ips[0] + ":" + port, srv.listener},
+		} {
+			req := spec.Request(base, "query", false)
+			req.Host = tt.host
+			req.Header.Set("Origin", tt.origin)
+			var resp *http.Response
+			if everywhere {
+				_, resp = send(t, req, 1<<20, nil) // refused unread: the body never sent
+			} else {
+				_, resp = call(t, req)
+			}
+			if body := readAll(t, resp); resp.StatusCode != want || want != http.StatusOK && !spec.Refusal(body) {
+				t.Errorf("%s off loopback (Host %s, Origin %s) = %d %q, want %d", tt.name, tt.host, tt.origin, resp.StatusCode, body, want)
+			}
+		}
+		for _, tt := range []struct{ name, host, origin string }{
+			{"a trusted name's page", "", "https://agents.example.com"},
+			{"a tunnel's page (ssh -L to this address)", "localhost:9000", "http://localhost:9000"},
+		} {
+			req := spec.Request(base, "query", false)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			req.Header.Set("Origin", tt.origin)
+			if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s off loopback = %d %q, want 200", tt.name, resp.StatusCode, readAll(t, resp))
+			}
+		}
+	})
+	t.Run("a body not declared JSON", func(t *testing.T) {
+		// A page can POST text/plain, a form or a body of no type
+		// to any address without a CORS preflight. A door that
+		// takes only JSON refuses it 415 in its shape, unread
+		// (its 1 MiB body is never sent) and without a slot (the
+		// one slot is held), one call line; the runtimes' doors
+		// take any type, as their platforms send.
+		only, known := jsonDoors[d.Name]
+		if !known {
+			t.Fatalf("door %s: say in jsonDoors whether it takes only a JSON body", d.Name)
+		}
+		types := []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""}
+		agent := newHostileAgent(t)
+		if !only {
+			base := on(t, "127.0.0.1", "query", "", agent).url
+			for _, ct := range types {
+				req := spec.Request(base, "query", false)
+				req.Header.Del("Content-Type")
+				if ct != "" {
+					req.Header.Set("Content-Type", ct)
+				}
+				if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
+					t.Errorf("Content-Type %q = %d %q, want 200: the door takes any type", ct, resp.StatusCode, readAll(t, resp))
+				}
+			}
+			return
+		}
+		srv := on(t, "127.0.0.1", "hold", "limits: {concurrency: 1, queue: 0}\n", agent)
+		base, logs := srv.url, srv.logs
+		held := spec.Request(base, "hold", false)
+		body := whole(held)
+		write(t, held, len(body), body) // answered when the test ends
+		agent.waitHeld(t, 1)
+		for _, ct := range types {
+			logs.TakeAll()
+			req := spec.Request(base, "hold", false)
+			req.Header.Del("Content-Type")
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			_, resp := send(t, req, 1<<20, nil)
+			body := readAll(t, resp)
+			if resp.StatusCode != http.StatusUnsupportedMediaType || !spec.Refusal(body) {
+				t.Errorf("Content-Type %q, the one slot held, the body unsent = %d %q, want 415 in the door's shape", ct, resp.StatusCode, body)
+			}
+			var lines []map[string]any
+			for _, l := range logs.FilterMessage("call").All() {
+				lines = append(lines, l.ContextMap())
+			}
+			if len(lines) != 1 || lines[0]["protocol"] != d.Name || lines[0]["status"] != int64(http.StatusUnsupportedMediaType) ||
+				lines[0]["reason"] != "UNSUPPORTED_MEDIA_TYPE" || lines[0]["route"] == "" {
+				t.Errorf("Content-Type %q logged %v, want one call line of protocol %s, status 415, reason UNSUPPORTED_MEDIA_TYPE, the route's", ct, lines, d.Name)
+			}
+		}
+		if n := agent.calls.Load(); n != 1 {
+			t.Errorf("the agent got %d calls, want only the held one", n)
+		}
+	})
+	t.Run("headers and ids capped", func(t *testing.T) {
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "hold", "limits: {header_bytes: 4KiB}\n", agent).url
+		req := spec.Request(base, "hold", false)
+		req.Header.Set("X-Agent-Session-Id", strings.Repeat("s", 64<<10))
+		_, resp := call(t, req)
+		if readAll(t, resp); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("a 64 KiB header over a 4 KiB limit = %d, want 431", resp.StatusCode)
+		}
+		if spec.LongID == nil {
+			return
+		}
+		_, resp = call(t, spec.LongID(base, "hold", 64<<10))
+		if body := readAll(t, resp); !spec.Refusal(body) || agent.held.Load() != 0 {
+			t.Errorf("a 64 KiB id = %d %q (agent called: %v), want refused in the door's shape", resp.StatusCode, body, agent.held.Load() != 0)
+		}
+	})
 }
