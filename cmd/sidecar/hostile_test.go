@@ -70,7 +70,10 @@ func newHostileAgent(t *testing.T) *hostileAgent {
 			a.held.Add(1)
 			select {
 			case <-r.Context().Done():
-				a.left <- struct{}{}
+				select {
+				case a.left <- struct{}{}:
+				default: // told already: a test holding several streams reads none
+				}
 			case <-ended.Done():
 			}
 		case "/cut":
@@ -218,8 +221,6 @@ func hostileServeOn(t *testing.T, ip, protocol, method, head string, agent *host
 // listener (the platform's when mounted) on the IP address ip.
 func hostileServeWay(t *testing.T, way hostileWay, ip, protocol, method, head string, agent *hostileAgent) hostileServed {
 	t.Helper()
-	observed, logs := observer.New(zap.InfoLevel)
-	logger := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, observed) })))
 	yaml := "upstream: {url: \"" + agent.url + "\"}\n" + head + hostileMethods
 	if !strings.Contains(head, "shutdown:") {
 		yaml += "shutdown: {drain: 500ms, agent_grace: 1s}\n"
@@ -230,10 +231,6 @@ func hostileServeWay(t *testing.T, way hostileWay, ip, protocol, method, head st
 		ownDoor = way.mount == ""
 		yaml += "protocols:\n  " + protocol + ": " + section(at, method) + "\n"
 	}
-	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	contract := net.JoinHostPort(ip, "0")
 	if ownDoor {
 		contract = "127.0.0.1:0"
@@ -243,19 +240,7 @@ func hostileServeWay(t *testing.T, way hostileWay, ip, protocol, method, head st
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, ln, logger, agentIO{env: []string{}}, defaultServerLimits)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(cfg.Shutdown.Budget() + hostileBound):
-			t.Errorf("serve still running %v after its context ended", cfg.Shutdown.Budget()+hostileBound)
-		}
-	})
+	cfg, cancel, logs := serveYAML(t, yaml, ln)
 	// Every listener is open before the first says "listening"; a door's
 	// address is in its own line, a mounted door's is the platform's.
 	for deadline := time.Now().Add(hostileBound); ; time.Sleep(5 * time.Millisecond) {
@@ -285,6 +270,35 @@ func hostileServeWay(t *testing.T, way hostileWay, ip, protocol, method, head st
 		served.claims = cfg.Claims(door)
 	}
 	return served
+}
+
+// serveYAML serves the config yaml in process (serve, as run does), the
+// platform's listener on ln, until the test ends; it returns the config,
+// a func that starts the drain, as SIGTERM does, and the sidecar's log
+// lines (those of Info and above).
+func serveYAML(t *testing.T, yaml string, ln net.Listener) (*config.Config, func(), *observer.ObservedLogs) {
+	t.Helper()
+	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	observed, logs := observer.New(zap.InfoLevel)
+	logger := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, observed) })))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, cfg, ln, logger, agentIO{env: []string{}}, defaultServerLimits)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(cfg.Shutdown.Budget() + hostileBound):
+			t.Errorf("serve still running %v after its context ended", cfg.Shutdown.Budget()+hostileBound)
+		}
+	})
+	return cfg, cancel, logs
 }
 
 // doorNamed is the registered door protocol.
