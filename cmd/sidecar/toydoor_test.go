@@ -143,7 +143,7 @@ func TestToyDoorMounts(t *testing.T) {
 				if c.protocol == "" {
 					continue
 				}
-				if l := logs.FilterMessage("call").All(); len(l) != 1 || l[0].ContextMap()["protocol"] != c.protocol {
+				if l := callLine(t, logs); l["protocol"] != c.protocol {
 					t.Errorf("%s %s logged %v, want one call line of protocol %s", c.method, c.path, l, c.protocol)
 				}
 			}
