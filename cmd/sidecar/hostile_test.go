@@ -562,14 +562,12 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 		}
 	})
 	t.Run("a web page's requests", func(t *testing.T) {
-		// The guard every door shares (proxy/internal/hostcheck),
-		// applied by the Server before the door routes: on a
-		// loopback connection a Host other than a loopback name
-		// (DNS rebinding) and a POST with another site's Origin
-		// are refused 403 in the door's shape, one call line, the
-		// body unread, the agent never called. A loopback name
-		// with any port or none is served: kubectl port-forward
-		// and ssh -L reach the listener with Host localhost:<the
+		// The guard every door shares (proxy/internal/hostcheck), applied by the
+		// Server before the door routes: on a loopback connection a Host other than
+		// a loopback name (DNS rebinding) and a POST with another site's Origin are
+		// refused 403 in the door's shape, one call line, the body unread, the agent
+		// never called. A loopback name with any port or none is served: kubectl
+		// port-forward and ssh -L reach the listener with Host localhost:<the
 		// tunnel's port>.
 		agent := newHostileAgent(t)
 		srv := on(t, "127.0.0.1", "query", "trusted_hosts: [agents.example.com]\n", agent)
@@ -658,10 +656,9 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 		if _, resp := call(t, req); resp.StatusCode != http.StatusOK {
 			t.Errorf("Host agents.example.com on a connection to %s = %d %q, want 200: only a loopback connection checks the Host", ips[0], resp.StatusCode, readAll(t, resp))
 		}
-		// A page rebound to this address: its Origin is the Host.
-		// A door that holds Origin everywhere refuses it; the
-		// runtimes' doors let it through (their front end may pass
-		// on its page's Origin).
+		// A page rebound to this address: its Origin is the Host. A door that holds
+		// Origin everywhere refuses it; the runtimes' doors let it through (their
+		// front end may pass on its page's Origin).
 		want := http.StatusOK
 		if everywhere {
 			want = http.StatusForbidden
@@ -698,12 +695,11 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 		}
 	})
 	t.Run("a body not declared JSON", func(t *testing.T) {
-		// A page can POST text/plain, a form or a body of no type
-		// to any address without a CORS preflight. A door that
-		// takes only JSON refuses it 415 in its shape, unread
-		// (its 1 MiB body is never sent) and without a slot (the
-		// one slot is held), one call line; the runtimes' doors
-		// take any type, as their platforms send.
+		// A page can POST text/plain, a form or a body of no type to any address
+		// without a CORS preflight. A door that takes only JSON refuses it 415 in
+		// its shape, unread (its 1 MiB body is never sent) and without a slot (the
+		// one slot is held), one call line; the runtimes' doors take any type, as
+		// their platforms send.
 		only, known := jsonDoors[d.Name]
 		if !known {
 			t.Fatalf("door %s: say in jsonDoors whether it takes only a JSON body", d.Name)
