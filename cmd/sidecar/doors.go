@@ -28,6 +28,12 @@ type door struct {
 // one on a listener of its own. On error, every listener it opened, ln
 // included, is closed.
 func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []string, logger *zap.Logger, lim serverLimits) ([]door, error) {
+	return openDoorsOf(doors.All, cfg, s, ln, env, logger, lim)
+}
+
+// openDoorsOf is openDoors building the doors of list: the program's
+// (doors.All), or a test's with a door of its own.
+func openDoorsOf(list []doors.Door, cfg *config.Config, s *proxy.Server, ln net.Listener, env []string, logger *zap.Logger, lim serverLimits) ([]door, error) {
 	var opened []door
 	fail := func(err error) ([]door, error) {
 		if ln != nil {
@@ -42,7 +48,7 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 	}
 	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }, Version: version}
 	for _, p := range cfg.Listens() {
-		d, err := doors.Build(doors.All, cfg, p[0], host)
+		d, err := doors.Build(list, cfg, p[0], host)
 		if err != nil {
 			return fail(err)
 		}
@@ -56,7 +62,7 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 		}
 		h := s.HandlerFor(d)
 		if p[0] == config.ProtocolAgentPlatform {
-			mounts, err := mountDoors(cfg, s, host)
+			mounts, err := mountDoors(cfg, list, s, host)
 			if err != nil {
 				return fail(err)
 			}
@@ -70,12 +76,12 @@ func openDoors(cfg *config.Config, s *proxy.Server, ln net.Listener, env []strin
 	return opened, nil
 }
 
-// mountDoors builds the doors mounted on the platform's listener, each
-// served on the paths it claims there.
-func mountDoors(cfg *config.Config, s *proxy.Server, host core.Host) ([]proxy.Mount, error) {
+// mountDoors builds the doors of list mounted on the platform's listener,
+// each served on the paths it claims there.
+func mountDoors(cfg *config.Config, list []doors.Door, s *proxy.Server, host core.Host) ([]proxy.Mount, error) {
 	var mounts []proxy.Mount
 	for _, m := range cfg.Mounted() {
-		d, err := doors.Build(doors.All, cfg, m.Name, host)
+		d, err := doors.Build(list, cfg, m.Name, host)
 		if err != nil {
 			return nil, err
 		}

@@ -12,12 +12,15 @@ import (
 // declares it with its Protocol, so a new door gets the whole table by
 // registering.
 type Probe struct {
-	// Section is the door's protocols section, listening on listen, its
-	// calls going to method; nil for agent_platform, whose requests name
-	// their method.
-	Section func(listen, method string) string
+	// Section is the door's protocols section placing it at at (on a
+	// listener of its own, or mounted on the platform's), its calls going
+	// to method; nil for agent_platform, whose requests name their method.
+	// Writing at's entry (At.String) is all a door does to be tried both
+	// ways.
+	Section func(at At, method string) string
 	// Request is a call of method, which streams or not, with a small
-	// input.
+	// input, at base: the door's URL (proxy/doors.Door.URL: its listener,
+	// its mount, its endpoint's path), the same wherever it is served.
 	Request func(base, method string, stream bool) *http.Request
 	// Refusal reports whether body, answered before the first byte, is
 	// the door's error shape.
@@ -31,10 +34,27 @@ type Probe struct {
 	LongID func(base, method string, n int) *http.Request
 }
 
+// At is where a Probe's Section puts its door: on a listener of its own
+// at Listen ("host:port"), or, when Mount is set, mounted on the
+// platform's listener under that path (config.Door.Mount).
+type At struct {
+	Listen string
+	Mount  string
+}
+
+// String is at as its entry in a door's section, in YAML's flow style:
+// listen: "127.0.0.1:0", or mount: "/d".
+func (at At) String() string {
+	if at.Mount != "" {
+		return fmt.Sprintf("mount: %q", at.Mount)
+	}
+	return fmt.Sprintf("listen: %q", at.Listen)
+}
+
 // TargetSection is the Probe.Section of a door whose section is
-// config.TargetKind's: {listen, method}.
-func TargetSection(listen, method string) string {
-	return fmt.Sprintf("{listen: %q, method: %s}", listen, method)
+// config.TargetKind's: {listen or mount, method}.
+func TargetSection(at At, method string) string {
+	return fmt.Sprintf("{%s, method: %s}", at, method)
 }
 
 // JSONRequest is a POST of the JSON body to url, for a Probe.

@@ -15,8 +15,8 @@ import (
 // with isError (or a JSON-RPC error) at its end; ids come in the body, so
 // it has a LongID.
 var probe = core.Probe{
-	Section: func(listen, method string) string {
-		return fmt.Sprintf("{listen: %q, methods: [%s]}", listen, method)
+	Section: func(at core.At, method string) string {
+		return fmt.Sprintf("{%s, methods: [%s]}", at, method)
 	},
 	Request: func(base, method string, stream bool) *http.Request {
 		return probeRequest(base, method, `1`, stream)
@@ -47,13 +47,14 @@ var probe = core.Probe{
 }
 
 // probeRequest is a 2026-07-28 tools/call of method's tool, id id, with a
-// progress token when stream.
+// progress token when stream, posted to base: the endpoint itself (its
+// path on a listener of its own, the mount when mounted).
 func probeRequest(base, method, id string, stream bool) *http.Request {
 	meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
 	if stream {
 		meta += `,"progressToken":"p1"`
 	}
-	r := core.JSONRequest(base+DefaultPath, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"message":"hi"},"_meta":{%s}}}`, id, method, meta))
+	r := core.JSONRequest(base, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"message":"hi"},"_meta":{%s}}}`, id, method, meta))
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	r.Header.Set("MCP-Protocol-Version", version20260728)
 	r.Header.Set("Mcp-Method", "tools/call")

@@ -13,9 +13,7 @@ import (
 // its refusals are OpenAI's error object, a stream's failures data events
 // of it ([DONE] read as the end).
 var probe = core.Probe{
-	Section: func(listen, method string) string {
-		return fmt.Sprintf("{listen: %q, method: %s}", listen, method)
-	},
+	Section: core.TargetSection,
 	Request: func(base, method string, stream bool) *http.Request {
 		return core.JSONRequest(base+RouteChat,
 			fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}],"stream":%t}`, method, stream))
