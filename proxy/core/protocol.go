@@ -27,8 +27,10 @@ type Protocol[O any] struct {
 	// door's URL. Nil: the listener's root, the door's routes fixed.
 	Path func(door *config.Door) string
 	// Example is how a user calls the door from a shell and from its
-	// ecosystem's own SDK, for base (the door's URL: its listener's, then
-	// its Path, e.g. http://localhost:9000 or http://localhost:8090/mcp)
+	// ecosystem's own SDK, for base (the door's URL: its listener's, or
+	// the platform's and its mount, then its Path, e.g.
+	// http://localhost:9000, http://localhost:8090/mcp or
+	// http://localhost:8080/a2a)
 	// and its section door as the map writes it (nil for agent_platform;
 	// the OpenAI door's api_key names the variable its examples read):
 	// what sidecar dev's playground shows for every enabled door. Nil:
