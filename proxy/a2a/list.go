@@ -1,0 +1,228 @@
+package a2a
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	"github.com/sidecar-dev/sidecar/rawjson"
+)
+
+// ListTasks' page sizes, as the specification gives them: 50 unless the
+// caller asks, at most 100.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 100
+)
+
+// listFilter is what ListTasks asks: the tasks of one context, in one
+// state, updated at or after a time, a page of them after a cursor.
+type listFilter struct {
+	contextID string
+	state     string    // in 0.3's spelling (stateWorking …); "": any
+	after     time.Time // zero: any
+	pageSize  int
+	cursor    *cursor // nil: the first page
+	artifacts bool    // includeArtifacts
+}
+
+// cursor is where a page ended: the last task's update time and id, in
+// the list's order (most recently updated first, then by id). The next
+// page begins at the first task after it, so a task changing between
+// pages moves but never repeats a page.
+type cursor struct {
+	updated time.Time
+	id      string
+}
+
+// token is c as a page token: opaque to the caller.
+func (c cursor) token() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.updated.UnixNano(), 10) + "." + c.id))
+}
+
+// readCursor reads a page token the door gave.
+func readCursor(token string) (*cursor, error) {
+	bad := fmt.Errorf("pageToken %q is no page token this agent gave", core.Clip(token))
+	if len(token) > 2*maxID {
+		return nil, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, bad
+	}
+	return &cursor{time.Unix(0, n), id}, nil
+}
+
+// before reports whether task t comes before the cursor in the list's
+// order: a more recent update, or the same and a greater id.
+func (c cursor) before(t *task) bool {
+	if d := t.updated.Compare(c.updated); d != 0 {
+		return d > 0
+	}
+	return t.id >= c.id
+}
+
+// states are the states ListTasks' status filter names, in 1.0's
+// spelling, and the door's spelling of each; a state the door never
+// reaches matches no task.
+var states = map[string]string{
+	"TASK_STATE_SUBMITTED": stateSubmitted, "TASK_STATE_WORKING": stateWorking,
+	"TASK_STATE_COMPLETED": stateCompleted, "TASK_STATE_FAILED": stateFailed,
+	"TASK_STATE_CANCELED": stateCanceled, "TASK_STATE_INPUT_REQUIRED": "input-required",
+	"TASK_STATE_REJECTED": "rejected", "TASK_STATE_AUTH_REQUIRED": "auth-required",
+}
+
+// readListFilter reads ListTasks' params: {"contextId", "status",
+// "pageSize", "pageToken", "statusTimestampAfter", "includeArtifacts",
+// "historyLength", "tenant"}, each optional. historyLength is read and has
+// nothing to shorten: the door keeps no history of a task (its one
+// message is not kept).
+func readListFilter(params json.RawMessage) (listFilter, error) {
+	f := listFilter{pageSize: defaultPageSize}
+	if len(params) == 0 || string(params) == "null" {
+		return f, nil
+	}
+	if params[0] != '{' {
+		return f, fmt.Errorf("params must be an object")
+	}
+	var err error
+	str := func(name string, value []byte) string {
+		var s string
+		if err == nil {
+			s, err = idString(name, value)
+		}
+		return s
+	}
+	rawjson.Members(params, func(key, value []byte) bool {
+		switch rawjson.Key(key) {
+		case "contextId":
+			f.contextID = str("contextId", value)
+		case "status":
+			s := str("status", value)
+			if st, ok := states[s]; ok {
+				f.state = st
+			} else if err == nil && s != "" && s != "TASK_STATE_UNSPECIFIED" {
+				err = fmt.Errorf("status %q is no TaskState", core.Clip(s))
+			}
+		case "pageSize":
+			n, perr := strconv.Atoi(string(value))
+			if perr != nil || n < 1 || n > maxPageSize {
+				err = fmt.Errorf("pageSize must be a whole number from 1 to %d", maxPageSize)
+			}
+			f.pageSize = n
+		case "pageToken":
+			if s := str("pageToken", value); s != "" && err == nil {
+				f.cursor, err = readCursor(s)
+			}
+		case "statusTimestampAfter":
+			if s := str("statusTimestampAfter", value); s != "" && err == nil {
+				if f.after, err = time.Parse(time.RFC3339Nano, s); err != nil {
+					err = fmt.Errorf("statusTimestampAfter %q is no RFC 3339 time", core.Clip(s))
+				}
+			}
+		case "includeArtifacts":
+			if err = json.Unmarshal(value, &f.artifacts); err != nil {
+				err = fmt.Errorf("includeArtifacts must be true or false")
+			}
+		case "historyLength":
+			if n, perr := strconv.Atoi(string(value)); perr != nil || n < 0 {
+				err = fmt.Errorf("historyLength must be a whole number, 0 or more")
+			}
+		}
+		return err == nil
+	})
+	return f, err
+}
+
+// list is a page of owner's tasks that f matches, most recently updated
+// first, each a copy safe to encode without the lock (without its
+// artifact unless f asks for artifacts), the token of the next page (""
+// on the last), and how many tasks match in all. A page with artifacts
+// holds at most partLimit (limits.reply_bytes) bytes of them besides its
+// first task's, so a page's answer is at most about as large as one
+// task's: it may be shorter than pageSize.
+func (s *store) list(owner core.Owner, f listFilter) (page []task, next string, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var match []*task
+	for _, t := range s.order {
+		if t.owner == owner && (f.contextID == "" || t.contextID == f.contextID) &&
+			(f.state == "" || t.state == f.state) && (f.after.IsZero() || !t.updated.Before(f.after)) {
+			match = append(match, t)
+		}
+	}
+	slices.SortFunc(match, func(a, b *task) int {
+		if d := b.updated.Compare(a.updated); d != 0 {
+			return d
+		}
+		return cmp.Compare(b.id, a.id)
+	})
+	total = len(match)
+	if f.cursor != nil {
+		i, _ := slices.BinarySearchFunc(match, *f.cursor, func(t *task, c cursor) int {
+			if c.before(t) {
+				return -1
+			}
+			return 1
+		})
+		match = match[i:]
+	}
+	var size int64
+	for i, t := range match {
+		if i == f.pageSize || f.artifacts && i > 0 && size+t.size+t.text.Len() > s.partLimit {
+			last := page[len(page)-1]
+			return page, cursor{last.updated, last.id}.token(), total
+		}
+		if f.artifacts {
+			size += t.size + t.text.Len()
+			page = append(page, t.clone())
+		} else {
+			page = append(page, t.head())
+		}
+	}
+	return page, "", total
+}
+
+// serveList answers ListTasks: a page of owner's tasks, {"tasks": […],
+// "nextPageToken", "pageSize", "totalSize"} as 1.0 shapes it.
+func (d *Door) serveList(v version, req request, owner core.Owner) *core.Answer {
+	f, err := readListFilter(req.params)
+	if err != nil {
+		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
+	}
+	page, next, total := d.tasks.list(owner, f)
+	objs := make([]any, len(page))
+	var texts []*frames.Text
+	for i := range page {
+		objs[i] = v.task(&page[i])
+		texts = append(texts, page[i].texts()...)
+	}
+	a := answer(req, listResult{objs, next, f.pageSize, total}, nil)
+	if len(texts) > 0 && a.Body != nil {
+		var b bytes.Buffer
+		writeText(&b, a.Body, texts)
+		a.Body = b.Bytes()
+	}
+	return a
+}
+
+// listResult is ListTasksResponse.
+type listResult struct {
+	Tasks         []any  `json:"tasks"`
+	NextPageToken string `json:"nextPageToken"`
+	PageSize      int    `json:"pageSize"`
+	TotalSize     int    `json:"totalSize"`
+}
