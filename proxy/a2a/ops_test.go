@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // rpcAs posts a JSON-RPC request as the caller with credential auth (""
@@ -248,13 +251,17 @@ func subscribe(t *testing.T, url, auth, version, body string) subscription {
 	return subscription{resp, bufio.NewScanner(resp.Body)}
 }
 
-// next is the stream's next response; ok false at its end.
+// next is the stream's next response; ok false at its end, which must
+// be the stream's own: not testClient's timeout (hangGuard).
 func (s subscription) next(t *testing.T) (r rpcResult, ok bool) {
 	t.Helper()
 	for s.sc.Scan() {
 		if data, found := strings.CutPrefix(s.sc.Text(), "data: "); found {
 			return decode[rpcResult](t, []byte(data)), true
 		}
+	}
+	if err := s.sc.Err(); err != nil {
+		t.Errorf("the subscription did not end, it broke off: %v", err)
 	}
 	return rpcResult{}, false
 }
@@ -409,7 +416,7 @@ func TestSubscribersBounded(t *testing.T) {
 // stream goes on.
 func TestSlowSubscriberDropped(t *testing.T) {
 	ended := make(chan struct{})
-	url, _, d := serveMap(t, "big", strings.Replace(bigMap, "REPLY", "1MiB", 1), bigAgent(t, true, ended))
+	url, s, d := serveMap(t, "big", strings.Replace(bigMap, "REPLY", "1MiB", 1), bigAgent(t, true, ended))
 	resp := rpc(t, url, "", send0("1", "message/stream", "hi"))
 	defer resp.Body.Close()
 	br := bufio.NewReaderSize(resp.Body, 1<<20)
@@ -431,6 +438,14 @@ func TestSlowSubscriberDropped(t *testing.T) {
 		defer d.tasks.mu.Unlock()
 		return d.tasks.subs == 0
 	})
+	// Its writer, blocked behind a caller that does not read, fails
+	// writeGrace after: the subscription is no longer in flight.
+	// (Sooner than testClient's own timeout, which would end it too.)
+	for end := time.Now().Add(hangGuard / 2); s.InFlight() > 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the dropped subscription is still in flight after %s, its caller not reading", hangGuard/2)
+		}
+	}
 	done := make(chan error, 1)
 	var tail tailWriter
 	go func() {
@@ -457,29 +472,34 @@ func TestSlowSubscriberDropped(t *testing.T) {
 }
 
 // TestSubscriptionDrained: EndCalls (the drain's end) ends a
-// subscription too: it ends with an error, or with its task's end, the
-// task's call ended by the same drain; never held open.
+// subscription with an error saying the sidecar is shutting down. The
+// subscription is served by a second Server sharing the door (as two
+// listeners would), so its drain ends the subscription alone, not the
+// task's call, whose end would end it too.
 func TestSubscriptionDrained(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	url, s, _ := serveMap(t, "gated", gatedMap, gatedAgent(t, release))
+	url, s, d := serveMap(t, "gated", gatedMap, gatedAgent(t, release))
+	other := &proxy.Server{Config: s.Config, Agent: s.Agent}
+	srv := httptest.NewServer(other.HandlerFor(d))
+	defer srv.Close()
 	resp := rpc(t, url, "", send0("1", "message/stream", "hi"))
 	defer resp.Body.Close()
 	id := nextEvent(t, bufio.NewScanner(resp.Body)).ID
-	sub := subscribe(t, url, "", "", idParams("tasks/resubscribe", id))
+	sub := subscribe(t, srv.URL, "", "", idParams("tasks/resubscribe", id))
 	sub.next(t)
-	s.EndCalls()
-	var last rpcResult
-	for {
-		r, ok := sub.next(t)
-		if !ok {
-			break
-		}
-		last = r
+	other.EndCalls()
+	r, ok := sub.next(t)
+	if !ok || r.Error == nil || r.Error.Code != codeInternal || r.Error.Message != core.ErrShuttingDown.Error() {
+		t.Errorf("the drained subscription's last event: %s %+v, want %d %q", r.Result, r.Error, codeInternal, core.ErrShuttingDown)
 	}
-	if last.Error == nil && decode[eventJSON](t, last.Result).Final == nil {
-		t.Errorf("the drained subscription's last event: %s %+v, want an error or the task's final status", last.Result, last.Error)
+	if r, ok := sub.next(t); ok {
+		t.Errorf("after the drain's error: %s %+v, want the end", r.Result, r.Error)
 	}
+	if tk := decode[taskJSON](t, call(t, url, "", idParams("tasks/get", id)).Result); tk.Status.State != "working" {
+		t.Errorf("the task after the other listener's drain: %s, want working", tk.Status.State)
+	}
+	call(t, url, "", idParams("tasks/cancel", id))
 }
 
 // tailWriter keeps the last bytes written to it.
