@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -511,4 +512,60 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.last = w.last[len(w.last)-300:]
 	}
 	return len(p), nil
+}
+
+// TestCallerLeftEndsTask: a task whose caller leaves before it ends (its
+// message/stream or message/send closed) fails, saying so: its
+// subscribers get that final status and their end, tasks/get and
+// ListTasks show it failed, never working for ever.
+func TestCallerLeftEndsTask(t *testing.T) {
+	for _, method := range []string{"message/stream", "message/send"} {
+		t.Run(method, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			url, _, d := serveMap(t, "gated", gatedMap, gatedAgent(t, release))
+			ctx, leave := context.WithCancel(context.Background())
+			defer leave()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/", strings.NewReader(send0("1", method, "hi")))
+			req.Header.Set("Content-Type", "application/json")
+			answered := make(chan *http.Response, 1)
+			go func() { // message/send answers only at the task's end
+				resp, _ := testClient.Do(req)
+				answered <- resp
+			}()
+			var id string
+			if method == "message/stream" {
+				resp := <-answered
+				defer resp.Body.Close()
+				id = nextEvent(t, bufio.NewScanner(resp.Body)).ID
+			} else {
+				eventually(t, "the task is in the store", func() bool {
+					d.tasks.mu.Lock()
+					defer d.tasks.mu.Unlock()
+					for _, tk := range d.tasks.tasks {
+						id = tk.id
+					}
+					return id != ""
+				})
+			}
+			sub := subscribe(t, url, "", "", idParams("tasks/resubscribe", id))
+			sub.next(t)
+			leave()
+			r, ok := sub.next(t)
+			if ev := decode[eventJSON](t, r.Result); !ok || ev.Kind != "status-update" || ev.Status.State != "failed" || !*ev.Final || !strings.Contains(string(r.Result), callerLeft) {
+				t.Errorf("the subscription once the task's caller left: %s, want its final status failed saying why", r.Result)
+			}
+			if r, ok := sub.next(t); ok {
+				t.Errorf("the subscription after the final status: %s, want the end", r.Result)
+			}
+			if tk := decode[taskJSON](t, call(t, url, "", idParams("tasks/get", id)).Result); tk.Status.State != "failed" {
+				t.Errorf("tasks/get once its caller left: %s, want failed", tk.Status.State)
+			}
+			if method == "message/send" {
+				if resp := <-answered; resp != nil {
+					resp.Body.Close()
+				}
+			}
+		})
+	}
 }
