@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,9 +88,7 @@ var states = map[string]string{
 
 // readListFilter reads ListTasks' params: {"contextId", "status",
 // "pageSize", "pageToken", "statusTimestampAfter", "includeArtifacts",
-// "historyLength", "tenant"}, each optional. historyLength is read and has
-// nothing to shorten: the door keeps no history of a task (its one
-// message is not kept).
+// "historyLength", "tenant"}, each optional (listFilter.set).
 func readListFilter(params json.RawMessage) (listFilter, error) {
 	f := listFilter{pageSize: defaultPageSize}
 	if len(params) == 0 || string(params) == "null" {
@@ -99,52 +98,80 @@ func readListFilter(params json.RawMessage) (listFilter, error) {
 		return f, fmt.Errorf("params must be an object")
 	}
 	var err error
-	str := func(name string, value []byte) string {
-		var s string
-		if err == nil {
-			s, err = idString(name, value)
-		}
-		return s
-	}
 	rawjson.Members(params, func(key, value []byte) bool {
-		switch rawjson.Key(key) {
-		case "contextId":
-			f.contextID = str("contextId", value)
-		case "status":
-			s := str("status", value)
-			if st, ok := states[s]; ok {
-				f.state = st
-			} else if err == nil && s != "" && s != "TASK_STATE_UNSPECIFIED" {
-				err = fmt.Errorf("status %q is no TaskState", core.Clip(s))
-			}
-		case "pageSize":
-			n, perr := strconv.Atoi(string(value))
-			if perr != nil || n < 1 || n > maxPageSize {
-				err = fmt.Errorf("pageSize must be a whole number from 1 to %d", maxPageSize)
-			}
-			f.pageSize = n
-		case "pageToken":
-			if s := str("pageToken", value); s != "" && err == nil {
-				f.cursor, err = readCursor(s)
-			}
-		case "statusTimestampAfter":
-			if s := str("statusTimestampAfter", value); s != "" && err == nil {
-				if f.after, err = time.Parse(time.RFC3339Nano, s); err != nil {
-					err = fmt.Errorf("statusTimestampAfter %q is no RFC 3339 time", core.Clip(s))
-				}
-			}
-		case "includeArtifacts":
-			if err = json.Unmarshal(value, &f.artifacts); err != nil {
-				err = fmt.Errorf("includeArtifacts must be true or false")
-			}
-		case "historyLength":
-			if n, perr := strconv.Atoi(string(value)); perr != nil || n < 0 {
-				err = fmt.Errorf("historyLength must be a whole number, 0 or more")
+		name := rawjson.Key(key)
+		text := string(value)
+		if value[0] == '"' { // a string, or a number as ProtoJSON may write one ("10")
+			if text, err = idString(name, value); err != nil {
+				return false
 			}
 		}
+		err = f.set(name, text)
 		return err == nil
 	})
 	return f, err
+}
+
+// readListQuery reads ListTasks' parameters from the query of the
+// HTTP+JSON binding's GET /tasks: the same names, as strings.
+func readListQuery(q url.Values) (listFilter, error) {
+	f := listFilter{pageSize: defaultPageSize}
+	for name, values := range q {
+		if len(values) != 1 {
+			return f, fmt.Errorf("%s is given %d times", core.Clip(name), len(values))
+		}
+		if len(values[0]) > maxID {
+			return f, fmt.Errorf("%s is longer than %d bytes", core.Clip(name), maxID)
+		}
+		if err := f.set(name, values[0]); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// set reads one ListTasks parameter, its value as text (a string's
+// contents, a number's or a boolean's JSON). An unknown name is ignored,
+// as ProtoJSON readers may; historyLength is read and has nothing to
+// shorten: the door keeps no history of a task (its one message is not
+// kept); tenant names no tenant this door tells apart.
+func (f *listFilter) set(name, value string) error {
+	var err error
+	switch name {
+	case "contextId":
+		f.contextID = value
+	case "status":
+		if st, ok := states[value]; ok {
+			f.state = st
+		} else if value != "" && value != "TASK_STATE_UNSPECIFIED" {
+			return fmt.Errorf("status %q is no TaskState", core.Clip(value))
+		}
+	case "pageSize":
+		n, perr := strconv.Atoi(value)
+		if perr != nil || n < 1 || n > maxPageSize {
+			return fmt.Errorf("pageSize must be a whole number from 1 to %d", maxPageSize)
+		}
+		f.pageSize = n
+	case "pageToken":
+		if value != "" {
+			f.cursor, err = readCursor(value)
+		}
+	case "statusTimestampAfter":
+		if value != "" {
+			if f.after, err = time.Parse(time.RFC3339Nano, value); err != nil {
+				return fmt.Errorf("statusTimestampAfter %q is no RFC 3339 time", core.Clip(value))
+			}
+		}
+	case "includeArtifacts":
+		if f.artifacts, err = strconv.ParseBool(value); err != nil || value != "true" && value != "false" {
+			return fmt.Errorf("includeArtifacts must be true or false")
+		}
+	case "historyLength":
+		if n, perr := strconv.Atoi(value); perr != nil || n < 0 {
+			return fmt.Errorf("historyLength must be a whole number, 0 or more")
+		}
+	}
+	return err
 }
 
 // list is a page of owner's tasks that f matches, most recently updated

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -567,5 +568,56 @@ func TestCallerLeftEndsTask(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListFilter: ListTasks' parameters read the same from JSON-RPC's
+// params and from the HTTP+JSON binding's query (readListQuery), and each
+// bad one is refused with its name.
+func TestListFilter(t *testing.T) {
+	token := cursor{time.Unix(0, 42), "t1"}.token()
+	tests := []struct {
+		params, query string
+		want          listFilter
+		bad           string
+	}{
+		{params: `{}`, want: listFilter{pageSize: 50}},
+		{params: `{"contextId":"c","status":"TASK_STATE_WORKING","pageSize":7,"includeArtifacts":true,"historyLength":3,"tenant":"x"}`,
+			query: "contextId=c&status=TASK_STATE_WORKING&pageSize=7&includeArtifacts=true&historyLength=3&tenant=x",
+			want:  listFilter{contextID: "c", state: stateWorking, pageSize: 7, artifacts: true}},
+		{params: `{"pageSize":"9","status":"TASK_STATE_UNSPECIFIED"}`, query: "pageSize=9&status=TASK_STATE_UNSPECIFIED", want: listFilter{pageSize: 9}},
+		{params: `{"pageToken":"` + token + `"}`, query: "pageToken=" + token, want: listFilter{pageSize: 50, cursor: &cursor{time.Unix(0, 42), "t1"}}},
+		{params: `{"pageSize":101}`, query: "pageSize=101", bad: "pageSize"},
+		{params: `{"pageSize":1.5}`, query: "pageSize=1.5", bad: "pageSize"},
+		{params: `{"status":"working"}`, query: "status=working", bad: "status"},
+		{params: `{"pageToken":"bm9wZQ"}`, query: "pageToken=bm9wZQ", bad: "pageToken"},
+		{params: `{"includeArtifacts":"yes"}`, query: "includeArtifacts=1", bad: "includeArtifacts"},
+		{params: `{"historyLength":-1}`, query: "historyLength=-1", bad: "historyLength"},
+		{params: `{"contextId":"` + strings.Repeat("c", maxID+1) + `"}`, query: "contextId=" + strings.Repeat("c", maxID+1), bad: "longer than"},
+		{params: `[1]`, query: "pageSize=1&pageSize=2", bad: ""},
+	}
+	for _, tt := range tests {
+		check := func(how string, f listFilter, err error) {
+			switch {
+			case tt.bad == "" && tt.want.pageSize == 0:
+				if err == nil {
+					t.Errorf("%s: %+v, want an error", how, f)
+				}
+			case tt.bad != "":
+				if err == nil || !strings.Contains(err.Error(), tt.bad) {
+					t.Errorf("%s: %v, want an error naming %s", how, err, tt.bad)
+				}
+			case err != nil || f.contextID != tt.want.contextID || f.state != tt.want.state || f.pageSize != tt.want.pageSize ||
+				f.artifacts != tt.want.artifacts || (f.cursor == nil) != (tt.want.cursor == nil) || f.cursor != nil && *f.cursor != *tt.want.cursor:
+				t.Errorf("%s = %+v, %v; want %+v", how, f, err, tt.want)
+			}
+		}
+		f, err := readListFilter(json.RawMessage(tt.params))
+		check("readListFilter("+tt.params+")", f, err)
+		if tt.query != "" {
+			q, _ := url.ParseQuery(tt.query)
+			f, err := readListQuery(q)
+			check("readListQuery("+tt.query+")", f, err)
+		}
 	}
 }

@@ -261,16 +261,9 @@ func (s *stopper) set() {
 const writeGrace = time.Second
 
 // serveSubscribe answers SubscribeToTask (1.0) and tasks/resubscribe
-// (0.3) of owner's task: an SSE stream whose first event is the task as
-// it is, then its updates as message/stream sends them, until it ends.
-// A task that ended has no updates: 1.0 answers UnsupportedOperation, as
-// its specification says (§3.1.6); 0.3 the task alone, as the A2A
-// JavaScript SDK's 0.3 server does. An agent whose card declares no
-// streaming answers UnsupportedOperation (§3.3.4).
+// (0.3) of owner's task: an SSE stream of JSON-RPC responses with the
+// request's id (subscription).
 func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.Answer {
-	if !d.stream {
-		return answer(req, nil, &rpcError{codeUnsupported, "this agent's card declares no streaming: subscribing to a task is a stream"})
-	}
 	id, err := readTaskID(req.params)
 	if err != nil {
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
@@ -278,25 +271,45 @@ func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.An
 	if req.notify { // a notification gets no answer: nothing to stream
 		return answer(req, nil, nil)
 	}
-	var stop stopper
-	snap, sub, rerr := d.tasks.subscribe(owner, id, stop.stop)
-	switch {
-	case rerr != nil:
-		return answer(req, nil, rerr)
-	case sub == nil && v == v10:
-		return answer(req, nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state has no updates to subscribe to; GetTask answers it", snap.id, v.state(snap.state))})
-	}
-	out := sink{
+	stream, rerr := d.subscription(v, owner, id, sink{
 		result:  func(obj any) []byte { return response(req.id, obj, nil) },
 		failure: func(e *rpcError) []byte { return response(req.id, nil, e) },
+	})
+	if rerr != nil {
+		return answer(req, nil, rerr)
 	}
 	return &core.Answer{
 		Status: http.StatusOK, Outcome: metrics.OK,
 		Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
-		Stream: func(ctx context.Context, w http.ResponseWriter) (int, int64) {
-			stop.attach(w)
-			defer stop.end()
-			return serveSubscription(ctx, w, v, sub, out.result(v.wrap("task", v.task(&snap))), snap.texts(), out)
-		},
+		Stream: stream,
 	}
+}
+
+// subscription is owner's subscription to task id, in either binding (out
+// frames its events): the stream to serve as a core.Answer's Stream, its
+// first event the task as it is now, then its updates as message/stream
+// sends them, until it ends. A task that ended has no updates: 1.0
+// refuses it UnsupportedOperation, as its specification says (§3.1.6);
+// 0.3's stream is the task alone, as the A2A JavaScript SDK's 0.3 server
+// answers. An agent whose card declares no streaming is
+// UnsupportedOperation (§3.3.4); no such task of owner's TaskNotFound;
+// past the bounds an internal error saying which. Once it is given, the
+// stream must be served: until it is, it holds its subscriber's place.
+func (d *Door) subscription(v version, owner core.Owner, id string, out sink) (func(ctx context.Context, w http.ResponseWriter) (int, int64), *rpcError) {
+	if !d.stream {
+		return nil, &rpcError{codeUnsupported, "this agent's card declares no streaming: subscribing to a task is a stream"}
+	}
+	stop := new(stopper)
+	snap, sub, rerr := d.tasks.subscribe(owner, id, stop.stop)
+	switch {
+	case rerr != nil:
+		return nil, rerr
+	case sub == nil && v == v10:
+		return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state has no updates to subscribe to; GetTask answers it", snap.id, v.state(snap.state))}
+	}
+	return func(ctx context.Context, w http.ResponseWriter) (int, int64) {
+		stop.attach(w)
+		defer stop.end()
+		return serveSubscription(ctx, w, v, sub, out.result(v.wrap("task", v.task(&snap))), snap.texts(), out)
+	}, nil
 }
