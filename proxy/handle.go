@@ -71,6 +71,7 @@ func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
 // (Answer.Stream), its writes bounded as a call's are, but by no total
 // time: it ends when its stream or the call's context does.
 func (s *Server) answerStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, a *core.Answer) {
+	c.free() // the slot a large body waited for: the stream holds none
 	c.boundWrites(ctx, w, r, 0)
 	defer c.endWrites()
 	c.stream = true

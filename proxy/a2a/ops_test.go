@@ -621,3 +621,38 @@ func TestListFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriptionHoldsNoSlot: a subscription whose request came with a
+// body of unknown length (chunked), read once it had a concurrency slot,
+// gives the slot back as its stream begins: with two slots, one held by
+// the task's stream, another call is still served while it streams.
+func TestSubscriptionHoldsNoSlot(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	m := strings.Replace(gatedMap, "request_bytes: 4096", "request_bytes: 4096, concurrency: 2, queue: 0", 1)
+	url, _, _ := serveMap(t, "gated", m, gatedAgent(t, release))
+	resp := rpc(t, url, "", send0("1", "message/stream", "hi"))
+	defer resp.Body.Close()
+	id := nextEvent(t, bufio.NewScanner(resp.Body)).ID
+	chunked := func(body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url+"/", io.MultiReader(strings.NewReader(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = -1
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	sub := chunked(idParams("tasks/resubscribe", id))
+	if ct := sub.Header.Get("Content-Type"); sub.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("the chunked subscription: %d %s", sub.StatusCode, ct)
+	}
+	bufio.NewReader(sub.Body).ReadString('\n')
+	get := chunked(idParams("tasks/get", id))
+	b, _ := io.ReadAll(get.Body)
+	if get.StatusCode != 200 || !strings.Contains(string(b), `"state":"working"`) {
+		t.Errorf("tasks/get beside the subscription, one slot free: %d %s, want the task", get.StatusCode, b)
+	}
+}
