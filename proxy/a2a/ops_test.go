@@ -656,3 +656,37 @@ func TestSubscriptionHoldsNoSlot(t *testing.T) {
 		t.Errorf("tasks/get beside the subscription, one slot free: %d %s, want the task", get.StatusCode, b)
 	}
 }
+
+// TestSubscriptionOutlivesServerTimeouts: the public server's read and
+// write deadlines cover reading a request (cmd/sidecar's httpserver.go);
+// a subscription, answered by the door without a slot, is freed of the
+// write deadline as a call is once it has its slot (boundWrites; net/http
+// clears the read deadline once the body is read): still open well past
+// them, it gets its task's updates and its end.
+func TestSubscriptionOutlivesServerTimeouts(t *testing.T) {
+	release := make(chan struct{})
+	url0, s, d := serveMap(t, "gated", gatedMap, gatedAgent(t, release))
+	srv := httptest.NewUnstartedServer(s.HandlerFor(d))
+	const deadline = 500 * time.Millisecond
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = deadline, deadline
+	srv.Start()
+	defer srv.Close()
+	resp := rpc(t, url0, "", send0("1", "message/stream", "hi"))
+	defer resp.Body.Close()
+	id := nextEvent(t, bufio.NewScanner(resp.Body)).ID
+	sub := subscribe(t, srv.URL, "", "", idParams("tasks/resubscribe", id))
+	sub.next(t)
+	time.Sleep(4 * deadline) // the bound is the behaviour: well past both deadlines
+	close(release)
+	var states []string
+	for {
+		r, ok := sub.next(t)
+		if !ok {
+			break
+		}
+		states = append(states, decode[eventJSON](t, r.Result).Kind+" "+decode[eventJSON](t, r.Result).Status.State)
+	}
+	if len(states) != 2 || states[1] != "status-update completed" {
+		t.Errorf("a subscription open past the server's deadlines: %q, want the part and completed", states)
+	}
+}
