@@ -67,13 +67,14 @@ func readCursor(token string) (*cursor, error) {
 	return &cursor{time.Unix(0, n), id}, nil
 }
 
-// before reports whether task t comes before the cursor in the list's
-// order: a more recent update, or the same and a greater id.
-func (c cursor) before(t *task) bool {
-	if d := t.updated.Compare(c.updated); d != 0 {
+// before reports whether the task at k comes before the cursor, or is
+// where it is, in the list's order: a more recent update, or the same and
+// a greater id.
+func (c cursor) before(k cursor) bool {
+	if d := k.updated.Compare(c.updated); d != 0 {
 		return d > 0
 	}
-	return t.id >= c.id
+	return k.id >= c.id
 }
 
 // states are the states ListTasks' status filter names, in 1.0's
@@ -180,44 +181,54 @@ func (f *listFilter) set(name, value string) error {
 // on the last), and how many tasks match in all. A page with artifacts
 // holds at most partLimit (limits.reply_bytes) bytes of them besides its
 // first task's, so a page's answer is at most about as large as one
-// task's: it may be shorter than pageSize.
+// task's: it may be shorter than pageSize. The store is locked to find
+// the matches and to copy the page, not while they are sorted: calls go
+// on meanwhile (a task changed since is listed as it is now, where it
+// was; one forgotten since is left out).
 func (s *store) list(owner core.Owner, f listFilter) (page []task, next string, total int) {
+	type match struct {
+		t   *task
+		key cursor // its place in the list, as it was found
+	}
+	var found []match
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var match []*task
 	for _, t := range s.order {
 		if t.owner == owner && (f.contextID == "" || t.contextID == f.contextID) &&
 			(f.state == "" || t.state == f.state) && (f.after.IsZero() || !t.updated.Before(f.after)) {
-			match = append(match, t)
+			found = append(found, match{t, cursor{t.updated, t.id}})
 		}
 	}
-	slices.SortFunc(match, func(a, b *task) int {
-		if d := b.updated.Compare(a.updated); d != 0 {
+	s.mu.Unlock()
+	slices.SortFunc(found, func(a, b match) int {
+		if d := b.key.updated.Compare(a.key.updated); d != 0 {
 			return d
 		}
-		return cmp.Compare(b.id, a.id)
+		return cmp.Compare(b.key.id, a.key.id)
 	})
-	total = len(match)
+	total = len(found)
 	if f.cursor != nil {
-		i, _ := slices.BinarySearchFunc(match, *f.cursor, func(t *task, c cursor) int {
-			if c.before(t) {
+		i, _ := slices.BinarySearchFunc(found, *f.cursor, func(m match, c cursor) int {
+			if c.before(m.key) {
 				return -1
 			}
 			return 1
 		})
-		match = match[i:]
+		found = found[i:]
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var size int64
-	for i, t := range match {
-		if i == f.pageSize || f.artifacts && i > 0 && size+t.size+t.text.Len() > s.partLimit {
-			last := page[len(page)-1]
-			return page, cursor{last.updated, last.id}.token(), total
+	for i, m := range found {
+		if i == f.pageSize || f.artifacts && i > 0 && size+m.t.size > s.partLimit {
+			return page, found[i-1].key.token(), total
 		}
-		if f.artifacts {
-			size += t.size + t.text.Len()
-			page = append(page, t.clone())
-		} else {
-			page = append(page, t.head())
+		switch {
+		case s.tasks[m.key.id] != m.t: // forgotten since
+		case f.artifacts:
+			size += m.t.size
+			page = append(page, m.t.clone())
+		default:
+			page = append(page, m.t.head())
 		}
 	}
 	return page, "", total

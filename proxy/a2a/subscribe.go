@@ -280,7 +280,7 @@ func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.An
 	}
 	return &core.Answer{
 		Status: http.StatusOK, Outcome: metrics.OK,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}},
+		Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"}},
 		Stream: stream,
 	}
 }
