@@ -690,3 +690,18 @@ func TestSubscriptionOutlivesServerTimeouts(t *testing.T) {
 		t.Errorf("a subscription open past the server's deadlines: %q, want the part and completed", states)
 	}
 }
+
+// FuzzListFilter: whatever ListTasks' params, readListFilter answers a
+// filter or an error, never a panic, and a filter's page is 1 to 100.
+func FuzzListFilter(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"pageSize":7,"status":"TASK_STATE_WORKING","includeArtifacts":true}`, `{"pageToken":"NDIudDE"}`,
+		`{"pageSize":"9"}`, `{"statusTimestampAfter":"2026-01-02T03:04:05Z"}`, `{"historyLength":-1}`, `[]`, `null`, `{"pageSize":1e309}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		lf, err := readListFilter(params)
+		if err == nil && (lf.pageSize < 1 || lf.pageSize > maxPageSize) {
+			t.Errorf("readListFilter(%q): pageSize %d", params, lf.pageSize)
+		}
+	})
+}
