@@ -179,7 +179,9 @@ func (s *store) addPart(t *task, p part) bool {
 	defer s.mu.Unlock()
 	// Subscribers are told of every part, as message/stream's caller is,
 	// whether or not the store keeps it.
-	s.publish(t, event{head: t.head(), part: p, first: t.added == 0})
+	if len(t.subs) > 0 {
+		s.publish(t, event{head: t.head(), part: p, first: t.added == 0})
+	}
 	t.added++
 	if t.dropped {
 		return false
