@@ -229,6 +229,9 @@ func TestErrors(t *testing.T) {
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"x"}}`, codeTaskNotFound},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{}}`, codeInvalidParams},
 		{"", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`, codeMethodNotFound},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`, codeMethodNotFound}, // 0.3 has none
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"` + strings.Repeat("i", maxID+1) + `"}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"contextId":"` + strings.Repeat("c", maxID+1) + `"}}`, codeInvalidParams},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":101}}`, codeInvalidParams},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":0}}`, codeInvalidParams},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageToken":"nope"}}`, codeInvalidParams},
