@@ -38,6 +38,9 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 			var answer *core.Answer // here, not above: errors.As puts it on the heap
 			if errors.As(err, &answer) {
 				s.answer(w, c, answer)
+				if answer.Stream != nil {
+					s.answerStream(ctx, w, r, c, answer)
+				}
 				return
 			}
 			s.fail(w, r, c, err)
@@ -62,6 +65,22 @@ func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
 	}
 	w.WriteHeader(a.Status)
 	w.Write(a.Body)
+}
+
+// answerStream goes on writing an answer the door streams itself
+// (Answer.Stream), its writes bounded as a call's are, but by no total
+// time: it ends when its stream or the call's context does.
+func (s *Server) answerStream(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, a *core.Answer) {
+	c.free() // the slot a large body waited for: the stream holds none
+	c.boundWrites(ctx, w, r, 0)
+	defer c.endWrites()
+	c.stream = true
+	records, n := a.Stream(ctx, w)
+	c.records, c.bytes = records, c.bytes+n
+	if ctx.Err() != nil {
+		err := explain(ctx, r.Context(), ctx.Err())
+		c.failed(core.FailureOf(err), err)
+	}
 }
 
 // writeGrace is how long a write to the caller may still take once the

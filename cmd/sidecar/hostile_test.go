@@ -99,6 +99,30 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 			t.Errorf("the agent's request still open %v after its caller left", hostileBound)
 		}
 	})
+	t.Run("a task of another caller", func(t *testing.T) {
+		if spec.Owned == nil {
+			t.Skip("the door keeps nothing of a call for its caller")
+		}
+		agent := newHostileAgent(t)
+		base := on(t, "127.0.0.1", "stream_hold", "", agent).url
+		req := spec.Request(base, "stream_hold", true)
+		req.Header.Set("Authorization", "Bearer owner")
+		_, resp := call(t, req)
+		defer resp.Body.Close()
+		agent.waitHeld(t, 1)
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("the owner's stream = %d, first line %q (%v)", resp.StatusCode, first, err)
+		}
+		for _, other := range []string{"Bearer other", ""} {
+			if _, resp := call(t, spec.Owned(base, []byte(first), other)); !spec.Refusal(readAll(t, resp)) {
+				t.Errorf("the owner's task asked for with Authorization %q = %d, want refused in the door's shape", other, resp.StatusCode)
+			}
+		}
+		if _, resp := call(t, spec.Owned(base, []byte(first), "Bearer owner")); resp.StatusCode != http.StatusOK || spec.Refusal(readAll(t, resp)) {
+			t.Errorf("the owner's task asked for by its owner = %d, refused; want it answered", resp.StatusCode)
+		}
+	})
 	t.Run("agent cut mid-record", func(t *testing.T) {
 		agent := newHostileAgent(t)
 		base := on(t, "127.0.0.1", "cut", "", agent).url

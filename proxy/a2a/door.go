@@ -94,17 +94,24 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 
 // The JSON-RPC methods the door serves, in both versions' names.
 var methods = [2]map[string]string{
-	v03: {"message/send": "send", "message/stream": "stream", "tasks/get": "get", "tasks/cancel": "cancel"},
-	v10: {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get", "CancelTask": "cancel"},
+	v03: {"message/send": "send", "message/stream": "stream", "tasks/get": "get", "tasks/cancel": "cancel",
+		"tasks/resubscribe": "subscribe"},
+	v10: {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get", "CancelTask": "cancel",
+		"ListTasks": "list", "SubscribeToTask": "subscribe"},
 }
 
-// unsupported are A2A methods the door knows and does not serve.
-var unsupported = map[string]bool{
-	"tasks/resubscribe": true, "tasks/pushNotificationConfig/set": true, "tasks/pushNotificationConfig/get": true,
-	"tasks/pushNotificationConfig/list": true, "tasks/pushNotificationConfig/delete": true,
-	"agent/getAuthenticatedExtendedCard": true, "ListTasks": true, "SubscribeToTask": true,
-	"CreateTaskPushNotificationConfig": true, "GetTaskPushNotificationConfig": true,
-	"ListTaskPushNotificationConfigs": true, "DeleteTaskPushNotificationConfig": true, "GetExtendedAgentCard": true,
+// unsupported are A2A methods the door knows and does not serve, each
+// with its error: the push-notification config methods
+// PushNotificationNotSupported, as the card's capabilities say
+// (pushNotifications false); the extended card UnsupportedOperation, as
+// the specification asks of a card that declares none (§3.3.4: not
+// ExtendedAgentCardNotConfigured, which is for one that declares it).
+var unsupported = map[string]int{
+	"tasks/pushNotificationConfig/set": codePushUnsupported, "tasks/pushNotificationConfig/get": codePushUnsupported,
+	"tasks/pushNotificationConfig/list": codePushUnsupported, "tasks/pushNotificationConfig/delete": codePushUnsupported,
+	"CreateTaskPushNotificationConfig": codePushUnsupported, "GetTaskPushNotificationConfig": codePushUnsupported,
+	"ListTaskPushNotificationConfigs": codePushUnsupported, "DeleteTaskPushNotificationConfig": codePushUnsupported,
+	"agent/getAuthenticatedExtendedCard": codeUnsupported, "GetExtendedAgentCard": codeUnsupported,
 }
 
 // Open decodes one JSON-RPC request, its body read by the Server: a
@@ -132,13 +139,21 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 		return fail(codeMethodNotFound, "%s is an A2A 1.0 method: send the header A2A-Version: 1.0", core.Clip(name))
 	case methods[1-v][name] != "":
 		return fail(codeMethodNotFound, "%s is an A2A 0.3 method: send no A2A-Version header, or A2A-Version: 0.3", core.Clip(name))
-	case unsupported[name]:
-		return fail(codeUnsupported, "%s is not supported by this agent", name)
+	case unsupported[name] == codePushUnsupported:
+		return fail(codePushUnsupported, "%s: this agent sends no push notifications (its card's capabilities.pushNotifications is false); use message/stream or tasks/get", name)
+	case unsupported[name] != 0:
+		return fail(unsupported[name], "%s is not supported by this agent: its card declares no extended card", name)
 	default:
 		return fail(codeMethodNotFound, "method %q not found", core.Clip(name))
 	}
-	if op == "get" || op == "cancel" {
-		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(v, req, op)
+	owner := core.OwnerOf(r.Header)
+	switch op {
+	case "get", "cancel":
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(v, req, op, owner)
+	case "list":
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveList(v, req, owner)
+	case "subscribe":
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveSubscribe(v, req, owner)
 	}
 	msg, err := readMessage(req.params)
 	if err != nil {
@@ -147,7 +162,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
-	t, rerr := d.tasks.open(msg)
+	t, rerr := d.tasks.open(msg, owner)
 	if rerr != nil {
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
@@ -156,17 +171,18 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
 }
 
-// serveTask answers tasks/get and tasks/cancel from the store.
-func (d *Door) serveTask(v version, req request, op string) *core.Answer {
+// serveTask answers tasks/get and tasks/cancel of owner's task from the
+// store.
+func (d *Door) serveTask(v version, req request, op string, owner core.Owner) *core.Answer {
 	id, err := readTaskID(req.params)
 	if err != nil {
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
 	}
 	t, found, canceled := task{}, false, true
 	if op == "get" {
-		t, found = d.tasks.snapshot(id)
+		t, found = d.tasks.snapshot(owner, id)
 	} else {
-		t, found, canceled = d.tasks.cancelTask(id)
+		t, found, canceled = d.tasks.cancelTask(owner, id)
 	}
 	switch {
 	case !found:

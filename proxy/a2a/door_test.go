@@ -225,7 +225,30 @@ func TestErrors(t *testing.T) {
 		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`, codeInvalidParams},
 		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"nope"}}`, codeTaskNotFound},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"nope"}}`, codeTaskNotFound},
-		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"x"}}`, codeUnsupported},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"x"}}`, codeTaskNotFound},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"x"}}`, codeTaskNotFound},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{}}`, codeInvalidParams},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`, codeMethodNotFound},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{}}`, codeMethodNotFound}, // 0.3 has none
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"` + strings.Repeat("i", maxID+1) + `"}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"contextId":"` + strings.Repeat("c", maxID+1) + `"}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":101}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":0}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageToken":"nope"}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"TASK_STATE_SLEEPING"}}`, codeInvalidParams},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"statusTimestampAfter":"yesterday"}}`, codeInvalidParams},
+		// No push notifications (-32003), as the card says; no extended
+		// card declared (-32004, §3.3.4), in both versions.
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/set","params":{"taskId":"x","pushNotificationConfig":{"url":"https://example.com"}}}`, codePushUnsupported},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/get","params":{"id":"x"}}`, codePushUnsupported},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/list","params":{"id":"x"}}`, codePushUnsupported},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/pushNotificationConfig/delete","params":{"id":"x","pushNotificationConfigId":"p"}}`, codePushUnsupported},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"x","url":"https://example.com"}}`, codePushUnsupported},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTaskPushNotificationConfig","params":{"taskId":"x","id":"p"}}`, codePushUnsupported},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTaskPushNotificationConfigs","params":{"taskId":"x"}}`, codePushUnsupported},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"DeleteTaskPushNotificationConfig","params":{"taskId":"x","id":"p"}}`, codePushUnsupported},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"}`, codeUnsupported},
+		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, codeUnsupported},
 	}
 	for _, tt := range tests {
 		r := call(t, url, tt.version, tt.body)

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,6 +42,13 @@ var probe = core.Probe{
 	},
 	LongID: func(base, _ string, n int) *http.Request {
 		return core.JSONRequest(base+"/", probeMessage(fmt.Sprintf("%q", strings.Repeat("i", n)), false))
+	},
+	Owned: func(base string, first []byte, auth string) *http.Request {
+		var v struct{ Result struct{ ID string } }
+		json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(first), []byte("data: ")), &v)
+		r := core.JSONRequest(base+"/", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":%q}}`, v.Result.ID))
+		r.Header.Set("Authorization", auth)
+		return r
 	},
 }
 

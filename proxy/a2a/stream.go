@@ -28,12 +28,27 @@ type exchange struct {
 	done   bool           // the task's final answer was written
 }
 
-// context is the call's context: tasks/cancel of the task ends it.
+// context is the call's context: tasks/cancel of the task ends it. When
+// it ends because the caller left (context.Canceled: net/http's cause;
+// also the call's end, when the task has ended already), the task fails
+// saying so, if it has not ended: no writer is told of a caller that
+// left, and a task left working would hold its subscribers, and show in
+// tasks/get and ListTasks, as running for ever. Any other end (a clock,
+// the drain, tasks/cancel) the writer reports with its own message.
 func (ex *exchange) context(ctx context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ex.tasks.bind(ex.task, cancel)
+	context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) == context.Canceled {
+			ex.tasks.setState(ex.task, stateFailed, callerLeft)
+		}
+	})
 	return ctx
 }
+
+// callerLeft is the status message of a task whose caller left before it
+// ended.
+const callerLeft = "the caller of this task's message left before it ended: its call to the agent ended with it"
 
 // Encoder is the writer of the exchange's records: for message/stream the
 // SSE stream of the task's events (frames.Writer, the one flush policy),

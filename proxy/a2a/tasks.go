@@ -15,6 +15,7 @@ import (
 // once the task is in the store.
 type task struct {
 	id, contextID string
+	owner         core.Owner // who sent its message (core.OwnerOf): only they see it
 	state         string
 	message       string      // the status message: a failure's text
 	updated       time.Time   // when state last changed
@@ -23,7 +24,9 @@ type task struct {
 	size          int64       // the bytes of parts and text
 	dropped       bool        // the artifact grew past the store's cap and was dropped
 	cancel        context.CancelCauseFunc
-	cost          int64 // what the store counts it as, while it holds it
+	cost          int64         // what the store counts it as, while it holds it
+	added         int           // the parts added: the first artifact-update does not append
+	subs          []*subscriber // told of each change until it ends (subscribe)
 }
 
 // taskOverhead is what the store counts for a task besides its ids,
@@ -44,29 +47,36 @@ var errCanceled = fmt.Errorf("%w: the task was canceled (tasks/cancel)", core.Er
 // several replicas, a task is found only on the one that ran it.
 type store struct {
 	limit, partLimit int64
+	// maxSubs and maxTaskSubs bound the subscribers in all and of one
+	// task; lagEvents and lagBytes what one may fall behind (subscribe.go).
+	maxSubs, maxTaskSubs, lagEvents int
+	lagBytes                        int64
 
 	mu    sync.Mutex
 	tasks map[string]*task
 	order []*task // oldest first
 	bytes int64
+	subs  int // the subscribers of every task
 }
 
 func newStore(limit, partLimit int64) *store {
-	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task)}
+	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task),
+		maxSubs: maxSubscribers, maxTaskSubs: maxTaskSubscribers, lagEvents: lagEvents, lagBytes: lagBytes}
 }
 
-// open makes the task of a new message. A message naming a task is
+// open makes owner's task of a new message. A message naming a task is
 // refused, as the A2A JavaScript SDK's server refuses it: a task the store
-// does not hold is TaskNotFound, one that ended UnsupportedOperation, a
+// does not hold, or holds for another owner, is TaskNotFound (never
+// "forbidden": no oracle of other callers' ids), one that ended UnsupportedOperation, a
 // contextId other than the task's invalid params. A task still running is
 // refused too: this door takes one message per task (no multi-turn).
-func (s *store) open(m message) (*task, *rpcError) {
+func (s *store) open(m message, owner core.Owner) (*task, *rpcError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m.taskID != "" {
 		t, ok := s.tasks[m.taskID]
 		switch {
-		case !ok:
+		case !ok || t.owner != owner:
 			return nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", m.taskID)}
 		case terminal(t.state):
 			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state takes no more messages", t.id, t.state)}
@@ -76,7 +86,7 @@ func (s *store) open(m message) (*task, *rpcError) {
 			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
 		}
 	}
-	t := &task{id: core.NewID(), contextID: m.contextID, state: stateSubmitted, updated: time.Now()}
+	t := &task{id: core.NewID(), contextID: m.contextID, owner: owner, state: stateSubmitted, updated: time.Now()}
 	if t.contextID == "" {
 		t.contextID = core.NewID()
 	}
@@ -157,6 +167,7 @@ func (s *store) setState(t *task, state, message string) bool {
 	if s.tasks[t.id] == t {
 		s.recount(t)
 	}
+	s.publishStatus(t)
 	return true
 }
 
@@ -166,6 +177,12 @@ func (s *store) setState(t *task, state, message string) bool {
 func (s *store) addPart(t *task, p part) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Subscribers are told of every part, as message/stream's caller is,
+	// whether or not the store keeps it.
+	if len(t.subs) > 0 {
+		s.publish(t, event{head: t.head(), part: p, first: t.added == 0})
+	}
+	t.added++
 	if t.dropped {
 		return false
 	}
@@ -216,8 +233,14 @@ func (t *task) texts() []*frames.Text {
 func (t *task) clone() task {
 	c := *t
 	c.parts = append([]part(nil), t.parts...)
-	c.text, c.cancel = t.text.Snapshot(), nil
+	c.text, c.cancel, c.subs = t.text.Snapshot(), nil, nil
 	return c
+}
+
+// head is a copy of t's ids and status, without its artifact: what an
+// event says of its task.
+func (t *task) head() task {
+	return task{id: t.id, contextID: t.contextID, owner: t.owner, state: t.state, message: t.message, updated: t.updated}
 }
 
 // copyOf is a copy of t, safe to encode without the lock.
@@ -227,25 +250,26 @@ func (s *store) copyOf(t *task) task {
 	return t.clone()
 }
 
-// snapshot is a copy of task id, safe to encode without the lock.
-func (s *store) snapshot(id string) (task, bool) {
+// snapshot is a copy of owner's task id, safe to encode without the
+// lock; ok is false for no such task of owner's.
+func (s *store) snapshot(owner core.Owner, id string) (task, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tasks[id]
-	if !ok {
+	if !ok || t.owner != owner {
 		return task{}, false
 	}
 	return t.clone(), true
 }
 
-// cancelTask cancels task id: a running task becomes canceled and its call
-// ends. ok is false for no such task, canceled false for one already in a
-// terminal state.
-func (s *store) cancelTask(id string) (t task, ok, canceled bool) {
+// cancelTask cancels owner's task id: a running task becomes canceled and
+// its call ends. ok is false for no such task of owner's, canceled false
+// for one already in a terminal state.
+func (s *store) cancelTask(owner core.Owner, id string) (t task, ok, canceled bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.tasks[id]
-	if !ok {
+	if !ok || p.owner != owner {
 		return task{}, false, false
 	}
 	if !terminal(p.state) {
@@ -255,6 +279,7 @@ func (s *store) cancelTask(id string) (t task, ok, canceled bool) {
 			p.cancel = nil
 		}
 		s.recount(p)
+		s.publishStatus(p)
 	}
 	return p.clone(), true, canceled
 }

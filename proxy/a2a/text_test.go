@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestWriteText: a task's text, kept in blocks and written in place of
@@ -24,7 +26,7 @@ func TestWriteText(t *testing.T) {
 	for _, v := range []version{v03, v10} {
 		for _, rs := range records {
 			s := newStore(1<<30, 1<<30)
-			tk, _ := s.open(message{})
+			tk, _ := s.open(message{}, core.Owner{})
 			var flat []part // the artifact as the store kept it before: one string per run of text
 			run := ""
 			for _, r := range rs {
@@ -66,7 +68,7 @@ func TestWriteText(t *testing.T) {
 // appends reads a text that stays as it was (go test -race).
 func TestSnapshotWhileGrowing(t *testing.T) {
 	s := newStore(1<<30, 1<<30)
-	tk, _ := s.open(message{})
+	tk, _ := s.open(message{}, core.Owner{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 20000 {
@@ -74,7 +76,7 @@ func TestSnapshotWhileGrowing(t *testing.T) {
 		}
 	})
 	for range 200 {
-		c, _ := s.snapshot(tk.id)
+		c, _ := s.snapshot(core.Owner{}, tk.id)
 		if c.text.Len() == 0 {
 			continue // not begun: no text, no mark
 		}

@@ -363,6 +363,7 @@ const (
 	codeInternal         = jsonrpc.CodeInternal
 	codeTaskNotFound     = -32001
 	codeTaskNotCancel    = -32002
+	codePushUnsupported  = -32003
 	codeUnsupported      = -32004
 	codeVersionUnsupport = -32009
 )

@@ -311,6 +311,15 @@ type Answer struct {
 	// Reason is a refusal's reason for the log line (UNAUTHENTICATED,
 	// NOT_ACCEPTABLE, …); "" for an answer.
 	Reason string
+	// Stream, when set, goes on writing the answer after Body: a stream
+	// the door serves itself, without the agent (A2A's subscription to a
+	// task's updates). It writes until its stream ends or ctx does (the
+	// caller left, EndCalls: context.Cause says which), flushing as it
+	// goes, and returns the records and bytes it wrote. Its writes are
+	// bounded as a call's are (a caller that stops reading cannot hold
+	// it past ctx's end); it holds no concurrency slot: the door bounds
+	// how many it serves.
+	Stream func(ctx context.Context, w http.ResponseWriter) (records int, bytes int64)
 }
 
 func (a *Answer) Error() string {

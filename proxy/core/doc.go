@@ -11,7 +11,8 @@
 // and 405), and a door's registration (Protocol: its config Kind and how
 // its Options are built, with what the program gives every door, Host;
 // its Probe, how the shared hostile-input tests call it), which
-// proxy/doors lists.
+// proxy/doors lists, and whose a request is (OwnerOf: what a door binds
+// the state it keeps for a caller to).
 //
 // It is a leaf: it imports only config, metrics (for outcomes) and
 // rawjson, so the serving side (proxy and its front doors) and the agent

@@ -32,6 +32,13 @@ type Probe struct {
 	// whose id is n bytes long; nil when its ids come only in headers
 	// (capped with every header by limits.header_bytes).
 	LongID func(base, method string, n int) *http.Request
+	// Owned, for a door that binds what a call leaves to its caller
+	// (OwnerOf: A2A's tasks), is a request, with Authorization auth, for
+	// what the stream whose first event is first began (its task): its
+	// owner is answered, another caller refused in the door's shape, as
+	// for something that does not exist. Nil for a door that keeps
+	// nothing of a call.
+	Owned func(base string, first []byte, auth string) *http.Request
 }
 
 // At is where a Probe's Section puts its door: on a listener of its own

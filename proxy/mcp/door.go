@@ -191,7 +191,7 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 	case id == "":
 		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"})
-	case !d.sessions.end(id, ownerOf(r.Header)):
+	case !d.sessions.end(id, core.OwnerOf(r.Header)):
 		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
 	}

@@ -94,7 +94,7 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	if p.protocol == version20250618 {
 		v = version20250618
 	}
-	s := d.sessions.open(v, ownerOf(r.Header))
+	s := d.sessions.open(v, core.OwnerOf(r.Header))
 	result := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":%s}`, v, d.info)
 	a := reply(req.id, http.StatusOK, result, nil)
 	a.Header.Set("Mcp-Session-Id", s.id)
@@ -112,7 +112,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: Mcp-Session-Id header is required (send initialize first, or MCP-Protocol-Version: 2026-07-28 and its _meta)"})
 	}
-	s, ok := d.sessions.find(id, ownerOf(r.Header))
+	s, ok := d.sessions.find(id, core.OwnerOf(r.Header))
 	if !ok {
 		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: initialize again (the session ended, was forgotten past limits.mcp_sessions, or is another replica's)"})

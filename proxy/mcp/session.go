@@ -2,9 +2,6 @@ package mcp
 
 import (
 	"container/list"
-	"crypto/sha256"
-	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -12,7 +9,7 @@ import (
 
 // sessions are the sessions of the 2025 revisions, one per initialize,
 // named by the Mcp-Session-Id the door issued: a bounded in-memory store of
-// at most limit (limits.mcp_sessions) in all, each owner's (ownerOf) in a
+// at most limit (limits.mcp_sessions) in all, each owner's (core.OwnerOf) in a
 // list of its own, most recently used first. Past the limit a session is
 // forgotten (its client, answered 404, initializes again, as MCP says a
 // client must), and which one is fair between owners: an owner holding
@@ -28,41 +25,32 @@ type sessions struct {
 
 	mu     sync.Mutex
 	byID   map[string]*list.Element // of *session, in its owner's list
-	owners map[[sha256.Size]byte]*list.List
+	owners map[core.Owner]*list.List
 	total  int
 	clock  uint64 // counts uses: a session's used is the clock at its last
 }
 
 // session is one initialized client: the protocol version it negotiated,
-// who opened it (ownerOf), and when it was last used (sessions.clock).
+// who opened it (core.OwnerOf), and when it was last used (sessions.clock).
 type session struct {
 	id      string
 	version string
-	owner   [sha256.Size]byte
+	owner   core.Owner
 	used    uint64
-}
-
-// ownerOf is who a request comes from, as far as the door can tell: the
-// hash of its Authorization header (none: the hash of nothing). A session
-// answers only requests of its owner, as MCP's security practices ask
-// (bind a session to the user), so a session id seen by someone else is
-// no way in with another credential. The credential itself is never kept.
-func ownerOf(h http.Header) [sha256.Size]byte {
-	return sha256.Sum256([]byte(strings.Join(h.Values("Authorization"), "\n")))
 }
 
 func newSessions(limit int) *sessions {
 	if limit < 1 {
 		limit = 1
 	}
-	return &sessions{limit: limit, byID: make(map[string]*list.Element), owners: make(map[[sha256.Size]byte]*list.List)}
+	return &sessions{limit: limit, byID: make(map[string]*list.Element), owners: make(map[core.Owner]*list.List)}
 }
 
 // open is a new session of version for owner, with a fresh random id (a
 // version 4 UUID: 122 random bits, not to be guessed). At the limit, it
 // first forgets one: owner's own when it holds its fair share, else one of
 // the owner holding the most.
-func (s *sessions) open(version string, owner [sha256.Size]byte) session {
+func (s *sessions) open(version string, owner core.Owner) session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clock++
@@ -115,7 +103,7 @@ func (s *sessions) remove(e *list.Element) {
 
 // find is owner's session of id, which is now its most recently used;
 // another owner's is not found.
-func (s *sessions) find(id string, owner [sha256.Size]byte) (session, bool) {
+func (s *sessions) find(id string, owner core.Owner) (session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]
@@ -130,7 +118,7 @@ func (s *sessions) find(id string, owner [sha256.Size]byte) (session, bool) {
 }
 
 // end forgets owner's session of id, reporting whether there was one.
-func (s *sessions) end(id string, owner [sha256.Size]byte) bool {
+func (s *sessions) end(id string, owner core.Owner) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byID[id]

@@ -1,0 +1,22 @@
+package core
+
+import (
+	"crypto/sha256"
+	"net/http"
+	"strings"
+)
+
+// Owner is who a request comes from, as far as a front door can tell
+// (OwnerOf): what a door binds the state it keeps for a caller to (MCP's
+// sessions, A2A's tasks).
+type Owner [sha256.Size]byte
+
+// OwnerOf is the Owner of a request with header h: the hash of its
+// Authorization header (none: the hash of nothing). State bound to it
+// answers only requests of the same owner, as MCP's security practices
+// (bind a session to the user) and A2A's (a task is visible to the client
+// that made it, §13.1) ask, so an id seen by someone else is no way in
+// with another credential. The credential itself is never kept.
+func OwnerOf(h http.Header) Owner {
+	return sha256.Sum256([]byte(strings.Join(h.Values("Authorization"), "\n")))
+}
