@@ -312,9 +312,24 @@ func restError(v version, code int, message string) *core.Answer {
 	if reason == "" {
 		reason, domain = name, sidecarDomain
 	}
+	body := restStatus(status, name, message, reason, domain)
+	if v == p03 {
+		body = legacyError(body, code, message)
+	}
 	return &core.Answer{Status: status, Outcome: metrics.BadRequest, Reason: reason,
 		Header: http.Header{"Content-Type": {contentType(v, true)}},
-		Body:   append(restStatus(status, name, message, reason, domain), '\n')}
+		Body:   append(body, '\n')}
+}
+
+// legacyError is status, a google.rpc.Status, with 0.3's HTTP+JSON error
+// beside its "error": the JSON-RPC code and the message at the top, as
+// @a2a-js/sdk's 0.3 server writes them and its 0.3 client reads them (a
+// typed TaskNotFoundError, …). A 1.0 client reads "error".
+func legacyError(status []byte, code int, message string) []byte {
+	b := make([]byte, 0, len(status)+len(message)+32)
+	b = append(append(b, `{"code":`...), strconv.Itoa(code)...)
+	b = appendString(append(b, `,"message":`...), message)
+	return append(append(b, ','), status[1:]...)
 }
 
 // restStatus is a google.rpc.Status JSON (AIP-193) with one ErrorInfo:

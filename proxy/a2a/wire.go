@@ -56,10 +56,13 @@ func terminal(state string) bool {
 }
 
 func (v version) state(s string) string {
-	if v != v03 {
-		return "TASK_STATE_" + strings.ToUpper(s)
+	switch {
+	case v == v03:
+		return s
+	case v == p03 && s == stateCanceled:
+		return "TASK_STATE_CANCELLED" // 0.3's proto spells it so
 	}
-	return s
+	return "TASK_STATE_" + strings.ToUpper(s)
 }
 
 // part is one part of a message or artifact: text, or a JSON value.
