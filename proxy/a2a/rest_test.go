@@ -117,5 +117,245 @@ func runNode(t *testing.T, modules, script string, args ...string) []string {
 	return got
 }
 
-var _ = bufio.NewScanner
-var _ = io.ReadAll
+// restDo sends a request of the HTTP+JSON binding, with A2A-Version when
+// version is not "" and a JSON body when body is not "", and returns the
+// response and its body.
+func restDo(t *testing.T, method, url, version, body string) (*http.Response, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	if body != "" || method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// statusJSON is an error of the HTTP+JSON binding: a google.rpc.Status,
+// and over 0.3 the JSON-RPC code and message beside it.
+type statusJSON struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Details []struct {
+			Type   string `json:"@type"`
+			Reason string `json:"reason"`
+			Domain string `json:"domain"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+// checkStatus checks that resp, b is an error of the binding: HTTP status
+// code, its google.rpc.Status with the google.rpc.Code name, and one
+// ErrorInfo with reason and domain; what names the request in messages.
+func checkStatus(t *testing.T, what string, resp *http.Response, b []byte, code int, name, reason, domain string) statusJSON {
+	t.Helper()
+	var s statusJSON
+	if err := json.Unmarshal(b, &s); err != nil || resp.StatusCode != code || s.Error.Code != code || s.Error.Status != name ||
+		s.Error.Message == "" || len(s.Error.Details) != 1 || s.Error.Details[0].Type != "type.googleapis.com/google.rpc.ErrorInfo" ||
+		s.Error.Details[0].Reason != reason || s.Error.Details[0].Domain != domain {
+		t.Errorf("%s: %d %s, want %d, a google.rpc.Status %s with ErrorInfo %s in %s", what, resp.StatusCode, b, code, name, reason, domain)
+	}
+	return s
+}
+
+// restBody is a SendMessageRequest with text, its parts in "content"
+// for 0.3's binding, else in "parts".
+func restBody(text string, v03 bool) string {
+	parts := "parts"
+	if v03 {
+		parts = "content"
+	}
+	b, _ := json.Marshal(map[string]any{"message": map[string]any{"messageId": "m1", "role": "ROLE_USER", parts: []any{map[string]string{"text": text}}}})
+	return string(b)
+}
+
+// TestRESTMessage: over HTTP+JSON, in 1.0 (the header or the query
+// parameter, with or without a tenant, the tenant "v1" too) and in 0.3
+// (no header at /v1, or A2A-Version: 0.3), POST message:send answers the
+// completed task in its {"task": …} wrapper, no JSON-RPC envelope, no
+// "kind", in the version's ProtoJSON (a data part {"data": …, "mediaType"}
+// in 1.0, {"data": {"data": …}} in 0.3); GET tasks/{id} the Task itself;
+// the ended task's cancel is TASK_NOT_CANCELABLE (400), an unknown task
+// TASK_NOT_FOUND (404), a negative historyLength INVALID_ARGUMENT.
+func TestRESTMessage(t *testing.T) {
+	url := serve(t, "stream_query")
+	tests := []struct {
+		name, prefix, version, query string
+		v03                          bool
+	}{
+		{"1.0", "", "1.0", "", false},
+		{"1.0 by query parameter", "", "", "?A2A-Version=1.0", false},
+		{"1.0 under a tenant", "/acme", "1.0", "", false},
+		{"1.0 under the tenant v1", "/v1", "1.0", "", false},
+		{"0.3 at /v1", "/v1", "", "", true},
+		{"0.3 by header", "", "0.3", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := url + tt.prefix
+			resp, b := restDo(t, http.MethodPost, base+"/message:send"+tt.query, tt.version, restBody("hi", tt.v03))
+			ct := "application/a2a+json"
+			if tt.v03 {
+				ct = "application/json"
+			}
+			sent := decode[struct{ Task json.RawMessage }](t, b)
+			tk := decode[taskJSON](t, sent.Task)
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ct || tk.Status.State != "TASK_STATE_COMPLETED" ||
+				tk.text() != "[hi] once upon a time" || bytes.Contains(b, []byte(`"jsonrpc"`)) || bytes.Contains(b, []byte(`"kind"`)) {
+				t.Fatalf("message:send: %d %s %s, want 200 %s and the completed task", resp.StatusCode, resp.Header.Get("Content-Type"), b, ct)
+			}
+			data := `{"data":{"data":{"n":1,`
+			if !tt.v03 {
+				data = `"mediaType":"application/json"`
+			}
+			if !bytes.Contains(b, []byte(data)) {
+				t.Errorf("message:send: %s, want its data part as %s", b, data)
+			}
+			resp, b = restDo(t, http.MethodGet, base+"/tasks/"+tk.ID+tt.query, tt.version, "")
+			if got := decode[taskJSON](t, b); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ct ||
+				got.ID != tk.ID || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != tk.text() {
+				t.Errorf("GET tasks/{id}: %d %s, want 200 and the task itself", resp.StatusCode, b)
+			}
+			resp, b = restDo(t, http.MethodGet, base+"/tasks/"+tk.ID+"?historyLength=3&A2A-Version="+tt.version, tt.version, "")
+			if resp.StatusCode != 200 {
+				t.Errorf("GET tasks/{id}?historyLength=3: %d %s", resp.StatusCode, b)
+			}
+			resp, b = restDo(t, http.MethodGet, base+"/tasks/"+tk.ID+"?historyLength=-1", tt.version, "")
+			checkStatus(t, "historyLength=-1", resp, b, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar")
+			resp, b = restDo(t, http.MethodPost, base+"/tasks/"+tk.ID+":cancel"+tt.query, tt.version, "")
+			s := checkStatus(t, "cancel of the completed task", resp, b, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "a2a-protocol.org")
+			if tt.v03 && (s.Code != codeTaskNotCancel || s.Message != s.Error.Message) {
+				t.Errorf("0.3's cancel of the completed task: %s, want code %d and the message beside the status", b, codeTaskNotCancel)
+			}
+			resp, b = restDo(t, http.MethodGet, base+"/tasks/no-such-task"+tt.query, tt.version, "")
+			checkStatus(t, "GET of an unknown task", resp, b, 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org")
+		})
+	}
+}
+
+// streamResponses reads an HTTP+JSON stream to its end: each data: line a
+// StreamResponse, one member naming what it holds.
+func streamResponses(t *testing.T, resp *http.Response) (names []string, events []eventJSON, raw []string) {
+	t.Helper()
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream: %d %s %q, want 200 text/event-stream", resp.StatusCode, ct, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil || len(m) != 1 {
+			t.Fatalf("event %q is no StreamResponse (%v)", data, err)
+		}
+		for k, v := range m {
+			names = append(names, k)
+			events = append(events, decode[eventJSON](t, v))
+		}
+		raw = append(raw, data)
+	}
+	return names, events, raw
+}
+
+// restStream posts a message:stream and returns the response.
+func restStream(t *testing.T, url, version, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/a2a+json")
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestRESTStream: POST message:stream is SSE whose every data: is a
+// StreamResponse, no JSON-RPC envelope: the submitted task, working, the
+// artifact's updates and the terminal status; in 0.3 (at /v1) each status
+// update says final, in 1.0 none does. A failing agent's task ends
+// failed, its status message the agent's, its parts in "parts" (1.0) or
+// "content" (0.3).
+func TestRESTStream(t *testing.T) {
+	url, fail := serve(t, "stream_query"), serve(t, "fail")
+	for _, v03 := range []bool{false, true} {
+		prefix, version := "", "1.0"
+		if v03 {
+			prefix, version = "/v1", ""
+		}
+		names, events, raw := streamResponses(t, restStream(t, url+prefix+"/message:stream", version, restBody("hi", v03)))
+		want := []string{"task", "statusUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"}
+		if strings.Join(names, " ") != strings.Join(want, " ") || events[0].Status.State != "TASK_STATE_SUBMITTED" ||
+			events[1].Status.State != "TASK_STATE_WORKING" || events[7].Status.State != "TASK_STATE_COMPLETED" {
+			t.Fatalf("0.3 %v: stream %v:\n%s", v03, names, strings.Join(raw, "\n"))
+		}
+		for i, e := range events {
+			if names[i] != "statusUpdate" {
+				continue
+			}
+			if final := e.Final != nil && *e.Final; (v03 && (e.Final == nil || final != (i == 7))) || (!v03 && e.Final != nil) {
+				t.Errorf("0.3 %v: status update %s: final %v", v03, raw[i], e.Final)
+			}
+		}
+		names, events, raw = streamResponses(t, restStream(t, fail+prefix+"/message:stream", version, restBody("hi", v03)))
+		last := raw[len(raw)-1]
+		key := `"parts":[{"text":"the model is overloaded"}]`
+		if v03 {
+			key = `"content":[{"text":"the model is overloaded"}]`
+		}
+		if names[len(names)-1] != "statusUpdate" || events[len(events)-1].Status.State != "TASK_STATE_FAILED" ||
+			!strings.Contains(last, key) || !strings.Contains(last, `"role":"ROLE_AGENT"`) {
+			t.Errorf("0.3 %v: a failing agent's stream ends %s, want failed with %s", v03, last, key)
+		}
+	}
+}
+
+// TestRESTGeminiEnterprise: the calls Gemini Enterprise and Agent
+// Platform's A2A surface make, byte for byte as shared/PROTOCOLS.md
+// records them (GET /v1/card; POST /v1/message:send and :stream with
+// ROLE_USER, content[].text and a messageId, no A2A-Version: 0.3), and
+// the platform's 1.0 path (/message:send with A2A-Version: 1.0), against
+// the door mounted at /a2a as Agent Platform serves it.
+func TestRESTGeminiEnterprise(t *testing.T) {
+	url := serveMounted(t, "stream_query")
+	resp, b := restDo(t, http.MethodGet, url+"/v1/card", "", "")
+	c := decode[card](t, b)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"protocolBinding": "HTTP+JSON"`) ||
+		c.SupportedInterfaces[3] != (agentInterface{url, "HTTP+JSON", "0.3"}) {
+		t.Fatalf("GET /v1/card: %d %s, want the card with the HTTP+JSON 0.3 interface at the mount", resp.StatusCode, b)
+	}
+	for _, v := range []struct{ path, version string }{{"/v1/message:send", ""}, {"/message:send", "1.0"}} {
+		resp, b = restDo(t, http.MethodPost, url+v.path, v.version,
+			`{"message":{"messageId":"m1","role":"ROLE_USER","content":[{"text":"hi"}]},"configuration":{"blocking":true}}`)
+		tk := decode[struct{ Task taskJSON }](t, b).Task
+		if resp.StatusCode != 200 || tk.Status.State != "TASK_STATE_COMPLETED" || tk.text() != "[hi] once upon a time" || tk.Artifacts[0].ArtifactID == "" {
+			t.Errorf("POST %s: %d %s, want the completed task", v.path, resp.StatusCode, b)
+		}
+	}
+	names, events, raw := streamResponses(t, restStream(t, url+"/v1/message:stream", "",
+		`{"message":{"messageId":"m2","role":"ROLE_USER","content":[{"text":"hi"}]}}`))
+	if len(names) != 8 || names[0] != "task" || events[7].Final == nil || !*events[7].Final || events[7].Status.State != "TASK_STATE_COMPLETED" {
+		t.Errorf("POST /v1/message:stream: %v\n%s", names, strings.Join(raw, "\n"))
+	}
+}
