@@ -127,7 +127,7 @@ func restDo(t *testing.T, method, url, version, body string) (*http.Response, []
 		r = strings.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, url, r)
-	if body != "" || method == http.MethodPost {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if version != "" {
@@ -357,5 +357,86 @@ func TestRESTGeminiEnterprise(t *testing.T) {
 		`{"message":{"messageId":"m2","role":"ROLE_USER","content":[{"text":"hi"}]}}`))
 	if len(names) != 8 || names[0] != "task" || events[7].Final == nil || !*events[7].Final || events[7].Status.State != "TASK_STATE_COMPLETED" {
 		t.Errorf("POST /v1/message:stream: %v\n%s", names, strings.Join(raw, "\n"))
+	}
+}
+
+// TestRESTErrors: what the binding does not serve, or cannot read, is a
+// google.rpc.Status with the spec's status and reason: an A2A-Version the
+// door does not speak VERSION_NOT_SUPPORTED (400); ListTasks,
+// SubscribeToTask and GetExtendedAgentCard UNSUPPORTED_OPERATION; the
+// push-notification configs PUSH_NOTIFICATION_NOT_SUPPORTED; a message
+// naming another task TASK_NOT_FOUND; a message with no text, a task id
+// over the cap INVALID_ARGUMENT; a method a route does not take 405 with
+// Allow, a body not declared JSON 415, in the sidecar's domain.
+func TestRESTErrors(t *testing.T) {
+	url := serve(t, "stream_query")
+	long := strings.Repeat("x", maxID+1)
+	tests := []struct {
+		name, method, path, version, body string
+		code                              int
+		status, reason, domain            string
+	}{
+		{"unsupported version", "POST", "/message:send", "2.0", restBody("hi", false), 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED", "a2a-protocol.org"},
+		{"unsupported version by query", "GET", "/tasks/x?A2A-Version=9.9", "", "", 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED", "a2a-protocol.org"},
+		{"list", "GET", "/tasks?pageSize=10", "1.0", "", 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "a2a-protocol.org"},
+		{"subscribe", "POST", "/tasks/x:subscribe", "1.0", "", 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "a2a-protocol.org"},
+		{"subscribe by GET, 0.3", "GET", "/v1/tasks/x:subscribe", "", "", 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "a2a-protocol.org"},
+		{"extended card", "GET", "/acme/extendedAgentCard", "1.0", "", 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "a2a-protocol.org"},
+		{"push config create", "POST", "/tasks/x/pushNotificationConfigs", "1.0", `{"url":"https://hook.example/"}`, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
+		{"push config delete", "DELETE", "/tasks/x/pushNotificationConfigs/c1", "1.0", "", 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
+		{"another task", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","taskId":"t-other","parts":[{"text":"hi"}]}}`, 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},
+		{"no text", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"data":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
+		{"not a message", "POST", "/message:stream", "1.0", `[1,2]`, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
+		{"task id over the cap", "GET", "/tasks/" + long, "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
+		{"method not allowed", "GET", "/message:send", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
+		{"cancel by GET", "GET", "/tasks/x:cancel", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
+	}
+	for _, tt := range tests {
+		resp, b := restDo(t, tt.method, url+tt.path, tt.version, tt.body)
+		checkStatus(t, tt.name, resp, b, tt.code, tt.status, tt.reason, tt.domain)
+		if tt.code == 405 && resp.Header.Get("Allow") == "" {
+			t.Errorf("%s: no Allow header", tt.name)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/message:send", strings.NewReader(restBody("hi", false)))
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	checkStatus(t, "a text/plain body", resp, b, 415, "INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE", "sidecar")
+}
+
+// TestVersionQuery: JSON-RPC reads A2A-Version from the query parameter
+// when the header is absent (§3.6.1): SendMessage is a 1.0 method by it,
+// an unsupported version by it is -32009; the header wins over it.
+func TestVersionQuery(t *testing.T) {
+	url := serve(t, "stream_query")
+	call := func(t *testing.T, query, version, body string) rpcResult {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url+"/"+query, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if version != "" {
+			req.Header.Set("A2A-Version", version)
+		}
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return decode[rpcResult](t, b)
+	}
+	if r := call(t, "?A2A-Version=1.0", "", send1("1", "SendMessage", "hi")); r.Error != nil ||
+		decode[struct{ Task taskJSON }](t, r.Result).Task.Status.State != "TASK_STATE_COMPLETED" {
+		t.Errorf("SendMessage with ?A2A-Version=1.0: %s %+v, want the completed task", r.Result, r.Error)
+	}
+	if r := call(t, "?A2A-Version=2.0", "", send1("2", "SendMessage", "hi")); r.Error == nil || r.Error.Code != codeVersionUnsupport {
+		t.Errorf("?A2A-Version=2.0: %s %+v, want %d", r.Result, r.Error, codeVersionUnsupport)
+	}
+	if r := call(t, "?A2A-Version=2.0", "0.3", send0("3", "message/send", "hi")); r.Error != nil {
+		t.Errorf("A2A-Version: 0.3 with ?A2A-Version=2.0: %+v, want the header's version", r.Error)
 	}
 }
