@@ -276,8 +276,8 @@ func restFrame(result any) []byte {
 
 // a2aError is code's HTTP status (§5.4), google.rpc.Code name and, for
 // an A2A error, its ErrorInfo reason (§11.6: the error's name in
-// UPPER_SNAKE_CASE without "Error"). JSON-RPC's own codes have the
-// nearest status and no A2A reason.
+// UPPER_SNAKE_CASE without "Error"); an internal error has no A2A
+// reason.
 func a2aError(code int) (status int, name, reason string) {
 	switch code {
 	case codeTaskNotFound:
@@ -291,7 +291,10 @@ func a2aError(code int) (status int, name, reason string) {
 	case codeVersionUnsupport:
 		return http.StatusBadRequest, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
 	case codeInvalidParams, codeInvalidRequest, codeParse:
-		return http.StatusBadRequest, "INVALID_ARGUMENT", ""
+		// No error of the specification's table, but the reason
+		// @a2a-js/sdk gives its RequestMalformedError, which its
+		// client reads back.
+		return http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"
 	}
 	return http.StatusInternalServerError, "INTERNAL", ""
 }

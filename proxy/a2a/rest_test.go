@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -236,7 +238,7 @@ func TestRESTMessage(t *testing.T) {
 				t.Errorf("GET tasks/{id}?historyLength=3: %d %s", resp.StatusCode, b)
 			}
 			resp, b = restDo(t, http.MethodGet, base+"/tasks/"+tk.ID+"?historyLength=-1", tt.version, "")
-			checkStatus(t, "historyLength=-1", resp, b, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar")
+			checkStatus(t, "historyLength=-1", resp, b, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org")
 			resp, b = restDo(t, http.MethodPost, base+"/tasks/"+tk.ID+":cancel"+tt.query, tt.version, "")
 			s := checkStatus(t, "cancel of the completed task", resp, b, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "a2a-protocol.org")
 			if tt.v03 && (s.Code != codeTaskNotCancel || s.Message != s.Error.Message) {
@@ -385,9 +387,9 @@ func TestRESTErrors(t *testing.T) {
 		{"push config create", "POST", "/tasks/x/pushNotificationConfigs", "1.0", `{"url":"https://hook.example/"}`, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
 		{"push config delete", "DELETE", "/tasks/x/pushNotificationConfigs/c1", "1.0", "", 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
 		{"another task", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","taskId":"t-other","parts":[{"text":"hi"}]}}`, 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},
-		{"no text", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"data":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
-		{"not a message", "POST", "/message:stream", "1.0", `[1,2]`, 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
-		{"task id over the cap", "GET", "/tasks/" + long, "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "sidecar"},
+		{"no text", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"data":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
+		{"not a message", "POST", "/message:stream", "1.0", `[1,2]`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
+		{"task id over the cap", "GET", "/tasks/" + long, "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"method not allowed", "GET", "/message:send", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
 		{"cancel by GET", "GET", "/tasks/x:cancel", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
 	}
@@ -438,5 +440,113 @@ func TestVersionQuery(t *testing.T) {
 	}
 	if r := call(t, "?A2A-Version=2.0", "0.3", send0("3", "message/send", "hi")); r.Error != nil {
 		t.Errorf("A2A-Version: 0.3 with ?A2A-Version=2.0: %+v, want the header's version", r.Error)
+	}
+}
+
+// TestRESTHostile: the shared gate's refusals reach an HTTP+JSON caller
+// in the binding's shape, never as JSON-RPC: a body over
+// limits.request_bytes 413 (declared, or sent chunked, far over it), a
+// call with the one slot taken and no queue 503 with Retry-After, its 1
+// MiB body never sent nor read, a draining sidecar 503; a caller that
+// leaves a stream ends the agent's call; the end of every call (a
+// shutdown's EndCalls) ends a held stream with its task's terminal
+// status.
+func TestRESTHostile(t *testing.T) {
+	url := serve(t, "stream_query")
+	resp, b := restDo(t, http.MethodPost, url+"/message:send", "1.0", restBody(strings.Repeat("x", 5000), false))
+	checkStatus(t, "a declared body over the limit", resp, b, 413, "INVALID_ARGUMENT", "REQUEST_TOO_LARGE", "sidecar")
+
+	// 1 MiB sent chunked, its length unknown: the limit is found reading.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"message":{"messageId":"m1","parts":[{"text":"`))
+		for range 256 {
+			if _, err := pw.Write(bytes.Repeat([]byte("x"), 4096)); err != nil {
+				return // the door stopped reading
+			}
+		}
+		pw.Write([]byte(`"}]}}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/message:stream", pr)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := testClient.Do(req); err != nil {
+		t.Errorf("a chunked body over the limit: %v", err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		checkStatus(t, "a chunked body over the limit", resp, b, 413, "INVALID_ARGUMENT", "REQUEST_TOO_LARGE", "sidecar")
+	}
+	pr.CloseWithError(io.ErrClosedPipe)
+
+	busy, s, _ := serveMap(t, "slow", busyMap, startAgent(t))
+	held := restStream(t, busy+"/message:stream", "1.0", restBody("hi", false))
+	defer held.Body.Close()
+	sc := bufio.NewScanner(held.Body)
+	var taskID string
+	for taskID == "" && sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.HasPrefix(data, `{"artifactUpdate"`) {
+			taskID = decode[struct{ ArtifactUpdate eventJSON }](t, []byte(data)).ArtifactUpdate.TaskID
+		}
+	}
+	if taskID == "" {
+		t.Fatal("the held stream ended before its first record")
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(busy, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /message:send HTTP/1.1\r\nHost: %s\r\nContent-Type: application/a2a+json\r\nA2A-Version: 1.0\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), 1<<20)
+	conn.SetReadDeadline(time.Now().Add(hangGuard))
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a busy call whose body was not sent: %v", err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	checkStatus(t, "busy, body unread", resp, b, 503, "UNAVAILABLE", "BUSY", "sidecar")
+	if resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("busy: Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+	}
+
+	s.Drain()
+	resp, b = restDo(t, http.MethodPost, busy+"/message:send", "1.0", restBody("hi", false))
+	checkStatus(t, "draining", resp, b, 503, "UNAVAILABLE", "SHUTTING_DOWN", "sidecar")
+	s.EndCalls()
+	var last string
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			last = data
+		}
+	}
+	if !strings.HasPrefix(last, `{"statusUpdate"`) || !strings.Contains(last, `"TASK_STATE_FAILED"`) || !strings.Contains(last, taskID) {
+		t.Errorf("a held stream at shutdown ended with %s, want its task's failed status update", last)
+	}
+}
+
+// TestRESTCallerLeaves: a caller that closes an HTTP+JSON stream ends
+// the agent's call.
+func TestRESTCallerLeaves(t *testing.T) {
+	ended := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"text\":\"thinking\"}\n\n")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+		close(ended)
+	}))
+	t.Cleanup(agent.Close)
+	url, _, _ := serveMap(t, "slow", testMap, agent.URL)
+	resp := restStream(t, url+"/message:stream", "1.0", restBody("hi", false))
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), `data: {"artifactUpdate"`) {
+	}
+	resp.Body.Close()
+	select {
+	case <-ended:
+	case <-time.After(hangGuard):
+		t.Fatal("the agent's call did not end when its caller left")
 	}
 }
