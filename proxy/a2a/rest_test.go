@@ -544,6 +544,9 @@ func TestRESTCallerLeaves(t *testing.T) {
 	for sc.Scan() && !strings.HasPrefix(sc.Text(), `data: {"artifactUpdate"`) {
 	}
 	resp.Body.Close()
+	if resp.StatusCode != 200 || sc.Err() != nil || !strings.HasPrefix(sc.Text(), `data: {"artifactUpdate"`) {
+		t.Fatalf("the stream: %d, ended before its first record (%v)", resp.StatusCode, sc.Err())
+	}
 	select {
 	case <-ended:
 	case <-time.After(hangGuard):
