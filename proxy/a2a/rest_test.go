@@ -553,3 +553,19 @@ func TestRESTCallerLeaves(t *testing.T) {
 		t.Fatal("the agent's call did not end when its caller left")
 	}
 }
+
+// TestRESTUnary: a unary method answers HTTP+JSON as JSON-RPC: its
+// output the task's one artifact part, whole for message:send, one
+// artifact update for message:stream.
+func TestRESTUnary(t *testing.T) {
+	url := serve(t, "query")
+	resp, b := restDo(t, http.MethodPost, url+"/message:send", "1.0", restBody("hi", false))
+	if tk := decode[struct{ Task taskJSON }](t, b).Task; resp.StatusCode != 200 || tk.Status.State != "TASK_STATE_COMPLETED" || tk.text() != "echo: hi" {
+		t.Errorf("message:send of a unary method: %d %s", resp.StatusCode, b)
+	}
+	names, events, raw := streamResponses(t, restStream(t, url+"/v1/message:stream", "", restBody("hi", true)))
+	if strings.Join(names, " ") != "task statusUpdate artifactUpdate statusUpdate" || events[3].Status.State != "TASK_STATE_COMPLETED" ||
+		!strings.Contains(raw[2], `"parts":[{"text":"echo: hi"}]`) {
+		t.Errorf("message:stream of a unary method: %v\n%s", names, strings.Join(raw, "\n"))
+	}
+}
