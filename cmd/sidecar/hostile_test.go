@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -322,14 +323,40 @@ func otherPort(port string) int {
 // their cap. A
 // stream's head and a failure carry the Server-Timing of the phases the
 // call reached.
+//
+// A door with a second binding is called through each: A2A's HTTP+JSON
+// (a2aREST) too, but for the rows whose refusal comes before the door
+// routes a request (a path it does not serve, a web page's Host or
+// Origin), which answer in the door's first shape whatever the path.
 func TestHostileDoors(t *testing.T) {
+	type binding struct {
+		name string
+		spec core.Probe
+		rest bool // a second binding: no rows of refusals before routing
+	}
+	var bindings []binding
 	for _, d := range doors.All {
-		spec := d.Probe
+		bindings = append(bindings, binding{d.Name, d.Probe, false})
+		if d.Name == "a2a" {
+			bindings = append(bindings, binding{"a2a HTTP+JSON", a2aREST, true})
+		}
+	}
+	for _, b := range bindings {
+		d := struct{ Name string }{"a2a"}
+		if !b.rest {
+			d.Name = b.name
+		}
+		spec := b.spec
 		if spec.Request == nil || spec.Refusal == nil || spec.Errors == nil {
 			t.Errorf("door %s is registered without a Probe (its Protocol's Request, Refusal and Errors): the hostile-input table cannot call it", d.Name)
 			continue
 		}
-		t.Run(d.Name, func(t *testing.T) {
+		beforeRouting := func(t *testing.T) {
+			if b.rest {
+				t.Skip("refused before the door routes it: in the door's JSON-RPC shape, the a2a row's")
+			}
+		}
+		t.Run(b.name, func(t *testing.T) {
 			t.Run("body over the limit", func(t *testing.T) {
 				agent := newHostileAgent(t)
 				base, _ := hostileSidecar(t, d.Name, "hold", "limits: {request_bytes: 1KiB}\n", agent)
@@ -407,6 +434,7 @@ func TestHostileDoors(t *testing.T) {
 				checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
 			})
 			t.Run("refused by the door, logged", func(t *testing.T) {
+				beforeRouting(t)
 				agent := newHostileAgent(t)
 				base, _, logs := hostileServe(t, d.Name, "hold", "", agent)
 				req, _ := http.NewRequest(http.MethodGet, base+"/no/such/path", http.NoBody)
@@ -425,6 +453,7 @@ func TestHostileDoors(t *testing.T) {
 				}
 			})
 			t.Run("a web page's requests", func(t *testing.T) {
+				beforeRouting(t)
 				// The guard every door shares (proxy/internal/hostcheck),
 				// applied by the Server before the door routes: on a
 				// loopback connection a Host other than a loopback name
@@ -634,4 +663,53 @@ func TestHostileDoors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// a2aREST is the A2A door called through its HTTP+JSON binding: POST
+// /message:send or /message:stream in 1.0; its refusals a
+// google.rpc.Status, a stream's failures a failed task's status update.
+var a2aREST = core.Probe{
+	Section: core.TargetSection,
+	Request: func(base, _ string, stream bool) *http.Request {
+		path := "/message:send"
+		if stream {
+			path = "/message:stream"
+		}
+		r := core.JSONRequest(base+path, `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+		r.Header.Set("A2A-Version", "1.0")
+		return r
+	},
+	Refusal: func(body []byte) bool {
+		var v struct {
+			Error *struct {
+				Code    int
+				Status  string
+				Message string
+			}
+		}
+		return json.Unmarshal(body, &v) == nil && v.Error != nil && v.Error.Code >= 400 && v.Error.Status != "" && v.Error.Message != ""
+	},
+	Errors: func(body []byte) ([]string, error) {
+		return core.SSEErrors(body, func(data []byte) (string, bool) {
+			var v struct {
+				StatusUpdate struct {
+					Status struct {
+						State   string
+						Message struct{ Parts []struct{ Text string } }
+					}
+				}
+			}
+			json.Unmarshal(data, &v)
+			var text string
+			for _, p := range v.StatusUpdate.Status.Message.Parts {
+				text += p.Text
+			}
+			return text, v.StatusUpdate.Status.State == "TASK_STATE_FAILED"
+		})
+	},
+	LongID: func(base, _ string, n int) *http.Request {
+		r := core.JSONRequest(base+"/message:send", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"hi"}]}}`, strings.Repeat("i", n)))
+		r.Header.Set("A2A-Version", "1.0")
+		return r
+	},
 }
