@@ -569,3 +569,59 @@ func TestRESTUnary(t *testing.T) {
 		t.Errorf("message:stream of a unary method: %v\n%s", names, strings.Join(raw, "\n"))
 	}
 }
+
+// restRouteTests are paths and the route and task id restRoute reads.
+var restRouteTests = []struct {
+	path, route, id string
+	ok              bool
+}{
+	{"/message:send", RouteSend, "", true},
+	{"/acme/message:stream", RouteStream, "", true},
+	{"/v1/message:send", RouteSend, "", true},
+	{"/tasks", RouteTasks, "", true},
+	{"/t/tasks", RouteTasks, "", true},
+	{"/tasks/tasks", RouteTask, "tasks", true},
+	{"/tasks/abc", RouteTask, "abc", true},
+	{"/tasks/a%2Fb", RouteTask, "a/b", true},
+	{"/tasks/abc:cancel", RouteCancel, "abc", true},
+	{"/v1/tasks/abc:subscribe", RouteSubscribe, "abc", true},
+	{"/tasks/abc/pushNotificationConfigs", RoutePushConfigs, "abc", true},
+	{"/t/tasks/abc/pushNotificationConfigs/c1", RoutePushConfigs, "abc", true},
+	{"/extendedAgentCard", RouteExtendedCard, "", true},
+	{"/v1/card", RouteV1Card, "", true},
+	{"/card", "", "", false},
+	{"/tasks/", "", "", false},
+	{"/tasks/:cancel", "", "", false},
+	{"/tasks/%zz", "", "", false},
+	{"/a/b/message:send", "", "", false},
+	{"//message:send", "", "", false},
+	{"/", "", "", false},
+}
+
+func TestRESTRoute(t *testing.T) {
+	for _, tt := range restRouteTests {
+		if route, id, ok := restRoute(tt.path); route != tt.route || id != tt.id || ok != tt.ok {
+			t.Errorf("restRoute(%q) = %q, %q, %v, want %q, %q, %v", tt.path, route, id, ok, tt.route, tt.id, tt.ok)
+		}
+	}
+}
+
+// FuzzRESTRoute: no path panics restRoute; a route it reads is one the
+// door serves, with a task id when its route has one.
+func FuzzRESTRoute(f *testing.F) {
+	for _, tt := range restRouteTests {
+		f.Add(tt.path)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		route, id, ok := restRoute(path)
+		if !ok {
+			return
+		}
+		if _, known := restRoutes[route]; !known && route != RouteV1Card {
+			t.Fatalf("restRoute(%q) = %q, no route of the door's", path, route)
+		}
+		if (route == RouteTask || route == RouteCancel || route == RouteSubscribe) && id == "" {
+			t.Fatalf("restRoute(%q) = %q with no task id", path, route)
+		}
+	})
+}
