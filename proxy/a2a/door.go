@@ -51,15 +51,18 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // Protocol names the door in the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
-// JSONBody: the JSON-RPC endpoint takes only a body declared JSON, as
-// every A2A client sends it; any other is refused 415 unread (proxy's
-// guard: a page's text/plain POST is a CSRF the door would run).
+// JSONBody: every route of a call, JSON-RPC's and HTTP+JSON's, takes
+// only a body declared JSON (application/json, application/a2a+json),
+// as every A2A client sends it; any other is refused 415 unread (proxy's
+// guard: a page's text/plain POST is a CSRF the door would run; a POST
+// or DELETE with no body declares none, and is refused too).
 func (*Door) JSONBody(string) bool { return true }
 
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and
-// has Open decode it), and /healthz; it refuses every other request, a
-// 404 or 405.
+// has Open decode it), the HTTP+JSON routes (each served by a call
+// handler of its own, rest.go), and /healthz; it refuses every other
+// request, a 404 or 405.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(RouteRPC, d.stream)
 	rest := restHandlers(call)
