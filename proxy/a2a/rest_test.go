@@ -221,6 +221,9 @@ func TestRESTMessage(t *testing.T) {
 				tk.text() != "[hi] once upon a time" || bytes.Contains(b, []byte(`"jsonrpc"`)) || bytes.Contains(b, []byte(`"kind"`)) {
 				t.Fatalf("message:send: %d %s %s, want 200 %s and the completed task", resp.StatusCode, resp.Header.Get("Content-Type"), b, ct)
 			}
+			if !tt.v03 {
+				checkProto(t, "message:send's answer", b, "SendMessageResponse")
+			}
 			data := `{"data":{"data":{"n":1,`
 			if !tt.v03 {
 				data = `"mediaType":"application/json"`
@@ -229,6 +232,9 @@ func TestRESTMessage(t *testing.T) {
 				t.Errorf("message:send: %s, want its data part as %s", b, data)
 			}
 			resp, b = restDo(t, http.MethodGet, base+"/tasks/"+tk.ID+tt.query, tt.version, "")
+			if !tt.v03 {
+				checkProto(t, "GET tasks/{id}'s answer", b, "Task")
+			}
 			if got := decode[taskJSON](t, b); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ct ||
 				got.ID != tk.ID || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != tk.text() {
 				t.Errorf("GET tasks/{id}: %d %s, want 200 and the task itself", resp.StatusCode, b)
@@ -313,6 +319,9 @@ func TestRESTStream(t *testing.T) {
 			t.Fatalf("0.3 %v: stream %v:\n%s", v03, names, strings.Join(raw, "\n"))
 		}
 		for i, e := range events {
+			if !v03 {
+				checkProto(t, "an event", []byte(raw[i]), "StreamResponse")
+			}
 			if names[i] != "statusUpdate" {
 				continue
 			}
@@ -322,6 +331,9 @@ func TestRESTStream(t *testing.T) {
 		}
 		names, events, raw = streamResponses(t, restStream(t, fail+prefix+"/message:stream", version, restBody("hi", v03)))
 		last := raw[len(raw)-1]
+		if !v03 {
+			checkProto(t, "a failing stream's last event", []byte(last), "StreamResponse")
+		}
 		key := `"parts":[{"text":"the model is overloaded"}]`
 		if v03 {
 			key = `"content":[{"text":"the model is overloaded"}]`
@@ -351,6 +363,9 @@ func TestRESTGeminiEnterprise(t *testing.T) {
 		resp, b = restDo(t, http.MethodPost, url+v.path, v.version,
 			`{"message":{"messageId":"m1","role":"ROLE_USER","content":[{"text":"hi"}]},"configuration":{"blocking":true}}`)
 		tk := decode[struct{ Task taskJSON }](t, b).Task
+		if v.version == "1.0" {
+			checkProto(t, "POST "+v.path+"'s answer", b, "SendMessageResponse")
+		}
 		if resp.StatusCode != 200 || tk.Status.State != "TASK_STATE_COMPLETED" || tk.text() != "[hi] once upon a time" || tk.Artifacts[0].ArtifactID == "" {
 			t.Errorf("POST %s: %d %s, want the completed task", v.path, resp.StatusCode, b)
 		}
