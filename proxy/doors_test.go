@@ -114,7 +114,7 @@ func TestDoorsNoRoute(t *testing.T) {
 			agentcore.RoutePing, http.MethodPost, "GET, HEAD", `{"error":`, agentcore.RouteInvocations},
 		{foundryDoor, `"no route \"/nope\"; the sidecar serves POST /invocations and GET /readiness"`,
 			foundry.RouteInvocations, http.MethodGet, "POST", `{"error":{"code":"`, foundry.RouteInvocations},
-		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), GET /.well-known/agent-card.json and GET /healthz"`,
+		{a2aDoor, `"no route \"/nope\"; the sidecar serves POST / (JSON-RPC), the HTTP+JSON routes (POST /message:send, GET /tasks/{id}, …), GET /.well-known/agent-card.json and GET /healthz"`,
 			a2a.RouteCard, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`, a2a.RouteRPC},
 		{mcpDoor, `"no route \"/nope\"; the sidecar serves POST /mcp (MCP, Streamable HTTP) and GET /healthz"`,
 			mcp.RouteHealth, http.MethodPost, "GET, HEAD", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`, mcp.DefaultPath},

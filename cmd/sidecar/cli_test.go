@@ -255,7 +255,7 @@ func TestA2ACard(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &card) != nil {
 		t.Fatalf("a2a-card = %d %q %q", code, out, errOut)
 	}
-	if card.Name != "Price agent" || card.Description != "Prices things" || card.URL != "http://localhost:9000/" || !card.Capabilities.Streaming || len(card.SupportedInterfaces) != 2 {
+	if card.Name != "Price agent" || card.Description != "Prices things" || card.URL != "http://localhost:9000/" || !card.Capabilities.Streaming || len(card.SupportedInterfaces) != 4 {
 		t.Errorf("card = %+v", card)
 	}
 	out, _, _ = runCLI([]string{"a2a-card", "--config", cfg, "--url", "https://agents.example/price/"}, nil)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
@@ -49,15 +52,34 @@ func TestHostileDoors(t *testing.T) {
 		}
 		t.Run(d.Name, func(t *testing.T) {
 			for _, way := range hostileWays(t, d) {
-				t.Run(way.name, func(t *testing.T) { hostileRows(t, d, way) })
+				t.Run(way.name, func(t *testing.T) { hostileRows(t, d, way, false) })
 			}
 		})
+		if d.Name == "a2a" {
+			// A2A's second binding, HTTP+JSON, every way too.
+			rest := d
+			rest.Probe = a2aREST
+			t.Run("a2a HTTP+JSON", func(t *testing.T) {
+				for _, way := range hostileWays(t, rest) {
+					t.Run(way.name, func(t *testing.T) { hostileRows(t, rest, way, true) })
+				}
+			})
+		}
 	}
 }
 
-// hostileRows are TestHostileDoors' rows, for door d served way's way.
-func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
+// hostileRows are TestHostileDoors' rows, for door d served way's way;
+// second is a door's second binding (A2A's HTTP+JSON), which skips the
+// rows whose refusal comes before the door routes a request (a path it
+// does not serve, a web page's Host or Origin): they answer in the
+// door's first shape whatever the path.
+func hostileRows(t *testing.T, d doors.Door, way hostileWay, second bool) {
 	spec := d.Probe
+	beforeRouting := func(t *testing.T) {
+		if second {
+			t.Skip("refused before the door routes it: in the door's first binding's shape, that binding's row")
+		}
+	}
 	// on serves d the way the rows are run, its listener on ip.
 	on := func(t *testing.T, ip, method, head string, agent *hostileAgent) hostileServed {
 		t.Helper()
@@ -166,6 +188,7 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 		checkServerTiming(t, "a unary call ended at drain", resp, "queue", "connect")
 	})
 	t.Run("refused by the door, logged", func(t *testing.T) {
+		beforeRouting(t)
 		agent := newHostileAgent(t)
 		srv := on(t, "127.0.0.1", "hold", "", agent)
 		path, owner, refusal := srv.root+"/no/such/path", d.Name, spec.Refusal
@@ -203,6 +226,7 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 		}
 	})
 	t.Run("a web page's requests", func(t *testing.T) {
+		beforeRouting(t)
 		// The guard every door shares (proxy/internal/hostcheck), applied by the
 		// Server before the door routes: on a loopback connection a Host other than
 		// a loopback name (DNS rebinding) and a POST with another site's Origin are
@@ -409,4 +433,53 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay) {
 			t.Errorf("a 64 KiB id = %d %q (agent called: %v), want refused in the door's shape", resp.StatusCode, body, agent.held.Load() != 0)
 		}
 	})
+}
+
+// a2aREST is the A2A door called through its HTTP+JSON binding: POST
+// /message:send or /message:stream in 1.0; its refusals a
+// google.rpc.Status, a stream's failures a failed task's status update.
+var a2aREST = core.Probe{
+	Section: core.TargetSection,
+	Request: func(base, _ string, stream bool) *http.Request {
+		path := "/message:send"
+		if stream {
+			path = "/message:stream"
+		}
+		r := core.JSONRequest(base+path, `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
+		r.Header.Set("A2A-Version", "1.0")
+		return r
+	},
+	Refusal: func(body []byte) bool {
+		var v struct {
+			Error *struct {
+				Code    int
+				Status  string
+				Message string
+			}
+		}
+		return json.Unmarshal(body, &v) == nil && v.Error != nil && v.Error.Code >= 400 && v.Error.Status != "" && v.Error.Message != ""
+	},
+	Errors: func(body []byte) ([]string, error) {
+		return core.SSEErrors(body, func(data []byte) (string, bool) {
+			var v struct {
+				StatusUpdate struct {
+					Status struct {
+						State   string
+						Message struct{ Parts []struct{ Text string } }
+					}
+				}
+			}
+			json.Unmarshal(data, &v)
+			var text string
+			for _, p := range v.StatusUpdate.Status.Message.Parts {
+				text += p.Text
+			}
+			return text, v.StatusUpdate.Status.State == "TASK_STATE_FAILED"
+		})
+	},
+	LongID: func(base, _ string, n int) *http.Request {
+		r := core.JSONRequest(base+"/message:send", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"hi"}]}}`, strings.Repeat("i", n)))
+		r.Header.Set("A2A-Version", "1.0")
+		return r
+	},
 }

@@ -89,6 +89,25 @@ type legacyInterface struct {
 	Transport string `json:"transport"`
 }
 
+// supportedInterfaces are the interfaces the door serves at url, as 1.0's
+// card lists them: JSON-RPC first (a client that picks the first binding
+// it speaks, as @a2a-js/sdk does, keeps the JSON-RPC it used before the
+// HTTP+JSON binding was served), each binding in 1.0 and in 0.3 (the one
+// Gemini Enterprise registers). Both bindings share url: JSON-RPC at it,
+// HTTP+JSON's routes under it (url + "/message:send", …).
+func supportedInterfaces(url string) []agentInterface {
+	return []agentInterface{
+		{url, "JSONRPC", "1.0"}, {url, "JSONRPC", "0.3"},
+		{url, "HTTP+JSON", "1.0"}, {url, "HTTP+JSON", "0.3"},
+	}
+}
+
+// legacyInterfaces are the same as 0.3's card lists them (its url and
+// preferredTransport are JSON-RPC's).
+func legacyInterfaces(url string) []legacyInterface {
+	return []legacyInterface{{url, "JSONRPC"}, {url, "HTTP+JSON"}}
+}
+
 type skill struct {
 	ID          string   `json:"id"`
 	Name        string   `json:"name"`
@@ -136,8 +155,8 @@ func (d *Door) Card(url string) []byte {
 	c := card{
 		Name: name, Description: desc, URL: url, Version: cardVersion,
 		ProtocolVersion: "0.3.0", PreferredTransport: "JSONRPC",
-		AdditionalInterfaces: []legacyInterface{{url, "JSONRPC"}},
-		SupportedInterfaces:  []agentInterface{{url, "JSONRPC", "1.0"}, {url, "JSONRPC", "0.3"}},
+		AdditionalInterfaces: legacyInterfaces(url),
+		SupportedInterfaces:  supportedInterfaces(url),
 		DefaultInputModes:    in, DefaultOutputModes: out,
 		Skills: []skill{{ID: d.opts.Method, Name: d.opts.Method, Description: desc, Tags: []string{"sidecar"}, InputModes: in, OutputModes: out}},
 	}

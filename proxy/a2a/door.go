@@ -51,17 +51,21 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // Protocol names the door in the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
-// JSONBody: the JSON-RPC endpoint takes only a body declared JSON, as
-// every A2A client sends it; any other is refused 415 unread (proxy's
-// guard: a page's text/plain POST is a CSRF the door would run).
+// JSONBody: every route of a call, JSON-RPC's and HTTP+JSON's, takes
+// only a body declared JSON (application/json, application/a2a+json),
+// as every A2A client sends it; any other is refused 415 unread (proxy's
+// guard: a page's text/plain POST is a CSRF the door would run; a POST
+// or DELETE with no body declares none, and is refused too).
 func (*Door) JSONBody(string) bool { return true }
 
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and
-// has Open decode it), and /healthz; it refuses every other request, a
-// 404 or 405.
+// has Open decode it), the HTTP+JSON routes (each served by a call
+// handler of its own, rest.go), and /healthz; it refuses every other
+// request, a 404 or 405.
 func (d *Door) Handler(call func(route string, stream bool) http.Handler, health http.Handler, refuse core.Refuse) http.Handler {
 	calls := call(RouteRPC, d.stream)
+	rest := restHandlers(call)
 	notAllowed := func(w http.ResponseWriter, r *http.Request, route, allow string) {
 		w.Header().Set("Allow", allow)
 		refuse(w, r, route, core.NotAllowed(r.Method, r.URL.Path, allow))
@@ -87,7 +91,10 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			}
 			health.ServeHTTP(w, r)
 		default:
-			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), GET "+RouteCard+" and GET "+RouteHealth))
+			if d.serveREST(w, r, rest, refuse) {
+				return
+			}
+			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteRPC+" (JSON-RPC), the HTTP+JSON routes (POST "+RouteSend+", GET "+RouteTask+", …), GET "+RouteCard+" and GET "+RouteHealth))
 		}
 	})
 }
@@ -120,6 +127,9 @@ var unsupported = map[string]int{
 // message/stream), its exchange the writer of the task's answer; tasks/get, tasks/cancel and every error
 // are answered here (a *core.Answer), without the agent.
 func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
+	if route != RouteRPC {
+		return d.openREST(route, r, body)
+	}
 	req, rerr := readRequest(body)
 	if rerr != nil {
 		return core.Exchange{}, answer(request{}, nil, rerr)
@@ -127,9 +137,9 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	fail := func(code int, format string, args ...any) (core.Exchange, error) {
 		return core.Exchange{Call: core.Call{Name: core.Clip(req.method)}}, answer(req, nil, &rpcError{code, fmt.Sprintf(format, args...)})
 	}
-	v, ok := versionOf(r.Header.Get("A2A-Version"))
+	v, ok := versionOf(requestVersion(r))
 	if !ok {
-		return fail(codeVersionUnsupport, "A2A-Version %q is not supported; this agent speaks 0.3 and 1.0", core.Clip(r.Header.Get("A2A-Version")))
+		return fail(codeVersionUnsupport, "A2A-Version %q is not supported; this agent speaks 0.3 and 1.0", core.Clip(requestVersion(r)))
 	}
 	name := req.method
 	op, ok := methods[v][name]

@@ -89,8 +89,8 @@ func TestCard(t *testing.T) {
 				!c.Capabilities.Streaming || c.ProtocolVersion != "0.3.0" || c.PreferredTransport != "JSONRPC" ||
 				!slices.Equal(c.DefaultInputModes, []string{"text/plain"}) || !slices.Contains(c.DefaultOutputModes, "text/plain") ||
 				len(c.Skills) != 1 || c.Skills[0].ID != "stream_query" || len(c.Skills[0].Tags) == 0 ||
-				!slices.Equal(c.AdditionalInterfaces, []legacyInterface{{url + "/", "JSONRPC"}}) ||
-				!slices.Equal(c.SupportedInterfaces, []agentInterface{{url + "/", "JSONRPC", "1.0"}, {url + "/", "JSONRPC", "0.3"}}) {
+				!slices.Equal(c.AdditionalInterfaces, []legacyInterface{{url + "/", "JSONRPC"}, {url + "/", "HTTP+JSON"}}) ||
+				!slices.Equal(c.SupportedInterfaces, []agentInterface{{url + "/", "JSONRPC", "1.0"}, {url + "/", "JSONRPC", "0.3"}, {url + "/", "HTTP+JSON", "1.0"}, {url + "/", "HTTP+JSON", "0.3"}}) {
 				t.Errorf("GET %s (A2A-Version %q): card %+v", path, v, c)
 			}
 		}

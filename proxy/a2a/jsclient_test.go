@@ -32,7 +32,7 @@ func TestJSClient(t *testing.T) {
 	stream := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","statusUpdate TASK_STATE_COMPLETED"]`
 	failed := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","statusUpdate TASK_STATE_FAILED"],"text":"partial","message":"the model is overloaded"`
 	want := []string{
-		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3"]}`,
+		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3","HTTP+JSON 1.0","HTTP+JSON 0.3"]}`,
 		`{"step":"version","version":"1.0"}`,
 		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
 		`{"step":"1.0 stream",` + stream,
@@ -41,7 +41,7 @@ func TestJSClient(t *testing.T) {
 		`{"step":"0.3 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
 		`{"step":"0.3 stream",` + stream,
 		`{"step":"0.3 get","state":"TASK_STATE_COMPLETED","same":true}`,
-		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3"]}`,
+		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3","HTTP+JSON 1.0","HTTP+JSON 0.3"]}`,
 		`{"step":"version","version":"1.0"}`,
 		`{"step":"1.0 send","state":"TASK_STATE_FAILED","text":"partial","message":"the model is overloaded"}`,
 		`{"step":"1.0 stream",` + failed,

@@ -21,10 +21,12 @@ import (
 // is, then the part the agent sends after, then the completed status,
 // then the end; subscribing to the ended task is UnsupportedOperation in
 // 1.0, the task alone in 0.3; and lists the tasks (ListTasks, with
-// artifacts), which 0.3 has no method for (the SDK says so itself).
+// artifacts), which 0.3 has no method for (the SDK says so itself); and
+// all of it again through the HTTP+JSON binding (GET /tasks,
+// /tasks/{id}:subscribe), 1.0 and 0.3.
 func TestJSClientOps(t *testing.T) {
 	modules := sdkModules(t)
-	release := make(chan struct{}, 2)
+	release := make(chan struct{}, 4)
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -74,12 +76,23 @@ func TestJSClientOps(t *testing.T) {
 		`{"step":"0.3 subscription","events":["artifactUpdate two append","statusUpdate TASK_STATE_COMPLETED"]}`,
 		`{"step":"0.3 subscribe ended","events":["task TASK_STATE_COMPLETED one two"]}`,
 		`{"step":"0.3 list","error":"`,
+		`{"step":"1.0 REST subscribed","first":"task TASK_STATE_WORKING one "}`,
+		`{"step":"1.0 REST subscription","events":["artifactUpdate two append","statusUpdate TASK_STATE_COMPLETED"]}`,
+		`{"step":"1.0 REST subscribe ended","error":`,
+		`{"step":"1.0 REST list","tasks":["this TASK_STATE_COMPLETED one two","other TASK_STATE_COMPLETED one two","other TASK_STATE_COMPLETED one two"],"next":"","total":3}`,
+		`{"step":"0.3 REST subscribed","first":"task TASK_STATE_WORKING one "}`,
+		// No "append": the SDK's 0.3 REST transport drops the field the
+		// door sends (its FromProto.taskArtifactUpdateEvent copies
+		// lastChunk, not append).
+		`{"step":"0.3 REST subscription","events":["artifactUpdate two","statusUpdate TASK_STATE_COMPLETED"]}`,
+		`{"step":"0.3 REST subscribe ended","events":["task TASK_STATE_COMPLETED one two"]}`,
+		`{"step":"0.3 REST list","error":"`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ops.mjs printed %d lines, want %d", len(got), len(want))
 	}
 	checkLines(t, got, want)
-	if !strings.Contains(got[2], "terminal state") {
+	if !strings.Contains(got[2], "terminal state") || !strings.Contains(got[10], "terminal state") {
 		t.Errorf("1.0 SubscribeToTask of the ended task: %s, want the door's UnsupportedOperation", got[2])
 	}
 }

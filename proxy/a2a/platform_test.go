@@ -30,7 +30,7 @@ type cardFields struct {
 // urls are the card's url and its interfaces', which must all agree.
 func (c cardFields) urls(t *testing.T) string {
 	t.Helper()
-	if len(c.AdditionalInterfaces) != 1 || len(c.SupportedInterfaces) != 2 {
+	if len(c.AdditionalInterfaces) != 2 || len(c.SupportedInterfaces) != 4 {
 		t.Fatalf("card interfaces: %+v", c)
 	}
 	for _, u := range []string{c.AdditionalInterfaces[0].URL, c.SupportedInterfaces[0].URL, c.SupportedInterfaces[1].URL} {

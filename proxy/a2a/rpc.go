@@ -73,7 +73,10 @@ type message struct {
 
 // readMessage reads params {"message": {"parts": […], "messageId": …,
 // "contextId": …, "taskId": …}} in either version's shape: a text part is
-// {"kind": "text", "text": …} in 0.3, {"text": …} in 1.0.
+// {"kind": "text", "text": …} in 0.3, {"text": …} in 1.0. The parts may
+// be "content", as 0.3's HTTP+JSON binding names them (Gemini
+// Enterprise's messages); an HTTP+JSON body, a SendMessageRequest, is
+// params as they are.
 func readMessage(params json.RawMessage) (message, error) {
 	errShape := errors.New(`params must be {"message": {"role": …, "parts": […], "messageId": …}}`)
 	var m message
@@ -91,7 +94,7 @@ func readMessage(params json.RawMessage) (message, error) {
 	var parts []byte
 	rawjson.Members(raw, func(key, value []byte) bool {
 		switch rawjson.Key(key) {
-		case "parts":
+		case "parts", "content":
 			parts = value
 		case "messageId":
 			m.messageID, err = idString("messageId", value)

@@ -20,6 +20,7 @@ type exchange struct {
 	id     json.RawMessage // the request's id
 	notify bool            // a notification: answered 204, no body
 	stream bool            // message/stream: answered with SSE
+	rest   bool            // HTTP+JSON (rest.go): each answer the object itself, errors google.rpc.Status
 	task   *task
 	tasks  *store
 	out    *frames.Writer // message/stream's writer, once made
@@ -86,9 +87,9 @@ func (ex *exchange) begin() [][]byte {
 	ex.tasks.setState(t, stateWorking, "")
 	c := ex.tasks.copyOf(t)
 	c.state, c.message = stateSubmitted, ""
-	submitted := response(ex.id, ex.v.wrap("task", ex.v.task(&task{id: c.id, contextID: c.contextID, state: c.state, updated: c.updated})), nil)
+	submitted := ex.frame(ex.v.wrap("task", ex.v.task(&task{id: c.id, contextID: c.contextID, state: c.state, updated: c.updated})))
 	c.state = stateWorking
-	return [][]byte{submitted, response(ex.id, ex.v.statusUpdate(&c), nil)}
+	return [][]byte{submitted, ex.frame(ex.v.statusUpdate(&c))}
 }
 
 // artifactUpdate adds a record to the task's artifact and appends its
@@ -96,7 +97,7 @@ func (ex *exchange) begin() [][]byte {
 func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
 	p := partOf(record)
 	ex.tasks.addPart(ex.task, p)
-	dst = append(dst, response(ex.id, ex.v.artifactUpdate(ex.task, p, ex.parts == 0), nil)...)
+	dst = append(dst, ex.frame(ex.v.artifactUpdate(ex.task, p, ex.parts == 0))...)
 	ex.parts++
 	return dst
 }
@@ -136,7 +137,16 @@ func (ex *exchange) final(state, message string) []byte {
 	}
 	ex.done = true
 	t := ex.tasks.copyOf(ex.task)
-	return response(ex.id, ex.v.statusUpdate(&t), nil)
+	return ex.frame(ex.v.statusUpdate(&t))
+}
+
+// frame is one answer of the exchange: a JSON-RPC response with the
+// request's id, or over HTTP+JSON the result itself (restFrame).
+func (ex *exchange) frame(result any) []byte {
+	if ex.rest {
+		return restFrame(result)
+	}
+	return response(ex.id, result, nil)
 }
 
 // gather is the encoder of a message/send or a notification: the records
@@ -208,9 +218,9 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 		return
 	}
 	t := ex.tasks.copyOf(ex.task)
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType(ex.v, ex.rest))
 	w.WriteHeader(http.StatusOK)
-	n, err := writeText(w, response(ex.id, ex.v.wrap("task", ex.v.task(&t)), nil), t.texts())
+	n, err := writeText(w, ex.frame(ex.v.wrap("task", ex.v.task(&t))), t.texts())
 	ex.wrote += n
 	if err == nil {
 		k, _ := w.Write([]byte{'\n'})
@@ -317,6 +327,10 @@ func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if ex.rest {
+		writeRESTFailure(w, f)
+		return
+	}
 	writeFailure(w, ex.id, f)
 }
 
@@ -349,9 +363,16 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 }
 
 // WriteError answers a request refused before it was opened: refused
-// before its body was read, or whose body was over the limit. Its id is
-// unknown: null.
-func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) { writeFailure(w, nil, f) }
+// before its body was read, or whose body was over the limit. On an
+// HTTP+JSON route (restWriter) it is that binding's error; on JSON-RPC
+// its id is unknown: null.
+func (d *Door) WriteError(w http.ResponseWriter, f core.Failure) {
+	if onREST(w) {
+		writeRESTFailure(w, f)
+		return
+	}
+	writeFailure(w, nil, f)
+}
 
 var (
 	_ core.Encoder = content{}

@@ -21,6 +21,12 @@ type version int
 const (
 	v03 version = iota // A2A 0.3: "kind" discriminators, lower-case states, "final"
 	v10                // A2A 1.0: ProtoJSON, SCREAMING enums, StreamResponse wrappers
+	// p03 is A2A 0.3's HTTP+JSON binding (rest.go), the ProtoJSON of
+	// 0.3's proto: SCREAMING enums and wrappers as 1.0, but a message's
+	// parts in "content", a data part {"data": {"data": …}} (0.3's
+	// DataPart holds a Struct) and "final" on a status update. It shapes
+	// objects only: no JSON-RPC method is named by it.
+	p03
 )
 
 // versionOf reads the A2A-Version header: none is 0.3, as the 1.0
@@ -50,10 +56,13 @@ func terminal(state string) bool {
 }
 
 func (v version) state(s string) string {
-	if v == v10 {
-		return "TASK_STATE_" + strings.ToUpper(s)
+	switch {
+	case v == v03:
+		return s
+	case v == p03 && s == stateCanceled:
+		return "TASK_STATE_CANCELLED" // 0.3's proto spells it so
 	}
-	return s
+	return "TASK_STATE_" + strings.ToUpper(s)
 }
 
 // part is one part of a message or artifact: text, or a JSON value.
@@ -144,6 +153,13 @@ func (v version) part(p part) any {
 			Text     string          `json:"text"`
 			Metadata json.RawMessage `json:"metadata,omitempty"`
 		}{"text", p.Text, p.Metadata}
+	case v == p03 && p.Data != nil:
+		type dataPart struct {
+			Data json.RawMessage `json:"data"`
+		}
+		return struct {
+			Data dataPart `json:"data"`
+		}{dataPart{p.Data}}
 	case p.Data != nil:
 		return struct {
 			Data      json.RawMessage `json:"data"`
@@ -174,13 +190,18 @@ func (v version) message(t *task, text string) any {
 		MessageID string `json:"messageId"`
 		TaskID    string `json:"taskId"`
 		ContextID string `json:"contextId"`
-		Parts     []any  `json:"parts"`
+		Parts     []any  `json:"parts,omitempty"`
+		Content   []any  `json:"content,omitempty"` // p03's parts
 	}
-	m := msg{Role: "agent", MessageID: core.NewID(), TaskID: t.id, ContextID: t.contextID, Parts: v.parts([]part{{Text: text}})}
-	if v == v03 {
-		m.Kind = "message"
-	} else {
-		m.Role = "ROLE_AGENT"
+	m := msg{Role: "agent", MessageID: core.NewID(), TaskID: t.id, ContextID: t.contextID}
+	parts := v.parts([]part{{Text: text}})
+	switch v {
+	case v03:
+		m.Kind, m.Parts = "message", parts
+	case v10:
+		m.Role, m.Parts = "ROLE_AGENT", parts
+	default:
+		m.Role, m.Content = "ROLE_AGENT", parts
 	}
 	return m
 }
@@ -309,8 +330,9 @@ func appendEscaped(b, s []byte) []byte {
 	return rawjson.AppendBytesContents(b, s, rawjson.EscapeInvalid)
 }
 
-// wrap is a result in v's shape: 0.3 sends the object itself (its "kind"
-// says what it is), 1.0 a wrapper with one member naming it.
+// wrap is a result in v's shape: 0.3's JSON-RPC sends the object itself
+// (its "kind" says what it is), 1.0 and 0.3's HTTP+JSON a wrapper with
+// one member naming it.
 func (v version) wrap(name string, obj any) any {
 	if v == v03 {
 		return obj
@@ -318,8 +340,8 @@ func (v version) wrap(name string, obj any) any {
 	return map[string]any{name: obj}
 }
 
-// statusUpdate is the event of t's status: final (0.3 only) when the
-// state is terminal.
+// statusUpdate is the event of t's status: final (0.3 only, both
+// bindings) when the state is terminal.
 func (v version) statusUpdate(t *task) any {
 	type event struct {
 		Kind      string `json:"kind,omitempty"`
@@ -329,9 +351,12 @@ func (v version) statusUpdate(t *task) any {
 		Final     *bool  `json:"final,omitempty"`
 	}
 	e := event{TaskID: t.id, ContextID: t.contextID, Status: v.status(t)}
-	if v == v03 {
+	if v != v10 {
 		final := terminal(t.state)
-		e.Kind, e.Final = "status-update", &final
+		e.Final = &final
+	}
+	if v == v03 {
+		e.Kind = "status-update"
 	}
 	return v.wrap("statusUpdate", e)
 }

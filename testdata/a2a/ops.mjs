@@ -11,13 +11,14 @@
 // (resubscribeTask: SubscribeToTask, tasks/resubscribe) and prints the
 // first event; the test then lets the agent go on, and it prints what the
 // subscription saw to its end, subscribes to the ended task, and lists
-// the tasks (listTasks: ListTasks; 0.3 has none). One JSON line per step;
+// the tasks (listTasks: ListTasks; 0.3 has none); then all of it again
+// over the HTTP+JSON binding, 1.0 and 0.3. One JSON line per step;
 // a step that throws prints its error.
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { ClientFactory, Client } = require("@a2a-js/sdk/client");
-const { LegacyJsonRpcTransport } = require("@a2a-js/sdk/compat/v0_3/client");
+const { ClientFactory, Client, RestTransportFactory } = require("@a2a-js/sdk/client");
+const { LegacyJsonRpcTransport, LegacyRestTransport } = require("@a2a-js/sdk/compat/v0_3/client");
 const { Role, TaskState } = require("@a2a-js/sdk");
 
 const [, , url] = process.argv;
@@ -114,3 +115,7 @@ const v1 = await new ClientFactory().createFromUrl(url);
 await talk("1.0", v1);
 const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json();
 await talk("0.3", new Client(new LegacyJsonRpcTransport({ endpoint: card.url }), card));
+// The same over the HTTP+JSON binding: the card's 1.0 interface of it,
+// and the SDK's 0.3 REST transport.
+await talk("1.0 REST", await new ClientFactory({ transports: [new RestTransportFactory()] }).createFromAgentCard(card));
+await talk("0.3 REST", new Client(new LegacyRestTransport({ endpoint: url }), card));

@@ -1,0 +1,444 @@
+package a2a
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+)
+
+// The HTTP+JSON binding's routes (A2A 1.0 §11.3, a2a.proto's
+// google.api.http rules), each also under one /{tenant} segment, which
+// the door takes and ignores: it serves one agent. A2A 0.3's binding is
+// the same routes under /v1 (/v1/message:send, …), which 1.0 reads as
+// the tenant "v1": the version (A2A-Version) says which shapes answer,
+// the path only which operation. Each is the route label of its calls'
+// log lines and metrics, never the request's own path.
+const (
+	RouteSend         = "/message:send"
+	RouteStream       = "/message:stream"
+	RouteTask         = "/tasks/{id}"
+	RouteTasks        = "/tasks"
+	RouteCancel       = "/tasks/{id}:cancel"
+	RouteSubscribe    = "/tasks/{id}:subscribe"
+	RoutePushConfigs  = "/tasks/{id}/pushNotificationConfigs"
+	RouteExtendedCard = "/extendedAgentCard"
+	// RouteV1Card is A2A 0.3's HTTP+JSON card, which Gemini Enterprise
+	// and Agent Platform's A2A surface read: the card the well-known path
+	// serves.
+	RouteV1Card = "/v1/card"
+)
+
+// restRoutes are the routes, the methods each takes, the A2A 1.0 method
+// each is (the call's name in its log line), and whether it streams.
+var restRoutes = map[string]struct {
+	allow, name string
+	stream      bool
+}{
+	RouteSend:         {"POST", "SendMessage", false},
+	RouteStream:       {"POST", "SendStreamingMessage", true},
+	RouteTask:         {"GET", "GetTask", false},
+	RouteTasks:        {"GET", "ListTasks", false},
+	RouteCancel:       {"POST", "CancelTask", false},
+	RouteSubscribe:    {"GET, POST", "SubscribeToTask", true},
+	RoutePushConfigs:  {"GET, POST, DELETE", "TaskPushNotificationConfig", false},
+	RouteExtendedCard: {"GET", "GetExtendedAgentCard", false},
+}
+
+// restRoute is the HTTP+JSON route of an escaped path and the task id
+// it names ("" for none), ok false for a path that is none of them. A
+// path is read without a tenant first: /tasks/tasks is the task "tasks",
+// not the list of the tenant "tasks".
+func restRoute(escaped string) (route, id string, ok bool) {
+	if escaped == RouteV1Card {
+		return RouteV1Card, "", true
+	}
+	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	if route, id, ok = matchREST(segs); !ok && len(segs) > 1 && segs[0] != "" {
+		route, id, ok = matchREST(segs[1:])
+	}
+	return route, id, ok
+}
+
+// matchREST matches the segments of a path without its tenant.
+func matchREST(segs []string) (route, id string, ok bool) {
+	switch {
+	case len(segs) == 1:
+		switch segs[0] {
+		case "message:send":
+			return RouteSend, "", true
+		case "message:stream":
+			return RouteStream, "", true
+		case "tasks":
+			return RouteTasks, "", true
+		case "extendedAgentCard":
+			return RouteExtendedCard, "", true
+		}
+	case segs[0] != "tasks" || segs[1] == "":
+	case len(segs) == 2:
+		id, route = segs[1], RouteTask
+		if s, found := strings.CutSuffix(id, ":cancel"); found {
+			id, route = s, RouteCancel
+		} else if s, found := strings.CutSuffix(id, ":subscribe"); found {
+			id, route = s, RouteSubscribe
+		}
+		if id, err := url.PathUnescape(id); err == nil && id != "" {
+			return route, id, true
+		}
+	case (len(segs) == 3 || len(segs) == 4) && segs[2] == "pushNotificationConfigs":
+		if id, err := url.PathUnescape(segs[1]); err == nil {
+			return RoutePushConfigs, id, true
+		}
+	}
+	return "", "", false
+}
+
+// allows reports whether allow, a route's methods, has method (HEAD
+// where GET is).
+func allows(allow, method string) bool {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	for m := range strings.SplitSeq(allow, ", ") {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+// restHandlers are the Server's call handlers of the HTTP+JSON routes:
+// every route, the ones answered without the agent too, is a call, so
+// each has the gate's limits, drain, log line and metrics, as JSON-RPC's
+// tasks/get has.
+func restHandlers(call func(route string, stream bool) http.Handler) map[string]http.Handler {
+	h := make(map[string]http.Handler, len(restRoutes))
+	for route, r := range restRoutes {
+		h[route] = call(route, r.stream)
+	}
+	return h
+}
+
+// serveREST serves an HTTP+JSON route. It reports false for a path that
+// is none.
+func (d *Door) serveREST(w http.ResponseWriter, r *http.Request, calls map[string]http.Handler, refuse core.Refuse) bool {
+	route, _, ok := restRoute(r.URL.EscapedPath())
+	if !ok {
+		return false
+	}
+	w = restWriter{w}
+	allow := "GET, HEAD"
+	if route != RouteV1Card {
+		allow = restRoutes[route].allow
+	}
+	if !allows(allow, r.Method) {
+		w.Header().Set("Allow", allow)
+		refuse(w, r, route, core.NotAllowed(r.Method, r.URL.Path, allow))
+		return true
+	}
+	if route == RouteV1Card {
+		d.serveCard(w, r)
+		return true
+	}
+	calls[route].ServeHTTP(w, r)
+	return true
+}
+
+// restWriter marks a response of the HTTP+JSON binding, for the door's
+// WriteError, which answers refusals made before the request was opened
+// (busy, draining, a body over the limit) and is given only the writer.
+type restWriter struct{ http.ResponseWriter }
+
+// Unwrap is for http.NewResponseController, and onREST.
+func (w restWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// onREST reports whether w writes an HTTP+JSON response: whether it is,
+// or wraps, a restWriter.
+func onREST(w http.ResponseWriter) bool {
+	for w != nil {
+		if _, ok := w.(restWriter); ok {
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
+	return false
+}
+
+// requestVersion is the A2A-Version a request asks: its header, else its
+// query parameter, as the specification allows (§3.6.1).
+func requestVersion(r *http.Request) string {
+	if h := r.Header.Get("A2A-Version"); h != "" {
+		return h
+	}
+	return r.URL.Query().Get("A2A-Version")
+}
+
+// openREST opens an HTTP+JSON request on route: a message is a task, as
+// over JSON-RPC; GetTask and CancelTask are answered from the store;
+// the rest answered here too, each an error in the binding's shape.
+func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchange, error) {
+	name := restRoutes[route].name
+	v, ok := versionOf(requestVersion(r))
+	if !ok {
+		return core.Exchange{Call: core.Call{Name: name}}, restError(v10, codeVersionUnsupport,
+			fmt.Sprintf("A2A-Version %q is not supported; this agent speaks 0.3 and 1.0", core.Clip(requestVersion(r))))
+	}
+	shape := v
+	if v == v03 {
+		shape = p03
+	}
+	fail := func(code int, format string, args ...any) (core.Exchange, error) {
+		return core.Exchange{Call: core.Call{Name: name}}, restError(shape, code, fmt.Sprintf(format, args...))
+	}
+	_, id, _ := restRoute(r.URL.EscapedPath())
+	if len(id) > maxID {
+		return fail(codeInvalidParams, "the task id is longer than %d bytes", maxID)
+	}
+	owner := core.OwnerOf(r.Header)
+	switch route {
+	case RouteTask, RouteCancel:
+		if h := r.URL.Query().Get("historyLength"); h != "" {
+			if n, err := strconv.Atoi(h); err != nil || n < 0 {
+				return fail(codeInvalidParams, "historyLength must be a non-negative integer, got %q", core.Clip(h))
+			}
+		}
+		return core.Exchange{Call: core.Call{Name: name}}, d.restTask(shape, route, id, owner)
+	case RouteTasks:
+		if shape == p03 {
+			return fail(codeUnsupported, "%s is A2A 1.0's (send A2A-Version: 1.0)", name)
+		}
+		f, err := readListQuery(r.URL.Query())
+		if err != nil {
+			return fail(codeInvalidParams, "%v", err)
+		}
+		return core.Exchange{Call: core.Call{Name: name}}, d.restList(shape, owner, f)
+	case RouteSubscribe:
+		stream, rerr := d.subscription(shape, owner, id, sink{
+			result: restFrame,
+			failure: func(e *rpcError) []byte {
+				return bytes.TrimSuffix(restError(shape, e.Code, e.Message).Body, []byte("\n"))
+			},
+		})
+		if rerr != nil {
+			return fail(rerr.Code, "%s", rerr.Message)
+		}
+		return core.Exchange{Call: core.Call{Name: name}}, &core.Answer{
+			Status: http.StatusOK, Outcome: metrics.OK,
+			Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"}},
+			Stream: stream,
+		}
+	case RoutePushConfigs:
+		return fail(codePushUnsupported, "push notifications are not supported by this agent (its card says capabilities.pushNotifications: false)")
+	case RouteExtendedCard:
+		return fail(codeUnsupported, "this agent has no extended agent card (its card says no capabilities.extendedAgentCard): read the card at %s", RouteCard)
+	}
+	msg, err := readMessage(body)
+	if err != nil {
+		return fail(codeInvalidParams, "%v", err)
+	}
+	if d.method == nil {
+		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
+	}
+	t, rerr := d.tasks.open(msg, owner)
+	if rerr != nil {
+		return fail(rerr.Code, "%s", rerr.Message)
+	}
+	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
+	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
+}
+
+// restTask answers GetTask and CancelTask of owner's task from the
+// store: the Task.
+func (d *Door) restTask(v version, route, id string, owner core.Owner) *core.Answer {
+	t, found, canceled := task{}, false, true
+	if route == RouteTask {
+		t, found = d.tasks.snapshot(owner, id)
+	} else {
+		t, found, canceled = d.tasks.cancelTask(owner, id)
+	}
+	switch {
+	case !found:
+		return restError(v, codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id)))
+	case !canceled:
+		return restError(v, codeTaskNotCancel, fmt.Sprintf("task %q is %s and cannot be canceled", core.Clip(id), t.state))
+	}
+	a := &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(v, true)}}}
+	var b bytes.Buffer
+	writeText(&b, restFrame(v.task(&t)), t.texts())
+	a.Body = append(b.Bytes(), '\n')
+	return a
+}
+
+// restList answers ListTasks: a page of owner's tasks, the
+// ListTasksResponse as serveList writes it, without the envelope.
+func (d *Door) restList(v version, owner core.Owner, f listFilter) *core.Answer {
+	page, next, total := d.tasks.list(owner, f)
+	objs := make([]any, len(page))
+	var texts []*frames.Text
+	for i := range page {
+		objs[i] = v.task(&page[i])
+		texts = append(texts, page[i].texts()...)
+	}
+	a := &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(v, true)}}}
+	var b bytes.Buffer
+	writeText(&b, restFrame(listResult{objs, next, f.pageSize, total}), texts)
+	a.Body = append(b.Bytes(), '\n')
+	return a
+}
+
+// contentType is the Content-Type of an answer: application/a2a+json
+// over 1.0's HTTP+JSON, as §11.1 says; application/json over 0.3's and
+// JSON-RPC.
+func contentType(v version, rest bool) string {
+	if rest && v == v10 {
+		return "application/a2a+json"
+	}
+	return "application/json"
+}
+
+// restFrame is an HTTP+JSON answer: the result itself, no envelope.
+func restFrame(result any) []byte {
+	b, err := marshal(result)
+	if err != nil { // a record that is no valid JSON, which core.Records never are
+		return restStatus(http.StatusInternalServerError, "INTERNAL", "encoding the response: "+err.Error(), "INTERNAL", sidecarDomain)
+	}
+	return b
+}
+
+// a2aError is code's HTTP status (§5.4), google.rpc.Code name and, for
+// an A2A error, its ErrorInfo reason (§11.6: the error's name in
+// UPPER_SNAKE_CASE without "Error"); an internal error has no A2A
+// reason.
+func a2aError(code int) (status int, name, reason string) {
+	switch code {
+	case codeTaskNotFound:
+		return http.StatusNotFound, "NOT_FOUND", "TASK_NOT_FOUND"
+	case codeTaskNotCancel:
+		return http.StatusBadRequest, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"
+	case codePushUnsupported:
+		return http.StatusBadRequest, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"
+	case codeUnsupported:
+		return http.StatusBadRequest, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"
+	case codeVersionUnsupport:
+		return http.StatusBadRequest, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
+	case codeInvalidParams, codeInvalidRequest, codeParse:
+		// No error of the specification's table, but the reason
+		// @a2a-js/sdk gives its RequestMalformedError, which its
+		// client reads back.
+		return http.StatusBadRequest, "INVALID_ARGUMENT", "INVALID_PARAMS"
+	}
+	return http.StatusInternalServerError, "INTERNAL", ""
+}
+
+// errorDomain is the ErrorInfo domain of the A2A errors (§11.6); the
+// sidecar's own refusals (busy, a body over the limit, …) carry their
+// reason in the sidecar's domain, as every door's Google-shaped errors.
+const (
+	errorDomain   = "a2a-protocol.org"
+	sidecarDomain = "sidecar"
+)
+
+// restError is an HTTP+JSON error answer: the error's status, and a
+// google.rpc.Status with an ErrorInfo.
+func restError(v version, code int, message string) *core.Answer {
+	status, name, reason := a2aError(code)
+	domain := errorDomain
+	if reason == "" {
+		reason, domain = name, sidecarDomain
+	}
+	body := restStatus(status, name, message, reason, domain)
+	if v == p03 {
+		body = legacyError(body, code, message)
+	}
+	return &core.Answer{Status: status, Outcome: metrics.BadRequest, Reason: reason,
+		Header: http.Header{"Content-Type": {contentType(v, true)}},
+		Body:   append(body, '\n')}
+}
+
+// legacyError is status, a google.rpc.Status, with 0.3's HTTP+JSON error
+// beside its "error": the JSON-RPC code and the message at the top, as
+// @a2a-js/sdk's 0.3 server writes them and its 0.3 client reads them (a
+// typed TaskNotFoundError, …). A 1.0 client reads "error".
+func legacyError(status []byte, code int, message string) []byte {
+	b := make([]byte, 0, len(status)+len(message)+32)
+	b = append(append(b, `{"code":`...), strconv.Itoa(code)...)
+	b = appendString(append(b, `,"message":`...), message)
+	return append(append(b, ','), status[1:]...)
+}
+
+// restStatus is a google.rpc.Status JSON (AIP-193) with one ErrorInfo:
+//
+//	{"error":{"code":404,"status":"NOT_FOUND","message":"…",
+//	  "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}
+func restStatus(code int, status, message, reason, domain string) []byte {
+	type errorInfo struct {
+		Type   string `json:"@type"`
+		Reason string `json:"reason"`
+		Domain string `json:"domain"`
+	}
+	type rpcStatus struct {
+		Code    int         `json:"code"`
+		Status  string      `json:"status"`
+		Message string      `json:"message"`
+		Details []errorInfo `json:"details"`
+	}
+	b, _ := marshal(struct {
+		Error rpcStatus `json:"error"`
+	}{rpcStatus{code, status, message, []errorInfo{{"type.googleapis.com/google.rpc.ErrorInfo", reason, domain}}}})
+	return b
+}
+
+// writeRESTFailure writes a refusal of the sidecar's over HTTP+JSON: its
+// own status (a bad input 400, a body over limits.request_bytes 413, busy,
+// not ready and draining 503 with Retry-After, …) and reason, in the
+// sidecar's domain; the status's google.rpc.Code name.
+func writeRESTFailure(w http.ResponseWriter, f core.Failure) {
+	status := f.Status
+	if status == 0 || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
+		status = http.StatusInternalServerError
+	}
+	name := f.Line.Status
+	if name == "" {
+		name = statusName(status)
+	}
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(restStatus(status, name, f.Message, f.Reason, sidecarDomain), '\n'))
+}
+
+// statusName is the google.rpc.Code Google's APIs answer an HTTP status
+// with, or the nearest one.
+func statusName(status int) string {
+	switch status {
+	case 400, 405, 413, 415:
+		return "INVALID_ARGUMENT"
+	case 403:
+		return "PERMISSION_DENIED"
+	case 404:
+		return "NOT_FOUND"
+	case 408, 504:
+		return "DEADLINE_EXCEEDED"
+	case 501:
+		return "UNIMPLEMENTED"
+	case 503:
+		return "UNAVAILABLE"
+	}
+	if status >= 400 && status < 500 {
+		return "FAILED_PRECONDITION"
+	}
+	return "INTERNAL"
+}
