@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,11 +76,11 @@ func TestOnePort(t *testing.T) {
 	agent := startServerOnPort(t, nil, "python3", "../../testdata/agents/doors.py").url
 	t.Run("port", func(t *testing.T) {
 		sc := startOnePort(t, agent, "agentcore", false)
-		driveDoors(t, agent, sc, sc.base)
+		driveDoors(t, agent, sc.base, "port")
 	})
 	t.Run("passthrough", func(t *testing.T) {
 		sc := startOnePort(t, agent, "agentcore", true)
-		driveDoors(t, agent, sc, sc.dev+passthroughAPI)
+		driveDoors(t, agent, sc.dev+passthroughAPI, "passthrough")
 		t.Run("agent_platform REST", func(t *testing.T) {
 			t.Parallel()
 			platformREST(t, agent, sc.dev)
@@ -87,6 +88,14 @@ func TestOnePort(t *testing.T) {
 	})
 	t.Run("foundry", func(t *testing.T) {
 		sc := startOnePort(t, agent, "foundry", false)
+		resp, err := testClient.Get(sc.base + "/readiness")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET /readiness = %d, want 200", resp.StatusCode)
+		}
 		held := postHeld(t, sc.base+"/invocations", `{"message":"hold-foundry"}`, agent, "foundry", "once ")
 		wantReleased(t, "foundry /invocations", held)
 		if !strings.Contains(held, `{"text":"once "}`) {
@@ -95,14 +104,10 @@ func TestOnePort(t *testing.T) {
 	})
 }
 
-// driveDoors runs every door's clients against sc, the doors' paths
-// after base (the platform's listener, or dev's passthrough to it), in
-// parallel.
-func driveDoors(t *testing.T, agent string, sc *onePort, base string) {
-	way := "port"
-	if base != sc.base {
-		way = "passthrough"
-	}
+// driveDoors runs every door's clients, in parallel, against the doors'
+// paths after base: the platform's listener (way "port"), or sidecar
+// dev's passthrough to it ("passthrough").
+func driveDoors(t *testing.T, agent, base, way string) {
 	run := func(name string, f func(t *testing.T)) {
 		t.Run(name, func(t *testing.T) { t.Parallel(); f(t) })
 	}
@@ -113,23 +118,10 @@ func driveDoors(t *testing.T, agent string, sc *onePort, base string) {
 		run("mcp client 2.x "+mode, func(t *testing.T) { mcpClient2(t, base+"/mcp", mode) })
 	}
 	for _, version := range []string{"", "2025-11-25", "2025-06-18"} {
-		run("mcp go sdk "+version, func(t *testing.T) { mcpGoSDK(t, agent, base+"/mcp", version, way) })
+		run("mcp go sdk "+cmp.Or(version, "default"), func(t *testing.T) { mcpGoSDK(t, agent, base+"/mcp", version, way) })
 	}
 	run("openai", func(t *testing.T) { openaiClients(t, agent, base, way) })
-	run("agentcore", func(t *testing.T) {
-		resp, err := testClient.Get(base + "/ping")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), `"status":"Healthy`) {
-			t.Errorf("GET /ping = %d %q, want 200 and the runtime's status", resp.StatusCode, b)
-		}
-		key := "agentcore-" + way
-		held := postHeld(t, base+"/invocations", `{"message":"hold-`+key+`"}`, agent, key, "once ")
-		wantReleased(t, "agentcore /invocations", held)
-	})
+	run("agentcore", func(t *testing.T) { agentcoreCalls(t, agent, base, way) })
 }
 
 // onePort is the sidecar binary serving every door on one listener.
