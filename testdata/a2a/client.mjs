@@ -1,12 +1,14 @@
 // The A2A JavaScript SDK's client (@a2a-js/sdk, pinned in package.json)
-// against the sidecar's A2A door: proxy/a2a's TestJSClient runs it with
-// NODE_PATH set to the node_modules that install.sh prints.
+// against the sidecar's A2A door: proxy/a2a's TestJSClient and
+// cmd/sidecar's TestOnePort run it with NODE_PATH set to the node_modules
+// that install.sh prints.
 //
 //   node client.mjs <base URL of a streaming agent> [<base URL of a failing one>]
 //
 // A base URL is where the door's JSON-RPC endpoint is: its listener's
 // root, or its mount on the platform's listener (http://host:8080/a2a).
-// With each URL it fetches the agent card, and talks to the agent twice:
+// With each URL it fetches the agent card (at <URL>/.well-known/agent-card.json,
+// its whole URL given to the SDK), and talks to the agent twice:
 // as an A2A 1.0 client (the SDK's default: the card's 1.0 JSON-RPC
 // interface, A2A-Version: 1.0) and as an A2A 0.3 client (the SDK's 0.3
 // JSON-RPC transport at the card's 0.3 url). Each way it sends a message

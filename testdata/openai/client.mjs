@@ -1,16 +1,16 @@
 // The door's real clients against the sidecar: the openai npm client and
 // the Vercel AI SDK's OpenAI-compatible provider (versions pinned in
-// package.json). proxy/openai's TestClients runs it with NODE_PATH set to
-// the node_modules that install.sh prints:
+// package.json). proxy/openai's TestClients and cmd/sidecar's TestOnePort
+// run it with NODE_PATH set to the node_modules that install.sh prints:
 //
 //   node client.mjs <base URL> [<base URL of a failing agent> <base URL of a door with api_key "sekret">]
 //
 // Each base URL is where the door's /v1 is (the clients get <base>/v1):
 // its listener's root, or a path before it (a passthrough's). The door
 // serves the model "agent". Without the second and third URLs the steps
-// that need them are left out (a sidecar mounts one OpenAI door). It prints one JSON line per step, which the
-// test compares; a step that throws prints its error's class, status and
-// message.
+// that need them are left out (one sidecar serves one OpenAI door). It
+// prints one JSON line per step, which the test compares; a step that
+// throws prints its error's class, status and message.
 import { createRequire } from "node:module";
 
 // require, unlike import, finds the packages through NODE_PATH.
