@@ -114,6 +114,19 @@ func platformREST(t *testing.T, agent, dev string) {
 // url/.well-known/agent-card.json, sends, streams, gets the task), then
 // a held message/stream.
 func a2aClients(t *testing.T, agent, url, way string) {
+	// The card advertises the URL it was fetched under: the mount's on
+	// the port (its Host, then the mount), the passthrough's through it
+	// (protocols.a2a.url: the contract listener cannot know it).
+	resp, err := testClient.Get(url + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card struct{ URL string }
+	err = json.NewDecoder(resp.Body).Decode(&card)
+	resp.Body.Close()
+	if err != nil || card.URL != url {
+		t.Errorf("the card at %s/.well-known/agent-card.json advertises %q (%v), want %s", url, card.URL, err, url)
+	}
 	const text = `"text":"once upon a time hi `
 	stream := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate",`
 	matchLines(t, runNode(t, "a2a", "client.mjs", url), []string{
