@@ -161,6 +161,14 @@ func (e *emulator) passthrough(w http.ResponseWriter, r *http.Request, inner str
 			" after /api has a . or .. segment: give the container's path as it is, without dot segments")
 		return
 	}
+	// Full duplex: the contract's answer may begin before the caller's
+	// body is all sent on (a door answers once it has what it needs; the
+	// transport reads the body once more to see it end). Half duplex, the
+	// dev listener reads the rest of the body itself as the answer begins
+	// and closes it under the transport still reading it, which then
+	// drops its connection to the contract listener, the answer on it: a
+	// stream cut after its first record (Go issue 15527).
+	http.NewResponseController(w).EnableFullDuplex()
 	e.proxy.ServeHTTP(w, r)
 }
 

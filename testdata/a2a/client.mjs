@@ -1,10 +1,14 @@
 // The A2A JavaScript SDK's client (@a2a-js/sdk, pinned in package.json)
-// against the sidecar's A2A door: proxy/a2a's TestJSClient runs it with
-// NODE_PATH set to the node_modules that install.sh prints.
+// against the sidecar's A2A door: proxy/a2a's TestJSClient and
+// cmd/sidecar's TestOnePort run it with NODE_PATH set to the node_modules
+// that install.sh prints.
 //
-//   node client.mjs <base URL of a streaming agent> <base URL of a failing one>
+//   node client.mjs <base URL of a streaming agent> [<base URL of a failing one>]
 //
-// With each URL it fetches the agent card, and talks to the agent twice:
+// A base URL is where the door's JSON-RPC endpoint is: its listener's
+// root, or its mount on the platform's listener (http://host:8080/a2a).
+// With each URL it fetches the agent card (at <URL>/.well-known/agent-card.json,
+// its whole URL given to the SDK), and talks to the agent twice:
 // as an A2A 1.0 client (the SDK's default: the card's 1.0 JSON-RPC
 // interface, A2A-Version: 1.0) and as an A2A 0.3 client (the SDK's 0.3
 // JSON-RPC transport at the card's 0.3 url). Each way it sends a message
@@ -93,7 +97,7 @@ async function talk(label, url, client) {
   });
 }
 
-for (const url of [streamURL, failURL]) {
+for (const url of [streamURL, failURL].filter(Boolean)) {
   const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json();
   say({
     step: "card",
@@ -101,7 +105,9 @@ for (const url of [streamURL, failURL]) {
     streaming: card.capabilities?.streaming,
     interfaces: card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
   });
-  const v1 = await new ClientFactory().createFromUrl(url);
+  // The card's whole URL, "" for the path: the SDK resolves a path
+  // against the origin, which would drop a mount's path.
+  const v1 = await new ClientFactory().createFromUrl(`${url}/.well-known/agent-card.json`, "");
   say({ step: "version", version: v1.protocolVersion });
   await talk("1.0", url, v1);
   const v03 = new Client(new LegacyJsonRpcTransport({ endpoint: card.url }), card);

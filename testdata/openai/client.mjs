@@ -1,14 +1,16 @@
 // The door's real clients against the sidecar: the openai npm client and
 // the Vercel AI SDK's OpenAI-compatible provider (versions pinned in
-// package.json). proxy/openai's TestClients runs it with NODE_PATH set to
-// the node_modules that install.sh prints:
+// package.json). proxy/openai's TestClients and cmd/sidecar's TestOnePort
+// run it with NODE_PATH set to the node_modules that install.sh prints:
 //
-//   node client.mjs <base URL> <base URL of a failing agent> <base URL of a door with api_key "sekret">
+//   node client.mjs <base URL> [<base URL of a failing agent> <base URL of a door with api_key "sekret">]
 //
-// Each base URL is the door's root (the clients get <base>/v1). The door
-// serves the model "agent". It prints one JSON line per step, which the
-// test compares; a step that throws prints its error's class, status and
-// message.
+// Each base URL is where the door's /v1 is (the clients get <base>/v1):
+// its listener's root, or a path before it (a passthrough's). The door
+// serves the model "agent". Without the second and third URLs the steps
+// that need them are left out (one sidecar serves one OpenAI door). It
+// prints one JSON line per step, which the test compares; a step that
+// throws prints its error's class, status and message.
 import { createRequire } from "node:module";
 
 // require, unlike import, finds the packages through NODE_PATH.
@@ -26,6 +28,7 @@ function say(obj) {
 }
 
 async function step(name, f) {
+  if (f === null) return;
   try {
     say({ step: name, ...(await f()) });
   } catch (e) {
@@ -35,7 +38,9 @@ async function step(name, f) {
 
 const client = (base, apiKey = "none") => new OpenAI({ baseURL: base + "/v1", apiKey, maxRetries: 0 });
 const ok = client(okURL);
-const fail = client(failURL);
+const fail = failURL && client(failURL);
+// when(url, f) is f, or null (the step is left out) without url.
+const when = (url, f) => (url ? f : null);
 
 await step("models.list", async () => {
   const ids = [];
@@ -64,7 +69,7 @@ await step("chat stream", async () => {
   return { role, content, reasoning, finish, chunks };
 });
 
-await step("chat stream, agent fails", async () => {
+await step("chat stream, agent fails", when(failURL, async () => {
   const stream = await fail.chat.completions.create({ model, messages, stream: true });
   let content = "";
   try {
@@ -73,7 +78,7 @@ await step("chat stream, agent fails", async () => {
     return { content, threw: e.constructor.name, message: e.message };
   }
   return { content, threw: null };
-});
+}));
 
 await step("responses", async () => {
   const r = await ok.responses.create({ model, input: "hi" });
@@ -98,7 +103,7 @@ await step("responses.stream helper", async () => {
   return { status: r.status, text: r.output_text };
 });
 
-await step("responses stream, agent fails", async () => {
+await step("responses stream, agent fails", when(failURL, async () => {
   const stream = await fail.responses.create({ model, input: "hi", stream: true });
   let text = "", last = null;
   for await (const event of stream) {
@@ -106,17 +111,17 @@ await step("responses stream, agent fails", async () => {
     last = event;
   }
   return { text, last: last.type, status: last.response.status, error: last.response.error.message };
-});
+}));
 
-await step("wrong key", async () => {
+await step("wrong key", when(keyedURL, async () => {
   await client(keyedURL, "wrong").chat.completions.create({ model, messages });
   return { threw: null };
-});
+}));
 
-await step("right key", async () => {
+await step("right key", when(keyedURL, async () => {
   const c = await client(keyedURL, "sekret").chat.completions.create({ model, messages });
   return { content: c.choices[0].message.content };
-});
+}));
 
 await step("unknown model", async () => {
   await ok.chat.completions.create({ model: "gpt-4o", messages });
@@ -137,10 +142,10 @@ await step("ai streamText", async () => {
   return { deltas, reasoning: (await r.reasoningText) ?? null, finish: await r.finishReason };
 });
 
-await step("ai streamText, agent fails", async () => {
+await step("ai streamText, agent fails", when(failURL, async () => {
   let error = null;
   const r = streamText({ model: provider(failURL)(model), messages, maxRetries: 0, onError: ({ error: e }) => { error = e; } });
   let text = "";
   for await (const d of r.textStream) text += d;
   return { text, error: error?.message ?? (typeof error === "string" ? error : JSON.stringify(error)) };
-});
+}));
