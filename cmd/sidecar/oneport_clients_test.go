@@ -130,7 +130,7 @@ func a2aClients(t *testing.T, agent, url, way string) {
 	const text = `"text":"once upon a time hi `
 	stream := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate",`
 	matchLines(t, runNode(t, "a2a", "client.mjs", url), []string{
-		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3"]}`,
+		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3","HTTP+JSON 1.0","HTTP+JSON 0.3"]}`,
 		`{"step":"version","version":"1.0"}`,
 		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED",` + text,
 		`{"step":"1.0 stream",` + stream,

@@ -88,13 +88,21 @@ func TestOnePort(t *testing.T) {
 	})
 	t.Run("foundry", func(t *testing.T) {
 		sc := startOnePort(t, agent, "foundry", false)
-		resp, err := testClient.Get(sc.base + "/readiness")
-		if err != nil {
-			t.Fatal(err)
+		// Ready once the sidecar's first probe of the agent is answered:
+		// the listening line comes before it.
+		status := 0
+		for deadline := time.Now().Add(10 * time.Second); status != 200 && time.Now().Before(deadline); {
+			resp, err := testClient.Get(sc.base + "/readiness")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if status = resp.StatusCode; status != 200 {
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET /readiness = %d, want 200", resp.StatusCode)
+		if status != 200 {
+			t.Errorf("GET /readiness = %d within 10s, want 200", status)
 		}
 		held := postHeld(t, sc.base+"/invocations", `{"message":"hold-foundry"}`, agent, "foundry", "once ")
 		wantReleased(t, "foundry /invocations", held)
@@ -154,14 +162,16 @@ func startOnePort(t *testing.T, agent, first string, dev bool) *onePort {
 func launchOnePort(t *testing.T, agent, first string, dev bool) (*onePort, string) {
 	t.Helper()
 	args := []string{"--listen", "127.0.0.1:0"}
-	a2aURL, devAddr := "", ""
+	devAddr := ""
 	if dev {
+		// No protocols.a2a.url: the passthrough says the URL it was asked
+		// on (X-Forwarded-Host and -Prefix), so the card a client reads
+		// through it advertises the passthrough's URL.
 		devAddr = fmt.Sprintf("127.0.0.1:%d", agentPort(t))
 		args = append([]string{"dev", "--dev-listen", devAddr}, args...)
-		a2aURL = ", url: http://" + devAddr + passthroughAPI + "/a2a"
 	}
 	devListening := dev
-	yaml := strings.NewReplacer("AGENT", agent, "FIRST", first, "A2AURL", a2aURL).Replace(onePortMap + onePortDoors)
+	yaml := strings.NewReplacer("AGENT", agent, "FIRST", first, "A2AURL", "").Replace(onePortMap + onePortDoors)
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
