@@ -17,45 +17,90 @@ import (
 // against the door served as run serves it, is answered, not refused
 // (and gets the agent's answer when it sends a message, "hi"); its
 // client snippet is valid in its language, and a Python one that needs
-// no SDK runs and gets the answer too (an SDK that calls a cloud
-// deployment cannot run here; a door's own test runs a snippet that can).
+// no SDK, or a JavaScript one whose SDK the tests install, runs and gets
+// the answer too (an SDK that calls a cloud deployment cannot run here;
+// a door's own test runs a snippet that can); each way the door is
+// served, on its own listener and mounted (hostileWays).
 func TestDoorExamples(t *testing.T) {
 	for _, d := range doors.All {
 		t.Run(d.Name, func(t *testing.T) {
 			if d.Example == nil {
 				t.Fatalf("door %s is registered without an Example: the playground shows no way to call it", d.Name)
 			}
-			agent := newHostileAgent(t)
-			listener, _ := hostileSidecar(t, d.Name, "query", "", agent)
-			base := d.URL(listener, probeSection(t, d.Name, "query"))
-			ex := d.Example(base, probeSection(t, d.Name, "query"))
-			if ex.Curl == "" || ex.Client == "" || ex.ClientLang == "" {
-				t.Fatalf("Example(%q) = %+v, want a curl and a client snippet with its language", base, ex)
-			}
-			if !strings.Contains(ex.Curl, base) {
-				t.Errorf("the curl does not call the door's URL %s:\n%s", base, ex.Curl)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).Output()
-			if err != nil || len(out) == 0 || d.Probe.Refusal(out) {
-				t.Errorf("the curl example, run: %v, printed %q, want an answer, not the door's refusal:\n%s", err, out, ex.Curl)
-			}
-			if strings.Contains(ex.Curl, `"hi"`) && !strings.Contains(string(out), "answered") {
-				// A curl that sends the message "hi" calls the method.
-				t.Errorf("the curl example printed %q, want the agent's answer:\n%s", out, ex.Curl)
-			}
-			checkSyntax(t, ctx, ex.ClientLang, ex.Client)
-			if ex.ClientLang == "python" && stdlibOnly(t, ctx, ex.Client) {
-				// It needs no SDK: it runs, against the door.
-				cmd := exec.CommandContext(ctx, "python3", "-")
-				cmd.Stdin = strings.NewReader(ex.Client)
-				if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "answered") {
-					t.Errorf("the python snippet, run: %v, printed %q, want the agent's answer:\n%s", err, out, ex.Client)
-				}
+			for _, way := range hostileWays(t, d) {
+				t.Run(way.name, func(t *testing.T) { checkExample(t, d, way) })
 			}
 		})
 	}
+}
+
+// checkExample checks door d's example for its URL served way's way.
+func checkExample(t *testing.T, d doors.Door, way hostileWay) {
+	agent := newHostileAgent(t)
+	base := hostileServeWay(t, way, "127.0.0.1", d.Name, "query", "", agent).url
+	ex := d.Example(base, probeSection(t, d.Name, "query"))
+	if ex.Curl == "" || ex.Client == "" || ex.ClientLang == "" {
+		t.Fatalf("Example(%q) = %+v, want a curl and a client snippet with its language", base, ex)
+	}
+	if !strings.Contains(ex.Curl, base) {
+		t.Errorf("the curl does not call the door's URL %s:\n%s", base, ex.Curl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).Output()
+	if err != nil || len(out) == 0 || d.Probe.Refusal(out) {
+		t.Errorf("the curl example, run: %v, printed %q, want an answer, not the door's refusal:\n%s", err, out, ex.Curl)
+	}
+	if strings.Contains(ex.Curl, `"hi"`) && !strings.Contains(string(out), "answered") {
+		// A curl that sends the message "hi" calls the method.
+		t.Errorf("the curl example printed %q, want the agent's answer:\n%s", out, ex.Curl)
+	}
+	checkSyntax(t, ctx, ex.ClientLang, ex.Client)
+	var run *exec.Cmd
+	switch {
+	case ex.ClientLang == "python" && stdlibOnly(t, ctx, ex.Client):
+		// It needs no SDK: it runs, against the door.
+		run = exec.CommandContext(ctx, "python3", "-")
+	case ex.ClientLang == "javascript" && npmSet(ex.Client) != "":
+		// Its SDK is one the tests install: it runs too.
+		run = exec.CommandContext(ctx, "node", "--input-type=module", "-")
+		run.Env = append(os.Environ(), "NODE_PATH="+deps.NPM(t, npmSet(ex.Client)))
+		run.Dir = deps.NPM(t, npmSet(ex.Client)) // ES modules resolve from the script's place, not NODE_PATH
+	}
+	if run != nil {
+		run.Stdin = strings.NewReader(ex.Client)
+		if out, err := run.CombinedOutput(); err != nil || !strings.Contains(string(out), "answered") {
+			t.Errorf("the %s snippet, run: %v, printed %q, want the agent's answer:\n%s", ex.ClientLang, err, out, ex.Client)
+		}
+	}
+}
+
+// snippetSets are the npm package sets of testdata (make deps) a
+// JavaScript snippet's SDK is in.
+var snippetSets = map[string]string{"@a2a-js/sdk": "a2a"}
+
+// npmSet is the package set every import of the JavaScript src is in,
+// "" when it imports anything else.
+func npmSet(src string) string {
+	set := ""
+	for _, line := range strings.Split(src, "\n") {
+		_, from, ok := strings.Cut(line, ` from "`)
+		if !strings.HasPrefix(line, "import ") || !ok {
+			continue
+		}
+		pkg, _, _ := strings.Cut(from, `"`)
+		s, known := "", false
+		for prefix, name := range snippetSets {
+			if pkg == prefix || strings.HasPrefix(pkg, prefix+"/") {
+				s, known = name, true
+			}
+		}
+		if !known || set != "" && s != set {
+			return ""
+		}
+		set = s
+	}
+	return set
 }
 
 // checkSyntax fails the test when src is not valid lang: Python parsed

@@ -8,7 +8,9 @@ import (
 // example is how a user calls the door: curl sending a message/send at
 // base, and the A2A project's JavaScript SDK (@a2a-js/sdk 1.x, the
 // client TestJSClient runs) reading the card and sending a message as
-// an A2A 1.0 client (docs/a2a.md).
+// an A2A 1.0 client (docs/a2a.md). The SDK is given the card's whole URL:
+// from a base URL it reads the card at the host's root, which a mounted
+// door's is not.
 func example(base string, _ *config.Door) core.Example {
 	return core.Example{
 		Curl: "curl -s " + base + `/ -H 'Content-Type: application/json' -d '{"jsonrpc": "2.0", "id": 1,
@@ -19,7 +21,8 @@ func example(base string, _ *config.Door) core.Example {
 import { ClientFactory } from "@a2a-js/sdk/client";
 import { Role } from "@a2a-js/sdk";
 
-const client = await new ClientFactory().createFromUrl("` + base + `");
+// The card's whole URL: given a base, the SDK looks at the host's root.
+const client = await new ClientFactory().createFromUrl("` + base + RouteCard + `", "");
 const task = await client.sendMessage({
   message: {
     messageId: crypto.randomUUID(), contextId: "", taskId: "", role: Role.ROLE_USER,
