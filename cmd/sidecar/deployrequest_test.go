@@ -283,7 +283,7 @@ func TestDeployRequestA2A(t *testing.T) {
 		args := []string{"deploy-request", "--config", writeConfig(t, tc.yaml), "--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent"}
 		out, errOut, code := runCLI(append(args, tc.args...), nil)
 		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) {
-			t.Errorf("deploy-request %q: exit %d, stdout %q, stderr %q; want an error containing %q", tc.args, code, out, errOut, tc.want)
+			t.Errorf("deploy-request %q: exit %d, stdout of %d bytes, stderr %q; want an error containing %q", tc.args, code, len(out), errOut, tc.want)
 		}
 	}
 }
