@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -95,13 +94,10 @@ func a2aSpec(card json.RawMessage) (json.RawMessage, []ClassMethod, error) {
 		return nil, nil, err
 	}
 	fields["supportedInterfaces"] = b
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // a description's "<" stays as the door serves it
-	if err := enc.Encode(fields); err != nil {
+	out, err := json.Marshal(fields)
+	if err != nil {
 		return nil, nil, err
 	}
-	out := json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 
 	names := slices.Clone(a2aMethods)
 	if c.Capabilities.Streaming {
