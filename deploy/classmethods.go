@@ -10,6 +10,9 @@ type ClassMethod struct {
 	// method's docstring and argument schema; left out when not known.
 	Description string         `json:"description,omitempty"`
 	Parameters  map[string]any `json:"parameters,omitempty"`
+	// A2AAgentCard is the agent card, as a JSON string, on the entries of
+	// api_mode "a2a_extension" (ModeA2A): where Google's SDK reads it.
+	A2AAgentCard string `json:"a2a_agent_card,omitempty"`
 }
 
 // ClassMethods is the spec.classMethods list for cfg: every named method

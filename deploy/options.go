@@ -57,6 +57,11 @@ type RequestOptions struct {
 	// ContextSpec is contextSpec, a JSON object (how sub-resources such as
 	// the memory bank manage context). It exists in v1beta1 only.
 	ContextSpec json.RawMessage
+	// A2ACard is the A2A door's agent card (a JSON object, what `sidecar
+	// a2a-card` prints). With it the request declares what Google's A2A
+	// template does: spec.agentCard, and classMethods of api_mode
+	// "a2a_extension", each carrying the card. Optional.
+	A2ACard json.RawMessage
 	// APIVersion is the API the request is sent to: "v1" (default) or
 	// "v1beta1".
 	APIVersion string

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -263,13 +264,18 @@ methods: {query: {}}
 // were written) do not have yet: ReasoningEngineSpec.ContainerSpec.port
 // and DeploymentSpec.keepAliveProbe, as python-aiplatform's types
 // declare them (commit ff859e1d0; httpGet.path required, port and
-// maxSeconds int32). addNotInProtos adds them to the schema, so the walk
+// maxSeconds int32); and ReasoningEngineSpec.agentCard, which --a2a
+// writes, as python-aiplatform declares it (agentplatform/_genai/types/
+// common.py, ReasoningEngineSpec.agent_card: "dict[str, Any]", "The A2A
+// Agent Card for the agent", commit 91cc8ce4f; its field number is not
+// public, so 100 stands in). addNotInProtos adds them to the schema, so the walk
 // still checks their names, nesting and JSON types, against this
 // declaration instead of Google's; TestNotInProtos fails once the protos
 // have them, so that this list goes and their own definition is used.
 var notInProtos = map[string]string{
 	"ReasoningEngineSpec.ContainerSpec.port":            `{"type": "int32", "id": 2, "options": {"(google.api.field_behavior)": "OPTIONAL"}}`,
 	"ReasoningEngineSpec.DeploymentSpec.keepAliveProbe": `{"type": "KeepAliveProbe", "id": 9, "options": {"(google.api.field_behavior)": "OPTIONAL"}}`,
+	"ReasoningEngineSpec.agentCard":                     `{"type": "google.protobuf.Struct", "id": 100, "options": {"(google.api.field_behavior)": "OPTIONAL"}}`,
 }
 
 // keepAliveProbeType is the message of keepAliveProbe, nested in
@@ -326,9 +332,14 @@ func TestNotInProtos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a2aBody, err := CreateRequest(parse(t, a2aMap), RequestOptions{DisplayName: "x", Image: "r/i", A2ACard: a2aCardOf(t, a2aMap)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, version := range []string{"v1", "v1beta1"} {
 		got := strings.Join(schema.check(decode(t, body), []string{"google", "cloud", "aiplatform", version, "ReasoningEngine"}, "body"), "\n")
-		for _, want := range []string{`has no field "port"`, `has no field "keepAliveProbe"`} {
+		got += "\n" + strings.Join(schema.check(decode(t, a2aBody), []string{"google", "cloud", "aiplatform", version, "ReasoningEngine"}, "body"), "\n")
+		for _, want := range []string{`has no field "port"`, `has no field "keepAliveProbe"`, `has no field "agentCard"`} {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s: the installed protos on the keep-alive request = %q, want a problem containing %q (do they have it now?)", version, got, want)
 			}
@@ -413,6 +424,19 @@ func TestRequestMatchesProtos(t *testing.T) {
 				}
 			})
 		}
+		// --a2a's request: spec.agentCard and the a2a_extension methods.
+		t.Run(version+"/a2a", func(t *testing.T) {
+			body, err := CreateRequest(parse(t, a2aMap), RequestOptions{DisplayName: "x", Image: "r/i", A2ACard: a2aCardOf(t, a2aMap)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(body, []byte(`"agentCard"`)) || !bytes.Contains(body, []byte(`"a2a_extension"`)) {
+				t.Fatalf("the --a2a request has no agentCard or a2a_extension method:\n%s", body)
+			}
+			for _, p := range schema.check(decode(t, body), path, "body") {
+				t.Error(p)
+			}
+		})
 	}
 
 	// The walk can fail: each of these small mistakes is caught.
@@ -432,6 +456,7 @@ func TestRequestMatchesProtos(t *testing.T) {
 		{`{"displayName": "x", "spec": {"deploymentSpec": {"keepAliveProbe": {"httpGet": {}}}}}`, "required field google.cloud.aiplatform.v1.ReasoningEngineSpec.DeploymentSpec.KeepAliveProbe.HttpGetAction.path missing"},
 		{`{"displayName": "x", "spec": {"deploymentSpec": {"keepAliveProbe": {"httpGet": {"path": "/busy"}, "maxSeconds": "600"}}}}`, "int32 wants a JSON number"},
 		{`{"displayName": "x", "spec": {"containerSpec": {"imageUri": "i", "port": "9000"}}}`, "int32 wants a JSON number"},
+		{`{"displayName": "x", "spec": {"agentCard": "{}"}}`, "google.protobuf.Struct wants a JSON object"},
 	} {
 		var v map[string]any
 		d := json.NewDecoder(strings.NewReader(tc.body))

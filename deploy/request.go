@@ -52,6 +52,9 @@ type spec struct {
 	ServiceAccount string          `json:"serviceAccount,omitempty"`
 	IdentityType   string          `json:"identityType,omitempty"`
 	DeploymentSpec *deploymentSpec `json:"deploymentSpec,omitempty"`
+	// AgentCard is the A2A agent card (RequestOptions.A2ACard), as Google's
+	// A2A template sets it; not in the npm protos yet (notInProtos).
+	AgentCard json.RawMessage `json:"agentCard,omitempty"`
 }
 
 type containerSpec struct {
@@ -133,6 +136,21 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 		case seen[m.Name]:
 			bad("method %s: declared twice", m.Name)
 		default:
+			seen[m.Name] = true
+			methods = append(methods, m)
+		}
+	}
+	var agentCard json.RawMessage
+	if len(opts.A2ACard) > 0 {
+		card, a2a, err := a2aSpec(opts.A2ACard)
+		if err != nil {
+			bad("%v", err)
+		}
+		agentCard = card
+		for _, m := range a2a {
+			if seen[m.Name] {
+				bad("method %s: declared by the map and as an A2A operation", m.Name)
+			}
 			seen[m.Name] = true
 			methods = append(methods, m)
 		}
@@ -226,6 +244,7 @@ func CreateRequest(cfg *config.Config, opts RequestOptions) ([]byte, error) {
 			AgentFramework: framework,
 			ServiceAccount: opts.ServiceAccount,
 			IdentityType:   opts.IdentityType,
+			AgentCard:      agentCard,
 		},
 		Labels:      opts.Labels,
 		ContextSpec: opts.ContextSpec,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 const pythonMap = `
@@ -33,7 +34,7 @@ adk: {app: x}
 
 func parse(t *testing.T, yaml string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("t.yaml", []byte(yaml))
+	cfg, err := config.Parse("t.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
 	}

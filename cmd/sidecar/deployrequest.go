@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
+	"github.com/sidecar-dev/sidecar/proxy/a2a"
 )
 
 // The flags of `sidecar deploy-request`: register adds them to the
@@ -25,6 +27,10 @@ type requestFlags struct {
 	// updateMask makes write print the patch request's updateMask instead
 	// of the body.
 	updateMask bool
+	// a2a declares the A2A door as Google's A2A template does (--a2a),
+	// its card advertising a2aURL when given (--a2a-url).
+	a2a    bool
+	a2aURL string
 }
 
 // requestUsage documents the flags register adds, for the command's help.
@@ -61,6 +67,11 @@ const requestUsage = `  --image URI              spec.containerSpec.imageUri (re
                            needs --api-version v1beta1
   --api-version VERSION    the API the request is for: v1 (default) or v1beta1
                            (deploy.sh passes its API_VERSION)
+  --a2a                    declare the mounted A2A door (protocols.a2a) as Google's
+                           A2A template does: spec.agentCard and classMethods of
+                           api_mode a2a_extension carrying the card (docs/a2a.md)
+  --a2a-url URL            the URL that card advertises (default protocols.a2a.url,
+                           else the local one sidecar a2a-card prints)
   --update-mask            print the patch request's updateMask instead of the body
 `
 
@@ -74,6 +85,8 @@ func (f *requestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.opts.CPU, "cpu", "", "")
 	fs.StringVar(&f.opts.Memory, "memory", "", "")
 	fs.BoolVar(&f.updateMask, "update-mask", false, "")
+	fs.BoolVar(&f.a2a, "a2a", false, "")
+	fs.StringVar(&f.a2aURL, "a2a-url", "", "")
 	fs.Func("method", "", func(s string) error {
 		m, err := parseMethod(s)
 		f.opts.Methods = append(f.opts.Methods, m)
@@ -192,11 +205,20 @@ func parseMethod(s string) (deploy.ClassMethod, error) {
 // deploy.CreateRequest refuses is an error listing every problem, one a line,
 // each prefixed "sidecar deploy-request: ".
 func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error {
-	body, err := deploy.CreateRequest(cfg, f.opts)
+	opts := f.opts
+	card, err := f.a2aCard(cfg)
+	if err != nil {
+		return errors.New(requestPrefix + err.Error())
+	}
+	opts.A2ACard = card
+	body, err := deploy.CreateRequest(cfg, opts)
 	if err != nil {
 		return errors.New(requestPrefix + strings.ReplaceAll(err.Error(), "\n", "\n"+requestPrefix))
 	}
-	for _, w := range deploy.Warnings(cfg, f.opts) {
+	for _, w := range f.a2aWarnings(cfg) {
+		fmt.Fprintln(stderr, requestPrefix+"warning:", w)
+	}
+	for _, w := range deploy.Warnings(cfg, opts) {
 		fmt.Fprintln(stderr, requestPrefix+"warning:", w)
 	}
 	if f.updateMask {
@@ -212,6 +234,62 @@ func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error
 }
 
 const requestPrefix = "sidecar deploy-request: "
+
+// a2aCard is the card --a2a declares: the one the mounted A2A door
+// serves (a2a.CardOf), advertising --a2a-url, else protocols.a2a.url,
+// else the local URL `sidecar a2a-card` prints. It is read with no
+// environment: the request depends on the map and the flags only, and
+// the engine's id, which the platform's URL of the mount needs, exists
+// only once the engine is created. Nil without --a2a.
+func (f *requestFlags) a2aCard(cfg *config.Config) (json.RawMessage, error) {
+	if !f.a2a {
+		if f.a2aURL != "" {
+			return nil, errors.New("--a2a-url: needs --a2a (the card it is the URL of)")
+		}
+		return nil, nil
+	}
+	door := cfg.Protocols.Door(a2a.Name)
+	switch {
+	case door == nil:
+		return nil, errors.New("--a2a: the config has no protocols.a2a, the door whose card it declares")
+	case door.Mount == "":
+		return nil, fmt.Errorf("--a2a: protocols.a2a listens on its own port (%s), which Agent Platform never calls: it calls one port; mount the door on it (mount: /a2a)", door.Listen)
+	}
+	if f.a2aURL != "" {
+		if u, err := url.Parse(f.a2aURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("--a2a-url %q: not an http or https URL", f.a2aURL)
+		}
+	}
+	card, err := a2a.CardOf(cfg, f.a2aURL, func(string) string { return "" })
+	if err != nil {
+		return nil, fmt.Errorf("--a2a: building the card: %w", err)
+	}
+	return card, nil
+}
+
+// a2aWarnings are --a2a's advice: a mount other than the template's
+// /a2a, and a card that advertises a local URL.
+func (f *requestFlags) a2aWarnings(cfg *config.Config) []string {
+	door := cfg.Protocols.Door(a2a.Name)
+	if !f.a2a || door == nil {
+		return nil
+	}
+	var w []string
+	if door.Mount != a2aTemplateMount {
+		w = append(w, fmt.Sprintf("--a2a: protocols.a2a is mounted at %s, not %s, where Google's A2A template serves its routes (what the platform's managed A2A path would reach, if it reaches a custom container at all)", door.Mount, a2aTemplateMount))
+	}
+	if card, err := a2a.CardOf(cfg, f.a2aURL, func(string) string { return "" }); err == nil {
+		var c struct{ URL string }
+		json.Unmarshal(card, &c)
+		if u, err := url.Parse(c.URL); err == nil && u.Hostname() == "localhost" {
+			w = append(w, fmt.Sprintf("--a2a: the card advertises %s (no --a2a-url, no protocols.a2a.url): once the engine exists, update it with --a2a-url set to its passthrough URL, https://LOCATION-aiplatform.googleapis.com/reasoningEngines/v1/projects/PROJECT/locations/LOCATION/reasoningEngines/ID/api%s", c.URL, door.Mount))
+		}
+	}
+	return w
+}
+
+// a2aTemplateMount is the path prefix of Google's A2A template's routes.
+const a2aTemplateMount = "/a2a"
 
 func intFlag(p **int) func(string) error {
 	return func(s string) error {

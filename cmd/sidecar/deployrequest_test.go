@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,4 +158,152 @@ func TestDeployRequestKeepAlive(t *testing.T) {
 	if got, want := compact(body.Spec.DeploymentSpec), `{"keepAliveProbe":{"httpGet":{"path":"/busy","port":8081},"maxSeconds":900}}`; got != want {
 		t.Errorf("deploymentSpec = %s, want %s", got, want)
 	}
+}
+
+// a2aRequestMap mounts the A2A door on the platform's port.
+const a2aRequestMap = "upstream: {url: http://127.0.0.1:8000}\nmethods:\n  query: {}\n  stream_query: {mode: stream}\n" +
+	"protocols:\n  a2a: {mount: /a2a, method: stream_query, card: {name: Price agent, description: Prices <things>}}\n"
+
+// TestDeployRequestA2A: `sidecar deploy-request --a2a` writes what
+// Google's A2A template declares: spec.agentCard, the card `sidecar
+// a2a-card` prints (its HTTP+JSON 1.0 interface first), and classMethods
+// of api_mode a2a_extension after the map's, each carrying that card as a
+// JSON string; --a2a-url is the URL it advertises. Without the flag the
+// request is what it was; the flag without a mounted protocols.a2a is a
+// clear error.
+func TestDeployRequestA2A(t *testing.T) {
+	cfg := writeConfig(t, a2aRequestMap)
+	base := []string{"deploy-request", "--config", cfg, "--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent"}
+	type request struct {
+		Spec struct {
+			ClassMethods []map[string]any `json:"classMethods"`
+			AgentCard    json.RawMessage  `json:"agentCard"`
+		} `json:"spec"`
+	}
+	read := func(args ...string) (request, string) {
+		t.Helper()
+		out, errOut, code := runCLI(append(slices.Clone(base), args...), nil)
+		if code != 0 {
+			t.Fatalf("deploy-request %q: exit %d: %s", args, code, errOut)
+		}
+		var r request
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		return r, errOut
+	}
+
+	// Without the flag: the map's two methods, no card.
+	plain, _ := read()
+	if len(plain.Spec.ClassMethods) != 2 || plain.Spec.AgentCard != nil {
+		t.Errorf("without --a2a: classMethods %v, agentCard %s; want the map's two methods and no card", plain.Spec.ClassMethods, plain.Spec.AgentCard)
+	}
+
+	const public = "https://us-central1-aiplatform.googleapis.com/reasoningEngines/v1/projects/p/locations/us-central1/reasoningEngines/123/api/a2a"
+	for _, url := range []string{"", public} {
+		args := []string{"--a2a"}
+		if url != "" {
+			args = append(args, "--a2a-url", url)
+		}
+		r, warnings := read(args...)
+		cardArgs := []string{"a2a-card", "--config", cfg}
+		if url != "" {
+			cardArgs = append(cardArgs, "--url", url)
+		}
+		door, errOut, code := runCLI(cardArgs, nil)
+		if code != 0 {
+			t.Fatalf("a2a-card: %s", errOut)
+		}
+		want := reorderedCard(t, door)
+		var got map[string]any
+		if err := json.Unmarshal(r.Spec.AgentCard, &got); err != nil {
+			t.Fatalf("agentCard %s: %v", r.Spec.AgentCard, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("--a2a %q: agentCard =\n%v\nwant the door's card, HTTP+JSON 1.0 first:\n%v", url, got, want)
+		}
+		if u := got["url"]; url != "" && u != url || url == "" && u != "http://localhost:8080/a2a" {
+			t.Errorf("--a2a-url %q: the card's url is %v", url, u)
+		}
+		if local := strings.Contains(warnings, "the card advertises http://localhost:8080/a2a"); local != (url == "") {
+			t.Errorf("--a2a-url %q: stderr %q (a warning for a local URL only)", url, warnings)
+		}
+
+		methods := r.Spec.ClassMethods
+		if len(methods) < 2 || methods[0]["name"] != "query" || methods[1]["name"] != "stream_query" {
+			t.Fatalf("classMethods = %v, want the map's first", methods)
+		}
+		var names []string
+		for _, m := range methods[2:] {
+			names = append(names, m["name"].(string))
+			if m["api_mode"] != "a2a_extension" {
+				t.Errorf("%s: api_mode %v", m["name"], m["api_mode"])
+			}
+			s, ok := m["a2a_agent_card"].(string)
+			var inner map[string]any
+			if !ok || json.Unmarshal([]byte(s), &inner) != nil || !reflect.DeepEqual(inner, want) {
+				t.Errorf("%s: a2a_agent_card = %#v, want the card as a JSON string", m["name"], m["a2a_agent_card"])
+			}
+		}
+		// The template's operations for a card that streams and has no
+		// extended card.
+		wantNames := []string{"on_message_send", "on_get_task", "on_list_tasks", "on_cancel_task",
+			"on_create_task_push_notification_config", "on_get_task_push_notification_config",
+			"on_list_task_push_notification_configs", "on_delete_task_push_notification_config",
+			"on_message_send_stream", "on_subscribe_to_task"}
+		if !slices.Equal(names, wantNames) {
+			t.Errorf("a2a_extension methods = %v, want %v", names, wantNames)
+		}
+	}
+
+	// The update mask names the card.
+	mask, errOut, code := runCLI(append(slices.Clone(base), "--a2a", "--update-mask"), nil)
+	if code != 0 || !strings.Contains(mask, "spec.agent_card,") {
+		t.Errorf("--a2a --update-mask: %q (exit %d, %s), want spec.agent_card in it", mask, code, errOut)
+	}
+
+	// A mount other than the template's /a2a: a warning.
+	other := writeConfig(t, strings.Replace(a2aRequestMap, "mount: /a2a", "mount: /agents/a2a", 1))
+	_, errOut, code = runCLI([]string{"deploy-request", "--config", other, "--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent", "--a2a"}, nil)
+	if code != 0 || !strings.Contains(errOut, "protocols.a2a is mounted at /agents/a2a, not /a2a") {
+		t.Errorf("--a2a with the door at /agents/a2a: exit %d, stderr %q; want a warning about the mount", code, errOut)
+	}
+
+	for _, tc := range []struct {
+		yaml string
+		args []string
+		want string
+	}{
+		{requestMap, []string{"--a2a"}, "sidecar deploy-request: --a2a: the config has no protocols.a2a"},
+		{strings.Replace(a2aRequestMap, "mount: /a2a", `listen: ":9000"`, 1), []string{"--a2a"}, `--a2a: protocols.a2a listens on its own port (:9000), which Agent Platform never calls`},
+		{a2aRequestMap, []string{"--a2a-url", public}, "--a2a-url: needs --a2a"},
+		{a2aRequestMap, []string{"--a2a", "--a2a-url", "/api/a2a"}, `--a2a-url "/api/a2a": not an http or https URL`},
+		{a2aRequestMap, []string{"--a2a", "--a2a-url", "ftp://x/a2a"}, `--a2a-url "ftp://x/a2a": not an http or https URL`},
+	} {
+		args := []string{"deploy-request", "--config", writeConfig(t, tc.yaml), "--image", "us-docker.pkg.dev/p/r/agent:v1", "--display-name", "agent"}
+		out, errOut, code := runCLI(append(args, tc.args...), nil)
+		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("deploy-request %q: exit %d, stdout of %d bytes, stderr %q; want an error containing %q", tc.args, code, len(out), errOut, tc.want)
+		}
+	}
+}
+
+// reorderedCard is the door's card as --a2a declares it: the same, its
+// HTTP+JSON 1.0 interface moved first.
+func reorderedCard(t *testing.T, door string) map[string]any {
+	t.Helper()
+	var card map[string]any
+	if err := json.Unmarshal([]byte(door), &card); err != nil {
+		t.Fatalf("a2a-card printed %q: %v", door, err)
+	}
+	ifaces := card["supportedInterfaces"].([]any)
+	i := slices.IndexFunc(ifaces, func(v any) bool {
+		m := v.(map[string]any)
+		return m["protocolBinding"] == "HTTP+JSON" && m["protocolVersion"] == "1.0"
+	})
+	if i < 0 {
+		t.Fatalf("the door's card has no HTTP+JSON 1.0 interface: %s", door)
+	}
+	card["supportedInterfaces"] = append([]any{ifaces[i]}, slices.Delete(slices.Clone(ifaces), i, i+1)...)
+	return card
 }

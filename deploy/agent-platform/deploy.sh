@@ -10,7 +10,9 @@
 # Every argument goes to `sidecar deploy-request`, which writes the request
 # body: spec.classMethods from the method map (each with its api_mode),
 # containerSpec.imageUri, agentFramework (google-adk for the ADK preset),
-# deploymentSpec env, secretEnv, instances, resource limits, concurrency.
+# deploymentSpec env, secretEnv, instances, resource limits, concurrency;
+# with --a2a, the mounted A2A door's spec.agentCard and a2a_extension
+# methods (--a2a-url URL: the URL its card advertises; docs/a2a.md).
 # `sidecar deploy-request --help` lists the flags.
 #
 # Environment:
