@@ -129,7 +129,7 @@ func a2aClients(t *testing.T, agent, url, way string) {
 	}
 	const text = `"text":"once upon a time hi `
 	stream := `"events":["task TASK_STATE_SUBMITTED","statusUpdate TASK_STATE_WORKING","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate","artifactUpdate",`
-	matchLines(t, runNode(t, "a2a", "client.mjs", url), []string{
+	deps.MatchLines(t, deps.Node(t, "a2a", "client.mjs", url), []string{
 		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3","HTTP+JSON 1.0","HTTP+JSON 0.3"]}`,
 		`{"step":"version","version":"1.0"}`,
 		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED",` + text,
@@ -158,7 +158,7 @@ const (
 
 // mcpSDK1: the MCP TypeScript SDK 1.x client, a 2025-11-25 session.
 func mcpSDK1(t *testing.T, url string) {
-	matchLines(t, runNode(t, "mcp", "client.mjs", url), []string{
+	deps.MatchLines(t, deps.Node(t, "mcp", "client.mjs", url), []string{
 		`{"step":"connect","version":"2025-11-25","session":true,"server":"sidecar","tools":true}`,
 		mcpTools, mcpAsk, mcpStory, mcpFail,
 		`{"step":"fail_late","isError":true,"text":"the model is overloaded"}`,
@@ -174,7 +174,7 @@ func mcpClient2(t *testing.T, url, mode string) {
 	if mode == "legacy" {
 		version = "2025-11-25"
 	}
-	matchLines(t, runNode(t, "mcp2", "client.mjs", url, mode), []string{
+	deps.MatchLines(t, deps.Node(t, "mcp2", "client.mjs", url, mode), []string{
 		`{"step":"connect","version":"` + version + `","server":"sidecar","tools":true}`,
 		mcpTools, mcpAsk, mcpStory, mcpFail,
 		`{"step":"unknown tool","code":-32602,"message":"Unknown tool \"nope\"`,
@@ -251,7 +251,7 @@ func mcpGoSDK(t *testing.T, agent, url, version, way string) {
 // openaiClients: the openai npm client and the Vercel AI SDK with base
 // as their base URL (they get base/v1), then a held chat stream.
 func openaiClients(t *testing.T, agent, base, way string) {
-	matchLines(t, runNode(t, "openai", "client.mjs", base), []string{
+	deps.MatchLines(t, deps.Node(t, "openai", "client.mjs", base), []string{
 		`{"step":"models.list","ids":["agent model sidecar"]}`,
 		`{"step":"chat","object":"chat.completion","model":"agent","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","id":true}`,
 		`{"step":"chat stream","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","chunks":5}`,

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
@@ -340,39 +338,3 @@ func postHeld(t *testing.T, url, body, agent, key, marker string, header ...stri
 // (30 s), so a stream held back on the way ends with the agent's
 // "unreleased", failing the test by name, not by its deadline.
 var streamClient = &http.Client{Timeout: 60 * time.Second}
-
-// runNode runs testdata/<set>/<script> with args, the set's node_modules
-// as `make deps` installed them, and returns its lines.
-func runNode(t *testing.T, set, script string, args ...string) []string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not installed: cannot run the clients")
-	}
-	modules := deps.NPM(t, set)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"../../testdata/" + set + "/" + script}, args...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s/%s %v: %v\n%s\n%s", set, script, args, err, out, stderr.String())
-	}
-	t.Logf("%s/%s %v:\n%s", set, script, args, out)
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
-}
-
-// matchLines compares a client's lines with want, each a prefix of its
-// line.
-func matchLines(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("the client printed %d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("line %d:\n got %s\nwant %s…", i+1, got[i], want[i])
-		}
-	}
-}

@@ -6,11 +6,14 @@ package deps
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Repo is the repository's root folder.
@@ -37,4 +40,42 @@ func NPM(t testing.TB, set string) string {
 		t.Fatalf("testdata/%s/install.sh --check: %v: the npm packages are not installed: run `make deps` first\n%s", set, err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Node runs testdata/<set>/<script> with args, NODE_PATH the set's
+// node_modules as `make deps` installed them (NPM), and returns the lines
+// it printed; its failure, or two minutes passing, fails the test with
+// its output. Without node the test is skipped.
+func Node(t testing.TB, set, script string, args ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed: cannot run the clients")
+	}
+	modules := NPM(t, set)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(Repo(), "testdata", set, script)}, args...)...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s/%s %v: %v\n%s\n%s", set, script, args, err, out, stderr.String())
+	}
+	t.Logf("%s/%s %v:\n%s", set, script, args, out)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// MatchLines compares a client's lines with want, each the beginning of
+// its line.
+func MatchLines(t testing.TB, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("the client printed %d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("line %d:\n got %s\nwant %s…", i+1, got[i], want[i])
+		}
+	}
 }

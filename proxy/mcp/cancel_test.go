@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
 // cancelAgent is an agent whose POST /slow streams one OpenAI chunk, then
@@ -63,7 +65,7 @@ methods:
 func TestSDK1Cancel(t *testing.T) {
 	agent, started, ended := cancelAgent(t)
 	s := serveMap(t, cancelMap, agent, Options{})
-	match(t, runScript(t, "mcp", "cancel.mjs", s.url), []string{
+	deps.MatchLines(t, deps.Node(t, "mcp", "cancel.mjs", s.url), []string{
 		`{"step":"slow","aborted":true}`,
 		`{"step":"ask","text":"answered","isError":false}`,
 	})

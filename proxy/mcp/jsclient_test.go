@@ -1,57 +1,10 @@
 package mcp
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
 )
-
-// runNode runs testdata/<set>/client.mjs with args, the set's node_modules
-// as `make deps` installed them, and returns its lines.
-func runNode(t *testing.T, set string, args ...string) []string {
-	t.Helper()
-	return runScript(t, set, "client.mjs", args...)
-}
-
-// runScript runs testdata/<set>/<script> with args, as runNode does.
-func runScript(t *testing.T, set, script string, args ...string) []string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not installed: cannot run the MCP SDK's client")
-	}
-	modules := deps.NPM(t, set)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"../../testdata/" + set + "/" + script}, args...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s/%s %v: %v\n%s\n%s", set, script, args, err, out, stderr.String())
-	}
-	t.Logf("%s/%s %v:\n%s", set, script, args, out)
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
-}
-
-// match compares the client's lines with want, each a prefix of its line.
-func match(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("the client printed %d lines, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("line %d:\n got %s\nwant %s…", i+1, got[i], want[i])
-		}
-	}
-}
 
 // The lines every client prints the same, whatever its revision.
 const (
@@ -72,8 +25,8 @@ const (
 // agent.
 func TestSDK1Client(t *testing.T) {
 	s := serve(t, "", Options{})
-	got := runNode(t, "mcp", s.url)
-	match(t, got, []string{
+	got := deps.Node(t, "mcp", "client.mjs", s.url)
+	deps.MatchLines(t, got, []string{
 		`{"step":"connect","version":"2025-11-25","session":true,"server":"sidecar","tools":true}`,
 		wantTools, wantAsk, wantStory,
 		wantFail + `the model is overloaded"}`,
@@ -96,8 +49,8 @@ func TestSDK2Client(t *testing.T) {
 		{"auto", "2026-07-28"}, {"pin", "2026-07-28"}, {"legacy", "2025-11-25"},
 	} {
 		t.Run(tt.mode, func(t *testing.T) {
-			got := runNode(t, "mcp2", s.url, tt.mode)
-			match(t, got, []string{
+			got := deps.Node(t, "mcp2", "client.mjs", s.url, tt.mode)
+			deps.MatchLines(t, got, []string{
 				`{"step":"connect","version":"` + tt.version + `","server":"sidecar","tools":true}`,
 				wantTools, wantAsk, wantStory,
 				wantFail + `the model is overloaded"}`,
