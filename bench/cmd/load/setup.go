@@ -96,8 +96,9 @@ func (s *suite) startSidecar(name string) (*proc, string, error) {
 }
 
 // startSidecarWith runs a sidecar as startSidecar does, with the config
-// text given (written to name.yaml).
-func (s *suite) startSidecarWith(name, config string) (*proc, string, error) {
+// text given (written to name.yaml), sub (a subcommand and its flags,
+// e.g. dev's) before its --config; none: serve.
+func (s *suite) startSidecarWith(name, config string, sub ...string) (*proc, string, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, "", err
@@ -106,7 +107,7 @@ func (s *suite) startSidecarWith(name, config string) (*proc, string, error) {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return nil, "", err
 	}
-	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecarBin(name), "--config", cfg, "--listen", addr)
+	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecarBin(name), append(sub, "--config", cfg, "--listen", addr)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +71,7 @@ func (s *suite) waysRows() error {
 
 	a2aAddr, _ := freePort()
 	openaiAddr, _ := freePort()
-	own, ownAddr, err := s.startWay("ways-own", waysConfig(s.res.agentAddr, a2aAddr, openaiAddr))
+	own, ownAddr, err := s.startSidecarWith("ways-own", waysConfig(s.res.agentAddr, a2aAddr, openaiAddr))
 	if err != nil {
 		return err
 	}
@@ -90,7 +88,7 @@ func (s *suite) waysRows() error {
 		routes["own"][d.name] = d.route
 	}
 
-	mounted, mountedAddr, err := s.startWay("ways-mounted", waysConfig(s.res.agentAddr, "", ""))
+	mounted, mountedAddr, err := s.startSidecarWith("ways-mounted", waysConfig(s.res.agentAddr, "", ""))
 	if err != nil {
 		return err
 	}
@@ -101,7 +99,7 @@ func (s *suite) waysRows() error {
 	}
 
 	devAddr, _ := freePort()
-	dev, _, err := s.startWay("ways-passthrough", waysConfig(s.res.agentAddr, "", ""), "dev", "--dev-listen", devAddr)
+	dev, _, err := s.startSidecarWith("ways-passthrough", waysConfig(s.res.agentAddr, "", ""), "dev", "--dev-listen", devAddr)
 	if err != nil {
 		return err
 	}
@@ -163,28 +161,4 @@ func (s *suite) waysRows() error {
 	}
 	s.res.ways = b.String()
 	return nil
-}
-
-// startWay runs the sidecar with config (sub, e.g. "dev" and its flags,
-// before --config; none for serve), its platform listener on a free port.
-func (s *suite) startWay(name, config string, sub ...string) (*proc, string, error) {
-	addr, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	cfg := filepath.Join(s.dir, name+".yaml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		return nil, "", err
-	}
-	args := append(sub, "--config", cfg, "--listen", addr)
-	p, err := start(name, filepath.Join(s.dir, name+".log"), s.sidecar, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	s.track(p)
-	if err := waitHTTP(addr, "/healthz", 10*time.Second); err != nil {
-		p.stop(syscall.SIGKILL, time.Second)
-		return nil, "", fmt.Errorf("%w (see %s)", err, filepath.Join(s.dir, name+".log"))
-	}
-	return p, addr, nil
 }
