@@ -14,43 +14,12 @@
 // the tasks (listTasks: ListTasks; 0.3 has none); then all of it again
 // over the HTTP+JSON binding, 1.0 and 0.3. One JSON line per step;
 // a step that throws prints its error.
-import { createRequire } from "node:module";
+import { client, compat, say, message, partsText, state } from "./common.mjs";
 
-const require = createRequire(import.meta.url);
-const { ClientFactory, Client, RestTransportFactory } = require("@a2a-js/sdk/client");
-const { LegacyJsonRpcTransport, LegacyRestTransport } = require("@a2a-js/sdk/compat/v0_3/client");
-const { Role, TaskState } = require("@a2a-js/sdk");
+const { ClientFactory, Client, RestTransportFactory } = client;
+const { LegacyJsonRpcTransport, LegacyRestTransport } = compat;
 
 const [, , url] = process.argv;
-
-function say(obj) {
-  process.stdout.write(JSON.stringify(obj) + "\n");
-}
-
-function message(text) {
-  return {
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: text }, filename: "", mediaType: "" }],
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    tenant: "",
-  };
-}
-
-function partsText(parts) {
-  return (parts ?? [])
-    .map((p) => (p.content?.$case === "text" ? p.content.value : JSON.stringify(p.content?.value)))
-    .join("");
-}
-
-function state(s) {
-  return TaskState[s] ?? String(s);
-}
 
 // describe is an event as the test reads it.
 function describe(ev) {

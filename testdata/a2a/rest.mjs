@@ -15,45 +15,12 @@
 // gets a task that does not exist, and against the slow agent cancels a
 // running stream's task from another connection. It prints one JSON line
 // per step, which the test compares; a step that throws prints its error.
-import { createRequire } from "node:module";
+import { client, compat, say, message, partsText, state } from "./common.mjs";
 
-// require, unlike import, finds the SDK through NODE_PATH.
-const require = createRequire(import.meta.url);
-const { ClientFactory, Client, RestTransportFactory } = require("@a2a-js/sdk/client");
-const { LegacyRestTransport } = require("@a2a-js/sdk/compat/v0_3/client");
-const { Role, TaskState } = require("@a2a-js/sdk");
+const { ClientFactory, Client, RestTransportFactory } = client;
+const { LegacyRestTransport } = compat;
 
 const [, , streamURL, slowURL] = process.argv;
-
-function say(obj) {
-  process.stdout.write(JSON.stringify(obj) + "\n");
-}
-
-function message(text) {
-  return {
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: text }, filename: "", mediaType: "" }],
-      extensions: [],
-      referenceTaskIds: [],
-    },
-    tenant: "",
-  };
-}
-
-// partsText is the text of parts, a data part as its JSON.
-function partsText(parts) {
-  return (parts ?? [])
-    .map((p) => (p.content?.$case === "text" ? p.content.value : JSON.stringify(p.content?.value)))
-    .join("");
-}
-
-function state(s) {
-  return TaskState[s] ?? String(s);
-}
 
 async function step(name, f) {
   try {
