@@ -122,6 +122,14 @@ func serve(t *testing.T, method string) string {
 // its Server and its door.
 func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Server, *Door) {
 	t.Helper()
+	return serveAt(t, method, methodMap, agent, "")
+}
+
+// serveAt is serveMap with the door mounted at mount on a listener it
+// shares (proxy.Mounted, as on the platform's listener: every other path
+// 404), its URL the mount's; "": on a listener of its own.
+func serveAt(t *testing.T, method, methodMap, agent, mount string) (string, *proxy.Server, *Door) {
+	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(methodMap, "AGENT", agent)))
 	if err != nil {
 		t.Fatal(err)
@@ -130,18 +138,22 @@ func serveMap(t *testing.T, method, methodMap, agent string) (string, *proxy.Ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	door := newDoor(t, cfg, Options{Method: method, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
+	door := newDoor(t, cfg, Options{Method: method, Mount: mount, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
 	// As the program builds it: the mapping stage in front of the
 	// agent's client (a method's emit).
 	agentOf := dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}
 	s := &proxy.Server{Config: cfg, Agent: agentOf}
-	srv := httptest.NewServer(s.HandlerFor(door))
+	h := s.HandlerFor(door)
+	if mount != "" {
+		h = proxy.Mounted(http.NotFoundHandler(), []proxy.Mount{{Path: mount, Claims: []config.Claim{{Path: mount, Tree: true}}, Handler: h}})
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
 		client.Close()
 	})
-	return srv.URL, s, door
+	return srv.URL + mount, s, door
 }
 
 // rpc posts a JSON-RPC request (with the A2A-Version header when

@@ -23,8 +23,21 @@ import (
 // 1.0, the task alone in 0.3; and lists the tasks (ListTasks, with
 // artifacts), which 0.3 has no method for (the SDK says so itself); and
 // all of it again through the HTTP+JSON binding (GET /tasks,
-// /tasks/{id}:subscribe), 1.0 and 0.3.
+// /tasks/{id}:subscribe), 1.0 and 0.3; on the door's own listener and
+// mounted.
 func TestJSClientOps(t *testing.T) {
+	for _, mount := range []string{"", "/a2a"} {
+		name := "own listener"
+		if mount != "" {
+			name = "mounted"
+		}
+		t.Run(name, func(t *testing.T) { jsClientOps(t, mount) })
+	}
+}
+
+// jsClientOps is TestJSClientOps with the door at mount ("": on its own
+// listener).
+func jsClientOps(t *testing.T, mount string) {
 	modules := sdkModules(t)
 	release := make(chan struct{}, 4)
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +53,7 @@ func TestJSClientOps(t *testing.T) {
 		fmt.Fprint(w, "data: {\"text\":\"two\"}\n\n")
 	}))
 	defer agent.Close()
-	url, _, _ := serveMap(t, "gated", gatedMap, agent.URL)
+	url, _, _ := serveAt(t, "gated", gatedMap, agent.URL, mount)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

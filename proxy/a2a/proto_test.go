@@ -1,9 +1,12 @@
 package a2a
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -295,7 +298,9 @@ func TestProtoSchemaRead(t *testing.T) {
 // in the specification's proto: over JSON-RPC SendMessage's result a
 // SendMessageResponse, each SendStreamingMessage event a StreamResponse,
 // GetTask's and CancelTask's a Task, for a streaming agent and a failing
-// one; the card an AgentCard (with 0.3's fields beside). HTTP+JSON's
+// one; the card an AgentCard (with 0.3's fields beside); ListTasks's a
+// ListTasksResponse over both bindings, a subscription's first event a
+// StreamResponse over both. HTTP+JSON's
 // answers are checked in TestRESTMessage, TestRESTStream and
 // TestRESTGeminiEnterprise.
 func TestProtoJSON(t *testing.T) {
@@ -319,4 +324,57 @@ func TestProtoJSON(t *testing.T) {
 		t.Fatalf("the card: %d", resp.StatusCode)
 	}
 	checkProto(t, "the card", b, "AgentCard", "url", "protocolVersion", "preferredTransport", "additionalInterfaces")
+
+	// ListTasks over both bindings, and a subscription's events (the
+	// task as it is, then its updates) over both.
+	r = call(t, url, "1.0", `{"jsonrpc":"2.0","id":5,"method":"ListTasks","params":{"includeArtifacts":true}}`)
+	checkProto(t, "ListTasks's result", r.Result, "ListTasksResponse")
+	resp, b = restDo(t, "GET", url+"/tasks?includeArtifacts=true", "1.0", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /tasks: %d %s", resp.StatusCode, b)
+	}
+	checkProto(t, "GET /tasks", b, "ListTasksResponse")
+	held, _ := holdStream(t, url)
+	sub := rpc(t, url, "1.0", `{"jsonrpc":"2.0","id":6,"method":"SubscribeToTask","params":{"id":"`+held.ID+`"}}`)
+	defer sub.Body.Close()
+	checkProto(t, "SubscribeToTask's first event", firstData(t, sub, true), "StreamResponse")
+	rest := restSubscribe(t, url+"/tasks/"+held.ID+":subscribe")
+	defer rest.Body.Close()
+	checkProto(t, "POST /tasks/{id}:subscribe's first event", firstData(t, rest, false), "StreamResponse")
+}
+
+// firstData is the first SSE data of resp: the result of its JSON-RPC
+// response (rpc), or the data itself.
+func firstData(t *testing.T, resp *http.Response, rpc bool) []byte {
+	t.Helper()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if rpc {
+				return decode[rpcResult](t, []byte(data)).Result
+			}
+			return []byte(data)
+		}
+	}
+	t.Fatalf("no event: %v", sc.Err())
+	return nil
+}
+
+// restSubscribe POSTs an HTTP+JSON 1.0 subscription, its stream open.
+func restSubscribe(t *testing.T, url string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, http.NoBody)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	return resp
 }

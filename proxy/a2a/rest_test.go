@@ -15,40 +15,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-
-	"github.com/sidecar-dev/sidecar/config"
-	"github.com/sidecar-dev/sidecar/dialect"
-	"github.com/sidecar-dev/sidecar/proxy"
-	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // serveMounted runs the sidecar with the A2A door calling method mounted
-// at /a2a on a listener it shares (proxy.Mounted, as on the platform's
-// listener: every other path 404), and returns the mount's URL.
+// at /a2a on a listener it shares, and returns the mount's URL.
 func serveMounted(t *testing.T, method string) string {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", startAgent(t))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := upstream.New(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	door := newDoor(t, cfg, Options{Method: method, Mount: "/a2a", Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
-	agentOf := dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}
-	s := &proxy.Server{Config: cfg, Agent: agentOf}
-	h := proxy.Mounted(http.NotFoundHandler(), []proxy.Mount{{Path: "/a2a", Claims: []config.Claim{{Path: "/a2a", Tree: true}}, Handler: s.HandlerFor(door)}})
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		client.Close()
-	})
-	return srv.URL + "/a2a"
+	url, _, _ := serveAt(t, method, testMap, startAgent(t), "/a2a")
+	return url
 }
 
 // TestJSClientREST: the A2A project's JavaScript SDK over HTTP+JSON,

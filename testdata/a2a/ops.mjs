@@ -80,7 +80,9 @@ async function talk(label, client) {
   });
 }
 
-const v1 = await new ClientFactory().createFromUrl(url);
+// The card's whole URL: given a base, the SDK reads the host's root, not
+// a mounted door's.
+const v1 = await new ClientFactory().createFromUrl(`${url}/.well-known/agent-card.json`, "");
 await talk("1.0", v1);
 const card = await (await fetch(`${url}/.well-known/agent-card.json`)).json();
 await talk("0.3", new Client(new LegacyJsonRpcTransport({ endpoint: card.url }), card));
