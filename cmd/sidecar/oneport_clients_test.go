@@ -135,10 +135,12 @@ func a2aClients(t *testing.T, agent, url, way string) {
 		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED",` + text,
 		`{"step":"1.0 stream",` + stream,
 		`{"step":"1.0 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"1.0 cancel","error":"`,
 		`{"step":"version","version":"0.3`,
 		`{"step":"0.3 send","state":"TASK_STATE_COMPLETED",` + text,
 		`{"step":"0.3 stream",` + stream,
 		`{"step":"0.3 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"0.3 cancel","error":"`,
 	})
 	key := "a2a-" + way
 	held := postHeld(t, url, `{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"hold-`+key+`"}]}}}`,

@@ -25,7 +25,8 @@ func sdkModules(t *testing.T) string {
 
 // TestJSClient: the A2A project's JavaScript SDK, as a 1.0 client (its
 // default, picking the card's 1.0 interface) and as a 0.3 one, fetches
-// the card, sends a message, streams one and gets the task, against the
+// the card, sends a message, streams one, gets the task and fails to
+// cancel it, ended (TaskNotCancelable), against the
 // sidecar in front of a streaming agent and a failing one.
 func TestJSClient(t *testing.T) {
 	got := runClient(t, serve(t, "stream_query"), serve(t, "fail"))
@@ -37,19 +38,23 @@ func TestJSClient(t *testing.T) {
 		`{"step":"1.0 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
 		`{"step":"1.0 stream",` + stream,
 		`{"step":"1.0 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"1.0 cancel","error":"`,
 		`{"step":"version","version":"0.3`,
 		`{"step":"0.3 send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time{\"n\":1`,
 		`{"step":"0.3 stream",` + stream,
 		`{"step":"0.3 get","state":"TASK_STATE_COMPLETED","same":true}`,
+		`{"step":"0.3 cancel","error":"`,
 		`{"step":"card","name":"Story agent","streaming":true,"interfaces":["JSONRPC 1.0","JSONRPC 0.3","HTTP+JSON 1.0","HTTP+JSON 0.3"]}`,
 		`{"step":"version","version":"1.0"}`,
 		`{"step":"1.0 send","state":"TASK_STATE_FAILED","text":"partial","message":"the model is overloaded"}`,
 		`{"step":"1.0 stream",` + failed,
 		`{"step":"1.0 get","state":"TASK_STATE_FAILED","same":true}`,
+		`{"step":"1.0 cancel","error":"`,
 		`{"step":"version","version":"0.3`,
 		`{"step":"0.3 send","state":"TASK_STATE_FAILED","text":"partial","message":"the model is overloaded"}`,
 		`{"step":"0.3 stream",` + failed,
 		`{"step":"0.3 get","state":"TASK_STATE_FAILED","same":true}`,
+		`{"step":"0.3 cancel","error":"`,
 	}
 	checkLines(t, got, want)
 }
@@ -65,9 +70,10 @@ func TestJSClientEmitText(t *testing.T) {
 		want = append(want, `{"step":"version","version":"`+v,
 			`{"step":"`+v+` send","state":"TASK_STATE_COMPLETED","text":"[hi] once upon a time","message":""}`,
 			`{"step":"`+v+` stream",`+stream,
-			`{"step":"`+v+` get","state":"TASK_STATE_COMPLETED","same":true}`)
+			`{"step":"`+v+` get","state":"TASK_STATE_COMPLETED","same":true}`,
+			`{"step":"`+v+` cancel","error":"`)
 	}
-	checkLines(t, got[1:9], want)
+	checkLines(t, got[1:11], want)
 }
 
 // runClient runs client.mjs against a streaming agent's door and a failing
@@ -94,8 +100,8 @@ func runClient(t *testing.T, streamURL, failURL string) []string {
 		}
 		got = append(got, line)
 	}
-	if len(got) != 18 {
-		t.Fatalf("client.mjs printed %d lines, want 18:\n%s", len(got), out)
+	if len(got) != 22 {
+		t.Fatalf("client.mjs printed %d lines, want 22:\n%s", len(got), out)
 	}
 	return got
 }

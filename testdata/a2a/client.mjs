@@ -13,7 +13,8 @@
 // interface, A2A-Version: 1.0) and as an A2A 0.3 client (the SDK's 0.3
 // JSON-RPC transport at the card's 0.3 url). Each way it sends a message
 // (message/send, SendMessage) and streams one (message/stream,
-// SendStreamingMessage), then asks for the task (tasks/get, GetTask). It
+// SendStreamingMessage), then asks for the task (tasks/get, GetTask) and to cancel it, ended
+// (tasks/cancel, CancelTask: TaskNotCancelable). It
 // prints one JSON line per step, which the test compares; a step that
 // throws prints its error.
 import { client, compat, say, message, partsText, state } from "./common.mjs";
@@ -61,6 +62,12 @@ async function talk(label, url, client) {
   await step(`${label} get`, async () => {
     const task = await client.getTask({ id: taskId, tenant: "" });
     return { state: state(task.status?.state), same: task.id === taskId };
+  });
+  // An ended task cannot be canceled: TaskNotCancelable, as the SDK
+  // reads the door's error.
+  await step(`${label} cancel`, async () => {
+    const task = await client.cancelTask({ id: taskId, tenant: "" });
+    return { state: state(task.status?.state) };
   });
 }
 
