@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -129,8 +130,8 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay, second bool) {
 		base := on(t, "127.0.0.1", "stream_hold", "", agent).url
 		req := spec.Request(base, "stream_hold", true)
 		req.Header.Set("Authorization", "Bearer owner")
-		_, resp := call(t, req)
-		defer resp.Body.Close()
+		conn, resp := call(t, req)
+		defer conn.Close() // the stream's end: its caller leaves
 		agent.waitHeld(t, 1)
 		first, err := bufio.NewReader(resp.Body).ReadString('\n')
 		if resp.StatusCode != http.StatusOK || err != nil {
@@ -480,6 +481,15 @@ var a2aREST = core.Probe{
 	LongID: func(base, _ string, n int) *http.Request {
 		r := core.JSONRequest(base+"/message:send", fmt.Sprintf(`{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":"hi"}]}}`, strings.Repeat("i", n)))
 		r.Header.Set("A2A-Version", "1.0")
+		return r
+	},
+	// GET /tasks/{id} of the task the stream's first event names.
+	Owned: func(base string, first []byte, auth string) *http.Request {
+		var v struct{ Task struct{ ID string } }
+		json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(first), []byte("data: ")), &v)
+		r, _ := http.NewRequest(http.MethodGet, base+"/tasks/"+v.Task.ID, http.NoBody)
+		r.Header.Set("A2A-Version", "1.0")
+		r.Header.Set("Authorization", auth)
 		return r
 	},
 }
