@@ -6,14 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/deploy"
-	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // The flags of `sidecar deploy-request`: register adds them to the
@@ -206,7 +205,7 @@ func parseMethod(s string) (deploy.ClassMethod, error) {
 // each prefixed "sidecar deploy-request: ".
 func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error {
 	opts := f.opts
-	card, err := f.a2aCard(cfg)
+	card, a2aWarnings, err := f.a2aCard(cfg)
 	if err != nil {
 		return errors.New(requestPrefix + err.Error())
 	}
@@ -215,7 +214,7 @@ func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error
 	if err != nil {
 		return errors.New(requestPrefix + strings.ReplaceAll(err.Error(), "\n", "\n"+requestPrefix))
 	}
-	for _, w := range f.a2aWarnings(cfg) {
+	for _, w := range a2aWarnings {
 		fmt.Fprintln(stderr, requestPrefix+"warning:", w)
 	}
 	for _, w := range deploy.Warnings(cfg, opts) {
@@ -235,61 +234,18 @@ func (f *requestFlags) write(cfg *config.Config, stdout, stderr io.Writer) error
 
 const requestPrefix = "sidecar deploy-request: "
 
-// a2aCard is the card --a2a declares: the one the mounted A2A door
-// serves (a2a.CardOf), advertising --a2a-url, else protocols.a2a.url,
-// else the local URL `sidecar a2a-card` prints. It is read with no
-// environment: the request depends on the map and the flags only, and
-// the engine's id, which the platform's URL of the mount needs, exists
-// only once the engine is created. Nil without --a2a.
-func (f *requestFlags) a2aCard(cfg *config.Config) (json.RawMessage, error) {
+// a2aCard is the card --a2a declares and its advice: the A2A door's
+// registration builds it (doors.DeployCard), advertising --a2a-url when
+// given. Nil without --a2a.
+func (f *requestFlags) a2aCard(cfg *config.Config) (json.RawMessage, []string, error) {
 	if !f.a2a {
 		if f.a2aURL != "" {
-			return nil, errors.New("--a2a-url: needs --a2a (the card it is the URL of)")
+			return nil, nil, errors.New("--a2a-url: needs --a2a (the card it is the URL of)")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
-	door := cfg.Protocols.Door(a2a.Name)
-	switch {
-	case door == nil:
-		return nil, errors.New("--a2a: the config has no protocols.a2a, the door whose card it declares")
-	case door.Mount == "":
-		return nil, fmt.Errorf("--a2a: protocols.a2a listens on its own port (%s), which Agent Platform never calls: it calls one port; mount the door on it (mount: /a2a)", door.Listen)
-	}
-	if f.a2aURL != "" {
-		if u, err := url.Parse(f.a2aURL); err != nil || !u.IsAbs() || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("--a2a-url %q: not an http or https URL", f.a2aURL)
-		}
-	}
-	card, err := a2a.CardOf(cfg, f.a2aURL, func(string) string { return "" })
-	if err != nil {
-		return nil, fmt.Errorf("--a2a: building the card: %w", err)
-	}
-	return card, nil
+	return doors.DeployCard(doors.All, cfg, f.a2aURL)
 }
-
-// a2aWarnings are --a2a's advice: a mount other than the template's
-// /a2a, and a card that advertises a local URL.
-func (f *requestFlags) a2aWarnings(cfg *config.Config) []string {
-	door := cfg.Protocols.Door(a2a.Name)
-	if !f.a2a || door == nil {
-		return nil
-	}
-	var w []string
-	if door.Mount != a2aTemplateMount {
-		w = append(w, fmt.Sprintf("--a2a: protocols.a2a is mounted at %s, not %s, where Google's A2A template serves its routes (what the platform's managed A2A path would reach, if it reaches a custom container at all)", door.Mount, a2aTemplateMount))
-	}
-	if card, err := a2a.CardOf(cfg, f.a2aURL, func(string) string { return "" }); err == nil {
-		var c struct{ URL string }
-		json.Unmarshal(card, &c)
-		if u, err := url.Parse(c.URL); err == nil && u.Hostname() == "localhost" {
-			w = append(w, fmt.Sprintf("--a2a: the card advertises %s (no --a2a-url, no protocols.a2a.url): once the engine exists, update it with --a2a-url set to its passthrough URL, https://LOCATION-aiplatform.googleapis.com/reasoningEngines/v1/projects/PROJECT/locations/LOCATION/reasoningEngines/ID/api%s", c.URL, door.Mount))
-		}
-	}
-	return w
-}
-
-// a2aTemplateMount is the path prefix of Google's A2A template's routes.
-const a2aTemplateMount = "/a2a"
 
 func intFlag(p **int) func(string) error {
 	return func(s string) error {

@@ -45,9 +45,10 @@ var Protocol = core.Protocol[Options]{
 		o.onPlatform(host.Getenv)
 		return o
 	},
-	Probe:    probe,
-	Example:  example,
-	Commands: []core.Command{cardCommand},
+	Probe:      probe,
+	Example:    example,
+	Commands:   []core.Command{cardCommand},
+	DeployCard: deployCard,
 }
 
 // Options are what the door serves besides the method map.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"flag"
 	"io"
 
@@ -36,6 +37,11 @@ type Protocol[O any] struct {
 	// what sidecar dev's playground shows for every enabled door. Nil:
 	// the door shows none.
 	Example func(base string, door *config.Door) Example
+	// DeployCard, for a door Agent Platform's create request can declare
+	// (A2A's agent card, `sidecar deploy-request --a2a`), is that card
+	// for cfg, advertising url when not "", and the advice for it; an
+	// error when cfg's door cannot be declared. Nil: none.
+	DeployCard func(cfg *config.Config, url string) (card json.RawMessage, warnings []string, err error)
 	// Commands are the subcommands of the sidecar binary the door brings
 	// (A2A's `sidecar a2a-card`): the program lists and runs them as it
 	// finds them here, naming no door. Nil: none.

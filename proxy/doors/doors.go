@@ -8,6 +8,7 @@
 package doors
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -51,6 +52,9 @@ type Door struct {
 	// Commands are the subcommands it brings to the binary (the
 	// Protocol's).
 	Commands []core.Command
+	// DeployCard is the card the platform's create request declares for
+	// it (the Protocol's; nil: none).
+	DeployCard func(cfg *config.Config, url string) (json.RawMessage, []string, error)
 }
 
 // URL is the door's URL for its section door (nil for agent_platform)
@@ -79,7 +83,7 @@ func (d Door) URL(listener string, door *config.Door) string {
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, Commands: p.Commands, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, Commands: p.Commands, DeployCard: p.DeployCard, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)
@@ -129,4 +133,16 @@ func Build(list []Door, cfg *config.Config, name string, host core.Host) (proxy.
 		}
 	}
 	return nil, fmt.Errorf("unknown protocol %q", name)
+}
+
+// DeployCard is the card deploy-request --a2a declares: the one list's
+// door that declares a card builds it for cfg, advertising url when not
+// "" (core.Protocol.DeployCard), with its advice.
+func DeployCard(list []Door, cfg *config.Config, url string) (json.RawMessage, []string, error) {
+	for _, d := range list {
+		if d.DeployCard != nil {
+			return d.DeployCard(cfg, url)
+		}
+	}
+	return nil, nil, fmt.Errorf("no door declares an agent card")
 }
