@@ -206,6 +206,12 @@ type Limits struct {
 	// used is forgotten, and its client, answered 404, initializes again.
 	// Default: 10000.
 	MCPSessions int
+	// Subscriptions caps the task subscriptions served at once (A2A's
+	// SubscribeToTask and tasks/resubscribe): each holds a connection, a
+	// goroutine and a queue of the task's events (parts shared with the
+	// task store, never copied). Past it a subscription is refused.
+	// Default: 256.
+	Subscriptions int
 }
 
 // Admin is the private listener: /metrics and /healthz, never on the

@@ -202,6 +202,7 @@ func TestKeysTable(t *testing.T) {
 		"limits.body_timeout":              c.Limits.BodyTimeout,
 		"limits.task_store_bytes":          c.Limits.TaskStoreBytes,
 		"limits.mcp_sessions":              c.Limits.MCPSessions,
+		"limits.subscriptions":             c.Limits.Subscriptions,
 		"admin.listen":                     c.Admin.Listen,
 		"shutdown.drain":                   c.Shutdown.Drain,
 		"shutdown.agent_grace":             c.Shutdown.AgentGrace,

@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -138,7 +138,7 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			default:
 				l.BodyTimeout = d
 			}
-		case "concurrency", "queue", "mcp_sessions":
+		case "concurrency", "queue", "mcp_sessions", "subscriptions":
 			v, ok := p.count(e, key, "")
 			if !ok {
 				continue
@@ -149,6 +149,10 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 					continue
 				}
 				l.MCPSessions = v
+				continue
+			}
+			if e.name == "subscriptions" {
+				l.Subscriptions = v // 0: none served
 				continue
 			}
 			if e.name == "concurrency" {

@@ -31,7 +31,7 @@ func (r *benchRecords) Close()         {}
 func BenchmarkStream(b *testing.B) {
 	for _, op := range []string{"stream", "send"} {
 		b.Run(op, func(b *testing.B) {
-			tasks := newStore(1<<30, 1<<30)
+			tasks := newStore(1<<30, 1<<30, 256)
 			b.ReportAllocs()
 			for b.Loop() {
 				t, _ := tasks.open(message{}, core.Owner{})

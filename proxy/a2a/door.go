@@ -33,7 +33,7 @@ type Door struct {
 // that name, else the "*" entry (streaming first). Its task store keeps
 // limits.task_store_bytes, each task's artifact at most limits.reply_bytes.
 func New(cfg *config.Config, opts Options) (*Door, error) {
-	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes)}
+	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes, cfg.Limits.Subscriptions)}
 	for _, m := range cfg.Methods {
 		if m.Name == opts.Method {
 			d.method = m

@@ -353,7 +353,7 @@ func TestSubscribe(t *testing.T) {
 }
 
 // TestSubscribersBounded: a task takes at most maxTaskSubscribers
-// subscribers, the door maxSubscribers in all: far more callers than
+// subscribers, the door limits.subscriptions in all: far more callers than
 // either are refused with an error saying so, and a subscriber whose
 // caller leaves frees its place. A subscription on a unary method's
 // agent (its card declares no streaming) is UnsupportedOperation.
@@ -403,6 +403,19 @@ func TestSubscribersBounded(t *testing.T) {
 		if r := call(t, url, "", idParams("tasks/resubscribe", other)); r.Error == nil || r.Error.Code != codeInternal || !strings.Contains(r.Error.Message, "subscriptions") {
 			t.Fatalf("a subscriber past maxSubs: %+v, want %d", r.Error, codeInternal)
 		}
+	}
+
+	// The total as the map sets it.
+	capped, _, _ := serveMap(t, "gated", strings.Replace(gatedMap, "limits: {", "limits: {subscriptions: 1, ", 1), gatedAgent(t, release))
+	var ids []string
+	for range 2 {
+		resp := rpc(t, capped, "", send0("1", "message/stream", "hi"))
+		t.Cleanup(func() { resp.Body.Close() })
+		ids = append(ids, nextEvent(t, bufio.NewScanner(resp.Body)).ID)
+	}
+	subscribe(t, capped, "", "", idParams("tasks/resubscribe", ids[0]))
+	if r := call(t, capped, "", idParams("tasks/resubscribe", ids[1])); r.Error == nil || r.Error.Code != codeInternal || !strings.Contains(r.Error.Message, "serves 1 subscriptions") {
+		t.Errorf("a second subscriber under limits.subscriptions 1: %+v, want %d saying the most is 1", r.Error, codeInternal)
 	}
 
 	unary := serve(t, "query")

@@ -16,7 +16,7 @@ import (
 
 // The bounds on subscriptions (SubscribeToTask, tasks/resubscribe). Each
 // subscriber holds a connection and a goroutine, so there are at most
-// maxSubscribers in all, maxTaskSubscribers of one task. A subscriber is
+// limits.subscriptions in all, maxTaskSubscribers of one task. A subscriber is
 // sent its task's events through a queue of at most lagEvents events and
 // lagBytes bytes of parts (one event whatever its size: a record is at
 // most limits.record_bytes): one that falls further behind, a caller
@@ -24,7 +24,6 @@ import (
 // than let the queue grow. The parts are the task's own, shared by every
 // subscriber and the store, never copied per subscriber.
 const (
-	maxSubscribers     = 256
 	maxTaskSubscribers = 8
 	lagEvents          = 256
 	lagBytes           = 4 << 20

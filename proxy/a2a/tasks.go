@@ -59,9 +59,12 @@ type store struct {
 	subs  int // the subscribers of every task
 }
 
-func newStore(limit, partLimit int64) *store {
+// newStore is a store of limit bytes of tasks, partLimit of one task's
+// artifact, serving subs subscriptions at once (limits.subscriptions), at
+// most maxTaskSubscribers of one task.
+func newStore(limit, partLimit int64, subs int) *store {
 	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task),
-		maxSubs: maxSubscribers, maxTaskSubs: maxTaskSubscribers, lagEvents: lagEvents, lagBytes: lagBytes}
+		maxSubs: subs, maxTaskSubs: min(maxTaskSubscribers, subs), lagEvents: lagEvents, lagBytes: lagBytes}
 }
 
 // open makes owner's task of a new message. A message naming a task is
