@@ -114,3 +114,25 @@ func TestStoreUnreachableAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreHealthDetail: the admin listener's /healthz says why the store
+// is unreachable (the public port's says only that it is).
+func TestStoreHealthDetail(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer agent.Close()
+	_, logs := startSidecarLogs(t, "upstream: {url: \""+agent.URL+"\"}\nmethods: {query: {}}\nadmin: {listen: \"127.0.0.1:0\"}\n"+
+		"state: {store: redis, redis: {url: \""+srv.URL()+"\"}}\n")
+	admin := "http://" + logs.addr(t, "admin") + "/healthz"
+	srv.Stop()
+	resp, err := testClient.Get(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `"store":"unreachable","store_detail":"pinging redis at ` + srv.Addr() + `: `
+	if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+		t.Errorf("admin /healthz with Redis down = %d %s, want 200 with %s…", resp.StatusCode, b, want)
+	}
+}
