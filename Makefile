@@ -28,12 +28,13 @@ run: build
 
 # What the tests need, installed before any test starts (no test installs:
 # one that finds its packages missing fails at once, naming `make deps`):
-# python3, node, npm, chromium and curl (the docs' examples) (from apt-get
+# python3, node, npm, chromium, curl (the docs' examples) and redis-server
+# (the state store's tests, a Redis on a free loopback port) (from apt-get
 # when one is missing and we are root, else a message naming them), then
 # every testdata/*/install.sh, whose npm package sets go into
 # $${SIDECAR_CACHE:-.cache} (a no-op while the cache is current; a cold one
 # takes a few minutes).
-DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl
+DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl redis-server:redis-server
 deps:
 	@missing=; for t in $(DEPS_TOOLS); do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \

@@ -34,6 +34,9 @@ type Config struct {
 	// Protocols are the front doors served, each on its own listener.
 	Protocols Protocols
 
+	// State is where A2A tasks and MCP sessions are kept (state).
+	State State
+
 	// TrustedHosts are host names (lower case, no port) a request on a
 	// loopback connection may carry as its Host besides localhost and the
 	// loopback IPs: the public name a gateway on the same machine or pod

@@ -91,6 +91,7 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
 	c.ADK.Keys = "as_is"
 	c.Protocols.AgentPlatform = true
+	c.State = State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix}}
 
 	root, ok := p.document(data)
 	if !ok {
@@ -148,8 +149,10 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 			c.TrustedHosts = p.trustedHosts(e)
 		case "keep_alive_probe":
 			p.keepAlive(e, &c.KeepAlive)
+		case "state":
+			p.state(e, &c.State)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "state", "methods")
 		}
 	}
 	if c.KeepAlive.Path != "" && !c.Protocols.AgentPlatform {

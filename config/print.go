@@ -62,6 +62,11 @@ func (c *Config) Expanded() []byte {
 	if c.KeepAlive.Path != "" {
 		root.Content = append(root.Content, scalar("keep_alive_probe"), mapping("path", scalar(c.KeepAlive.Path), "max_seconds", value(c.KeepAlive.MaxSeconds)))
 	}
+	if c.State.Store == StoreRedis {
+		// The URL as written: a ${NAME} secret stays a reference.
+		root.Content = append(root.Content, scalar("state"), mapping("store", scalar(c.State.Store),
+			"redis", mapping("url", quoted(c.State.Redis.URL), "key_prefix", scalar(c.State.Redis.KeyPrefix))))
+	}
 	if len(c.TrustedHosts) > 0 {
 		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))
 	}

@@ -26,6 +26,9 @@ type Server struct {
 	// Prober reports the agent's readiness. If nil, the agent is taken to
 	// be ready and /healthz reports only the sidecar.
 	Prober Prober
+	// Store is the shared state's store (state.store: redis), whose
+	// reachability /healthz reports. If nil, /healthz says nothing of it.
+	Store Store
 	// ReadyWait is how long a call waits for an agent that is not ready
 	// before it is answered 503. Zero means it does not wait.
 	ReadyWait time.Duration
@@ -66,6 +69,17 @@ type Server struct {
 	live   *call
 	ended  error
 }
+
+// Store is the state store as /healthz sees it (state.Redis is one).
+type Store interface {
+	// Ping checks that the store answers, within ctx.
+	Ping(ctx context.Context) error
+}
+
+// storeHealthWait bounds /healthz's ping of the store: under a platform
+// probe's own timeout (Cloud Run's default is 1 s), so that a store that
+// does not answer reads "unreachable" rather than failing the probe.
+const storeHealthWait = 800 * time.Millisecond
 
 // Prober reports the agent's readiness (upstream.Prober does).
 type Prober interface {
@@ -188,20 +202,26 @@ func (s *Server) Ready() bool {
 }
 
 // ServeHealth answers the Door's health routes (/healthz): 200 while the agent is ready, 503 while it is
-// not or the sidecar drains. Why the agent is not ready (a dial error can
+// not or the sidecar drains. With a Store, its reachability is one more
+// field ("store": "ok" or "unreachable") that never changes the status. Why the agent is not ready (a dial error can
 // name its socket) is not said on the public port: it is logged, and
 // ServeHealthDetail says it.
-func (s *Server) ServeHealth(w http.ResponseWriter, _ *http.Request) { s.serveHealth(w, false) }
+func (s *Server) ServeHealth(w http.ResponseWriter, r *http.Request) { s.serveHealth(w, r, false) }
 
 // ServeHealthDetail answers as ServeHealth does, with why the agent is not
 // ready: for the private admin listener.
-func (s *Server) ServeHealthDetail(w http.ResponseWriter, _ *http.Request) { s.serveHealth(w, true) }
+func (s *Server) ServeHealthDetail(w http.ResponseWriter, r *http.Request) { s.serveHealth(w, r, true) }
 
-func (s *Server) serveHealth(w http.ResponseWriter, full bool) {
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request, full bool) {
 	type health struct {
 		Status string `json:"status"`
 		Agent  string `json:"agent,omitempty"`
 		Detail string `json:"detail,omitempty"`
+		// Store is the state store's reachability, "ok" or
+		// "unreachable", with state.store: redis; StoreDetail, why,
+		// on the admin listener only.
+		Store       string `json:"store,omitempty"`
+		StoreDetail string `json:"store_detail,omitempty"`
 	}
 	h, code := health{Status: "ok"}, http.StatusOK
 	if s.Prober != nil {
@@ -220,6 +240,21 @@ func (s *Server) serveHealth(w http.ResponseWriter, full bool) {
 	}
 	if s.draining.Load() {
 		h, code = health{Status: "draining", Detail: "sidecar is shutting down"}, http.StatusServiceUnavailable
+	}
+	if s.Store != nil {
+		// A store outage does not fail the probe: the stateless doors
+		// still serve, and a platform that restarts the container for
+		// it would take them down too (docs/operations.md).
+		ctx, cancel := context.WithTimeout(r.Context(), storeHealthWait)
+		err := s.Store.Ping(ctx)
+		cancel()
+		h.Store = "ok"
+		if err != nil {
+			h.Store = "unreachable"
+			if full {
+				h.StoreDetail = err.Error()
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

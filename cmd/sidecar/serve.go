@@ -37,6 +37,16 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		}
 		return &exitError{code: 1, msg: "sidecar: " + err.Error()}
 	}
+	store, err := openStore(ctx, cfg, aio.env, logger)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
 	client, err := upstream.New(cfg, logger)
 	if err != nil {
 		if ln != nil {
@@ -73,6 +83,9 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		MaxRecord: cfg.Limits.RecordBytes}
 	s := &proxy.Server{Config: cfg, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT"), Tracer: spans.Tracer()}
+	if store != nil {
+		s.Store = store
+	}
 	served, err := openDoors(cfg, s, ln, aio.env, logger, lim)
 	if err != nil {
 		return err
