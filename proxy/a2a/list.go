@@ -242,12 +242,7 @@ func (d *Door) serveList(v version, req request, owner core.Owner) *core.Answer 
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
 	}
 	page, next, total := d.tasks.list(owner, f)
-	objs := make([]any, len(page))
-	var texts []*frames.Text
-	for i := range page {
-		objs[i] = v.task(&page[i])
-		texts = append(texts, page[i].texts()...)
-	}
+	objs, texts := v.tasks(page)
 	a := answer(req, listResult{objs, next, f.pageSize, total}, nil)
 	if len(texts) > 0 && a.Body != nil {
 		var b bytes.Buffer
@@ -255,6 +250,18 @@ func (d *Door) serveList(v version, req request, owner core.Owner) *core.Answer 
 		a.Body = b.Bytes()
 	}
 	return a
+}
+
+// tasks are a ListTasks page's tasks as v shapes them, and the texts to
+// write in place of their marks (writeText), in both bindings.
+func (v version) tasks(page []task) ([]any, []*frames.Text) {
+	objs := make([]any, len(page))
+	var texts []*frames.Text
+	for i := range page {
+		objs[i] = v.task(&page[i])
+		texts = append(texts, page[i].texts()...)
+	}
+	return objs, texts
 }
 
 // listResult is ListTasksResponse.

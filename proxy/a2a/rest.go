@@ -10,7 +10,6 @@ import (
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
-	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 )
 
 // The HTTP+JSON binding's routes (A2A 1.0 §11.3, a2a.proto's
@@ -232,11 +231,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 		if rerr != nil {
 			return fail(rerr.Code, "%s", rerr.Message)
 		}
-		return core.Exchange{Call: core.Call{Name: name}}, &core.Answer{
-			Status: http.StatusOK, Outcome: metrics.OK,
-			Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"}},
-			Stream: stream,
-		}
+		return core.Exchange{Call: core.Call{Name: name}}, streamAnswer(stream)
 	case RoutePushConfigs:
 		return fail(codePushUnsupported, "push notifications are not supported by this agent (its card says capabilities.pushNotifications: false)")
 	case RouteExtendedCard:
@@ -284,12 +279,7 @@ func (d *Door) restTask(v version, route, id string, owner core.Owner) *core.Ans
 // ListTasksResponse as serveList writes it, without the envelope.
 func (d *Door) restList(v version, owner core.Owner, f listFilter) *core.Answer {
 	page, next, total := d.tasks.list(owner, f)
-	objs := make([]any, len(page))
-	var texts []*frames.Text
-	for i := range page {
-		objs[i] = v.task(&page[i])
-		texts = append(texts, page[i].texts()...)
-	}
+	objs, texts := v.tasks(page)
 	a := &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(v, true)}}}
 	var b bytes.Buffer
 	writeText(&b, restFrame(listResult{objs, next, f.pageSize, total}), texts)

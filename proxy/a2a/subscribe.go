@@ -277,6 +277,12 @@ func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.An
 	if rerr != nil {
 		return answer(req, nil, rerr)
 	}
+	return streamAnswer(stream)
+}
+
+// streamAnswer is the answer of a subscription, in either binding: SSE
+// its stream writes.
+func streamAnswer(stream func(ctx context.Context, w http.ResponseWriter) (int, int64)) *core.Answer {
 	return &core.Answer{
 		Status: http.StatusOK, Outcome: metrics.OK,
 		Header: http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"}},
