@@ -108,14 +108,16 @@ func TestStartError(t *testing.T) {
 // groupScript is a wrapper shell whose background grandchild (python)
 // records the SIGTERM it gets in the file named by $1 and its pid in $2,
 // once its handler is in place.
+// grandchild blocks SIGTERM before it says it is ready, then waits for
+// it with sigwait: a handler and a sleep would miss a SIGTERM landing
+// between the handler's last check and the sleep's start (the sleep then
+// runs its whole length), a window a loaded machine widens.
 const grandchild = `
-import os, signal, sys, time
-def on_term(*_):
-    open(sys.argv[1], "w").write("term")
-    sys.exit(0)
-signal.signal(signal.SIGTERM, on_term)
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
 open(sys.argv[2], "w").write(str(os.getpid()))
-time.sleep(30)
+if signal.sigtimedwait([signal.SIGTERM], 30) is not None:
+    open(sys.argv[1], "w").write("term")
 `
 
 // startWrapper starts `sh -c 'trap "exit 7" TERM; python3 grandchild & wait'`
