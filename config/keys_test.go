@@ -212,6 +212,8 @@ func TestKeysTable(t *testing.T) {
 		"adk.keys":                         c.ADK.Keys,
 		"state.store":                      c.State.Store,
 		"state.redis.key_prefix":           c.State.Redis.KeyPrefix,
+		"state.redis.task_ttl":             c.State.Redis.TaskTTL,
+		"state.redis.lease":                c.State.Redis.Lease,
 		"methods.<name>.mode":              string(m.Mode),
 		"methods.<name>.call":              strings.Replace(m.Verb+" "+m.Path, "/query", "/<name>", 1),
 		"methods.<name>.body":              string(m.Body),

@@ -91,7 +91,7 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 	c.Shutdown = Shutdown{Drain: 6 * time.Second, AgentGrace: 3 * time.Second}
 	c.ADK.Keys = "as_is"
 	c.Protocols.AgentPlatform = true
-	c.State = State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix}}
+	c.State = State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix, TaskTTL: DefaultTaskTTL, Lease: DefaultLease}}
 
 	root, ok := p.document(data)
 	if !ok {

@@ -65,7 +65,8 @@ func (c *Config) Expanded() []byte {
 	if c.State.Store == StoreRedis {
 		// The URL as written: a ${NAME} secret stays a reference.
 		root.Content = append(root.Content, scalar("state"), mapping("store", scalar(c.State.Store),
-			"redis", mapping("url", quoted(c.State.Redis.URL), "key_prefix", scalar(c.State.Redis.KeyPrefix))))
+			"redis", mapping("url", quoted(c.State.Redis.URL), "key_prefix", scalar(c.State.Redis.KeyPrefix),
+				"task_ttl", scalar(c.State.Redis.TaskTTL.String()), "lease", scalar(c.State.Redis.Lease.String()))))
 	}
 	if len(c.TrustedHosts) > 0 {
 		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -19,6 +20,18 @@ const (
 
 // DefaultKeyPrefix is state.redis.key_prefix when the file sets none.
 const DefaultKeyPrefix = "sidecar"
+
+// The defaults of state.redis.task_ttl and state.redis.lease.
+const (
+	// DefaultTaskTTL is how long an ended A2A task stays in the store.
+	DefaultTaskTTL = 24 * time.Hour
+	// DefaultLease is how long a running A2A task's replica may go
+	// silent before the other replicas take the task as failed.
+	DefaultLease = 15 * time.Second
+	// MinLease is the shortest lease: it is renewed a third of it
+	// apart, and a renewal is a round trip to Redis.
+	MinLease = time.Second
+)
 
 // State is where the state that outlives one call lives (state).
 type State struct {
@@ -42,6 +55,14 @@ type RedisState struct {
 	// KeyPrefix starts every key the sidecar writes, so that deployments
 	// can share a server. Default: DefaultKeyPrefix.
 	KeyPrefix string
+	// TaskTTL is how long an ended A2A task is kept (tasks/get, list)
+	// after it ended. Default: DefaultTaskTTL.
+	TaskTTL time.Duration
+	// Lease is how long a replica's hold of a running A2A task lasts
+	// unless renewed (it is, a third of it apart, while the task runs):
+	// a task whose replica died shows failed on the others within it.
+	// Default: DefaultLease.
+	Lease time.Duration
 	// Line is where the redis section is declared, for messages.
 	Line int
 }
@@ -127,7 +148,7 @@ func (p *parser) state(e entry, s *State) {
 
 // redisState decodes state.redis.
 func (p *parser) redisState(e entry, path string, r *RedisState) {
-	if !p.mapping(e.val, path, "a mapping with url and key_prefix") {
+	if !p.mapping(e.val, path, "a mapping with url, key_prefix, task_ttl and lease") {
 		return
 	}
 	r.Line = e.key.Line
@@ -154,8 +175,27 @@ func (p *parser) redisState(e entry, path string, r *RedisState) {
 				continue
 			}
 			r.KeyPrefix = v
+		case "task_ttl", "lease":
+			d, err := duration(f.val)
+			if err != nil {
+				p.addf(f.val.Line, key, "%v", err)
+				continue
+			}
+			if f.name == "task_ttl" {
+				if d < time.Minute {
+					p.addf(f.val.Line, key, "%s is shorter than 1m: an ended task must outlive its caller's next tasks/get", d)
+					continue
+				}
+				r.TaskTTL = d
+				continue
+			}
+			if d < MinLease || d > 10*time.Minute {
+				p.addf(f.val.Line, key, "%s is not 1s to 10m (want e.g. 15s: a dead replica's tasks show failed within it)", d)
+				continue
+			}
+			r.Lease = d
 		default:
-			p.unknown(f, path, "url", "key_prefix")
+			p.unknown(f, path, "url", "key_prefix", "task_ttl", "lease")
 		}
 	}
 }

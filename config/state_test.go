@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestState: the state section decodes store and redis (memory and the
@@ -13,14 +14,14 @@ func TestState(t *testing.T) {
 		name, yaml string
 		want       State
 	}{
-		{"none", minimal, State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix}}},
-		{"memory", minimal + "state: {store: memory}\n", State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix}, Line: 3}},
+		{"none", minimal, State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix, TaskTTL: DefaultTaskTTL, Lease: DefaultLease}}},
+		{"memory", minimal + "state: {store: memory}\n", State{Store: StoreMemory, Redis: RedisState{KeyPrefix: DefaultKeyPrefix, TaskTTL: DefaultTaskTTL, Lease: DefaultLease}, Line: 3}},
 		{"redis from the environment", minimal + "state: {store: redis, redis: {url: \"${REDIS_URL}\", key_prefix: sidecar}}\n",
-			State{Store: StoreRedis, Redis: RedisState{URL: "${REDIS_URL}", KeyPrefix: "sidecar", Line: 3}, Line: 3}},
-		{"redis literal", minimal + "state:\n  store: redis\n  redis:\n    url: rediss://agent@cache.internal:6380/2\n    key_prefix: prod:agents\n",
-			State{Store: StoreRedis, Redis: RedisState{URL: "rediss://agent@cache.internal:6380/2", KeyPrefix: "prod:agents", Line: 5}, Line: 3}},
+			State{Store: StoreRedis, Redis: RedisState{URL: "${REDIS_URL}", KeyPrefix: "sidecar", TaskTTL: DefaultTaskTTL, Lease: DefaultLease, Line: 3}, Line: 3}},
+		{"redis literal", minimal + "state:\n  store: redis\n  redis:\n    url: rediss://agent@cache.internal:6380/2\n    key_prefix: prod:agents\n    task_ttl: 2h\n    lease: 5s\n",
+			State{Store: StoreRedis, Redis: RedisState{URL: "rediss://agent@cache.internal:6380/2", KeyPrefix: "prod:agents", TaskTTL: 2 * time.Hour, Lease: 5 * time.Second, Line: 5}, Line: 3}},
 		{"default prefix", minimal + "state: {store: redis, redis: {url: \"redis://127.0.0.1\"}}\n",
-			State{Store: StoreRedis, Redis: RedisState{URL: "redis://127.0.0.1", KeyPrefix: DefaultKeyPrefix, Line: 3}, Line: 3}},
+			State{Store: StoreRedis, Redis: RedisState{URL: "redis://127.0.0.1", KeyPrefix: DefaultKeyPrefix, TaskTTL: DefaultTaskTTL, Lease: DefaultLease, Line: 3}, Line: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,7 +36,8 @@ func TestState(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the expanded map: %v\n%s", err, c.Expanded())
 			}
-			if again.State.Store != tt.want.Store || again.State.Redis.URL != tt.want.Redis.URL || again.State.Redis.KeyPrefix != tt.want.Redis.KeyPrefix {
+			if again.State.Store != tt.want.Store || again.State.Redis.URL != tt.want.Redis.URL || again.State.Redis.KeyPrefix != tt.want.Redis.KeyPrefix ||
+				again.State.Redis.TaskTTL != tt.want.Redis.TaskTTL || again.State.Redis.Lease != tt.want.Redis.Lease {
 				t.Errorf("expanded and parsed again: %+v, want %+v\n%s", again.State, tt.want, c.Expanded())
 			}
 		})
@@ -65,7 +67,11 @@ func TestStateProblems(t *testing.T) {
 		{"empty prefix", "{store: redis, redis: {url: \"${REDIS_URL}\", key_prefix: \"\"}}", `sidecar.yaml:3: state.redis.key_prefix: "": want a non-empty prefix without spaces`},
 		{"spaced prefix", "{store: redis, redis: {url: \"${REDIS_URL}\", key_prefix: \"my app\"}}", `state.redis.key_prefix: "my app": want a non-empty prefix without spaces`},
 		{"unknown key", "{store: redis, redis: {url: \"${REDIS_URL}\"}, ttl: 1h}", `state.ttl: unknown key (want store or redis)`},
-		{"unknown redis key", "{store: redis, redis: {url: \"${REDIS_URL}\", db: 1}}", `state.redis.db: unknown key (want url or key_prefix)`},
+		{"unknown redis key", "{store: redis, redis: {url: \"${REDIS_URL}\", db: 1}}", `state.redis.db: unknown key (want url, key_prefix, task_ttl or lease)`},
+		{"short ttl", "{store: redis, redis: {url: \"${REDIS_URL}\", task_ttl: 10s}}", `state.redis.task_ttl: 10s is shorter than 1m`},
+		{"ttl no unit", "{store: redis, redis: {url: \"${REDIS_URL}\", task_ttl: 60}}", `state.redis.task_ttl: 60 has no unit`},
+		{"short lease", "{store: redis, redis: {url: \"${REDIS_URL}\", lease: 100ms}}", `state.redis.lease: 100ms is not 1s to 10m`},
+		{"long lease", "{store: redis, redis: {url: \"${REDIS_URL}\", lease: 1h}}", `state.redis.lease: 1h0m0s is not 1s to 10m`},
 		{"not a mapping", "redis", `sidecar.yaml:3: state: want a mapping with store and redis`},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -155,6 +157,11 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 	body, err := readBody(w, r, s.Config.Limits.RequestBytes)
 	if err != nil {
 		return err
+	}
+	if c.span != nil {
+		// The door's own round trips (the state store's) are the call's
+		// span's children.
+		r = r.WithContext(trace.ContextWithSpan(r.Context(), c.span))
 	}
 	ex, err := c.door.Open(s.Config, c.route, r, body)
 	c.method = ex.Call.Name

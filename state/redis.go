@@ -5,6 +5,8 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -38,6 +40,11 @@ type Redis struct {
 	host string
 	// Prefix starts every key (state.redis.key_prefix).
 	Prefix string
+	// TaskTTL and Lease are state.redis.task_ttl and state.redis.lease.
+	TaskTTL, Lease time.Duration
+	// Replica names this process among the replicas sharing the store:
+	// random, new at every start.
+	Replica string
 }
 
 // Open builds the client of st's server, its URL's ${NAME} references
@@ -67,7 +74,27 @@ func Open(st config.State, getenv func(string) string) (*Redis, error) {
 	// Identify as nothing: CLIENT SETINFO is refused by older servers and
 	// by Valkey's, and costs a round trip per connection.
 	opts.DisableIdentity = true
-	return &Redis{client: redis.NewClient(opts), host: opts.Addr, Prefix: st.Redis.KeyPrefix}, nil
+	client := redis.NewClient(opts)
+	client.AddHook(spans{addr: opts.Addr})
+	return &Redis{client: client, host: opts.Addr, Prefix: st.Redis.KeyPrefix, TaskTTL: st.Redis.TaskTTL,
+		Lease: st.Redis.Lease, Replica: replicaID()}, nil
+}
+
+// Client is the go-redis client, for the doors' commands: each bounded as
+// Open says, each a span of the call whose ctx it is given.
+func (r *Redis) Client() *redis.Client { return r.client }
+
+// Key is the key of parts under the prefix: Key("a2a", "task", id) is
+// "{prefix}:a2a:task:{id}".
+func (r *Redis) Key(parts ...string) string {
+	return r.Prefix + ":" + strings.Join(parts, ":")
+}
+
+// replicaID is 16 random hex digits.
+func replicaID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Host is the server's host:port, as messages name it.

@@ -11,6 +11,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
+	"github.com/sidecar-dev/sidecar/state"
 )
 
 // door is one protocol served: its listener and its server, with the
@@ -47,6 +48,9 @@ func openDoorsOf(list []doors.Door, cfg *config.Config, s *proxy.Server, ln net.
 		return nil, err
 	}
 	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }, Version: version}
+	if store, ok := s.Store.(*state.Redis); ok {
+		host.Store = store
+	}
 	for _, p := range cfg.Listens() {
 		d, err := doors.Build(list, cfg, p[0], host)
 		if err != nil {

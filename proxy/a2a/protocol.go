@@ -7,6 +7,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/state"
 )
 
 // Name is the door's protocol: its key in the protocols section, the
@@ -42,6 +43,7 @@ var Protocol = core.Protocol[Options]{
 	Options: func(door *config.Door, host core.Host) Options {
 		o := *door.Options.(*Options)
 		o.Mount = door.Mount
+		o.Store = host.Store
 		o.onPlatform(host.Getenv)
 		return o
 	},
@@ -68,6 +70,9 @@ type Options struct {
 	// (config.Door.Mount): its JSON-RPC endpoint's path there, "" on a
 	// listener of its own.
 	Mount string
+	// Store is where tasks are kept for every replica (state.store:
+	// redis); nil: in the process only.
+	Store *state.Redis
 }
 
 // CardInfo is the agent card's description of the agent.

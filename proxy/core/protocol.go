@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/state"
 )
 
 // Protocol is a door's registration, O its Options: the door's package
@@ -86,4 +87,8 @@ type Host struct {
 	// Version is the sidecar's version (the binary's, stamped at build
 	// time), what a door that names its server says; "" when unknown.
 	Version string
+	// Store is the shared state's store with state.store: redis, where
+	// a stateful door (A2A's tasks, MCP's sessions) keeps what every
+	// replica must see; nil with the memory store.
+	Store *state.Redis
 }

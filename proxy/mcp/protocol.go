@@ -8,6 +8,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/state"
 )
 
 // Name is the door's protocol: its key in the protocols section, the
@@ -49,6 +50,7 @@ var Protocol = core.Protocol[Options]{
 	Options: func(door *config.Door, host core.Host) Options {
 		o := *door.Options.(*Options)
 		o.Version = host.Version
+		o.Store = host.Store
 		return o
 	},
 	Probe:   probe,
@@ -67,6 +69,9 @@ type Options struct {
 	// the program knows it (core.Host.Version). Default: the module's
 	// version from the build info, else "dev".
 	Version string
+	// Store is where the 2025 revisions' sessions are kept for every
+	// replica (state.store: redis); nil: in the process only.
+	Store *state.Redis
 }
 
 // decodeSection decodes the section: listen, path and methods.
