@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/internal/redistest"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/state"
@@ -356,5 +359,84 @@ func TestSharedStoreDown(t *testing.T) {
 	resp, r = legacyCall(t, a.url, after, "Bearer alice", "tools/call", `{"name":"ask","arguments":{"message":"back"}}`)
 	if resp.StatusCode != 200 || !strings.Contains(string(r.Result), "you asked: back") {
 		t.Errorf("tools/call in a session opened after the restart = %d %s %+v", resp.StatusCode, r.Result, r.Error)
+	}
+}
+
+// TestSharedGoSDK: the Go SDK's client pinned to 2025-11-25 runs a whole
+// session through a round-robin balancer over two replicas, so each of
+// its requests lands on the other replica than the last: initialize,
+// tools/list, a unary and a streaming tools/call, and Close, whose DELETE
+// ends the session in Redis.
+func TestSharedGoSDK(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := replicas(t, srv, "", 2)
+	b, url := balance(t, rs)
+	progressed := make(chan float64, 100)
+	client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, &gomcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *gomcp.ProgressNotificationClientRequest) {
+			progressed <- r.Params.Progress
+		}})
+	ctx := t.Context()
+	transport := &gomcp.StreamableClientTransport{Endpoint: url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version20251125})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if cs.ID() == "" || cs.InitializeResult().ProtocolVersion != version20251125 {
+		t.Fatalf("connected with session %q, %+v; want a 2025-11-25 session", cs.ID(), cs.InitializeResult())
+	}
+	for range 3 { // each request on the other replica
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil || len(tools.Tools) != 5 {
+			t.Fatalf("tools/list = %v, %v; want the five tools", tools, err)
+		}
+		ask, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "what is up"}})
+		if err != nil || ask.IsError || ask.Content[0].(*gomcp.TextContent).Text != `{"answer":"you asked: what is up","words":3}` {
+			t.Fatalf("ask = %+v, %v", ask, err)
+		}
+	}
+	params := &gomcp.CallToolParams{Name: "story", Arguments: map[string]any{"message": "the end"}}
+	params.SetProgressToken("story-1")
+	story, err := cs.CallTool(ctx, params)
+	if err != nil || story.IsError || story.Content[0].(*gomcp.TextContent).Text != "once upon a time the end " {
+		t.Fatalf("story = %+v, %v", story, err)
+	}
+	for range 6 {
+		select {
+		case <-progressed:
+		case <-time.After(hangGuard):
+			t.Fatalf("no 6 progress notifications after %v", hangGuard)
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.spread(t)
+	if n := sessionKeys(t, openStore(t, srv)); n != 0 {
+		t.Errorf("%d sessions in Redis after the client closed its own, want 0", n)
+	}
+}
+
+// TestSharedSDK1Client: the TypeScript SDK 1.x client's whole session
+// (testdata/mcp/client.mjs, TestSDK1Client's) through a round-robin
+// balancer over three replicas: every step as on one replica, and its
+// DELETE ends the session in Redis.
+func TestSharedSDK1Client(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := replicas(t, srv, "", 3)
+	b, url := balance(t, rs)
+	got := deps.Node(t, "mcp", "client.mjs", url)
+	deps.MatchLines(t, got, []string{
+		`{"step":"connect","version":"2025-11-25","session":true,"server":"sidecar","tools":true}`,
+		wantTools, wantAsk, wantStory,
+		wantFail + `the model is overloaded"}`,
+		`{"step":"fail_late","isError":true,"text":"the model is overloaded"}`,
+		`{"step":"unknown tool","code":-32602,"message":"MCP error -32602: Unknown tool \"nope\"`,
+		`{"step":"terminate","session":null}`,
+	})
+	b.spread(t)
+	if n := sessionKeys(t, openStore(t, srv)); n != 0 {
+		t.Errorf("%d sessions in Redis after the client ended its own, want 0", n)
 	}
 }
