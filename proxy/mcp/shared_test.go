@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -439,4 +440,58 @@ func TestSharedSDK1Client(t *testing.T) {
 	if n := sessionKeys(t, openStore(t, srv)); n != 0 {
 		t.Errorf("%d sessions in Redis after the client ended its own, want 0", n)
 	}
+}
+
+// trips counts the round trips of a client: each command, or pipeline,
+// it sends, but those that set up a new connection (HELLO, CLIENT), once
+// per connection of the pool.
+type trips struct{ n atomic.Int64 }
+
+func (c *trips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n != "hello" && n != "client" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestSharedRoundTrips: with the Redis store, a request in a 2025
+// session (a tools/call, a ping), an initialize and a DELETE each cost
+// one round trip, once the scripts are loaded (the first use of each
+// after Redis starts costs two: NOSCRIPT, then the script); a 2026-07-28
+// request costs none.
+func TestSharedRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openStore(t, srv)
+	counted := &trips{}
+	st.Client().AddHook(counted)
+	s := serve(t, "", Options{Store: st})
+	cost := func(what string, want int64, f func()) {
+		t.Helper()
+		before := counted.n.Load()
+		f()
+		if n := counted.n.Load() - before; n != want {
+			t.Errorf("%s cost %d round trips to Redis, want %d", what, n, want)
+		}
+	}
+	cost("the first initialize", 2, func() { openAs(t, s.url, "Bearer a") })
+	var id string
+	cost("an initialize", 1, func() { id = openAs(t, s.url, "Bearer a") })
+	legacyCall(t, s.url, id, "Bearer a", "ping", "") // loads the find script
+	cost("a tools/call", 1, func() {
+		resp, r := legacyCall(t, s.url, id, "Bearer a", "tools/call", `{"name":"ask","arguments":{"message":"hi"}}`)
+		if resp.StatusCode != 200 || r.Error != nil {
+			t.Errorf("tools/call = %d %+v", resp.StatusCode, r.Error)
+		}
+	})
+	cost("a 2026-07-28 tools/call", 0, func() { modern(t, s.url, "tools/call", `"name":"ask","arguments":{"message":"hi"}`, "ask") })
+	cost("the first DELETE", 2, func() { endSessionOn(t, s.url, id, "Bearer a") })
 }
