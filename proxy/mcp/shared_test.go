@@ -495,3 +495,41 @@ func TestSharedRoundTrips(t *testing.T) {
 	cost("a 2026-07-28 tools/call", 0, func() { modern(t, s.url, "tools/call", `"name":"ask","arguments":{"message":"hi"}`, "ask") })
 	cost("the first DELETE", 2, func() { endSessionOn(t, s.url, id, "Bearer a") })
 }
+
+// TestSharedStoreSilent: a Redis that takes connections but answers
+// nothing (CLIENT PAUSE) holds a 2025 request no longer than the store's
+// bounds: 503, then served again once it answers.
+func TestSharedStoreSilent(t *testing.T) {
+	srv := redistest.Start(t)
+	s := serve(t, "", Options{Store: openStore(t, srv)})
+	id := openAs(t, s.url, "Bearer a")
+	admin := openStore(t, srv).Client()
+	ctx := t.Context()
+	// Paused for longer than the bound below: a request that waited for
+	// the pause to end would be served, and fail the test.
+	pause := 4 * (state.DialTimeout + state.ReadTimeout)
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, r := legacyCall(t, s.url, id, "Bearer a", "tools/call", `{"name":"ask","arguments":{"message":"hi"}}`)
+	took := time.Since(start)
+	t.Logf("the refusal took %v", took)
+	// The pause ends by itself (CLIENT UNPAUSE would wait for it too).
+	for admin.Ping(ctx).Err() != nil {
+		if time.Since(start) > pause+hangGuard {
+			t.Fatalf("Redis still paused %v after it was paused for %v", time.Since(start), pause)
+		}
+	}
+	if resp.StatusCode != 503 || r.Error == nil || r.Error.Message != state.Message {
+		t.Errorf("tools/call with Redis silent = %d %+v, want 503 and state.Message", resp.StatusCode, r.Error)
+	}
+	// Two attempts of the 2 s read bound, and the retry's backoff: well
+	// under the pause, and the hang guard.
+	if took > 3*(state.DialTimeout+state.ReadTimeout) {
+		t.Errorf("tools/call with Redis silent took %v, want the store's bounds", took)
+	}
+	if !served2025(t, s.url, id, "Bearer a") {
+		t.Error("the session after Redis answered again: not served, want served")
+	}
+}
