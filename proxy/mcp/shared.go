@@ -133,9 +133,17 @@ func (s *shared) open(ctx context.Context, version string, owner core.Owner) (se
 	return ss, nil
 }
 
+// idLen is the length of the ids the door issues (core.NewID's UUIDs):
+// an id of another length is no session, found without a round trip, so
+// a caller's megabyte of header is never sent to Redis as a key.
+const idLen = 36
+
 // find is owner's session of id, now its most recently used, in one round
 // trip; another owner's is not found, as an unknown one.
 func (s *shared) find(ctx context.Context, id string, owner core.Owner) (session, bool, error) {
+	if len(id) != idLen {
+		return session{}, false, nil
+	}
 	o := hex.EncodeToString(owner[:])
 	v, err := findScript.Run(ctx, s.store.Client(), []string{s.sessionKey + id, s.ownerKey + o, s.clock}, o, id).Text()
 	if errors.Is(err, redis.Nil) {
@@ -150,6 +158,9 @@ func (s *shared) find(ctx context.Context, id string, owner core.Owner) (session
 // end forgets owner's session of id on every replica, reporting whether
 // there was one, in one round trip.
 func (s *shared) end(ctx context.Context, id string, owner core.Owner) (bool, error) {
+	if len(id) != idLen {
+		return false, nil
+	}
 	o := hex.EncodeToString(owner[:])
 	n, err := endScript.Run(ctx, s.store.Client(), []string{s.sessionKey + id, s.ownerKey + o, s.owners, s.count}, o, id).Int()
 	if err != nil {

@@ -467,7 +467,8 @@ func (c *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // session (a tools/call, a ping), an initialize and a DELETE each cost
 // one round trip, once the scripts are loaded (the first use of each
 // after Redis starts costs two: NOSCRIPT, then the script); a 2026-07-28
-// request costs none.
+// request costs none, and so does a session id the door cannot have
+// issued, however large.
 func TestSharedRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	st := openStore(t, srv)
@@ -494,6 +495,19 @@ func TestSharedRoundTrips(t *testing.T) {
 	})
 	cost("a 2026-07-28 tools/call", 0, func() { modern(t, s.url, "tools/call", `"name":"ask","arguments":{"message":"hi"}`, "ask") })
 	cost("the first DELETE", 2, func() { endSessionOn(t, s.url, id, "Bearer a") })
+	// An id the door cannot have issued costs none: a large header is
+	// never a key sent to Redis.
+	huge := strings.Repeat("x", 512<<10)
+	cost("a request in a made-up session", 0, func() {
+		if served2025(t, s.url, huge, "Bearer a") {
+			t.Error("a made-up session id served, want 404")
+		}
+	})
+	cost("a DELETE of a made-up session", 0, func() {
+		if st := endSessionOn(t, s.url, huge, "Bearer a"); st != 404 {
+			t.Errorf("DELETE of a made-up session = %d, want 404", st)
+		}
+	})
 }
 
 // TestSharedStoreSilent: a Redis that takes connections but answers
