@@ -3,11 +3,13 @@ package mcp
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -545,5 +547,54 @@ func TestSharedStoreSilent(t *testing.T) {
 	}
 	if !served2025(t, s.url, id, "Bearer a") {
 		t.Error("the session after Redis answered again: not served, want served")
+	}
+}
+
+// TestSharedConcurrentOpens: replicas opening sessions at once, for one
+// owner and for many, never take Redis past the cap nor leave its count
+// off what it holds: each open is one script, none interleaves.
+func TestSharedConcurrentOpens(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := replicas(t, srv, "limits: {mcp_sessions: 10}\n", 3)
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 20 {
+				auth := "Bearer shared"
+				if g%2 == 1 {
+					auth = fmt.Sprintf("Bearer own-%d-%d", g, i)
+				}
+				req, _ := http.NewRequest(http.MethodPost, rs[(g+i)%3].url, strings.NewReader(
+					`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", auth)
+				resp, err := testClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Errorf("initialize = %d, want 200", resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := openStore(t, srv)
+	ctx := t.Context()
+	count, _ := st.Client().Get(ctx, "p:mcp:count").Int()
+	owners, _ := st.Client().ZRangeWithScores(ctx, "p:mcp:owners", 0, -1).Result()
+	held := 0
+	for _, o := range owners {
+		n, _ := st.Client().ZCard(ctx, "p:mcp:owner:"+o.Member.(string)).Result()
+		if float64(n) != o.Score {
+			t.Errorf("owner %s holds %d sessions, its count says %v", o.Member, n, o.Score)
+		}
+		held += int(n)
+	}
+	if n := sessionKeys(t, st); n != 10 || count != 10 || held != 10 {
+		t.Errorf("after 120 concurrent initialize: %d sessions, count %d, owners' zsets %d; want the cap, 10, in each", n, count, held)
 	}
 }
