@@ -25,21 +25,26 @@ import (
 //	mcp:session:{id}      hash {owner: hex, version}: one session
 //	mcp:owner:{ownerhex}  zset id → use clock: an owner's sessions, LRU first
 //	mcp:owners            zset ownerhex → its sessions: who holds how many
+//	mcp:size:{n}          zset ownerhex → the use clock of its LRU session,
+//	                      of the owners holding n: the victim when several
+//	                      hold the most is the first of one, not a search
 //	mcp:count             string: the sessions in all
 //	mcp:clock             string: counts uses, a session's score its last
 //
 // None has a TTL: the count bounds them as the memory store's limit bounds
 // it (a session lives until DELETE or until the cap forgets it, as in
-// memory). Each of open, find and end is one Lua script, so one round
-// trip that no other replica's can interleave with: the cap and its
+// memory): at most limit sessions, as many owners' zsets, a size zset per
+// distinct n (under sqrt(2 limit) of them), and three keys. Each of open,
+// find and end is one Lua script, so one round trip that no other
+// replica's can interleave with, each step O(log n): the cap and its
 // fairness hold across replicas. The scripts name keys they compute (the
 // victim owner's, its session's), so they need one Redis, not a cluster.
 type shared struct {
 	store *state.Redis
 	limit int
-	// clock, count and owners are the keys every script uses; ownerKey
-	// and sessionKey the prefixes of the others.
-	clock, count, owners, ownerKey, sessionKey string
+	// owners, count and clock are the keys every script uses; ownerKey,
+	// sizeKey and sessionKey the prefixes of the others.
+	owners, count, clock, ownerKey, sizeKey, sessionKey string
 }
 
 func newShared(store *state.Redis, limit int) *shared {
@@ -47,87 +52,110 @@ func newShared(store *state.Redis, limit int) *shared {
 		limit = 1
 	}
 	return &shared{store: store, limit: limit,
-		clock: store.Key("mcp", "clock"), count: store.Key("mcp", "count"), owners: store.Key("mcp", "owners"),
-		ownerKey: store.Key("mcp", "owner", ""), sessionKey: store.Key("mcp", "session", "")}
+		owners: store.Key("mcp", "owners"), count: store.Key("mcp", "count"), clock: store.Key("mcp", "clock"),
+		ownerKey: store.Key("mcp", "owner", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", "")}
 }
 
-// openScript opens session ARGV[4] of version ARGV[3] for owner ARGV[2]:
-// while the count is at the limit ARGV[1] (a replica with a lower limit
-// may find more), it first forgets one, as sessions.open does: an owner
-// holding its fair share or more (limit / the owners holding sessions,
-// itself counted) its own least recently used, else the owner holding the
-// most (of several, the one whose least recently used is the oldest).
-// KEYS: clock, count, owners, the owner's zset, the session's hash; ARGV[5]
-// and ARGV[6] the prefixes of owner and session keys.
-var openScript = redis.NewScript(`
-local limit = tonumber(ARGV[1])
-local total = tonumber(redis.call('GET', KEYS[2]) or '0')
+// scriptPrelude starts every script: the keys and arguments each is given
+// (run), and place, which keeps mcp:owners and mcp:size:{n} true.
+const scriptPrelude = `
+local owners, count, clock, mine, sess = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local pOwner, pSize, pSession, me, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
+local function held(o)
+  return tonumber(redis.call('ZSCORE', owners, o) or '0')
+end
+
+-- place files owner o, which held before sessions and holds n now, under
+-- n: in owners, and in the rank of those holding n by the use of their
+-- least recently used session; an owner holding none is in neither.
+local function place(o, before, n)
+  if before > 0 and before ~= n then redis.call('ZREM', pSize .. before, o) end
+  local lru = redis.call('ZRANGE', pOwner .. o, 0, 0, 'WITHSCORES')
+  if n <= 0 or lru[2] == nil then
+    redis.call('ZREM', owners, o)
+    redis.call('ZREM', pSize .. before, o)
+    return
+  end
+  redis.call('ZADD', owners, n, o)
+  redis.call('ZADD', pSize .. n, lru[2], o)
+end
+`
+
+// openScript opens session id of version ARGV[6] for owner me: while the
+// count is at the limit ARGV[7] (a replica with a lower limit may find
+// more), it first forgets one, as sessions.open does: an owner holding
+// its fair share or more (limit / the owners holding sessions, itself
+// counted) its own least recently used, else the owner holding the most
+// (of several, the one whose least recently used is the oldest: the first
+// of their size's rank).
+var openScript = redis.NewScript(scriptPrelude + `
+local limit = tonumber(ARGV[7])
+local total = tonumber(redis.call('GET', count) or '0')
 while total >= limit do
-  local own = tonumber(redis.call('ZSCORE', KEYS[3], ARGV[2]) or '0')
-  local holders = redis.call('ZCARD', KEYS[3])
+  local own = held(me)
+  local holders = redis.call('ZCARD', owners)
   if own == 0 then holders = holders + 1 end
-  local victim = ARGV[2]
+  local victim, n = me, own
   if own * holders < limit then
-    local top = redis.call('ZREVRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    local top = redis.call('ZREVRANGE', owners, 0, 0, 'WITHSCORES')
     if top[1] == nil then total = 0 break end
-    local oldest
-    victim = top[1]
-    for _, o in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], top[2], top[2])) do
-      local lru = redis.call('ZRANGE', ARGV[5] .. o, 0, 0, 'WITHSCORES')
-      if lru[2] ~= nil and (oldest == nil or tonumber(lru[2]) < oldest) then
-        oldest, victim = tonumber(lru[2]), o
-      end
-    end
+    n = tonumber(top[2])
+    victim = redis.call('ZRANGE', pSize .. n, 0, 0)[1] or top[1]
   end
-  local gone = redis.call('ZPOPMIN', ARGV[5] .. victim)
-  if gone[1] ~= nil then
-    redis.call('DEL', ARGV[6] .. gone[1])
+  local gone = redis.call('ZPOPMIN', pOwner .. victim)
+  if gone[1] == nil then
+    place(victim, n, 0)
+  else
+    redis.call('DEL', pSession .. gone[1])
     total = total - 1
-  end
-  if gone[1] == nil or tonumber(redis.call('ZINCRBY', KEYS[3], -1, victim)) <= 0 then
-    redis.call('ZREM', KEYS[3], victim)
+    place(victim, n, n - 1)
   end
 end
-local now = redis.call('INCR', KEYS[1])
-redis.call('HSET', KEYS[5], 'owner', ARGV[2], 'version', ARGV[3])
-redis.call('ZADD', KEYS[4], now, ARGV[4])
-redis.call('ZINCRBY', KEYS[3], 1, ARGV[2])
-redis.call('SET', KEYS[2], total + 1)
+redis.call('HSET', sess, 'owner', me, 'version', ARGV[6])
+redis.call('ZADD', mine, redis.call('INCR', clock), id)
+local n = held(me)
+place(me, n, n + 1)
+redis.call('SET', count, total + 1)
 return 1
 `)
 
-// findScript is the version of session ARGV[2] when owner ARGV[1] opened
-// it, now its most recently used; nil for one not there or another
-// owner's. KEYS: the session's hash, the owner's zset, clock.
-var findScript = redis.NewScript(`
-local s = redis.call('HMGET', KEYS[1], 'owner', 'version')
-if s[1] ~= ARGV[1] then return false end
-redis.call('ZADD', KEYS[2], 'XX', redis.call('INCR', KEYS[3]), ARGV[2])
+// findScript is the version of session id when owner me opened it, now
+// its most recently used; nil for one not there or another owner's.
+var findScript = redis.NewScript(scriptPrelude + `
+local s = redis.call('HMGET', sess, 'owner', 'version')
+if s[1] ~= me then return false end
+redis.call('ZADD', mine, 'XX', redis.call('INCR', clock), id)
+local n = held(me)
+place(me, n, n)
 return s[2]
 `)
 
-// endScript forgets session ARGV[2] when owner ARGV[1] opened it: 1, else
-// 0. KEYS: the session's hash, the owner's zset, owners, count.
-var endScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[2])
-if tonumber(redis.call('ZINCRBY', KEYS[3], -1, ARGV[1])) <= 0 then
-  redis.call('ZREM', KEYS[3], ARGV[1])
-end
-if tonumber(redis.call('DECR', KEYS[4])) < 0 then redis.call('SET', KEYS[4], 0) end
+// endScript forgets session id when owner me opened it: 1, else 0.
+var endScript = redis.NewScript(scriptPrelude + `
+if redis.call('HGET', sess, 'owner') ~= me then return 0 end
+redis.call('DEL', sess)
+redis.call('ZREM', mine, id)
+local n = held(me)
+place(me, n, n - 1)
+if tonumber(redis.call('DECR', count)) < 0 then redis.call('SET', count, 0) end
 return 1
 `)
+
+// run runs script for owner's session id (of version, for open): one
+// round trip (two when Redis has not loaded it yet: NOSCRIPT, then EVAL).
+func (s *shared) run(ctx context.Context, script *redis.Script, id, version string, owner core.Owner) *redis.Cmd {
+	o := hex.EncodeToString(owner[:])
+	return script.Run(ctx, s.store.Client(),
+		[]string{s.owners, s.count, s.clock, s.ownerKey + o, s.sessionKey + id},
+		s.ownerKey, s.sizeKey, s.sessionKey, o, id, version, s.limit)
+}
 
 // open is a new session of version for owner, with a fresh random id, in
 // one round trip; at the limit it first forgets one (openScript).
 func (s *shared) open(ctx context.Context, version string, owner core.Owner) (session, error) {
-	o := hex.EncodeToString(owner[:])
 	ss := session{id: core.NewID(), version: version, owner: owner}
-	err := openScript.Run(ctx, s.store.Client(),
-		[]string{s.clock, s.count, s.owners, s.ownerKey + o, s.sessionKey + ss.id},
-		s.limit, o, version, ss.id, s.ownerKey, s.sessionKey).Err()
-	if err != nil {
+	if err := s.run(ctx, openScript, ss.id, version, owner).Err(); err != nil {
 		return session{}, s.store.Fail("opening an MCP session", err)
 	}
 	return ss, nil
@@ -144,13 +172,12 @@ func (s *shared) find(ctx context.Context, id string, owner core.Owner) (session
 	if len(id) != idLen {
 		return session{}, false, nil
 	}
-	o := hex.EncodeToString(owner[:])
-	v, err := findScript.Run(ctx, s.store.Client(), []string{s.sessionKey + id, s.ownerKey + o, s.clock}, o, id).Text()
+	v, err := s.run(ctx, findScript, id, "", owner).Text()
 	if errors.Is(err, redis.Nil) {
 		return session{}, false, nil
 	}
 	if err != nil {
-		return session{}, false, s.store.Fail("finding MCP session "+strconv.Quote(core.Clip(id)), err)
+		return session{}, false, s.store.Fail("finding MCP session "+strconv.Quote(id), err)
 	}
 	return session{id: id, version: v, owner: owner}, true, nil
 }
@@ -161,10 +188,9 @@ func (s *shared) end(ctx context.Context, id string, owner core.Owner) (bool, er
 	if len(id) != idLen {
 		return false, nil
 	}
-	o := hex.EncodeToString(owner[:])
-	n, err := endScript.Run(ctx, s.store.Client(), []string{s.sessionKey + id, s.ownerKey + o, s.owners, s.count}, o, id).Int()
+	n, err := s.run(ctx, endScript, id, "", owner).Int()
 	if err != nil {
-		return false, s.store.Fail("ending MCP session "+strconv.Quote(core.Clip(id)), err)
+		return false, s.store.Fail("ending MCP session "+strconv.Quote(id), err)
 	}
 	return n == 1, nil
 }

@@ -258,9 +258,12 @@ func TestSharedSessionFlood(t *testing.T) {
 	keys, _ := st.Client().DBSize(ctx).Result()
 	count, _ := st.Client().Get(ctx, "p:mcp:count").Int()
 	owners, _ := st.Client().ZCard(ctx, "p:mcp:owners").Result()
-	// 20 sessions, at most 20 owners' zsets, the owners, the count and the clock.
-	if n := sessionKeys(t, st); n != 20 || count != 20 || owners > 20 || keys > 20+20+3 {
-		t.Errorf("after 400 initialize: %d sessions (count %d), %d owners, %d keys; want 20, at most 20, at most 43", n, count, owners, keys)
+	sizes, _ := st.Client().Keys(ctx, "p:mcp:size:*").Result()
+	// 20 sessions, at most 20 owners' zsets, a size zset per distinct
+	// number of sessions an owner holds (1+2+…+5 is under 20, 1+…+6
+	// over), the owners, the count and the clock.
+	if n := sessionKeys(t, st); n != 20 || count != 20 || owners > 20 || len(sizes) > 5 || keys > 20+20+5+3 {
+		t.Errorf("after 400 initialize: %d sessions (count %d), %d owners, %d sizes, %d keys; want 20, at most 20, 5, 48", n, count, owners, len(sizes), keys)
 	}
 }
 
@@ -596,5 +599,54 @@ func TestSharedConcurrentOpens(t *testing.T) {
 	}
 	if n := sessionKeys(t, st); n != 10 || count != 10 || held != 10 {
 		t.Errorf("after 120 concurrent initialize: %d sessions, count %d, owners' zsets %d; want the cap, 10, in each", n, count, held)
+	}
+}
+
+// TestSharedEvictionCost: at a cap held by many owners of one session
+// each, a new owner's initialize forgets the one idle longest of them in a
+// few commands inside Redis, not one per owner: one replica's open never
+// stalls the Redis every replica waits on.
+func TestSharedEvictionCost(t *testing.T) {
+	srv := redistest.Start(t)
+	st := openStore(t, srv)
+	ctx := t.Context()
+	s := newShared(st, 1000)
+	var first session
+	for i := range 1000 {
+		ss, err := s.open(ctx, version20251125, core.Owner{byte(i), byte(i >> 8)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = ss
+		}
+	}
+	if _, ok, _ := s.find(ctx, first.id, first.owner); !ok { // now the most recently used
+		t.Fatal("the first session not found")
+	}
+	if err := st.Client().ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.open(ctx, version20251125, core.Owner{'n', 'e', 'w'}); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := st.Client().Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, line := range strings.Split(stats, "\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok && !strings.HasPrefix(line, "cmdstat_info:") {
+			n, _, _ := strings.Cut(rest, ",")
+			var c int
+			fmt.Sscan(n, &c)
+			calls += c
+		}
+	}
+	if calls > 40 {
+		t.Errorf("an open at a cap of 1000 owners ran %d commands in Redis, want a few (not one per owner):\n%s", calls, stats)
+	}
+	if _, ok, _ := s.find(ctx, first.id, first.owner); !ok || sessionKeys(t, st) != 1000 {
+		t.Error("the new owner's open forgot the session used last, or the cap moved; want the one idle longest forgotten")
 	}
 }
