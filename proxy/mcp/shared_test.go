@@ -16,11 +16,15 @@ import (
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/internal/redistest"
+	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/state"
 )
@@ -648,5 +652,43 @@ func TestSharedEvictionCost(t *testing.T) {
 	}
 	if _, ok, _ := s.find(ctx, first.id, first.owner); !ok || sessionKeys(t, st) != 1000 {
 		t.Error("the new owner's open forgot the session used last, or the cap moved; want the one idle longest forgotten")
+	}
+}
+
+// TestSharedSpans: each round trip to Redis a request costs is a CLIENT
+// span, the child of its call's SERVER span.
+func TestSharedSpans(t *testing.T) {
+	srv := redistest.Start(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	s := serveMap(t, testMap, startAgent(t), Options{Store: openStore(t, srv)},
+		func(p *proxy.Server) { p.Tracer = tp.Tracer("test") })
+	id := openAs(t, s.url, "Bearer a")
+	legacyCall(t, s.url, id, "Bearer a", "tools/call", `{"name":"ask","arguments":{"message":"hi"}}`)
+	calls := map[trace.SpanID]string{}
+	var redisSpans []sdktrace.ReadOnlySpan
+	for _, sp := range rec.Ended() {
+		switch {
+		case sp.SpanKind() == trace.SpanKindServer:
+			calls[sp.SpanContext().SpanID()] = sp.Name()
+		case sp.Name() == "redis hello" || sp.Name() == "redis client":
+			// a new connection's handshake, under the round trip that dialed it
+		case strings.HasPrefix(sp.Name(), "redis "):
+			redisSpans = append(redisSpans, sp)
+		}
+	}
+	if len(calls) != 2 || len(redisSpans) < 2 {
+		t.Fatalf("%d call spans, %d redis spans; want 2 calls, each with its round trips", len(calls), len(redisSpans))
+	}
+	under := map[trace.SpanID]int{}
+	for _, sp := range redisSpans {
+		if _, ok := calls[sp.Parent().SpanID()]; !ok || sp.SpanKind() != trace.SpanKindClient {
+			t.Errorf("span %s: parent %s, kind %s; want a CLIENT child of a call's span", sp.Name(), sp.Parent().SpanID(), sp.SpanKind())
+		}
+		under[sp.Parent().SpanID()]++
+	}
+	if len(under) != 2 {
+		t.Errorf("redis spans under %d calls, want under both (initialize, tools/call)", len(under))
 	}
 }
