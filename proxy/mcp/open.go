@@ -131,8 +131,12 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		}
 	}
 	if !ok {
+		why := "the session ended, was forgotten past limits.mcp_sessions, or is another replica's"
+		if d.shared != nil {
+			why = "the session ended, or was forgotten past limits.mcp_sessions"
+		}
 		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
-			message: "Session not found: initialize again (the session ended, was forgotten past limits.mcp_sessions, or is another replica's)"})
+			message: "Session not found: initialize again (" + why + ")"})
 	}
 	if hv != "" && hv != s.version {
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,

@@ -70,8 +70,9 @@ func legacyCall(t *testing.T, url, id, auth, method, params string) (*http.Respo
 func served2025(t *testing.T, url, id, auth string) bool {
 	t.Helper()
 	resp, r := legacyCall(t, url, id, auth, "ping", "")
-	if resp.StatusCode != 200 && (resp.StatusCode != 404 || r.Error == nil || r.Error.Code != codeSessionNotFound) {
-		t.Fatalf("ping of session %s = %d %+v, want 200 or 404 -32001", id, resp.StatusCode, r.Error)
+	if resp.StatusCode != 200 && (resp.StatusCode != 404 || r.Error == nil || r.Error.Code != codeSessionNotFound ||
+		r.Error.Message != "Session not found: initialize again (the session ended, or was forgotten past limits.mcp_sessions)") {
+		t.Fatalf("ping of session %.40s = %d %+v, want 200 or 404 -32001 (no other replica's to blame)", id, resp.StatusCode, r.Error)
 	}
 	return resp.StatusCode == 200
 }
