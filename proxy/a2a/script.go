@@ -70,7 +70,7 @@ if mode == 'run' then
   if ARGV[11] == '1' then
     redis.call('DEL', parts)
   elseif n > 0 then
-    for i = 16, 15 + n do redis.call('RPUSH', parts, ARGV[i]) end
+    for i = 15, 14 + n do redis.call('RPUSH', parts, ARGV[i]) end
     redis.call('EXPIRE', parts, ttl)
   end
   redis.call('HSET', h, 'size', ARGV[10], 'dropped', ARGV[11])
