@@ -264,6 +264,9 @@ func (sh *shared) subscribe(ctx context.Context, owner core.Owner, id string, st
 	r.mu.Lock()
 	r.unsub = unsub
 	r.mu.Unlock()
+	if betweenSubscribeAndRead != nil {
+		betweenSubscribeAndRead()
+	}
 	snap, seq, ok, err := sh.load(ctx, owner, id, true)
 	switch {
 	case err != nil:
@@ -282,6 +285,11 @@ func (sh *shared) subscribe(ctx context.Context, owner core.Owner, id string, st
 	r.mu.Unlock()
 	return snap, sub, nil, nil
 }
+
+// betweenSubscribeAndRead, when set (by a test), runs between the
+// subscription to a task's channel and the read of its snapshot: events
+// published then are in both.
+var betweenSubscribeAndRead func()
 
 // receive is the channel's handler (the Pub/Sub goroutine: it never
 // waits): a batch "seq [events]" queued, or, when messages may have been

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -482,5 +483,53 @@ func TestReplicasLease(t *testing.T) {
 	}
 	if got, _ := getOn(t, b.url, "", done); got.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("the task that had ended = %s, want canceled still", got.Status.State)
+	}
+}
+
+// TestReplicasSubscribeOverlap: an event published after B subscribed to
+// the task's channel and before it read the task is in both: B sends it
+// once, in the task, not again as an update.
+func TestReplicasSubscribeOverlap(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := startSharedAgent(t)
+	a := startReplica(t, srv, agent, "steps", "", 15*time.Second)
+	b := startReplica(t, srv, agent, "steps", "", 15*time.Second)
+	stream := newSSE(t, rpcBy(t, a.url, "", send1("1", "SendStreamingMessage", "go")))
+	defer stream.resp.Body.Close()
+	raw, _ := stream.next(t)
+	_, id := kind(raw)
+	eventually(t, "the first part in Redis", func() bool {
+		got, _ := getOn(t, b.url, "", id)
+		return got.text() == "a"
+	})
+	// Run on B's handler goroutine: it may not end the test (Fatal).
+	betweenSubscribeAndRead = func() {
+		agent.step <- struct{}{}
+		rc := b.store.Client()
+		for end := time.Now().Add(5 * time.Second); rc.LLen(context.Background(), "sc:a2a:parts:"+id).Val() != 2; {
+			if time.Now().After(end) {
+				t.Error("the second part was not in Redis within 5s")
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	defer func() { betweenSubscribeAndRead = nil }()
+	sub := newSSE(t, rpcBy(t, b.url, "", taskReq("SubscribeToTask", id)))
+	defer sub.resp.Body.Close()
+	raw, _ = sub.next(t)
+	var first struct{ Task sharedTask }
+	json.Unmarshal(raw, &first)
+	if first.Task.text() != "ab" {
+		t.Fatalf("B's first event = %s, want the task with a and b", raw)
+	}
+	agent.step <- struct{}{}
+	var got []string
+	for raw, ok := sub.next(t); ok; raw, ok = sub.next(t) {
+		k, v := kind(raw)
+		got = append(got, k+":"+v)
+	}
+	if want := "artifact:c status:TASK_STATE_COMPLETED"; strings.Join(got, " ") != want {
+		t.Errorf("B's events after the task = %q, want %q", got, want)
 	}
 }
