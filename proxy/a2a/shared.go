@@ -354,13 +354,28 @@ func (sh *shared) renew() {
 		sh.mu.Unlock()
 		ctx := context.Background()
 		lease := time.Now().Add(sh.r.Lease).UnixMilli()
-		sh.r.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, id := range ids {
+		states := make([]*redis.SliceCmd, len(ids))
+		_, err := sh.r.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
 				p.HSet(ctx, sh.key("task", id), "lease", lease)
 				p.Expire(ctx, sh.key("task", id), sh.r.TaskTTL)
+				states[i] = p.HMGet(ctx, sh.key("task", id), "state", "message")
 			}
 			return nil
 		})
+		if err != nil {
+			continue // the next renewal tries again
+		}
+		// A task that ended meanwhile (canceled on a replica whose
+		// message to this one was lost, failed when its lease lapsed
+		// while the store was away) ends here too: its call stops.
+		for i, id := range ids {
+			v := states[i].Val()
+			if st, _ := v[0].(string); terminal(st) {
+				msg, _ := v[1].(string)
+				sh.local.cancelLocal(id, st, msg)
+			}
+		}
 	}
 }
 
