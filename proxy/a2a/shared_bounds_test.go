@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -278,5 +279,68 @@ func TestReplicasSpans(t *testing.T) {
 	}
 	if !server.IsValid() || len(children) < 2 {
 		t.Errorf("the SERVER span's redis children = %v, want the open and the end at least", children)
+	}
+}
+
+// gate holds every script run (the flusher's writes, the end) until it
+// is opened.
+type gate struct {
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+func (*gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" || cmd.Name() == "eval" {
+			<-g.open
+		}
+		return next(ctx, cmd)
+	}
+}
+func (*gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestReplicasStreamNeverWaits: a message/stream's events reach its
+// caller while every write of them to Redis is held: the stream never
+// waits for the store (but for the open, before the agent is called, and
+// the end).
+func TestReplicasStreamNeverWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := startSharedAgent(t)
+	a := startReplica(t, srv, agent, "steps", "", 15*time.Second)
+	g := &gate{open: make(chan struct{})}
+	a.store.Client().AddHook(g)
+	t.Cleanup(g.release) // before the servers close: nothing left held
+	stream := newSSE(t, rpcBy(t, a.url, "", send1("1", "SendStreamingMessage", "go")))
+	defer stream.resp.Body.Close()
+	var got []string
+	for len(got) < 4 {
+		raw, ok := stream.next(t)
+		if !ok {
+			t.Fatal("the stream ended early")
+		}
+		k, v := kind(raw)
+		got = append(got, k+":"+v)
+		if k == "artifact" {
+			agent.step <- struct{}{}
+		}
+	}
+	if got[1] != "status:TASK_STATE_WORKING" || got[2] != "artifact:a" || got[3] != "artifact:b" {
+		t.Errorf("the events while Redis' writes are held = %v, want the task, working, a, b", got)
+	}
+	g.release()
+	agent.step <- struct{}{}
+	var final string
+	for raw, ok := stream.next(t); ok; raw, ok = stream.next(t) {
+		if k, v := kind(raw); k == "status" {
+			final = v
+		}
+	}
+	if final != "TASK_STATE_COMPLETED" {
+		t.Errorf("the stream ended %q, want completed", final)
 	}
 }
