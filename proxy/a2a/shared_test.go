@@ -533,3 +533,46 @@ func TestReplicasSubscribeOverlap(t *testing.T) {
 		t.Errorf("B's events after the task = %q, want %q", got, want)
 	}
 }
+
+// TestReplicasSubscribeBounds: subscribers on another replica than the
+// task's count as that replica's own: 8 a task, limits.subscriptions in
+// all; one that leaves frees its place.
+func TestReplicasSubscribeBounds(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := startSharedAgent(t)
+	a := startReplica(t, srv, agent, "slow", "", 15*time.Second)
+	b := startReplica(t, srv, agent, "slow", ", subscriptions: 9", 15*time.Second)
+	var ids []string
+	for range 2 {
+		s := newSSE(t, rpcBy(t, a.url, "", send1("1", "SendStreamingMessage", "go")))
+		defer s.resp.Body.Close()
+		raw, _ := s.next(t)
+		_, id := kind(raw)
+		ids = append(ids, id)
+	}
+	var subs []*sseReader
+	for range 8 {
+		s := newSSE(t, rpcBy(t, b.url, "", taskReq("SubscribeToTask", ids[0])))
+		defer s.resp.Body.Close()
+		s.next(t)
+		subs = append(subs, s)
+	}
+	refused := func(id, want string) {
+		t.Helper()
+		r := callBy(t, b.url, "", taskReq("SubscribeToTask", id))
+		if r.Error == nil || r.Error.Code != codeInternal || !strings.Contains(r.Error.Message, want) {
+			t.Errorf("a subscriber past the bounds = %+v, want -32603 saying %q", r.Error, want)
+		}
+	}
+	refused(ids[0], "has 8 subscribers")
+	last := newSSE(t, rpcBy(t, b.url, "", taskReq("SubscribeToTask", ids[1])))
+	defer last.resp.Body.Close()
+	last.next(t)
+	refused(ids[1], "serves 9 subscriptions")
+	subs[0].resp.Body.Close()
+	eventually(t, "a place freed", func() bool {
+		resp := rpcBy(t, b.url, "", taskReq("SubscribeToTask", ids[1]))
+		defer resp.Body.Close()
+		return resp.Header.Get("Content-Type") == "text/event-stream"
+	})
+}
