@@ -322,6 +322,19 @@ func TestReplicasGetList(t *testing.T) {
 			t.Errorf("ListTasks on %s by another caller = %s, want none", name, res.Result)
 		}
 	}
+	// Over HTTP+JSON too.
+	req, _ := http.NewRequest("GET", c.url+"/tasks/"+sent.ID, nil)
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest sharedTask
+	json.NewDecoder(resp.Body).Decode(&rest)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || rest.ID != sent.ID || rest.text() != "echo: hello" {
+		t.Errorf("GET /tasks/{id} on C = %d %+v", resp.StatusCode, rest)
+	}
 	// A follow-up message naming the task, on another replica, is
 	// refused as on the one that ran it.
 	body := strings.Replace(send1("1", "SendMessage", "again"), `"role"`, `"taskId":"`+sent.ID+`","role"`, 1)
@@ -468,6 +481,9 @@ func TestReplicasLease(t *testing.T) {
 	if got, _ := getOn(t, b.url, "", running); got.Status.State != "TASK_STATE_WORKING" {
 		t.Fatalf("a task whose lease is renewed = %s, want working", got.Status.State)
 	}
+	sub := newSSE(t, rpcBy(t, b.url, "", taskReq("SubscribeToTask", running)))
+	defer sub.resp.Body.Close()
+	sub.next(t)
 	a.door.Close()
 	stopped := time.Now()
 	var got sharedTask
@@ -480,6 +496,17 @@ func TestReplicasLease(t *testing.T) {
 	}
 	if want := "its lease (state.redis.lease, 1s) was not renewed"; !strings.Contains(got.message(), want) {
 		t.Errorf("the failed task's message = %q, want it to say %q", got.message(), want)
+	}
+	// B's subscriber is told, by its own reads every lease when no event
+	// comes.
+	var last string
+	for raw, ok := sub.next(t); ok; raw, ok = sub.next(t) {
+		if k, v := kind(raw); k == "status" {
+			last = v
+		}
+	}
+	if last != "TASK_STATE_FAILED" {
+		t.Errorf("B's subscriber ended with %q, want failed", last)
 	}
 	if got, _ := getOn(t, b.url, "", done); got.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("the task that had ended = %s, want canceled still", got.Status.State)
