@@ -486,19 +486,8 @@ func TestReplicasLease(t *testing.T) {
 	sub.next(t)
 	a.door.Close()
 	stopped := time.Now()
-	var got sharedTask
-	eventually(t, "the task failed on B", func() bool {
-		got, _ = getOn(t, b.url, "", running)
-		return got.Status.State == "TASK_STATE_FAILED"
-	})
-	if took := time.Since(stopped); took > 5*time.Second {
-		t.Errorf("failed %s after the renewals stopped; want within the lease (1s) and a renewal", took)
-	}
-	if want := "its lease (state.redis.lease, 1s) was not renewed"; !strings.Contains(got.message(), want) {
-		t.Errorf("the failed task's message = %q, want it to say %q", got.message(), want)
-	}
-	// B's subscriber is told, by its own reads every lease when no event
-	// comes.
+	// B's subscriber is told first, by its own reads every lease while
+	// no event comes (no other call reads the task meanwhile).
 	var last string
 	for raw, ok := sub.next(t); ok; raw, ok = sub.next(t) {
 		if k, v := kind(raw); k == "status" {
@@ -507,6 +496,16 @@ func TestReplicasLease(t *testing.T) {
 	}
 	if last != "TASK_STATE_FAILED" {
 		t.Errorf("B's subscriber ended with %q, want failed", last)
+	}
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("failed %s after the renewals stopped; want within the lease (1s) and a renewal", took)
+	}
+	got, _ := getOn(t, b.url, "", running)
+	if got.Status.State != "TASK_STATE_FAILED" {
+		t.Errorf("GetTask on B = %s, want failed", got.Status.State)
+	}
+	if want := "its lease (state.redis.lease, 1s) was not renewed"; !strings.Contains(got.message(), want) {
+		t.Errorf("the failed task's message = %q, want it to say %q", got.message(), want)
 	}
 	if got, _ := getOn(t, b.url, "", done); got.Status.State != "TASK_STATE_CANCELED" {
 		t.Errorf("the task that had ended = %s, want canceled still", got.Status.State)
