@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -89,6 +88,15 @@ type wireEvent struct {
 	First   bool      `json:"f,omitempty"`
 }
 
+// size is what an event waiting to be written counts against the
+// artifact's bound: its part's bytes.
+func (e wireEvent) size() int64 {
+	if e.Part == nil {
+		return 0
+	}
+	return int64(len(e.Part.Text) + len(e.Part.Data) + len(e.Part.Metadata))
+}
+
 // wirePart is a part as the list and the events hold it.
 type wirePart struct {
 	Text     string          `json:"text,omitempty"`
@@ -169,11 +177,12 @@ func (run *running) status(state, message string) {
 func (run *running) part(p part, first, kept bool, size, limit int64) {
 	b, _ := json.Marshal(toWire(p))
 	run.mu.Lock()
-	n := int64(len(b))
+	e := wireEvent{Part: toWire(p), First: first}
+	n := e.size()
 	if run.bytes+n > limit {
 		run.events, run.parts, run.bytes, kept = nil, nil, 0, false
 	}
-	run.events = append(run.events, wireEvent{Part: toWire(p), First: first})
+	run.events = append(run.events, e)
 	run.bytes += n
 	if kept {
 		run.parts = append(run.parts, string(b))
@@ -250,8 +259,9 @@ func (sh *shared) write(ctx context.Context, t *task, run *running, final, messa
 		run.mu.Lock() // put them back before whatever came since
 		run.events = append(events, run.events...)
 		run.parts = append(parts, run.parts...)
-		for _, p := range run.parts {
-			run.bytes += int64(len(p))
+		run.bytes = 0
+		for _, e := range run.events {
+			run.bytes += e.size()
 		}
 		if run.state == "" {
 			run.state, run.message = st, msg
@@ -465,6 +475,3 @@ func (t *task) addLoaded(p part) {
 func (sh *shared) cancel(ctx context.Context, owner core.Owner, id string) (res result, err error) {
 	return sh.run(ctx, id, owner, "cancel", stateCanceled, "")
 }
-
-// storeFailed is whether err is the store's failure.
-func storeFailed(err error) bool { return state.IsError(err) || errors.Is(err, redis.ErrClosed) }

@@ -344,3 +344,49 @@ func TestReplicasStreamNeverWaits(t *testing.T) {
 		t.Errorf("the stream ended %q, want completed", final)
 	}
 }
+
+// TestReplicasPendingBounded: while Redis takes no write, what waits to be
+// written of a task is bounded as its artifact is (limits.reply_bytes):
+// past it, the parts waiting are dropped, and the artifact with them.
+func TestReplicasPendingBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := startSharedAgent(t)
+	a := startReplica(t, srv, agent, "big", ", reply_bytes: 16KiB", 15*time.Second)
+	g := &gate{open: make(chan struct{})}
+	a.store.Client().AddHook(g)
+	t.Cleanup(g.release)
+	stream := newSSE(t, rpcBy(t, a.url, "", send1("1", "SendStreamingMessage", "go")))
+	defer stream.resp.Body.Close()
+	raw, _ := stream.next(t)
+	_, id := kind(raw)
+	// All but the last records (the stream's writer may keep those for
+	// its last flush, with the final status, which waits for Redis).
+	for parts := 0; parts < 48; {
+		raw, ok := stream.next(t)
+		if !ok {
+			t.Fatalf("the stream ended early, after %d parts", parts)
+		}
+		if k, _ := kind(raw); k == "artifact" {
+			parts++
+		}
+	}
+	// 48 KiB streamed, none written: at most 16 KiB waits.
+	d := a.door.tasks
+	d.mu.Lock()
+	run := d.tasks[id].run
+	d.mu.Unlock()
+	run.mu.Lock()
+	waiting, dropped := run.bytes, run.dropped
+	run.mu.Unlock()
+	if waiting > 16<<10 || !dropped {
+		t.Errorf("waiting to be written: %d bytes, dropped %v; want at most 16 KiB, the artifact dropped", waiting, dropped)
+	}
+	g.release()
+	for _, ok := stream.next(t); ok; _, ok = stream.next(t) {
+	}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rc.Close()
+	if h := rc.HGetAll(context.Background(), "sc:a2a:task:"+id).Val(); h["dropped"] != "1" || h["state"] != stateCompleted {
+		t.Errorf("the task in Redis = %v, want completed with its artifact dropped", h)
+	}
+}
