@@ -59,6 +59,9 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 // answer writes the reply a Door gave without calling the agent.
 func (s *Server) answer(w http.ResponseWriter, c *call, a *core.Answer) {
 	c.status, c.outcome, c.bytes, c.reason = a.Status, a.Outcome, int64(len(a.Body)), a.Reason
+	if a.Err != nil {
+		c.err = a.Err
+	}
 	h := w.Header()
 	for k, v := range a.Header {
 		h[k] = v

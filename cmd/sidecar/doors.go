@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 
@@ -21,6 +22,19 @@ type door struct {
 	protocol string
 	ln       net.Listener
 	srv      *http.Server
+	// closers are the doors served here (the platform's mounts too) that
+	// work in the background (A2A's lease renewal with a shared store):
+	// closed at shutdown, once the calls are over.
+	closers []io.Closer
+}
+
+// stopDoors stops what the served doors do in the background.
+func stopDoors(served []door) {
+	for _, d := range served {
+		for _, c := range d.closers {
+			c.Close()
+		}
+	}
 }
 
 // openDoors builds a server for every enabled protocol: the platform's on
@@ -65,14 +79,19 @@ func openDoorsOf(list []doors.Door, cfg *config.Config, s *proxy.Server, ln net.
 			continue
 		}
 		h := s.HandlerFor(d)
+		var closers []io.Closer
+		if c, ok := d.(io.Closer); ok {
+			closers = append(closers, c)
+		}
 		if p[0] == config.ProtocolAgentPlatform {
-			mounts, err := mountDoors(cfg, list, s, host)
+			mounts, mounted, err := mountDoors(cfg, list, s, host)
 			if err != nil {
 				return fail(err)
 			}
 			h = proxy.Mounted(h, mounts)
+			closers = append(closers, mounted...)
 		}
-		opened = append(opened, door{protocol: p[0], ln: l, srv: newHTTPServer(cfg, h, logger, lim)})
+		opened = append(opened, door{protocol: p[0], ln: l, srv: newHTTPServer(cfg, h, logger, lim), closers: closers})
 	}
 	if len(opened) == 0 {
 		return fail(fmt.Errorf("no protocol is enabled (protocols.agent_platform is off and no other is configured)"))
@@ -82,14 +101,18 @@ func openDoorsOf(list []doors.Door, cfg *config.Config, s *proxy.Server, ln net.
 
 // mountDoors builds the doors of list mounted on the platform's listener,
 // each served on the paths it claims there.
-func mountDoors(cfg *config.Config, list []doors.Door, s *proxy.Server, host core.Host) ([]proxy.Mount, error) {
+func mountDoors(cfg *config.Config, list []doors.Door, s *proxy.Server, host core.Host) ([]proxy.Mount, []io.Closer, error) {
 	var mounts []proxy.Mount
+	var closers []io.Closer
 	for _, m := range cfg.Mounted() {
 		d, err := doors.Build(list, cfg, m.Name, host)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if c, ok := d.(io.Closer); ok {
+			closers = append(closers, c)
 		}
 		mounts = append(mounts, proxy.Mount{Path: m.Mount, Claims: cfg.Claims(m), Handler: s.HandlerFor(d)})
 	}
-	return mounts, nil
+	return mounts, closers, nil
 }

@@ -90,6 +90,8 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	if err != nil {
 		return err
 	}
+	// Before the store closes (deferred above), once the calls are over.
+	defer stopDoors(served)
 	warnPlatformVars(cfg, aio.env, logger)
 	closeDoors := func() {
 		for _, d := range served {

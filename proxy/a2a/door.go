@@ -189,7 +189,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
 	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
-		return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req)
+		return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req, err)
 	} else if rerr != nil {
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
@@ -200,7 +200,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if d.shared != nil {
 		if err := d.shared.open(r.Context(), t); err != nil {
 			d.tasks.remove(t)
-			return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req)
+			return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req, err)
 		}
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
@@ -223,7 +223,7 @@ func (d *Door) serveTask(ctx context.Context, v version, req request, op string,
 	}
 	switch {
 	case err != nil:
-		return storeAnswer(req)
+		return storeAnswer(req, err)
 	case !found:
 		return answer(req, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id))})
 	case !canceled:

@@ -244,7 +244,7 @@ func (d *Door) serveList(ctx context.Context, v version, req request, owner core
 	}
 	page, next, total, err := d.listTasks(ctx, owner, f)
 	if err != nil {
-		return storeAnswer(req)
+		return storeAnswer(req, err)
 	}
 	objs, texts := v.tasks(page)
 	a := answer(req, listResult{objs, next, f.pageSize, total}, nil)

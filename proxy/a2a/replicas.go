@@ -20,10 +20,10 @@ import (
 )
 
 // storeAnswer is the JSON-RPC answer of a call the state store failed:
-// 503 and -32603 with state.Message, logged with state.Reason.
-func storeAnswer(req request) *core.Answer {
+// 503 and -32603 with state.Message, logged with state.Reason and err.
+func storeAnswer(req request, err error) *core.Answer {
 	a := answer(req, nil, &rpcError{codeInternal, state.Message})
-	a.Status, a.Outcome, a.Reason = http.StatusServiceUnavailable, metrics.NotReady, state.Reason
+	a.Status, a.Outcome, a.Reason, a.Err = http.StatusServiceUnavailable, metrics.NotReady, state.Reason, err
 	if req.notify {
 		a.Status = http.StatusNoContent
 	}
@@ -31,13 +31,14 @@ func storeAnswer(req request) *core.Answer {
 }
 
 // restStoreAnswer is the HTTP+JSON answer of a call the state store
-// failed: 503, a google.rpc.Status UNAVAILABLE with state.Message.
-func restStoreAnswer(v version) *core.Answer {
+// failed: 503, a google.rpc.Status UNAVAILABLE with state.Message, logged
+// with err.
+func restStoreAnswer(v version, err error) *core.Answer {
 	body := restStatus(http.StatusServiceUnavailable, "UNAVAILABLE", state.Message, strings.ToUpper(state.Reason), sidecarDomain)
 	if v == p03 {
 		body = legacyError(body, codeInternal, state.Message)
 	}
-	return &core.Answer{Status: http.StatusServiceUnavailable, Outcome: metrics.NotReady, Reason: state.Reason,
+	return &core.Answer{Status: http.StatusServiceUnavailable, Outcome: metrics.NotReady, Reason: state.Reason, Err: err,
 		Header: http.Header{"Content-Type": {contentType(v, true)}, "Retry-After": {"1"}}, Body: append(body, '\n')}
 }
 

@@ -230,7 +230,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 			},
 		})
 		if err != nil {
-			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
 		}
 		if rerr != nil {
 			return fail(rerr.Code, "%s", rerr.Message)
@@ -249,7 +249,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
 	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
-		return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+		return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
 	} else if rerr != nil {
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
@@ -260,7 +260,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 	if d.shared != nil {
 		if err := d.shared.open(r.Context(), t); err != nil {
 			d.tasks.remove(t)
-			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
 		}
 	}
 	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
@@ -280,7 +280,7 @@ func (d *Door) restTask(ctx context.Context, v version, route, id string, owner 
 	}
 	switch {
 	case err != nil:
-		return restStoreAnswer(v)
+		return restStoreAnswer(v, err)
 	case !found:
 		return restError(v, codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id)))
 	case !canceled:
@@ -298,7 +298,7 @@ func (d *Door) restTask(ctx context.Context, v version, route, id string, owner 
 func (d *Door) restList(ctx context.Context, v version, owner core.Owner, f listFilter) *core.Answer {
 	page, next, total, err := d.listTasks(ctx, owner, f)
 	if err != nil {
-		return restStoreAnswer(v)
+		return restStoreAnswer(v, err)
 	}
 	objs, texts := v.tasks(page)
 	a := &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(v, true)}}}

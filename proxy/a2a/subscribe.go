@@ -298,7 +298,7 @@ func (d *Door) serveSubscribe(ctx context.Context, v version, req request, owner
 		failure: func(e *rpcError) []byte { return response(req.id, nil, e) },
 	})
 	if err != nil {
-		return storeAnswer(req)
+		return storeAnswer(req, err)
 	}
 	if rerr != nil {
 		return answer(req, nil, rerr)

@@ -311,6 +311,10 @@ type Answer struct {
 	// Reason is a refusal's reason for the log line (UNAUTHENTICATED,
 	// NOT_ACCEPTABLE, …); "" for an answer.
 	Reason string
+	// Err, when set, is why the door answered so, for the log line's
+	// error field only: what the caller must not read (a state store's
+	// host and its failure).
+	Err error
 	// Stream, when set, goes on writing the answer after Body: a stream
 	// the door serves itself, without the agent (A2A's subscription to a
 	// task's updates). It writes until its stream ends or ctx does (the

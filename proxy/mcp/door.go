@@ -202,7 +202,7 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 	} else {
 		var err error
 		if ended, err = d.shared.end(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
-			return storeFailed(nil)
+			return storeFailed(nil, err)
 		}
 	}
 	if !ended {

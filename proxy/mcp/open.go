@@ -100,7 +100,7 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	} else {
 		var err error
 		if s, err = d.shared.open(r.Context(), v, core.OwnerOf(r.Header)); err != nil {
-			return storeFailed(req.id)
+			return storeFailed(req.id, err)
 		}
 	}
 	result := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":%s}`, v, d.info)
@@ -127,7 +127,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 	} else {
 		var err error
 		if s, ok, err = d.shared.find(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
-			return core.Exchange{Call: name}, storeFailed(req.id)
+			return core.Exchange{Call: name}, storeFailed(req.id, err)
 		}
 	}
 	if !ok {

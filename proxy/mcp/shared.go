@@ -198,9 +198,9 @@ func (s *shared) end(ctx context.Context, id string, owner core.Owner) (bool, er
 // storeFailed is the answer to a request that needs a session while the
 // store fails it: 503, a JSON-RPC error to the request's id (-32603, an
 // internal error: the request was fine) saying state.Message, its log
-// line's reason state.Reason.
-func storeFailed(id json.RawMessage) *core.Answer {
+// line's reason state.Reason and its error err.
+func storeFailed(id json.RawMessage, err error) *core.Answer {
 	a := reply(id, http.StatusServiceUnavailable, nil, &rpcError{code: codeInternal, message: state.Message})
-	a.Outcome, a.Reason = metrics.NotReady, state.Reason
+	a.Outcome, a.Reason, a.Err = metrics.NotReady, state.Reason, err
 	return a
 }

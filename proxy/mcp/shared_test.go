@@ -361,6 +361,12 @@ func TestSharedStoreDown(t *testing.T) {
 	if n := b.logs.FilterField(zap.String("reason", state.Reason)).Len(); n != 2 {
 		t.Errorf("%d log lines of replica b with reason %s, want 2 (the call, the DELETE)", n, state.Reason)
 	}
+	// The log line says what failed, where: the answer does not.
+	for _, e := range b.logs.FilterField(zap.String("reason", state.Reason)).All() {
+		if msg, _ := e.ContextMap()["error"].(string); !strings.Contains(msg, "redis at "+srv.Addr()) {
+			t.Errorf("the log line of a store failure: error %q, want it naming redis at %s", msg, srv.Addr())
+		}
+	}
 
 	srv.Restart()
 	if !served2025(t, b.url, before, "Bearer alice") {
