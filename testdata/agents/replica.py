@@ -52,6 +52,14 @@ def marker(key):
 
 
 class Handler(doors.Handler):
+    def handle(self):
+        # A sidecar killed or stopped resets its idle connections: not an
+        # error of the agent's.
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def sse(self, first, rest, hold):
         if not hold:
             return super().sse(first, rest, hold)
