@@ -88,7 +88,7 @@ func a2aReplicas(t *testing.T, bal *balancer, reps []*replica) {
 	t.Logf("replicas.mjs:\n%s", strings.Join(got, "\n"))
 	const hi = `once upon a time hi `
 	held := `"events":["task TASK_STATE_SUBMITTED ","statusUpdate TASK_STATE_WORKING","artifactUpdate once "]}`
-	// The subscriber gets the rest once, in order, as the stream does.
+	// The stream's caller gets the rest once, in order.
 	rest := `"events":["artifactUpdate released ","artifactUpdate upon ","artifactUpdate a ","artifactUpdate time ","artifactUpdate hold-a2a-subscribe ","statusUpdate TASK_STATE_COMPLETED"]}`
 	want := []string{
 		`{"step":"card","url":"` + bal.url + `/a2a"}`,
@@ -101,8 +101,7 @@ func a2aReplicas(t *testing.T, bal *balancer, reps []*replica) {
 		`{"step":"cancel stream","events":["statusUpdate TASK_STATE_CANCELED"]}`,
 		`{"step":"cancel get","state":"TASK_STATE_CANCELED"}`,
 		`{"step":"subscribe held",` + held,
-		`{"step":"subscribed","first":"task TASK_STATE_WORKING once "}`,
-		`{"step":"subscription",` + rest,
+		"", "", // subscribed, subscription: followed below
 		`{"step":"subscribe stream",` + rest,
 		`{"step":"subscribe get","state":"TASK_STATE_COMPLETED","text":"once released upon a time hold-a2a-subscribe "}`,
 	}
@@ -110,10 +109,11 @@ func a2aReplicas(t *testing.T, bal *balancer, reps []*replica) {
 		t.Fatalf("replicas.mjs printed %d lines, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if want[i] != "" && got[i] != want[i] {
 			t.Errorf("line %d:\n got %s\nwant %s", i+1, got[i], want[i])
 		}
 	}
+	wantFollowed(t, got[10], got[11], "once released upon a time hold-"+subscribeKey+" ")
 	landedOff(t, bal, "CancelTask", ran[cancelKey])
 	landedOff(t, bal, "SubscribeToTask", ran[subscribeKey])
 }
@@ -366,5 +366,36 @@ func killMidTask(t *testing.T, bal *balancer, reps []*replica) {
 	}
 	if !agentCanceled(t, reps[at], key) {
 		t.Errorf("the agent of the killed replica %d did not see its request end", at)
+	}
+}
+
+// wantFollowed fails the test unless a subscription (its "subscribed"
+// and "subscription" lines) followed its running task to its end: the
+// task as the store had it (submitted or working, with the part the
+// running replica had written by then, or none yet: that write races the
+// subscribe), then every update after it, so that the text the
+// subscriber holds is the story, each part once, in order, and the last
+// event is the completed status.
+func wantFollowed(t *testing.T, subscribed, subscription, story string) {
+	t.Helper()
+	var first struct{ First string }
+	var rest struct{ Events []string }
+	if json.Unmarshal([]byte(subscribed), &first) != nil || json.Unmarshal([]byte(subscription), &rest) != nil {
+		t.Fatalf("the subscription printed %s and %s", subscribed, subscription)
+	}
+	text, ok := strings.CutPrefix(first.First, "task TASK_STATE_WORKING ")
+	if !ok {
+		text, ok = strings.CutPrefix(first.First, "task TASK_STATE_SUBMITTED ")
+	}
+	last := ""
+	for _, ev := range rest.Events {
+		if part, isPart := strings.CutPrefix(ev, "artifactUpdate "); isPart {
+			text += part
+		} else if ev != "statusUpdate TASK_STATE_WORKING" {
+			last = ev
+		}
+	}
+	if !ok || text != story || len(rest.Events) == 0 || rest.Events[len(rest.Events)-1] != "statusUpdate TASK_STATE_COMPLETED" || last != rest.Events[len(rest.Events)-1] {
+		t.Errorf("the subscription saw %s then %s: want the task running, then the rest of %q once, in order, and its completed status last", subscribed, subscription, story)
 	}
 }
