@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -58,6 +60,9 @@ func startBalancer(t *testing.T, bases []string) *balancer {
 			},
 			Transport:     b.transport,
 			FlushInterval: -1,
+			// A replica killed mid-stream is expected: its error goes to
+			// the test's log, not the package's output.
+			ErrorLog: log.New(testLog{t}, "balancer: ", 0),
 		})
 	}
 	b.server = httptest.NewServer(b)
@@ -168,4 +173,12 @@ func (b *balancer) steerOff(t *testing.T, i int) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+}
+
+// testLog writes a logger's lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
