@@ -145,6 +145,20 @@ func (b *balancer) served() []int {
 	return n
 }
 
+// repeats counts the requests that went to the replica the request
+// before them went to: none while two replicas are up.
+func (b *balancer) repeats() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for i := 1; i < len(b.landings); i++ {
+		if b.landings[i].replica == b.landings[i-1].replica {
+			n++
+		}
+	}
+	return n
+}
+
 // landed is the replicas the requests of a JSON-RPC method went to, in
 // order.
 func (b *balancer) landed(method string) []int {

@@ -113,6 +113,9 @@ func TestReplicas(t *testing.T) {
 
 	served := bal.served()
 	t.Logf("requests served per replica: %v", served)
+	if n := bal.repeats(); n > 0 {
+		t.Errorf("%d requests went to the replica the one before went to, want none", n)
+	}
 	for i, n := range served {
 		if n == 0 {
 			t.Errorf("replica %d served no request (served: %v)", i, served)
