@@ -68,6 +68,8 @@ type Server struct {
 	liveMu sync.Mutex
 	live   *call
 	ended  error
+	// storeHealth is the store's last ping, shared by /healthz's probes.
+	storeHealth storeHealth
 }
 
 // Store is the state store as /healthz sees it (state.Redis is one).
@@ -203,7 +205,9 @@ func (s *Server) Ready() bool {
 
 // ServeHealth answers the Door's health routes (/healthz): 200 while the agent is ready, 503 while it is
 // not or the sidecar drains. With a Store, its reachability is one more
-// field ("store": "ok" or "unreachable") that never changes the status. Why the agent is not ready (a dial error can
+// field ("store": "ok" or "unreachable") that never changes the status;
+// the store is pinged at most once a second however many probes come
+// (storeHealth). Why the agent is not ready (a dial error can
 // name its socket) is not said on the public port: it is logged, and
 // ServeHealthDetail says it.
 func (s *Server) ServeHealth(w http.ResponseWriter, r *http.Request) { s.serveHealth(w, r, false) }
@@ -245,9 +249,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request, full bool) 
 		// A store outage does not fail the probe: the stateless doors
 		// still serve, and a platform that restarts the container for
 		// it would take them down too (docs/operations.md).
-		ctx, cancel := context.WithTimeout(r.Context(), storeHealthWait)
-		err := s.Store.Ping(ctx)
-		cancel()
+		err := s.storeHealth.check(r.Context(), s.Store)
 		h.Store = "ok"
 		if err != nil {
 			h.Store = "unreachable"

@@ -38,6 +38,7 @@ type Door struct {
 	opts     Options
 	tools    map[string]*tool
 	sessions *sessions
+	shared   *shared   // with state.store: redis, the sessions every replica finds (sessions unused)
 	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
 	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
 
@@ -56,6 +57,9 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
 		maxText:  cfg.Limits.ReplyBytes}
+	if opts.Store != nil {
+		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
+	}
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -184,14 +188,24 @@ func accepts(values []string) bool {
 }
 
 // endSession is the answer to DELETE: it ends the session its
-// Mcp-Session-Id names (200), unknown 404, none 400.
+// Mcp-Session-Id names (200), unknown 404, none 400; a store that fails
+// it 503 (storeFailed).
 func (d *Door) endSession(r *http.Request) *core.Answer {
 	id := r.Header.Get("Mcp-Session-Id")
-	switch {
-	case id == "":
+	if id == "" {
 		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: DELETE ends a session, and the Mcp-Session-Id header naming it is missing"})
-	case !d.sessions.end(id, core.OwnerOf(r.Header)):
+	}
+	ended := false
+	if d.shared == nil {
+		ended = d.sessions.end(id, core.OwnerOf(r.Header))
+	} else {
+		var err error
+		if ended, err = d.shared.end(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
+			return storeFailed(nil)
+		}
+	}
+	if !ended {
 		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
 			message: "Session not found: " + strconv.Quote(core.Clip(id)) + " has ended or was never opened here"})
 	}

@@ -66,8 +66,9 @@ func serve(t *testing.T, head string, opts Options) *served {
 }
 
 // serveMap runs the sidecar with the MCP door of opts on methodMap, its
-// AGENT agent, through the mapping stage as cmd/sidecar builds it.
-func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
+// AGENT agent, through the mapping stage as cmd/sidecar builds it; tune,
+// when given, sets more of the Server before it serves.
+func serveMap(t *testing.T, methodMap, agent string, opts Options, tune ...func(*proxy.Server)) *served {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(methodMap, "AGENT", agent)))
 	if err != nil {
@@ -85,6 +86,9 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options) *served {
 	m := metrics.New(Name)
 	s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes,
 		MaxRecord: cfg.Limits.RecordBytes}, Logger: zap.New(observed), Metrics: m, Protocols: []string{Name}}
+	for _, f := range tune {
+		f(s)
+	}
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

@@ -94,7 +94,15 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	if p.protocol == version20250618 {
 		v = version20250618
 	}
-	s := d.sessions.open(v, core.OwnerOf(r.Header))
+	var s session
+	if d.shared == nil {
+		s = d.sessions.open(v, core.OwnerOf(r.Header))
+	} else {
+		var err error
+		if s, err = d.shared.open(r.Context(), v, core.OwnerOf(r.Header)); err != nil {
+			return storeFailed(req.id)
+		}
+	}
 	result := fmt.Appendf(nil, `{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":%s}`, v, d.info)
 	a := reply(req.id, http.StatusOK, result, nil)
 	a.Header.Set("Mcp-Session-Id", s.id)
@@ -112,10 +120,23 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: "Bad Request: Mcp-Session-Id header is required (send initialize first, or MCP-Protocol-Version: 2026-07-28 and its _meta)"})
 	}
-	s, ok := d.sessions.find(id, core.OwnerOf(r.Header))
+	var s session
+	var ok bool
+	if d.shared == nil {
+		s, ok = d.sessions.find(id, core.OwnerOf(r.Header))
+	} else {
+		var err error
+		if s, ok, err = d.shared.find(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
+			return core.Exchange{Call: name}, storeFailed(req.id)
+		}
+	}
 	if !ok {
+		why := "the session ended, was forgotten past limits.mcp_sessions, or is another replica's"
+		if d.shared != nil {
+			why = "the session ended, or was forgotten past limits.mcp_sessions"
+		}
 		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeSessionNotFound,
-			message: "Session not found: initialize again (the session ended, was forgotten past limits.mcp_sessions, or is another replica's)"})
+			message: "Session not found: initialize again (" + why + ")"})
 	}
 	if hv != "" && hv != s.version {
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,

@@ -30,6 +30,7 @@ type results struct {
 	healthy series // ms to the first /healthz 200 (sidecar)
 	floor   string // the floor row's table (floor.go), "" when not run
 	ways    string // the ways rows' table (ways.go), "" when not run
+	state   string // the state rows' table (state.go), "" when not run
 }
 
 type unaryRow struct {
