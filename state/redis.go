@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,6 +46,9 @@ type Redis struct {
 	// Replica names this process among the replicas sharing the store:
 	// random, new at every start.
 	Replica string
+
+	psOnce sync.Once
+	ps     *PubSub // the shared Pub/Sub connection (pubsub.go), once asked
 }
 
 // Open builds the client of st's server, its URL's ${NAME} references
@@ -108,8 +112,9 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the client's connections.
+// Close closes the client's connections, the Pub/Sub one too.
 func (r *Redis) Close() error {
+	r.PubSub().close()
 	if err := r.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("closing the redis client: %w", err)
 	}

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 
@@ -27,6 +28,7 @@ type Door struct {
 	method *config.Method // the entry serving opts.Method; nil: none
 	stream bool           // the method streams
 	tasks  *store
+	shared *shared // with state.store: redis; nil: memory only
 }
 
 // New is the A2A door calling opts.Method of cfg's map: the entry of
@@ -34,6 +36,10 @@ type Door struct {
 // limits.task_store_bytes, each task's artifact at most limits.reply_bytes.
 func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes, cfg.Limits.Subscriptions)}
+	if opts.Store != nil {
+		d.shared = newShared(opts.Store, d.tasks)
+		d.tasks.shared = d.shared
+	}
 	for _, m := range cfg.Methods {
 		if m.Name == opts.Method {
 			d.method = m
@@ -46,6 +52,16 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d.stream = d.method != nil && d.method.Mode.Streaming()
 	return d, nil
+}
+
+// Close stops what the door does in the background for a shared store:
+// its tasks' lease renewal and its cancel channel. Tasks still running
+// then end failed on every replica once their leases lapse.
+func (d *Door) Close() error {
+	if d.shared != nil {
+		d.shared.close()
+	}
+	return nil
 }
 
 // Protocol names the door in the call's log line and metrics.
@@ -159,11 +175,11 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	owner := core.OwnerOf(r.Header)
 	switch op {
 	case "get", "cancel":
-		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(v, req, op, owner)
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(r.Context(), v, req, op, owner)
 	case "list":
-		return core.Exchange{Call: core.Call{Name: name}}, d.serveList(v, req, owner)
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveList(r.Context(), v, req, owner)
 	case "subscribe":
-		return core.Exchange{Call: core.Call{Name: name}}, d.serveSubscribe(v, req, owner)
+		return core.Exchange{Call: core.Call{Name: name}}, d.serveSubscribe(r.Context(), v, req, owner)
 	}
 	msg, err := readMessage(req.params)
 	if err != nil {
@@ -172,9 +188,20 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
+	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
+		return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req)
+	} else if rerr != nil {
+		return fail(rerr.Code, "%s", rerr.Message)
+	}
 	t, rerr := d.tasks.open(msg, owner)
 	if rerr != nil {
 		return fail(rerr.Code, "%s", rerr.Message)
+	}
+	if d.shared != nil {
+		if err := d.shared.open(r.Context(), t); err != nil {
+			d.tasks.remove(t)
+			return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req)
+		}
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
@@ -183,18 +210,20 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 
 // serveTask answers tasks/get and tasks/cancel of owner's task from the
 // store.
-func (d *Door) serveTask(v version, req request, op string, owner core.Owner) *core.Answer {
+func (d *Door) serveTask(ctx context.Context, v version, req request, op string, owner core.Owner) *core.Answer {
 	id, err := readTaskID(req.params)
 	if err != nil {
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
 	}
 	t, found, canceled := task{}, false, true
 	if op == "get" {
-		t, found = d.tasks.snapshot(owner, id)
+		t, found, err = d.getTask(ctx, owner, id)
 	} else {
-		t, found, canceled = d.tasks.cancelTask(owner, id)
+		t, found, canceled, err = d.cancelTask(ctx, owner, id)
 	}
 	switch {
+	case err != nil:
+		return storeAnswer(req)
 	case !found:
 		return answer(req, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id))})
 	case !canceled:

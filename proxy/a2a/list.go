@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -236,12 +237,15 @@ func (s *store) list(owner core.Owner, f listFilter) (page []task, next string, 
 
 // serveList answers ListTasks: a page of owner's tasks, {"tasks": […],
 // "nextPageToken", "pageSize", "totalSize"} as 1.0 shapes it.
-func (d *Door) serveList(v version, req request, owner core.Owner) *core.Answer {
+func (d *Door) serveList(ctx context.Context, v version, req request, owner core.Owner) *core.Answer {
 	f, err := readListFilter(req.params)
 	if err != nil {
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
 	}
-	page, next, total := d.tasks.list(owner, f)
+	page, next, total, err := d.listTasks(ctx, owner, f)
+	if err != nil {
+		return storeAnswer(req)
+	}
 	objs, texts := v.tasks(page)
 	a := answer(req, listResult{objs, next, f.pageSize, total}, nil)
 	if len(texts) > 0 && a.Body != nil {

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -211,7 +212,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 				return fail(codeInvalidParams, "historyLength must be a non-negative integer, got %q", core.Clip(h))
 			}
 		}
-		return core.Exchange{Call: core.Call{Name: name}}, d.restTask(shape, route, id, owner)
+		return core.Exchange{Call: core.Call{Name: name}}, d.restTask(r.Context(), shape, route, id, owner)
 	case RouteTasks:
 		if shape == p03 {
 			return fail(codeUnsupported, "%s is A2A 1.0's (send A2A-Version: 1.0)", name)
@@ -220,14 +221,17 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 		if err != nil {
 			return fail(codeInvalidParams, "%v", err)
 		}
-		return core.Exchange{Call: core.Call{Name: name}}, d.restList(shape, owner, f)
+		return core.Exchange{Call: core.Call{Name: name}}, d.restList(r.Context(), shape, owner, f)
 	case RouteSubscribe:
-		stream, rerr := d.subscription(shape, owner, id, sink{
+		stream, rerr, err := d.subscription(r.Context(), shape, owner, id, sink{
 			result: restFrame,
 			failure: func(e *rpcError) []byte {
 				return bytes.TrimSuffix(restError(shape, e.Code, e.Message).Body, []byte("\n"))
 			},
 		})
+		if err != nil {
+			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+		}
 		if rerr != nil {
 			return fail(rerr.Code, "%s", rerr.Message)
 		}
@@ -244,9 +248,20 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
+	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
+		return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+	} else if rerr != nil {
+		return fail(rerr.Code, "%s", rerr.Message)
+	}
 	t, rerr := d.tasks.open(msg, owner)
 	if rerr != nil {
 		return fail(rerr.Code, "%s", rerr.Message)
+	}
+	if d.shared != nil {
+		if err := d.shared.open(r.Context(), t); err != nil {
+			d.tasks.remove(t)
+			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape)
+		}
 	}
 	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
@@ -255,14 +270,17 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 
 // restTask answers GetTask and CancelTask of owner's task from the
 // store: the Task.
-func (d *Door) restTask(v version, route, id string, owner core.Owner) *core.Answer {
+func (d *Door) restTask(ctx context.Context, v version, route, id string, owner core.Owner) *core.Answer {
 	t, found, canceled := task{}, false, true
+	var err error
 	if route == RouteTask {
-		t, found = d.tasks.snapshot(owner, id)
+		t, found, err = d.getTask(ctx, owner, id)
 	} else {
-		t, found, canceled = d.tasks.cancelTask(owner, id)
+		t, found, canceled, err = d.cancelTask(ctx, owner, id)
 	}
 	switch {
+	case err != nil:
+		return restStoreAnswer(v)
 	case !found:
 		return restError(v, codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id)))
 	case !canceled:
@@ -277,8 +295,11 @@ func (d *Door) restTask(v version, route, id string, owner core.Owner) *core.Ans
 
 // restList answers ListTasks: a page of owner's tasks, the
 // ListTasksResponse as serveList writes it, without the envelope.
-func (d *Door) restList(v version, owner core.Owner, f listFilter) *core.Answer {
-	page, next, total := d.tasks.list(owner, f)
+func (d *Door) restList(ctx context.Context, v version, owner core.Owner, f listFilter) *core.Answer {
+	page, next, total, err := d.listTasks(ctx, owner, f)
+	if err != nil {
+		return restStoreAnswer(v)
+	}
 	objs, texts := v.tasks(page)
 	a := &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(v, true)}}}
 	var b bytes.Buffer

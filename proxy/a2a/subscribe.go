@@ -37,8 +37,9 @@ var errLagging = fmt.Errorf("the subscriber fell more than %d events or %d bytes
 type event struct {
 	head   task // the task's ids and status (task.head), no artifact
 	part   part
-	first  bool // the artifact's first part: it does not append
-	status bool // a status-update; else an artifact-update
+	first  bool  // the artifact's first part: it does not append
+	status bool  // a status-update; else an artifact-update
+	seq    int64 // with a shared store, its number among the task's events (0: local)
 }
 
 // size is what the event holds besides the task's ids: its part's bytes.
@@ -57,6 +58,9 @@ type subscriber struct {
 	pending atomic.Int64 // the bytes of the events queued (event.size)
 	lagged  bool         // dropped for falling behind; set before events is closed
 	stop    func()       // called when it is dropped: unblock its writer
+	// remote is set for a subscriber to a task another replica runs
+	// (replicas.go): what it is told comes from Redis.
+	remote *remoteSub
 }
 
 // subscribe is owner's subscription to its task id: the task as it is
@@ -88,6 +92,10 @@ func (s *store) subscribe(owner core.Owner, id string, stop func()) (snap task, 
 // unsubscribe ends sub, whose caller left; a subscriber the store already
 // let go is left as it is.
 func (s *store) unsubscribe(sub *subscriber) {
+	if sub.remote != nil {
+		sub.remote.end()
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.detach(sub)
@@ -183,10 +191,19 @@ func serveSubscription(ctx context.Context, w http.ResponseWriter, v version, su
 	if write(first, texts) != nil || rc.Flush() != nil || sub == nil {
 		return records, bytes
 	}
+	var tick <-chan time.Time
+	if sub.remote != nil {
+		t := time.NewTicker(sub.remote.every)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		var e event
 		var ok bool
 		select {
+		case <-tick:
+			sub.remote.poll(ctx)
+			continue
 		case e, ok = <-sub.events:
 		case <-ctx.Done():
 			if errors.Is(context.Cause(ctx), core.ErrShuttingDown) {
@@ -203,6 +220,12 @@ func serveSubscription(ctx context.Context, w http.ResponseWriter, v version, su
 			return records, bytes
 		}
 		sub.pending.Add(-e.size())
+		if r := sub.remote; r != nil {
+			if e.seq <= r.after { // in the task as first written
+				continue
+			}
+			e.head.contextID = r.contextID
+		}
 		var obj any
 		if e.status {
 			obj = v.statusUpdate(&e.head)
@@ -262,7 +285,7 @@ const writeGrace = time.Second
 // serveSubscribe answers SubscribeToTask (1.0) and tasks/resubscribe
 // (0.3) of owner's task: an SSE stream of JSON-RPC responses with the
 // request's id (subscription).
-func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.Answer {
+func (d *Door) serveSubscribe(ctx context.Context, v version, req request, owner core.Owner) *core.Answer {
 	id, err := readTaskID(req.params)
 	if err != nil {
 		return answer(req, nil, &rpcError{codeInvalidParams, err.Error()})
@@ -270,10 +293,13 @@ func (d *Door) serveSubscribe(v version, req request, owner core.Owner) *core.An
 	if req.notify { // a notification gets no answer: nothing to stream
 		return answer(req, nil, nil)
 	}
-	stream, rerr := d.subscription(v, owner, id, sink{
+	stream, rerr, err := d.subscription(ctx, v, owner, id, sink{
 		result:  func(obj any) []byte { return response(req.id, obj, nil) },
 		failure: func(e *rpcError) []byte { return response(req.id, nil, e) },
 	})
+	if err != nil {
+		return storeAnswer(req)
+	}
 	if rerr != nil {
 		return answer(req, nil, rerr)
 	}
@@ -300,21 +326,29 @@ func streamAnswer(stream func(ctx context.Context, w http.ResponseWriter) (int, 
 // UnsupportedOperation (§3.3.4); no such task of owner's TaskNotFound;
 // past the bounds an internal error saying which. Once it is given, the
 // stream must be served: until it is, it holds its subscriber's place.
-func (d *Door) subscription(v version, owner core.Owner, id string, out sink) (func(ctx context.Context, w http.ResponseWriter) (int, int64), *rpcError) {
+func (d *Door) subscription(ctx context.Context, v version, owner core.Owner, id string, out sink) (func(ctx context.Context, w http.ResponseWriter) (int, int64), *rpcError, error) {
 	if !d.stream {
-		return nil, &rpcError{codeUnsupported, "this agent's card declares no streaming: subscribing to a task is a stream"}
+		return nil, &rpcError{codeUnsupported, "this agent's card declares no streaming: subscribing to a task is a stream"}, nil
 	}
 	stop := new(stopper)
 	snap, sub, rerr := d.tasks.subscribe(owner, id, stop.stop)
+	if d.shared != nil && rerr != nil && rerr.Code == codeTaskNotFound {
+		if _, here := d.tasks.local(id); !here {
+			var err error
+			if snap, sub, rerr, err = d.shared.subscribe(ctx, owner, id, stop.stop); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	switch {
 	case rerr != nil:
-		return nil, rerr
+		return nil, rerr, nil
 	case sub == nil && v == v10:
-		return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state has no updates to subscribe to; GetTask answers it", snap.id, v.state(snap.state))}
+		return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state has no updates to subscribe to; GetTask answers it", snap.id, v.state(snap.state))}, nil
 	}
 	return func(ctx context.Context, w http.ResponseWriter) (int, int64) {
 		stop.attach(w)
 		defer stop.end()
 		return serveSubscription(ctx, w, v, sub, out.result(v.wrap("task", v.task(&snap))), snap.texts(), out)
-	}, nil
+	}, nil, nil
 }

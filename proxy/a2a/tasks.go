@@ -27,6 +27,7 @@ type task struct {
 	cost          int64         // what the store counts it as, while it holds it
 	added         int           // the parts added: the first artifact-update does not append
 	subs          []*subscriber // told of each change until it ends (subscribe)
+	run           *running      // with a shared store, what its flusher writes (shared.go); nil: none
 }
 
 // taskOverhead is what the store counts for a task besides its ids,
@@ -51,6 +52,9 @@ type store struct {
 	// task; lagEvents and lagBytes what one may fall behind (subscribe.go).
 	maxSubs, maxTaskSubs, lagEvents int
 	lagBytes                        int64
+	// shared keeps the tasks in Redis for every replica; nil: memory
+	// only.
+	shared *shared
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -78,16 +82,10 @@ func (s *store) open(m message, owner core.Owner) (*task, *rpcError) {
 	defer s.mu.Unlock()
 	if m.taskID != "" {
 		t, ok := s.tasks[m.taskID]
-		switch {
-		case !ok || t.owner != owner:
+		if !ok || t.owner != owner {
 			return nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", m.taskID)}
-		case terminal(t.state):
-			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state takes no more messages", t.id, t.state)}
-		case m.contextID != "" && m.contextID != t.contextID:
-			return nil, &rpcError{codeInvalidParams, fmt.Sprintf("contextId %q is not the context of task %q", m.contextID, t.id)}
-		default:
-			return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
 		}
+		return nil, refuseFollowUp(t, m)
 	}
 	t := &task{id: core.NewID(), contextID: m.contextID, owner: owner, state: stateSubmitted, updated: time.Now()}
 	if t.contextID == "" {
@@ -97,6 +95,18 @@ func (s *store) open(m message, owner core.Owner) (*task, *rpcError) {
 	s.order = append(s.order, t)
 	s.recount(t)
 	return t, nil
+}
+
+// refuseFollowUp is the refusal of m, a message naming t, its owner's.
+func refuseFollowUp(t *task, m message) *rpcError {
+	switch {
+	case terminal(t.state):
+		return &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state takes no more messages", t.id, t.state)}
+	case m.contextID != "" && m.contextID != t.contextID:
+		return &rpcError{codeInvalidParams, fmt.Sprintf("contextId %q is not the context of task %q", m.contextID, t.id)}
+	default:
+		return &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
+	}
 }
 
 // recount updates what the store counts for t, which it holds, after t
@@ -133,6 +143,10 @@ func (s *store) forget(i int) {
 func (s *store) remove(t *task) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t.run != nil {
+		run := t.run
+		go s.shared.forget(t, run) // the refusal is answered meanwhile
+	}
 	for i, o := range s.order {
 		if o == t {
 			s.forget(i)
@@ -156,12 +170,22 @@ func (s *store) bind(t *task, cancel context.CancelCauseFunc) {
 }
 
 // setState moves t to state (with the agent's message), unless it is
-// already terminal. It reports whether it did.
+// already terminal. It reports whether it did. A task kept in Redis too
+// ends there first, in the state Redis says it ended (canceled by another
+// replica first).
 func (s *store) setState(t *task, state, message string) bool {
 	s.mu.Lock()
+	if run := t.run; run != nil && terminal(state) && !terminal(t.state) {
+		s.mu.Unlock()
+		state, message = s.shared.finish(t, run, state, message)
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	if terminal(t.state) {
 		return false
+	}
+	if t.run != nil && !terminal(state) {
+		t.run.status(state, message)
 	}
 	t.state, t.message, t.updated = state, message, time.Now()
 	if terminal(state) {
@@ -185,8 +209,12 @@ func (s *store) addPart(t *task, p part) bool {
 	if len(t.subs) > 0 {
 		s.publish(t, event{head: t.head(), part: p, first: t.added == 0})
 	}
+	first := t.added == 0
 	t.added++
 	if t.dropped {
+		if t.run != nil {
+			t.run.part(p, first, false, 0, s.partLimit)
+		}
 		return false
 	}
 	n := int64(len(p.Text) + len(p.Data) + len(p.Metadata))
@@ -203,6 +231,9 @@ func (s *store) addPart(t *task, p part) bool {
 	}
 	if s.tasks[t.id] == t {
 		s.recount(t)
+	}
+	if t.run != nil {
+		t.run.part(p, first, !t.dropped, t.size, s.partLimit)
 	}
 	return !t.dropped
 }
@@ -285,4 +316,38 @@ func (s *store) cancelTask(owner core.Owner, id string) (t task, ok, canceled bo
 		s.publishStatus(p)
 	}
 	return p.clone(), true, canceled
+}
+
+// cancelLocal ends task id, which this replica runs, as Redis says it
+// ended (canceled by another replica, or failed when its lease lapsed):
+// its call ends as tasks/cancel ends it.
+func (s *store) cancelLocal(id, state, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.tasks[id]
+	if !ok || terminal(p.state) {
+		return
+	}
+	p.state, p.message, p.updated = state, message, time.Now()
+	if p.cancel != nil {
+		p.cancel(errCanceled)
+		p.cancel = nil
+	}
+	s.recount(p)
+	s.publishStatus(p)
+	if run := p.run; run != nil { // its flusher stops; Redis has its end
+		go s.shared.finish(p, run, state, message)
+	}
+}
+
+// local is a copy of task id, with its artifact, when this replica holds
+// it, whoever its owner.
+func (s *store) local(id string) (task, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		return task{}, false
+	}
+	return t.clone(), true
 }
