@@ -211,6 +211,27 @@ func mcpGoSDK(t *testing.T, agent, url, version, way string) {
 	if init := cs.InitializeResult(); init.ServerInfo == nil || init.ServerInfo.Name != "sidecar" || init.Capabilities.Tools == nil {
 		t.Errorf("connected with %+v, want the sidecar's info and tools", init)
 	}
+	text := mcpGoCalls(ctx, t, cs, key)
+	wantReleased(t, "story", text)
+	if !strings.HasPrefix(text, "once ") || !strings.HasSuffix(text, " upon a time hold-"+key+" ") {
+		t.Errorf("story = %q", text)
+	}
+	// The agent went on, so the handler posted the release: its error
+	// follows (maybe after the result: the SDK runs handlers on
+	// goroutines of its own).
+	if strings.Contains(text, "once released ") {
+		if err := <-released; err != nil {
+			t.Errorf("releasing the agent's stream: %v", err)
+		}
+	}
+}
+
+// mcpGoCalls runs a session's calls through cs: tools/list (the agent's
+// five tools), ask, and story held until the client's progress handler
+// releases the agent (the handler is the caller's); it returns the
+// story's text.
+func mcpGoCalls(ctx context.Context, t *testing.T, cs *gomcp.ClientSession, key string) string {
+	t.Helper()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -235,19 +256,10 @@ func mcpGoSDK(t *testing.T, agent, url, version, way string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := story.Content[0].(*gomcp.TextContent).Text
-	wantReleased(t, "story", text)
-	if story.IsError || !strings.HasPrefix(text, "once ") || !strings.HasSuffix(text, " upon a time hold-"+key+" ") {
-		t.Errorf("story = %q (isError %v)", text, story.IsError)
+	if story.IsError {
+		t.Errorf("story is an error: %+v", story.Content)
 	}
-	// The agent went on, so the handler posted the release: its error
-	// follows (maybe after the result: the SDK runs handlers on
-	// goroutines of its own).
-	if strings.Contains(text, "once released ") {
-		if err := <-released; err != nil {
-			t.Errorf("releasing the agent's stream: %v", err)
-		}
-	}
+	return story.Content[0].(*gomcp.TextContent).Text
 }
 
 // openaiClients: the openai npm client and the Vercel AI SDK with base

@@ -144,28 +144,8 @@ func mcpGoReplicas(t *testing.T, bal *balancer, agent string) {
 	if init := cs.InitializeResult(); init.ProtocolVersion != "2025-11-25" || cs.ID() == "" {
 		t.Errorf("connected with %s and session %q, want a 2025-11-25 session", init.ProtocolVersion, cs.ID())
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tools.Tools) != 5 || tools.Tools[0].Name != "ask" {
-		t.Errorf("tools = %+v, want the five methods", tools.Tools)
-	}
-	ask, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "what is up"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := ask.Content[0].(*gomcp.TextContent).Text; ask.IsError || text != `{"answer":"you asked: what is up","words":3}` {
-		t.Errorf("ask = %q (isError %v)", text, ask.IsError)
-	}
-	params := &gomcp.CallToolParams{Name: "story", Arguments: map[string]any{"message": "hold-" + key}}
-	params.SetProgressToken(key)
-	story, err := cs.CallTool(ctx, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := story.Content[0].(*gomcp.TextContent).Text; story.IsError || text != "once released upon a time hold-"+key+" " {
-		t.Errorf("story = %q (isError %v), want the story released by the progress handler", text, story.IsError)
+	if text := mcpGoCalls(ctx, t, cs, key); text != "once released upon a time hold-"+key+" " {
+		t.Errorf("story = %q, want the story released by the progress handler", text)
 	}
 	id := cs.ID()
 	if err := cs.Close(); err != nil {

@@ -160,10 +160,19 @@ func serveAt(t *testing.T, method, methodMap, agent, mount string) (string, *pro
 // version is not "") and returns the response.
 func rpc(t *testing.T, url, version, body string) *http.Response {
 	t.Helper()
+	return rpcHeaders(t, url, body, "A2A-Version", version)
+}
+
+// rpcHeaders posts a JSON-RPC request with the headers of pairs (name,
+// value; an empty value is not sent) and returns the response.
+func rpcHeaders(t *testing.T, url, body string, pairs ...string) *http.Response {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if version != "" {
-		req.Header.Set("A2A-Version", version)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			req.Header.Set(pairs[i], pairs[i+1])
+		}
 	}
 	resp, err := testClient.Do(req)
 	if err != nil {

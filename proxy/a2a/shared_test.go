@@ -137,24 +137,14 @@ func startReplica(t *testing.T, srv *redistest.Server, agent *sharedAgent, metho
 	return &replica{url: hs.URL, door: door, store: store, srv: s}
 }
 
-// rpcAs posts a JSON-RPC request of A2A 1.0 with the Authorization auth
+// rpcBy posts a JSON-RPC request of A2A 1.0 with the Authorization auth
 // ("" none).
 func rpcBy(t *testing.T, url, auth, body string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return rpcHeaders(t, url, body, "A2A-Version", "1.0", "Authorization", auth)
 }
 
-// callAs is call of A2A 1.0 with the Authorization auth.
+// callBy is call of A2A 1.0 with the Authorization auth.
 func callBy(t *testing.T, url, auth, body string) rpcResult {
 	t.Helper()
 	resp := rpcBy(t, url, auth, body)
