@@ -37,6 +37,10 @@ type Config struct {
 	// State is where A2A tasks and MCP sessions are kept (state).
 	State State
 
+	// Auth is who may call the protected doors (auth); its Issuer is ""
+	// without the section.
+	Auth Auth
+
 	// TrustedHosts are host names (lower case, no port) a request on a
 	// loopback connection may carry as its Host besides localhost and the
 	// loopback IPs: the public name a gateway on the same machine or pod
