@@ -3,7 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
-		"fmt"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
