@@ -80,6 +80,7 @@ var sections = map[string]string{
 	"keep_alive_probe":         "keep_alive_probe: {path: /busy, zz_unknown: 1}\n",
 	"state":                    "state: {zz_unknown: 1}\n",
 	"state.redis":              "state: {store: redis, redis: {url: \"${REDIS_URL}\", zz_unknown: 1}}\n",
+	"auth":                     "auth: {zz_unknown: 1}\n",
 	"methods.<name>":           "methods: {query: {zz_unknown: 1}}\n",
 	"methods.<name>.timeouts":  "methods: {query: {timeouts: {zz_unknown: 1}}}\n",
 	"methods.<name>.headers":   "methods: {query: {headers: {zz_unknown: 1}}}\n",
