@@ -3,6 +3,7 @@ package config_test
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAuth: the auth section decodes issuer (its trailing slash taken
@@ -67,5 +68,33 @@ func TestAuthProblems(t *testing.T) {
 	_, err := Parse("sidecar.yaml", []byte(mountBase+"auth: {issuer: \"https://idp.example.com\", audience: urn:a}\n"))
 	if err == nil || !strings.Contains(err.Error(), "no door to protect") {
 		t.Errorf("auth with only the platform: %v, want no door to protect", err)
+	}
+}
+
+// TestPerCaller: limits.per_caller decodes requests, per (1m by default)
+// and concurrent; each mistake is refused at its line.
+func TestPerCaller(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(mountBase+"limits: {per_caller: {requests: 60, concurrent: 4}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := c.Limits.PerCaller; pc.Requests != 60 || pc.Per != time.Minute || pc.Concurrent != 4 || !pc.On() {
+		t.Errorf("PerCaller = %+v", pc)
+	}
+	if c, _ := Parse("sidecar.yaml", []byte(mountBase)); c.Limits.PerCaller.On() {
+		t.Errorf("no per_caller: %+v is on", c.Limits.PerCaller)
+	}
+	for _, tt := range []struct{ section, want string }{
+		{"{requests: -1}", `sidecar.yaml:3: limits.per_caller.requests: "-1" is not a whole number ≥ 0`},
+		{"{requests: 2000000}", `limits.per_caller.requests: 2000000 is more than 1000000`},
+		{"{requests: 5, per: 10ms}", `limits.per_caller.per: 10ms is not 1s to 24h`},
+		{"{requests: 5, per: 60}", `limits.per_caller.per: 60 has no unit`},
+		{"{burst: 5}", `limits.per_caller.burst: unknown key (want requests, per or concurrent)`},
+		{"5", `limits.per_caller: want a mapping with requests, per and concurrent`},
+	} {
+		yaml := mountBase + "limits: {per_caller: " + tt.section + "}\n"
+		if _, err := Parse("sidecar.yaml", []byte(yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want a problem containing %q", yaml, err, tt.want)
+		}
 	}
 }

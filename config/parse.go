@@ -45,6 +45,7 @@ var defaultLimits = Limits{
 	TaskStoreBytes: 64 << 20,
 	MCPSessions:    10000,
 	Subscriptions:  256,
+	PerCaller:      PerCaller{Per: time.Minute},
 }
 
 // Load reads and parses the method map at path; kinds are the protocols
