@@ -233,3 +233,46 @@ func clip(s string) string {
 	}
 	return s
 }
+
+type callerKey struct{}
+
+// WithCaller is ctx carrying the verified caller c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf is the verified caller ctx carries, nil for none (a door that
+// checks no token, or a public route).
+func CallerOf(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}
+
+// Challenge is the WWW-Authenticate value of a refusal e (RFC 6750 §3):
+// the scheme, the error code unless none was sent, its description, and
+// extra parameters (MCP's resource_metadata, scope) as written.
+func Challenge(e *Error, extra ...string) string {
+	params := []string{`realm="sidecar"`}
+	params = append(params, extra...)
+	if e.Code != CodeNone {
+		params = append(params, `error="`+e.Code+`"`, `error_description="`+quote(e.Description)+`"`)
+	}
+	return "Bearer " + strings.Join(params, ", ")
+}
+
+// quote makes s a quoted-string's content: backslashes and quotes
+// escaped, control characters dropped.
+func quote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

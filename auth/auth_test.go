@@ -16,12 +16,13 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/idptest"
 )
 
 const audience = "https://agent.example.com"
 
-func newVerifier(p *idp, jwksURL string) *Verifier {
-	return New(config.Auth{Issuer: p.srv.URL, JWKSURL: jwksURL, Audience: audience}, nil)
+func newVerifier(p *idptest.IdP, jwksURL string) *Verifier {
+	return New(config.Auth{Issuer: p.URL, JWKSURL: jwksURL, Audience: audience}, nil)
 }
 
 func bearer(tok string) []string { return []string{"Bearer " + tok} }
@@ -44,12 +45,12 @@ func authorize(t *testing.T, v *Verifier, header []string) (*Caller, error) {
 // one is refused 401 with invalid_token or invalid_request and a reason
 // that names the check, never the token.
 func TestAuthorize(t *testing.T) {
-	p := newIdP(t)
-	for _, jwks := range []string{"", p.srv.URL + "/jwks"} {
+	p := idptest.Start(t)
+	for _, jwks := range []string{"", p.URL + "/jwks"} {
 		v := newVerifier(p, jwks)
 		for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.ES256} {
 			kid := map[jose.SignatureAlgorithm]string{jose.RS256: "rsa1", jose.ES256: "ec1"}[alg]
-			c, err := authorize(t, v, bearer(p.sign(t, p.claims(audience), kid, alg)))
+			c, err := authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), kid, alg)))
 			if err != nil {
 				t.Fatalf("jwks_url %q, %s: %v", jwks, alg, err)
 			}
@@ -61,12 +62,12 @@ func TestAuthorize(t *testing.T) {
 
 	v := newVerifier(p, "")
 	at := func(d time.Duration) *jwt.NumericDate { return jwt.NewNumericDate(time.Now().Add(d)) }
-	with := func(f func(c *claims)) string {
-		c := p.claims(audience)
+	with := func(f func(c *idptest.Claims)) string {
+		c := p.Claims("alice", audience, "tools:read tools:call")
 		f(&c)
-		return p.sign(t, c, "rsa1", jose.RS256)
+		return p.Sign(t, c, "rsa1", jose.RS256)
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&p.rsa.PublicKey)
+	pub, err := x509.MarshalPKIXPublicKey(&p.RSA.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestAuthorize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := jwt.Signed(s).Claims(p.claims(audience)).Serialize()
+		tok, err := jwt.Signed(s).Claims(p.Claims("alice", audience, "tools:read tools:call")).Serialize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,10 +87,14 @@ func TestAuthorize(t *testing.T) {
 		b, _ := json.Marshal(v)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	none := b64(map[string]string{"alg": "none", "typ": "JWT"}) + "." + b64(p.claims(audience)) + "."
-	good := with(func(*claims) {})
+	none := b64(map[string]string{"alg": "none", "typ": "JWT"}) + "." + b64(p.Claims("alice", audience, "tools:read tools:call")) + "."
+	good := with(func(*idptest.Claims) {})
 	parts := strings.Split(good, ".")
-	tampered := parts[0] + "." + b64(func() claims { c := p.claims(audience); c.Subject = "mallory"; return c }()) + "." + parts[2]
+	tampered := parts[0] + "." + b64(func() idptest.Claims {
+		c := p.Claims("alice", audience, "tools:read tools:call")
+		c.Subject = "mallory"
+		return c
+	}()) + "." + parts[2]
 
 	tests := []struct {
 		name   string
@@ -102,11 +107,11 @@ func TestAuthorize(t *testing.T) {
 		{"two headers", []string{"Bearer " + good, "Bearer " + good}, CodeInvalidRequest, "more than one"},
 		{"not a jwt", bearer("opaque-token"), CodeInvalidToken, "not a JWT"},
 		{"garbage jwt", bearer("a.b.c"), CodeInvalidToken, "not a well-formed signed JWT"},
-		{"expired", bearer(with(func(c *claims) { c.Expiry = at(-2 * Leeway) })), CodeInvalidToken, "the token expired at"},
-		{"no exp", bearer(with(func(c *claims) { c.Expiry = nil })), CodeInvalidToken, "has no exp"},
-		{"not yet valid", bearer(with(func(c *claims) { c.NotBefore = at(2 * Leeway) })), CodeInvalidToken, "not valid before"},
-		{"wrong audience", bearer(with(func(c *claims) { c.Audience = jwt.Audience{"https://other.example.com"} })), CodeInvalidToken, "not for this resource (its aud must include " + audience},
-		{"wrong issuer", bearer(with(func(c *claims) { c.Issuer = "https://evil.example.com" })), CodeInvalidToken, "was not issued by " + p.srv.URL},
+		{"expired", bearer(with(func(c *idptest.Claims) { c.Expiry = at(-2 * Leeway) })), CodeInvalidToken, "the token expired at"},
+		{"no exp", bearer(with(func(c *idptest.Claims) { c.Expiry = nil })), CodeInvalidToken, "has no exp"},
+		{"not yet valid", bearer(with(func(c *idptest.Claims) { c.NotBefore = at(2 * Leeway) })), CodeInvalidToken, "not valid before"},
+		{"wrong audience", bearer(with(func(c *idptest.Claims) { c.Audience = jwt.Audience{"https://other.example.com"} })), CodeInvalidToken, "not for this resource (its aud must include " + audience},
+		{"wrong issuer", bearer(with(func(c *idptest.Claims) { c.Issuer = "https://evil.example.com" })), CodeInvalidToken, "was not issued by " + p.URL},
 		{"alg none", bearer(none), CodeInvalidToken, "signing algorithm is not allowed"},
 		{"hs256 with the public key", bearer(hs(pemKey)), CodeInvalidToken, "signing algorithm is not allowed"},
 		{"hs256 with the key's der", bearer(hs(pub)), CodeInvalidToken, "signing algorithm is not allowed"},
@@ -132,7 +137,7 @@ func TestAuthorize(t *testing.T) {
 
 	// Within the leeway, a token just expired or just not yet valid is
 	// taken: clocks differ.
-	for _, tok := range []string{with(func(c *claims) { c.Expiry = at(-Leeway / 3) }), with(func(c *claims) { c.NotBefore = at(Leeway / 3) })} {
+	for _, tok := range []string{with(func(c *idptest.Claims) { c.Expiry = at(-Leeway / 3) }), with(func(c *idptest.Claims) { c.NotBefore = at(Leeway / 3) })} {
 		if _, err := authorize(t, v, bearer(tok)); err != nil {
 			t.Errorf("a token within the leeway: %v", err)
 		}
@@ -144,39 +149,39 @@ func TestAuthorize(t *testing.T) {
 // an invented one is refused, and more invented kids within RefetchEvery
 // fetch nothing more.
 func TestUnknownKid(t *testing.T) {
-	p := newIdP(t)
-	v := newVerifier(p, p.srv.URL+"/jwks")
+	p := idptest.Start(t)
+	v := newVerifier(p, p.URL+"/jwks")
 	clock := time.Now()
 	v.keys.now = func() time.Time { return clock }
-	if _, err := authorize(t, v, bearer(p.sign(t, p.claims(audience), "rsa1", jose.RS256))); err != nil {
+	if _, err := authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "rsa1", jose.RS256))); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.jwksHits.Load(); n != 1 {
+	if n := p.JWKSHits.Load(); n != 1 {
 		t.Fatalf("key set fetched %d times for the first token, want 1", n)
 	}
 
 	clock = clock.Add(RefetchEvery)
-	p.set(func(p *idp) { p.published = []string{"rsa1", "rsa2"} }) // rotation
-	if _, err := authorize(t, v, bearer(p.sign(t, p.claims(audience), "rsa2", jose.RS256))); err != nil {
+	p.Publish("rsa1", "rsa2") // rotation
+	if _, err := authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "rsa2", jose.RS256))); err != nil {
 		t.Fatalf("a rotated key: %v", err)
 	}
-	if n := p.jwksHits.Load(); n != 2 {
+	if n := p.JWKSHits.Load(); n != 2 {
 		t.Fatalf("key set fetched %d times after a rotation, want 2", n)
 	}
 
 	for i := range 50 {
-		_, err := authorize(t, v, bearer(p.sign(t, p.claims(audience), "invented"+string(rune('a'+i%26)), jose.RS256)))
+		_, err := authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "invented"+string(rune('a'+i%26)), jose.RS256)))
 		var e *Error
 		if !errors.As(err, &e) || e.Code != CodeInvalidToken || !strings.Contains(e.Description, "a key the issuer does not publish") {
 			t.Fatalf("an invented kid: %v", err)
 		}
 	}
-	if n := p.jwksHits.Load(); n != 2 {
+	if n := p.JWKSHits.Load(); n != 2 {
 		t.Errorf("50 invented kids within RefetchEvery fetched the key set %d more times, want none", n-2)
 	}
 	clock = clock.Add(RefetchEvery)
-	authorize(t, v, bearer(p.sign(t, p.claims(audience), "invented", jose.RS256)))
-	if n := p.jwksHits.Load(); n != 3 {
+	authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "invented", jose.RS256)))
+	if n := p.JWKSHits.Load(); n != 3 {
 		t.Errorf("an invented kid after RefetchEvery: %d fetches in all, want 3", n)
 	}
 }
@@ -186,12 +191,12 @@ func TestUnknownKid(t *testing.T) {
 // RetryAfter after a failure further tokens fail at once without a fetch;
 // back up, tokens verify again.
 func TestProviderDown(t *testing.T) {
-	p := newIdP(t)
+	p := idptest.Start(t)
 	v := newVerifier(p, "")
 	clock := time.Now()
 	v.keys.now = func() time.Time { return clock }
 	v.keys.timeout = 500 * time.Millisecond
-	tok := p.sign(t, p.claims(audience), "rsa1", jose.RS256)
+	tok := p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "rsa1", jose.RS256)
 
 	unavailable := func(what string) {
 		t.Helper()
@@ -201,22 +206,23 @@ func TestProviderDown(t *testing.T) {
 			t.Fatalf("%s: %v, want 503 unavailable", what, err)
 		}
 	}
-	p.set(func(p *idp) { p.down = true })
+	p.SetDown(true)
 	unavailable("provider down")
-	hits := p.discoveryHits.Load()
+	hits := p.DiscoveryHits.Load()
 	for range 20 {
 		unavailable("within RetryAfter")
 	}
-	if n := p.discoveryHits.Load(); n != hits {
+	if n := p.DiscoveryHits.Load(); n != hits {
 		t.Errorf("20 tokens within RetryAfter of a failure fetched %d more times, want none", n-hits)
 	}
 
 	clock = clock.Add(RetryAfter)
-	p.set(func(p *idp) { p.down, p.slow = false, true })
+	p.SetDown(false)
+	p.SetSlow(true)
 	unavailable("provider hanging") // bounded by the fetch's timeout, not the provider
 
 	clock = clock.Add(RetryAfter)
-	p.set(func(p *idp) { p.slow = false })
+	p.SetSlow(false)
 	if _, err := authorize(t, v, bearer(tok)); err != nil {
 		t.Fatalf("provider back: %v", err)
 	}
@@ -233,10 +239,10 @@ func TestDiscoveryProblems(t *testing.T) {
 		{"another issuer", "https://evil.example.com"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newIdP(t)
-			p.discoveryIssuer = tt.issuer
+			p := idptest.Start(t)
+			p.SetIssuer(tt.issuer)
 			v := newVerifier(p, "")
-			_, err := authorize(t, v, bearer(p.sign(t, p.claims(audience), "rsa1", jose.RS256)))
+			_, err := authorize(t, v, bearer(p.Sign(t, p.Claims("alice", audience, "tools:read tools:call"), "rsa1", jose.RS256)))
 			var e *Error
 			if !errors.As(err, &e) || !e.Unavailable {
 				t.Fatalf("Authorize = %v, want unavailable", err)

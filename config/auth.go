@@ -111,6 +111,9 @@ func (p *parser) checkAuthDoors(c *Config, doorsLine int) {
 	for _, d := range c.Protocols.Doors {
 		enabled = append(enabled, d.Name)
 	}
+	if slices.Contains(c.Headers.Forward, "Authorization") {
+		p.addf(a.Line, "headers.forward", "lists Authorization while the auth section checks tokens: a caller's token never goes to the agent (want it out of headers.forward)")
+	}
 	if a.Doors == nil {
 		for _, name := range enabled {
 			if name != ProtocolAgentPlatform {

@@ -98,3 +98,12 @@ func TestPerCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthForwardsNoToken: forwarding Authorization to the agent beside an
+// auth section is refused: the token stays with the sidecar.
+func TestAuthForwardsNoToken(t *testing.T) {
+	yaml := mountBase + "protocols:\n  mcp: {}\nheaders: {forward: [authorization]}\nauth: {issuer: \"https://idp.example.com\", audience: urn:a}\n"
+	if _, err := Parse("sidecar.yaml", []byte(yaml)); err == nil || !strings.Contains(err.Error(), "headers.forward: lists Authorization while the auth section checks tokens") {
+		t.Errorf("Parse = %v, want Authorization in headers.forward refused", err)
+	}
+}
