@@ -37,6 +37,10 @@ type Config struct {
 	// State is where A2A tasks and MCP sessions are kept (state).
 	State State
 
+	// Auth is who may call the protected doors (auth); its Issuer is ""
+	// without the section.
+	Auth Auth
+
 	// TrustedHosts are host names (lower case, no port) a request on a
 	// loopback connection may carry as its Host besides localhost and the
 	// loopback IPs: the public name a gateway on the same machine or pod
@@ -215,7 +219,25 @@ type Limits struct {
 	// task store, never copied). Past it a subscription is refused.
 	// Default: 256.
 	Subscriptions int
+	// PerCaller limits each caller's calls on the front doors; zero
+	// fields: no such limit.
+	PerCaller PerCaller
 }
+
+// PerCaller is limits.per_caller: each caller (a token's subject, an API
+// key, else the client's address) may start Requests calls in every
+// Per, and hold Concurrent at once.
+type PerCaller struct {
+	// Requests a caller may start in each Per; 0: no rate limit.
+	Requests int
+	// Per is the window Requests are counted in. Default: 1m.
+	Per time.Duration
+	// Concurrent calls a caller may hold at once; 0: no limit.
+	Concurrent int
+}
+
+// On reports whether any per-caller limit is set.
+func (p PerCaller) On() bool { return p.Requests > 0 || p.Concurrent > 0 }
 
 // Admin is the private listener: /metrics and /healthz, never on the
 // public port.

@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions", "per_caller"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -160,8 +160,48 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			} else {
 				l.Queue = v
 			}
+		case "per_caller":
+			p.perCaller(e, key, &l.PerCaller)
 		default:
 			p.unknown(e, path, keys...)
+		}
+	}
+}
+
+// perCaller decodes limits.per_caller.
+func (p *parser) perCaller(e entry, path string, pc *PerCaller) {
+	if !p.mapping(e.val, path, "a mapping with requests, per and concurrent") {
+		return
+	}
+	for _, f := range p.entries(e.val, path) {
+		key := join(path, f.name)
+		switch f.name {
+		case "requests", "concurrent":
+			v, ok := p.count(f, key, "")
+			if !ok {
+				continue
+			}
+			if v > 1_000_000 {
+				p.addf(f.val.Line, key, "%d is more than 1000000", v)
+				continue
+			}
+			if f.name == "requests" {
+				pc.Requests = v
+			} else {
+				pc.Concurrent = v
+			}
+		case "per":
+			d, err := duration(f.val)
+			if err == nil && (d < time.Second || d > 24*time.Hour) {
+				err = fmt.Errorf("%s is not 1s to 24h", d)
+			}
+			if err != nil {
+				p.addf(f.val.Line, key, "%v", err)
+				continue
+			}
+			pc.Per = d
+		default:
+			p.unknown(f, path, "requests", "per", "concurrent")
 		}
 	}
 }

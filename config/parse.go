@@ -45,6 +45,7 @@ var defaultLimits = Limits{
 	TaskStoreBytes: 64 << 20,
 	MCPSessions:    10000,
 	Subscriptions:  256,
+	PerCaller:      PerCaller{Per: time.Minute},
 }
 
 // Load reads and parses the method map at path; kinds are the protocols
@@ -105,7 +106,7 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 	}
 
 	var haveUpstream, haveMethods bool
-	var presetLine, adminLine, urlLine int
+	var presetLine, adminLine, urlLine, authDoorsLine int
 	var methods []methodDraft
 	for _, e := range p.entries(root, "") {
 		switch e.name {
@@ -151,10 +152,13 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 			p.keepAlive(e, &c.KeepAlive)
 		case "state":
 			p.state(e, &c.State)
+		case "auth":
+			authDoorsLine = p.auth(e, &c.Auth)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "state", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "state", "auth", "methods")
 		}
 	}
+	p.checkAuthDoors(c, authDoorsLine)
 	if c.KeepAlive.Path != "" && !c.Protocols.AgentPlatform {
 		p.addf(c.KeepAlive.Line, "keep_alive_probe", "the platform's listener serves the probe, and protocols.agent_platform is off (want it on, or no keep_alive_probe)")
 	}

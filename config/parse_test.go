@@ -72,7 +72,7 @@ func TestParseFull(t *testing.T) {
 	if c.Timeouts != top {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, top)
 	}
-	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256}
+	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}}
 	if c.Limits != wantLimits {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, wantLimits)
 	}
@@ -145,7 +145,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Timeouts != def {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, def)
 	}
-	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256}); c.Limits != want {
+	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}}); c.Limits != want {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, want)
 	}
 	want := []*Method{
@@ -197,7 +197,7 @@ var validTests = []struct {
 		}},
 	{"sizes", "limits: {request_bytes: 1KB, record_bytes: 2 KiB, reply_bytes: 1GiB}\n" + minimal,
 		func(c *Config) (any, any) {
-			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 1 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256}
+			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 1 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}}
 		}},
 	{"task store", "limits: {task_store_bytes: 1MiB}\n" + minimal,
 		func(c *Config) (any, any) { return c.Limits.TaskStoreBytes, int64(1 << 20) }},
@@ -328,7 +328,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key: did you mean preset? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state or methods)"},
+		"sidecar.yaml:3: presets: unknown key: did you mean preset? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: camel, model: x}\n",
@@ -341,7 +341,7 @@ var problemTests = []struct {
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command, restart or idle_timeout)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
@@ -362,7 +362,7 @@ var problemTests = []struct {
 	{"unknown timeouts key", minimal + "timeouts:\n  read: 1s\n",
 		"sidecar.yaml:4: timeouts.read: unknown key (want connect, first_byte, idle or total)"},
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
-		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue, queue_timeout, body_timeout, task_store_bytes, mcp_sessions or subscriptions)"},
+		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue, queue_timeout, body_timeout, task_store_bytes, mcp_sessions, subscriptions or per_caller)"},
 	{"unknown headers key", minimal + "headers:\n  forwards: [X-Tenant]\n",
 		"sidecar.yaml:4: headers.forwards: unknown key: did you mean forward? (want forward or set)"},
 	{"unknown admin key", minimal + "admin: {listen: '127.0.0.1:9090', port: 9091}\n",
@@ -375,14 +375,14 @@ var problemTests = []struct {
 	// A near key is named: at the top, in a section, in a method, in its
 	// timeouts; case aside; not when nothing is near.
 	{"near top key", "upsteam: {url: 'http://h:1'}\nmethods: {q: }\n",
-		"sidecar.yaml:1: upsteam: unknown key: did you mean upstream? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state or methods)\n" +
+		"sidecar.yaml:1: upsteam: unknown key: did you mean upstream? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)\n" +
 			"sidecar.yaml:1: upstream: missing (want upstream.url: http://host:port or unix:///path/to.sock)"},
 	{"near top key, transposed", minimal + "timeuots: {total: 1s}\n",
-		"sidecar.yaml:3: timeuots: unknown key: did you mean timeouts? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state or methods)"},
+		"sidecar.yaml:3: timeuots: unknown key: did you mean timeouts? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
 	{"near section key", "upstream:\n  url: http://h:1\n  ready: {path: /h, inteval: 1s}\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.ready.inteval: unknown key: did you mean interval? (want path, interval, timeout or wait)"},
 	{"near key in another case", minimal + "Limits: {queue: 1}\n",
-		"sidecar.yaml:3: Limits: unknown key: did you mean limits? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state or methods)"},
+		"sidecar.yaml:3: Limits: unknown key: did you mean limits? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
 	{"a far key is not near", minimal + "shutdown: {drian: 1s, grace: 1s}\n",
 		"sidecar.yaml:3: shutdown.drian: unknown key: did you mean drain? (want drain or agent_grace)\n" +
 			"sidecar.yaml:3: shutdown.grace: unknown key (want drain or agent_grace)"},

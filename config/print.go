@@ -68,6 +68,14 @@ func (c *Config) Expanded() []byte {
 			"redis", mapping("url", quoted(c.State.Redis.URL), "key_prefix", scalar(c.State.Redis.KeyPrefix),
 				"task_ttl", scalar(c.State.Redis.TaskTTL.String()), "lease", scalar(c.State.Redis.Lease.String()))))
 	}
+	if c.Auth.Line > 0 {
+		a := []any{"issuer", quoted(c.Auth.Issuer)}
+		if c.Auth.JWKSURL != "" {
+			a = append(a, "jwks_url", quoted(c.Auth.JWKSURL))
+		}
+		a = append(a, "audience", quoted(c.Auth.Audience), "doors", Strings(c.Auth.Doors))
+		root.Content = append(root.Content, scalar("auth"), mapping(a...))
+	}
 	if len(c.TrustedHosts) > 0 {
 		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))
 	}

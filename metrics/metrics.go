@@ -71,6 +71,8 @@ const (
 	Busy              Outcome = "busy"               // every concurrency slot was taken
 	ShuttingDown      Outcome = "shutting_down"      // the sidecar was draining
 	BadRequest        Outcome = "bad_request"        // the caller's request was refused
+	Unauthorized      Outcome = "unauthorized"       // the caller's token was missing, invalid or short of a scope (auth)
+	RateLimited       Outcome = "rate_limited"       // the caller was over limits.per_caller
 )
 
 // Call is one finished call, as the proxy saw it.

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -216,6 +217,9 @@ func (s *Server) log(r *http.Request, c *call) {
 	}
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", core.Clip(id)))
+	}
+	if caller := auth.CallerOf(r.Context()); caller != nil {
+		fields = append(fields, zap.String("caller", core.Clip(caller.Subject))) // who, never the token
 	}
 	if c.span != nil {
 		fields = append(fields, spanFields(c.span.SpanContext(), s.Project)...)

@@ -49,6 +49,12 @@ type harnessConfig struct {
 	wrapCore     func(zapcore.Core) zapcore.Core
 	metrics      *metrics.Metrics
 	tracer       trace.Tracer
+	server       func(*Server)
+}
+
+// withServer has f set up the Server before it serves (its Auth, Quota).
+func withServer(f func(*Server)) harnessOption {
+	return func(c *harnessConfig) { c.server = f }
 }
 
 // withTracer records the harness's spans with tracer.
@@ -119,6 +125,9 @@ func newHarness(t testing.TB, agentURL, yaml string, opts ...harnessOption) *har
 		ctx, cancel := context.WithCancel(context.Background())
 		h.prober = cancel
 		h.proberW.Go(func() { prober.Run(ctx) })
+	}
+	if hc.server != nil {
+		hc.server(h.server)
 	}
 	srv := httptest.NewUnstartedServer(h.server.HandlerFor(platform.Door{}))
 	srv.Config.WriteTimeout = hc.writeTimeout

@@ -11,9 +11,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/quota"
 )
 
 // Server serves front doors in front of one agent. Fill its fields, then
@@ -29,6 +31,12 @@ type Server struct {
 	// Store is the shared state's store (state.store: redis), whose
 	// reachability /healthz reports. If nil, /healthz says nothing of it.
 	Store Store
+	// Auth verifies the bearer tokens of the doors the auth section
+	// protects (admit); nil: no door checks tokens.
+	Auth *auth.Verifier
+	// Quota counts each caller's calls against limits.per_caller
+	// (admit); nil: no per-caller limit.
+	Quota *quota.Limiter
 	// ReadyWait is how long a call waits for an agent that is not ready
 	// before it is answered 503. Zero means it does not wait.
 	ReadyWait time.Duration
@@ -166,6 +174,11 @@ func (s *Server) HandlerFor(door Door) http.Handler {
 			refuse(w, r, "", f) // before routing: no route of the door's
 			return
 		}
+		r, release, ok := s.admit(w, r, door, protocol, refuse)
+		if !ok {
+			return
+		}
+		defer release()
 		h.ServeHTTP(w, r)
 	})
 }

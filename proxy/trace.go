@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/metrics"
 )
 
@@ -120,6 +121,9 @@ func (s *Server) startSpan(ctx context.Context, r *http.Request, c *call) contex
 			attribute.String("http.route", c.route),
 			attribute.String("sidecar.protocol", c.protocol),
 		))
+	if caller := auth.CallerOf(r.Context()); caller != nil {
+		c.span.SetAttributes(attribute.String("enduser.id", caller.Subject))
+	}
 	return ctx
 }
 

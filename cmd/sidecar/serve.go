@@ -11,12 +11,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/adk"
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/dialect"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
+	"github.com/sidecar-dev/sidecar/quota"
 	"github.com/sidecar-dev/sidecar/supervise"
 	"github.com/sidecar-dev/sidecar/tracing"
 	"github.com/sidecar-dev/sidecar/upstream"
@@ -85,6 +87,17 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT"), Tracer: spans.Tracer()}
 	if store != nil {
 		s.Store = store
+	}
+	if cfg.Auth.Issuer != "" {
+		s.Auth = auth.New(cfg.Auth, nil)
+		logger.Info("auth", zap.String("issuer", cfg.Auth.Issuer), zap.String("audience", cfg.Auth.Audience), zap.Strings("doors", cfg.Auth.Doors))
+	}
+	if cfg.Limits.PerCaller.On() {
+		var shared quota.Shared
+		if store != nil {
+			shared = quota.Redis{Store: store}
+		}
+		s.Quota = quota.New(cfg.Limits.PerCaller, shared)
 	}
 	served, err := openDoors(cfg, s, ln, aio.env, logger, lim)
 	if err != nil {

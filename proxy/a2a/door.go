@@ -64,6 +64,19 @@ func (d *Door) Close() error {
 	return nil
 }
 
+// Public: the agent card is read before a client has a token (it says
+// how to get one); every other route of a protected door needs it.
+func (*Door) Public(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch r.URL.Path {
+	case RouteCard, RouteLegacyCard, RouteV1Card:
+		return true
+	}
+	return false
+}
+
 // Protocol names the door in the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
@@ -172,7 +185,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	default:
 		return fail(codeMethodNotFound, "method %q not found", core.Clip(name))
 	}
-	owner := core.OwnerOf(r.Header)
+	owner := core.OwnerOfRequest(r)
 	switch op {
 	case "get", "cancel":
 		return core.Exchange{Call: core.Call{Name: name}}, d.serveTask(r.Context(), v, req, op, owner)

@@ -204,7 +204,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 	if len(id) > maxID {
 		return fail(codeInvalidParams, "the task id is longer than %d bytes", maxID)
 	}
-	owner := core.OwnerOf(r.Header)
+	owner := core.OwnerOfRequest(r)
 	switch route {
 	case RouteTask, RouteCancel:
 		if h := r.URL.Query().Get("historyLength"); h != "" {

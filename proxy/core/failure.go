@@ -100,6 +100,10 @@ var reasons = map[string]struct {
 	"DIALECT_MISMATCH":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"AGENT_FAILED":       {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"CALLER_LEFT":        {statusClientGone, RPC{499, "CANCELLED"}, metrics.CallerLeft},
+	"UNAUTHENTICATED":    {http.StatusUnauthorized, RPC{401, "UNAUTHENTICATED"}, metrics.Unauthorized},
+	"PERMISSION_DENIED":  {http.StatusForbidden, RPC{403, "PERMISSION_DENIED"}, metrics.Unauthorized},
+	"AUTH_UNAVAILABLE":   {http.StatusServiceUnavailable, RPC{503, "UNAVAILABLE"}, metrics.NotReady},
+	"RATE_LIMITED":       {http.StatusTooManyRequests, RPC{429, "RESOURCE_EXHAUSTED"}, metrics.RateLimited},
 }
 
 // rpcOfStatus is the line for a status that varies (a bad request's 501, an

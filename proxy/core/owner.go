@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/auth"
 )
 
 // Owner is who a request comes from, as far as a front door can tell
@@ -19,4 +21,14 @@ type Owner [sha256.Size]byte
 // with another credential. The credential itself is never kept.
 func OwnerOf(h http.Header) Owner {
 	return sha256.Sum256([]byte(strings.Join(h.Values("Authorization"), "\n")))
+}
+
+// OwnerOfRequest is the Owner of r: on a door that checks tokens, the
+// verified caller's subject (so a refreshed token keeps its tasks and
+// sessions), else OwnerOf its header.
+func OwnerOfRequest(r *http.Request) Owner {
+	if c := auth.CallerOf(r.Context()); c != nil {
+		return sha256.Sum256([]byte("sub\x00" + c.Subject))
+	}
+	return OwnerOf(r.Header)
 }

@@ -198,10 +198,10 @@ func (d *Door) endSession(r *http.Request) *core.Answer {
 	}
 	ended := false
 	if d.shared == nil {
-		ended = d.sessions.end(id, core.OwnerOf(r.Header))
+		ended = d.sessions.end(id, core.OwnerOfRequest(r))
 	} else {
 		var err error
-		if ended, err = d.shared.end(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
+		if ended, err = d.shared.end(r.Context(), id, core.OwnerOfRequest(r)); err != nil {
 			return storeFailed(nil, err)
 		}
 	}

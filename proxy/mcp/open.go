@@ -96,10 +96,10 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	}
 	var s session
 	if d.shared == nil {
-		s = d.sessions.open(v, core.OwnerOf(r.Header))
+		s = d.sessions.open(v, core.OwnerOfRequest(r))
 	} else {
 		var err error
-		if s, err = d.shared.open(r.Context(), v, core.OwnerOf(r.Header)); err != nil {
+		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r)); err != nil {
 			return storeFailed(req.id, err)
 		}
 	}
@@ -123,10 +123,10 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 	var s session
 	var ok bool
 	if d.shared == nil {
-		s, ok = d.sessions.find(id, core.OwnerOf(r.Header))
+		s, ok = d.sessions.find(id, core.OwnerOfRequest(r))
 	} else {
 		var err error
-		if s, ok, err = d.shared.find(r.Context(), id, core.OwnerOf(r.Header)); err != nil {
+		if s, ok, err = d.shared.find(r.Context(), id, core.OwnerOfRequest(r)); err != nil {
 			return core.Exchange{Call: name}, storeFailed(req.id, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -133,8 +134,18 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 // Authorization: Bearer <key>, compared in constant time (their SHA-256
 // digests, so the key's length does not show either).
 func (d *Door) authorized(r *http.Request) bool {
-	if !d.keyed {
+	if !d.keyed || auth.CallerOf(r.Context()) != nil { // a verified token (auth) stands for the key
 		return true
+	}
+	return d.KeyAuthorized(r)
+}
+
+// KeyAuthorized reports whether r carries the door's api_key: on a door
+// the auth section protects, a caller with the key needs no token (the
+// key stays for simple setups beside an identity provider).
+func (d *Door) KeyAuthorized(r *http.Request) bool {
+	if !d.keyed {
+		return false
 	}
 	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -1,0 +1,278 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/sidecar-dev/sidecar/config"
+)
+
+// Leeway is how far past its exp, or before its nbf, a token is still
+// taken: clocks of the provider and the replica differ a little.
+const Leeway = 30 * time.Second
+
+// algorithms are the signature algorithms a token may use: the
+// asymmetric ones. Never none; never HMAC, whose "secret" would be the
+// provider's public key (the algorithm confusion attack).
+var algorithms = []string{
+	oidc.RS256, oidc.RS384, oidc.RS512, oidc.PS256, oidc.PS384, oidc.PS512,
+	oidc.ES256, oidc.ES384, oidc.ES512, oidc.EdDSA,
+}
+
+// Caller is who a verified token says calls: what the doors log, bind
+// state to and pass to the agent, never the token itself.
+type Caller struct {
+	// Subject is the token's sub.
+	Subject string
+	// Scopes are its scope (space-separated) or scp claim.
+	Scopes []string
+	// ClientID is its client_id or azp claim, "" when it has none.
+	ClientID string
+	// Expiry is its exp.
+	Expiry time.Time
+}
+
+// HasScopes reports whether the caller was granted every scope of want.
+func (c *Caller) HasScopes(want []string) bool {
+	for _, s := range want {
+		found := false
+		for _, g := range c.Scopes {
+			if g == s {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// The codes of an Error, as RFC 6750 §3.1 names them.
+const (
+	// CodeNone is a request with no token: RFC 6750 says the challenge
+	// then carries no error code.
+	CodeNone = ""
+	// CodeInvalidRequest is a malformed Authorization header.
+	CodeInvalidRequest = "invalid_request"
+	// CodeInvalidToken is a token that is not valid here: expired, not
+	// yet valid, for another audience or issuer, badly signed.
+	CodeInvalidToken = "invalid_token"
+	// CodeInsufficientScope is a valid token without the scopes a call
+	// needs.
+	CodeInsufficientScope = "insufficient_scope"
+)
+
+// Error is a request the verifier refuses: 401 with a WWW-Authenticate
+// challenge (CodeNone, CodeInvalidRequest, CodeInvalidToken), 403
+// (CodeInsufficientScope), or 503 when the provider's keys could not be
+// had (Code ""; Unavailable set).
+type Error struct {
+	Status int
+	Code   string
+	// Description says why, for the caller (error_description): never
+	// the token.
+	Description string
+	// Unavailable is set when the keys could not be fetched: the
+	// caller's token may be fine.
+	Unavailable bool
+}
+
+func (e *Error) Error() string {
+	if e.Code == "" {
+		return e.Description
+	}
+	return e.Code + ": " + e.Description
+}
+
+func refused(code, format string, args ...any) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: code, Description: fmt.Sprintf(format, args...)}
+}
+
+// Verifier verifies the protected doors' bearer tokens. Build it with New;
+// it is safe for concurrent use.
+type Verifier struct {
+	issuer, audience string
+	keys             *keySet
+	verifier         *oidc.IDTokenVerifier
+	now              func() time.Time
+}
+
+// New is the verifier of a's tokens, fetching keys with client (nil:
+// a client of its own). It fetches nothing until the first token.
+func New(a config.Auth, client *http.Client) *Verifier {
+	if client == nil {
+		client = &http.Client{Timeout: FetchTimeout}
+	}
+	ks := newKeySet(a.Issuer, a.JWKSURL, client)
+	v := &Verifier{issuer: a.Issuer, audience: a.Audience, keys: ks, now: time.Now}
+	// Expiry is checked here, with Leeway (go-oidc has none for exp).
+	v.verifier = oidc.NewVerifier(a.Issuer, ks, &oidc.Config{ClientID: a.Audience, SupportedSigningAlgs: algorithms, SkipExpiryCheck: true})
+	return v
+}
+
+// Authorize is the Caller of a request whose Authorization header is
+// header, or why it is refused. A token in the URL's query is never looked
+// at (RFC 6750 §2.3 leaves it out: logs and referrers keep URLs).
+func (v *Verifier) Authorize(ctx context.Context, header []string) (*Caller, error) {
+	if len(header) == 0 {
+		return nil, refused(CodeNone, "this door requires a bearer token (Authorization: Bearer <JWT>)")
+	}
+	if len(header) > 1 {
+		return nil, refused(CodeInvalidRequest, "more than one Authorization header")
+	}
+	scheme, token, _ := strings.Cut(header[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return nil, refused(CodeInvalidRequest, "the Authorization scheme %q is not Bearer", clip(scheme))
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || strings.Count(token, ".") != 2 {
+		return nil, refused(CodeInvalidToken, "the bearer token is not a JWT (header.payload.signature)")
+	}
+	return v.verify(ctx, token)
+}
+
+// verify checks token's signature, issuer, audience and time.
+func (v *Verifier) verify(ctx context.Context, token string) (*Caller, error) {
+	unavailable := &Error{Status: http.StatusServiceUnavailable, Unavailable: true,
+		Description: "the identity provider's keys could not be fetched; try again shortly"}
+	// The keys first: go-oidc keeps only the text of a key set's error.
+	if _, err := v.keys.current(ctx, false); err != nil {
+		return nil, unavailable
+	}
+	t, err := v.verifier.Verify(ctx, token)
+	if err != nil {
+		if strings.Contains(err.Error(), unavailablePrefix) { // the refetch of an unknown kid failed
+			return nil, unavailable
+		}
+		return nil, refused(CodeInvalidToken, "%s", describe(err, v))
+	}
+	var claims struct {
+		Exp      *json.Number    `json:"exp"`
+		Nbf      *json.Number    `json:"nbf"`
+		Scope    string          `json:"scope"`
+		Scp      json.RawMessage `json:"scp"`
+		ClientID string          `json:"client_id"`
+		Azp      string          `json:"azp"`
+	}
+	if err := t.Claims(&claims); err != nil {
+		return nil, refused(CodeInvalidToken, "the token's claims are not a JSON object of the usual types")
+	}
+	now := v.now()
+	exp, ok := seconds(claims.Exp)
+	switch {
+	case !ok:
+		return nil, refused(CodeInvalidToken, "the token has no exp (an access token must expire)")
+	case now.After(exp.Add(Leeway)):
+		return nil, refused(CodeInvalidToken, "the token expired at %s", exp.UTC().Format(time.RFC3339))
+	}
+	if nbf, ok := seconds(claims.Nbf); ok && now.Add(Leeway).Before(nbf) {
+		return nil, refused(CodeInvalidToken, "the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
+	}
+	c := &Caller{Subject: t.Subject, Expiry: exp, ClientID: claims.ClientID}
+	if c.ClientID == "" {
+		c.ClientID = claims.Azp
+	}
+	c.Scopes = strings.Fields(claims.Scope)
+	if len(c.Scopes) == 0 && len(claims.Scp) > 0 {
+		var list []string
+		var one string
+		if json.Unmarshal(claims.Scp, &list) == nil {
+			c.Scopes = list
+		} else if json.Unmarshal(claims.Scp, &one) == nil {
+			c.Scopes = strings.Fields(one)
+		}
+	}
+	return c, nil
+}
+
+// seconds is a NumericDate claim as a time.
+func seconds(n *json.Number) (time.Time, bool) {
+	if n == nil {
+		return time.Time{}, false
+	}
+	f, err := n.Float64()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(f), 0), true
+}
+
+// describe is go-oidc's refusal in the caller's terms: which check failed,
+// without quoting more of the token than its claims' names.
+func describe(err error, v *Verifier) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "issued by a different provider"):
+		return fmt.Sprintf("the token was not issued by %s", v.issuer)
+	case strings.Contains(msg, "expected audience"):
+		return fmt.Sprintf("the token is not for this resource (its aud must include %s)", v.audience)
+	case strings.Contains(msg, "malformed jwt") && strings.Contains(msg, "unexpected signature algorithm"):
+		return "the token's signing algorithm is not allowed (want one of " + strings.Join(algorithms, ", ") + ")"
+	case strings.Contains(msg, "malformed jwt"):
+		return "the bearer token is not a well-formed signed JWT"
+	case strings.Contains(msg, errUnknownKey.Error()):
+		return "the token is signed with a key the issuer does not publish"
+	case strings.Contains(msg, "nbf"):
+		return "the token is not valid yet"
+	}
+	return "the token's signature does not verify with the issuer's keys"
+}
+
+// clip shortens what a message quotes of a request.
+func clip(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
+
+type callerKey struct{}
+
+// WithCaller is ctx carrying the verified caller c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf is the verified caller ctx carries, nil for none (a door that
+// checks no token, or a public route).
+func CallerOf(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}
+
+// Challenge is the WWW-Authenticate value of a refusal e (RFC 6750 §3):
+// the scheme, the error code unless none was sent, its description, and
+// extra parameters (MCP's resource_metadata, scope) as written.
+func Challenge(e *Error, extra ...string) string {
+	params := []string{`realm="sidecar"`}
+	params = append(params, extra...)
+	if e.Code != CodeNone {
+		params = append(params, `error="`+e.Code+`"`, `error_description="`+quote(e.Description)+`"`)
+	}
+	return "Bearer " + strings.Join(params, ", ")
+}
+
+// quote makes s a quoted-string's content: backslashes and quotes
+// escaped, control characters dropped.
+func quote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

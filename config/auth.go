@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Auth is the auth section: the identity provider whose JWT bearer
+// tokens the protected doors require (package auth verifies them).
+//
+//	auth:
+//	  issuer: https://idp.example.com        # OIDC discovery at {issuer}/.well-known/openid-configuration
+//	  jwks_url: https://idp.example.com/jwks # optional, instead of discovery
+//	  audience: https://agent.example.com    # the aud a token must carry (RFC 8707)
+//	  doors: [mcp, a2a, openai]              # default: every enabled door but agent_platform
+type Auth struct {
+	// Issuer is the iss a token must carry, and where OIDC discovery
+	// finds the keys unless JWKSURL is set: an https URL, or http on a
+	// loopback host (a local provider, tests). "" when there is no auth
+	// section: no door checks tokens.
+	Issuer string
+	// JWKSURL is the issuer's key set, fetched directly instead of
+	// through discovery; "" to discover it. https, or http on loopback.
+	JWKSURL string
+	// Audience is the aud a token must carry: the resource the tokens
+	// are issued for (RFC 8707), e.g. the deployment's public URL.
+	Audience string
+	// Doors are the protected doors' names. Default: every enabled door
+	// but agent_platform, whose callers the platform authenticates.
+	Doors []string
+	// Line is where the section is declared, for messages.
+	Line int
+}
+
+// Protects reports whether the door called name requires a token.
+func (a *Auth) Protects(name string) bool {
+	return a.Issuer != "" && slices.Contains(a.Doors, name)
+}
+
+// auth decodes the auth section; the doors it names are checked against
+// the enabled ones by checkAuthDoors, once protocols is decoded.
+func (p *parser) auth(e entry, a *Auth) (doorsLine int) {
+	if !p.mapping(e.val, e.name, "a mapping with issuer, jwks_url, audience and doors") {
+		return 0
+	}
+	a.Line = e.key.Line
+	seen := map[string]bool{}
+	for _, f := range p.entries(e.val, e.name) {
+		key := join(e.name, f.name)
+		seen[f.name] = true
+		switch f.name {
+		case "issuer", "jwks_url", "audience":
+			v, ok := p.scalar(f, key)
+			if !ok {
+				continue
+			}
+			if f.name != "audience" {
+				if err := CheckIdPURL(v); err != nil {
+					p.addf(f.val.Line, key, "%v", err)
+					continue
+				}
+			} else if v == "" || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+				p.addf(f.val.Line, key, "%q: want the resource the tokens are issued for, e.g. https://agent.example.com", v)
+				continue
+			}
+			switch f.name {
+			case "issuer":
+				a.Issuer = strings.TrimSuffix(v, "/")
+			case "jwks_url":
+				a.JWKSURL = v
+			default:
+				a.Audience = v
+			}
+		case "doors":
+			list, ok := Decoder{p}.Strings(Entry{Name: f.name, Key: f.key, Value: f.val}, key, "door names")
+			if !ok {
+				continue
+			}
+			if len(list) == 0 {
+				p.addf(f.val.Line, key, "empty (want the doors that require a token, e.g. [mcp, a2a], or no doors key for every enabled door but agent_platform)")
+				continue
+			}
+			a.Doors, doorsLine = list, f.val.Line
+		default:
+			p.unknown(f, e.name, "issuer", "jwks_url", "audience", "doors")
+		}
+	}
+	if !seen["issuer"] {
+		p.addf(a.Line, join(e.name, "issuer"), "missing: the iss a token must carry (want issuer: https://idp.example.com)")
+	}
+	if !seen["audience"] {
+		p.addf(a.Line, join(e.name, "audience"), "missing: the aud a token must carry, the resource it is for (want audience: https://agent.example.com)")
+	}
+	return doorsLine
+}
+
+// checkAuthDoors checks that the doors auth.doors names are enabled, or
+// sets them to every enabled door but agent_platform.
+func (p *parser) checkAuthDoors(c *Config, doorsLine int) {
+	a := &c.Auth
+	if a.Line == 0 {
+		return
+	}
+	enabled := []string{}
+	if c.Protocols.AgentPlatform {
+		enabled = append(enabled, ProtocolAgentPlatform)
+	}
+	for _, d := range c.Protocols.Doors {
+		enabled = append(enabled, d.Name)
+	}
+	if slices.Contains(c.Headers.Forward, "Authorization") {
+		p.addf(a.Line, "headers.forward", "lists Authorization while the auth section checks tokens: a caller's token never goes to the agent (want it out of headers.forward)")
+	}
+	if a.Doors == nil {
+		for _, name := range enabled {
+			if name != ProtocolAgentPlatform {
+				a.Doors = append(a.Doors, name)
+			}
+		}
+		if len(a.Doors) == 0 {
+			p.addf(a.Line, "auth", "no door to protect: only agent_platform is enabled, whose callers the platform authenticates (want doors: [agent_platform] to check its tokens too, or no auth section)")
+		}
+		return
+	}
+	for _, name := range a.Doors {
+		if !slices.Contains(enabled, name) {
+			p.addf(doorsLine, "auth.doors", "%q is not an enabled door (enabled: %s)", name, strings.Join(enabled, ", "))
+		}
+	}
+}
+
+// CheckIdPURL accepts an https URL, or an http one whose host is loopback
+// (localhost, 127.0.0.0/8, ::1): keys fetched in the clear from elsewhere
+// could be anyone's.
+func CheckIdPURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: want an absolute https URL without user, query or fragment, e.g. https://idp.example.com", v)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if loopbackHost(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("%q: http only on a loopback host (localhost, 127.0.0.1, ::1); want https", v)
+	}
+	return fmt.Errorf("%q: scheme %q is not https", v, u.Scheme)
+}
+
+// loopbackHost reports whether host is localhost or a loopback IP.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/auth"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/quota"
+)
+
+// Public is a Door with requests any caller may make on a door the auth
+// section protects: what a client reads before it has a token (A2A's
+// card, MCP's protected resource metadata). Every door's health routes
+// are public besides.
+type Public interface {
+	Public(r *http.Request) bool
+}
+
+// ResourceMetadata is a Door that names, for a refusal's challenge, the
+// URL of its protected resource metadata (RFC 9728): MCP's clients find
+// the authorization server from it.
+type ResourceMetadata interface {
+	ResourceMetadata(r *http.Request) string
+}
+
+// Keyed is a Door with a key of its own (the OpenAI door's api_key): on
+// a protected door a request with the key needs no token.
+type Keyed interface {
+	KeyAuthorized(r *http.Request) bool
+}
+
+// noRelease ends the hold of a call no per-caller limit counts.
+func noRelease() {}
+
+// admit checks who calls, before the door routes the request: on a door
+// the auth section protects (Server.Auth), its bearer token, the
+// verified caller then in the request's context (auth.CallerOf); with
+// limits.per_caller (Server.Quota), the caller's rate and the calls it
+// holds. It reports false when it refused the request, written through
+// refuse in the door's shape; release ends the request's hold.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protocol string, refuse core.Refuse) (*http.Request, func(), bool) {
+	protected := s.Auth != nil && s.Config.Auth.Protects(protocol)
+	if !protected && s.Quota == nil {
+		return r, noRelease, true
+	}
+	if public(door, r) {
+		return r, noRelease, true
+	}
+	var caller *auth.Caller
+	if k, ok := door.(Keyed); protected && !(ok && k.KeyAuthorized(r)) {
+		c, err := s.Auth.Authorize(r.Context(), r.Header.Values("Authorization"))
+		if err != nil {
+			e := err.(*auth.Error)
+			s.refuseAuth(w, r, door, refuse, e)
+			return r, nil, false
+		}
+		caller = c
+		r = r.WithContext(auth.WithCaller(r.Context(), c))
+	}
+	if s.Quota == nil {
+		return r, noRelease, true
+	}
+	key := callerKey(r, caller)
+	d, err := s.Quota.Take(r.Context(), key)
+	if err != nil {
+		s.Logger.Warn("per-caller limit counted in the process", zap.Error(err))
+	}
+	s.Quota.SetHeaders(w.Header(), d)
+	if !d.Allowed {
+		f := core.ReasonFailure("RATE_LIMITED", "too many calls: this caller may start "+strconv.Itoa(s.Config.Limits.PerCaller.Requests)+
+			" every "+s.Config.Limits.PerCaller.Per.String()+" (limits.per_caller); try again after Retry-After")
+		f.RetryAfter = max(1, int((d.RetryAfter+999_999_999)/1e9))
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		refuse(w, r, "", f)
+		return r, nil, false
+	}
+	release, ok := s.Quota.Hold(key)
+	if !ok {
+		f := core.ReasonFailure("RATE_LIMITED", "too many calls at once: this caller may hold "+strconv.Itoa(s.Config.Limits.PerCaller.Concurrent)+
+			" (limits.per_caller.concurrent); try again when one ends")
+		f.RetryAfter = 1
+		w.Header().Set("Retry-After", "1")
+		refuse(w, r, "", f)
+		return r, nil, false
+	}
+	return r, release, true
+}
+
+// public reports whether r may be served without a token: a health
+// route's GET or HEAD, or what the door says is public.
+func public(door Door, r *http.Request) bool {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/health") {
+		return true
+	}
+	p, ok := door.(Public)
+	return ok && p.Public(r)
+}
+
+// refuseAuth refuses r as e says, in the door's shape, with the
+// challenge of RFC 6750 (and MCP's resource_metadata when the door has
+// it).
+func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, door Door, refuse core.Refuse, e *auth.Error) {
+	if e.Unavailable {
+		f := core.ReasonFailure("AUTH_UNAVAILABLE", e.Description)
+		f.RetryAfter = int(auth.RetryAfter.Seconds())
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		refuse(w, r, "", f)
+		return
+	}
+	var extra []string
+	if m, ok := door.(ResourceMetadata); ok {
+		extra = append(extra, `resource_metadata="`+m.ResourceMetadata(r)+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
+	reason := "UNAUTHENTICATED"
+	if e.Status == http.StatusForbidden {
+		reason = "PERMISSION_DENIED"
+	}
+	refuse(w, r, "", core.ReasonFailure(reason, e.Description))
+}
+
+// callerKey is who a request counts against: its token's subject, else
+// its Authorization (an API key), else its client's address (an IPv6
+// address by its /64: one host's range).
+func callerKey(r *http.Request, c *auth.Caller) string {
+	if c != nil {
+		return quota.CallerKey("sub", c.Subject)
+	}
+	if a := r.Header.Values("Authorization"); len(a) > 0 {
+		return quota.CallerKey("key", a[0])
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		host = ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return quota.CallerKey("addr", host)
+}
