@@ -80,10 +80,30 @@ auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 			t.Errorf("%s without a token: %d %q %s", c.name, status, challenge, body)
 		}
 	}
+	// MCP's challenge names its protected resource metadata (RFC 9728),
+	// which any caller may read: the resource and its authorization server.
+	_, challenge, _ := authPost(t, base+"/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Accept", "application/json, text/event-stream")
+	metaURL := base + "/mcp/.well-known/oauth-protected-resource"
+	if !strings.Contains(challenge, `resource_metadata="`+metaURL+`"`) {
+		t.Errorf("MCP's challenge %q, want resource_metadata=%q", challenge, metaURL)
+	}
+	resp, err := testClient.Get(metaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	json.NewDecoder(resp.Body).Decode(&meta)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || meta.Resource != aud || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != p.URL {
+		t.Errorf("the metadata: %d %+v, want the audience and the issuer", resp.StatusCode, meta)
+	}
 	if status, _, _ := authPost(t, base+"/api/reasoning_engine", "", `{"class_method":"echo","input":{"x":1}}`); status != 200 {
 		t.Errorf("the platform's contract (not protected) without a token: %d", status)
 	}
-	resp, err := testClient.Get(base + "/a2a/.well-known/agent-card.json")
+	resp, err = testClient.Get(base + "/a2a/.well-known/agent-card.json")
 	if err != nil {
 		t.Fatal(err)
 	}

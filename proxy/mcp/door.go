@@ -45,6 +45,7 @@ type Door struct {
 	// The answers that need no agent, made once: tools/list's result in
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
+	metadata                               []byte // the protected resource metadata: nil unless auth protects the door
 }
 
 // New is the MCP door serving opts.Methods of cfg's map (nil: every method
@@ -56,7 +57,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
-		maxText:  cfg.Limits.ReplyBytes}
+		maxText:  cfg.Limits.ReplyBytes, metadata: resourceMetadata(cfg)}
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
 	}
@@ -147,6 +148,10 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, health
 			}
 			health.ServeHTTP(w, r)
 		default:
+			if d.isMetadata(r.URL.Path) {
+				d.serveMetadata(w, r, refuse)
+				return
+			}
 			refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+d.opts.Path+" (MCP, Streamable HTTP) and GET "+RouteHealth))
 		}
 	})

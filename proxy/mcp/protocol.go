@@ -51,6 +51,7 @@ var Protocol = core.Protocol[Options]{
 		o := *door.Options.(*Options)
 		o.Version = host.Version
 		o.Store = host.Store
+		o.Mount = door.Mount
 		return o
 	},
 	Probe:   probe,
@@ -72,6 +73,10 @@ type Options struct {
 	// Store is where the 2025 revisions' sessions are kept for every
 	// replica (state.store: redis); nil: in the process only.
 	Store *state.Redis
+	// Mount is where the door is mounted on the platform's listener
+	// (config.Door.Mount), "" on a listener of its own: the URL of its
+	// protected resource metadata is under it.
+	Mount string
 }
 
 // decodeSection decodes the section: listen, path and methods.

@@ -1,0 +1,69 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+)
+
+// RouteResourceMetadata is where a door the auth section protects serves
+// its OAuth 2.0 Protected Resource Metadata (RFC 9728), as MCP's
+// authorization specification asks: a client refused 401 reads it (the
+// challenge's resource_metadata names its URL) to find the authorization
+// server. On a listener of its own it is served there and with the
+// endpoint's path appended (RFC 9728's well-known form for
+// https://host/mcp); mounted, under the mount.
+const RouteResourceMetadata = "/.well-known/oauth-protected-resource"
+
+// resourceMetadata is the door's metadata when the auth section protects
+// it, else nil: the resource is auth.audience (the URL the tokens are
+// issued for: set it to the door's public URL, which MCP clients ask
+// tokens for), its authorization server auth.issuer, tokens in the
+// Authorization header only.
+func resourceMetadata(cfg *config.Config) []byte {
+	if !cfg.Auth.Protects(Name) {
+		return nil
+	}
+	b, _ := json.Marshal(struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		BearerMethods        []string `json:"bearer_methods_supported"`
+		ResourceName         string   `json:"resource_name"`
+	}{cfg.Auth.Audience, []string{cfg.Auth.Issuer}, []string{"header"}, "sidecar MCP"})
+	return b
+}
+
+// isMetadata reports whether path is where the door serves its metadata.
+func (d *Door) isMetadata(path string) bool {
+	return d.metadata != nil && (path == RouteResourceMetadata || d.opts.Path != "/" && path == RouteResourceMetadata+d.opts.Path)
+}
+
+// Public: the metadata is read before a client has a token.
+func (d *Door) Public(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && d.isMetadata(r.URL.Path)
+}
+
+// ResourceMetadata is the URL of the door's metadata as the caller of r
+// reaches it (a refusal's challenge names it).
+func (d *Door) ResourceMetadata(r *http.Request) string {
+	if d.opts.Mount != "" {
+		return core.PublicBase(r) + d.opts.Mount + RouteResourceMetadata
+	}
+	return core.PublicBase(r) + RouteResourceMetadata + d.opts.Path
+}
+
+// serveMetadata answers GET and HEAD of the metadata.
+func (d *Door) serveMetadata(w http.ResponseWriter, r *http.Request, refuse core.Refuse) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		d.notAllowed(w, r, refuse, "GET, HEAD")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "max-age=300")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		w.Write(d.metadata)
+	}
+}

@@ -1,0 +1,75 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/auth"
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/idptest"
+	"github.com/sidecar-dev/sidecar/proxy"
+)
+
+// TestResourceMetadata: a door on a listener of its own that the auth
+// section protects serves its protected resource metadata (RFC 9728) at
+// the well-known path and at its form with the endpoint's path, to any
+// caller; a request without a token is 401 whose challenge names that
+// URL (as the caller reached it: X-Forwarded-Host too), and its metadata
+// names the audience and the issuer. An unprotected door serves none.
+func TestResourceMetadata(t *testing.T) {
+	p := idptest.Start(t)
+	const aud = "https://agent.example.com/mcp"
+	for _, protected := range []bool{true, false} {
+		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if protected {
+			cfg.Auth = config.Auth{Issuer: p.URL, Audience: aud, Doors: []string{Name}, Line: 1}
+		}
+		door, err := New(cfg, Options{Path: "/mcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &proxy.Server{Config: cfg, Logger: zap.NewNop(), Protocols: []string{Name}}
+		if protected {
+			s.Auth = auth.New(cfg.Auth, nil)
+		}
+		srv := httptest.NewServer(s.HandlerFor(door))
+		defer srv.Close()
+
+		for _, path := range []string{RouteResourceMetadata + "/mcp", RouteResourceMetadata} {
+			resp, err := testClient.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta struct {
+				Resource             string   `json:"resource"`
+				AuthorizationServers []string `json:"authorization_servers"`
+				BearerMethods        []string `json:"bearer_methods_supported"`
+			}
+			json.NewDecoder(resp.Body).Decode(&meta)
+			resp.Body.Close()
+			switch {
+			case !protected && resp.StatusCode != http.StatusNotFound:
+				t.Errorf("unprotected, GET %s: %d, want 404", path, resp.StatusCode)
+			case protected && (resp.StatusCode != 200 || meta.Resource != aud || len(meta.AuthorizationServers) != 1 ||
+				meta.AuthorizationServers[0] != p.URL || len(meta.BearerMethods) != 1 || meta.BearerMethods[0] != "header"):
+				t.Errorf("GET %s: %d %+v", path, resp.StatusCode, meta)
+			}
+		}
+		if !protected {
+			continue
+		}
+		resp, _ := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "X-Forwarded-Host", "agent.example.com", "X-Forwarded-Proto", "https")
+		want := `resource_metadata="https://agent.example.com` + RouteResourceMetadata + `/mcp"`
+		if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || !strings.Contains(ch, want) {
+			t.Errorf("without a token: %d %q, want 401 with %s", resp.StatusCode, ch, want)
+		}
+	}
+}
