@@ -107,9 +107,24 @@ auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 	if err != nil {
 		t.Fatal(err)
 	}
+	var card struct {
+		SecuritySchemes map[string]struct {
+			Type, Scheme     string
+			OpenIDConnectURL string                   `json:"openIdConnectUrl"`
+			HTTPAuth         *struct{ Scheme string } `json:"httpAuthSecurityScheme"`
+		}
+		Security             []map[string][]string
+		SecurityRequirements []struct {
+			Schemes map[string]struct{ List []string }
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&card)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("the A2A card without a token: %d, want 200 (public)", resp.StatusCode)
+	scheme, oidc := card.SecuritySchemes["bearer"], card.SecuritySchemes["oidc"]
+	if resp.StatusCode != 200 || scheme.Type != "http" || scheme.Scheme != "bearer" || scheme.HTTPAuth == nil || scheme.HTTPAuth.Scheme != "Bearer" ||
+		oidc.OpenIDConnectURL != p.URL+"/.well-known/openid-configuration" || len(card.Security) != 1 || card.Security[0]["bearer"] == nil ||
+		len(card.SecurityRequirements) != 1 || card.SecurityRequirements[0].Schemes["bearer"].List == nil {
+		t.Errorf("the A2A card without a token: %d %+v, want 200 (public) declaring the bearer scheme in 0.3's and 1.0's fields", resp.StatusCode, card)
 	}
 
 	// The Go MCP SDK: refused without a token, a whole session with one.

@@ -137,6 +137,63 @@ type card struct {
 	DefaultInputModes  []string `json:"defaultInputModes"`
 	DefaultOutputModes []string `json:"defaultOutputModes"`
 	Skills             []skill  `json:"skills"`
+	// With an auth section protecting the door: how to call it, in both
+	// versions at once (securitySchemes' values carry 0.3's OpenAPI
+	// fields and 1.0's oneof member; security is 0.3's requirement,
+	// securityRequirements 1.0's).
+	SecuritySchemes      map[string]securityScheme `json:"securitySchemes,omitempty"`
+	Security             []map[string][]string     `json:"security,omitempty"`
+	SecurityRequirements []securityRequirement     `json:"securityRequirements,omitempty"`
+}
+
+// securityScheme is a card's scheme as 0.3 (OpenAPI's type, scheme,
+// bearerFormat, openIdConnectUrl) and 1.0 (the oneof member) write it.
+type securityScheme struct {
+	Type             string        `json:"type"`
+	Description      string        `json:"description,omitempty"`
+	Scheme           string        `json:"scheme,omitempty"`
+	BearerFormat     string        `json:"bearerFormat,omitempty"`
+	OpenIDConnectURL string        `json:"openIdConnectUrl,omitempty"`
+	HTTPAuth         *httpAuth     `json:"httpAuthSecurityScheme,omitempty"`
+	OpenIDConnect    *openIDScheme `json:"openIdConnectSecurityScheme,omitempty"`
+}
+
+type httpAuth struct {
+	Description  string `json:"description,omitempty"`
+	Scheme       string `json:"scheme"`
+	BearerFormat string `json:"bearerFormat,omitempty"`
+}
+
+type openIDScheme struct {
+	Description      string `json:"description,omitempty"`
+	OpenIDConnectURL string `json:"openIdConnectUrl"`
+}
+
+// securityRequirement is 1.0's: the schemes a call needs, each with its
+// scopes.
+type securityRequirement struct {
+	Schemes map[string]struct {
+		List []string `json:"list"`
+	} `json:"schemes"`
+}
+
+// security is the card's schemes and requirement for a door that checks
+// the tokens of issuer for audience: a JWT bearer token (the
+// requirement), and the issuer's OpenID Connect discovery, where a client
+// finds how to get one.
+func security(issuer, audience string) (map[string]securityScheme, []map[string][]string, []securityRequirement) {
+	desc := "A JWT access token of " + issuer + " for " + audience + ", as Authorization: Bearer <token>."
+	discovery := issuer + "/.well-known/openid-configuration"
+	schemes := map[string]securityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", BearerFormat: "JWT", Description: desc,
+			HTTPAuth: &httpAuth{Scheme: "Bearer", BearerFormat: "JWT", Description: desc}},
+		"oidc": {Type: "openIdConnect", OpenIDConnectURL: discovery, Description: "Where to get the token.",
+			OpenIDConnect: &openIDScheme{OpenIDConnectURL: discovery, Description: "Where to get the token."}},
+	}
+	req := securityRequirement{Schemes: map[string]struct {
+		List []string `json:"list"`
+	}{"bearer": {List: []string{}}}}
+	return schemes, []map[string][]string{{"bearer": {}}}, []securityRequirement{req}
 }
 
 // Card is the agent card the door serves, its JSON-RPC endpoint at url.
@@ -159,6 +216,9 @@ func (d *Door) Card(url string) []byte {
 		Skills: []skill{{ID: d.opts.Method, Name: d.opts.Method, Description: desc, Tags: []string{"sidecar"}, InputModes: in, OutputModes: out}},
 	}
 	c.Capabilities.Streaming = d.stream
+	if d.auth.Issuer != "" {
+		c.SecuritySchemes, c.Security, c.SecurityRequirements = security(d.auth.Issuer, d.auth.Audience)
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // a description's "<" stays as written

@@ -28,7 +28,8 @@ type Door struct {
 	method *config.Method // the entry serving opts.Method; nil: none
 	stream bool           // the method streams
 	tasks  *store
-	shared *shared // with state.store: redis; nil: memory only
+	auth   config.Auth // the auth section when it protects the door, else zero
+	shared *shared     // with state.store: redis; nil: memory only
 }
 
 // New is the A2A door calling opts.Method of cfg's map: the entry of
@@ -36,6 +37,9 @@ type Door struct {
 // limits.task_store_bytes, each task's artifact at most limits.reply_bytes.
 func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes, cfg.Limits.Subscriptions)}
+	if cfg.Auth.Protects(Name) {
+		d.auth = cfg.Auth
+	}
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, d.tasks)
 		d.tasks.shared = d.shared
