@@ -160,3 +160,36 @@ func loopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// scopes decodes a method's scopes: OAuth scope tokens (RFC 6749 §3.3:
+// printable ASCII but space, '"' and '\\'), each once.
+func (p *parser) scopes(e entry, path string, m *Method) {
+	list, ok := Decoder{p}.Strings(Entry{Name: e.name, Key: e.key, Value: e.val}, path, "scope names")
+	if !ok {
+		return
+	}
+	for i, sc := range list {
+		if sc == "" || strings.ContainsFunc(sc, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }) {
+			p.addf(e.val.Content[i].Line, path, "%q is not a scope (want printable ASCII without spaces, quotes or backslashes, e.g. tools:call)", sc)
+			return
+		}
+		if slices.Contains(list[:i], sc) {
+			p.addf(e.val.Content[i].Line, path, "%q is listed twice", sc)
+			return
+		}
+	}
+	m.Scopes, m.ScopesLine = list, e.key.Line
+}
+
+// checkScopes refuses scopes without an auth section: nothing would
+// check them.
+func (p *parser) checkScopes(c *Config, methods []methodDraft) {
+	if c.Auth.Line > 0 {
+		return
+	}
+	for _, d := range methods {
+		if len(d.m.Scopes) > 0 {
+			p.addf(d.m.ScopesLine, "methods."+d.m.Name+".scopes", "set, but no auth section checks tokens: nothing would check them (want an auth section, or no scopes)")
+		}
+	}
+}

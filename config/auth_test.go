@@ -107,3 +107,28 @@ func TestAuthForwardsNoToken(t *testing.T) {
 		t.Errorf("Parse = %v, want Authorization in headers.forward refused", err)
 	}
 }
+
+// TestScopes: a method's scopes decode and print back; a bad or repeated
+// scope, and scopes without an auth section, are refused at their line.
+func TestScopes(t *testing.T) {
+	authed := "upstream: {url: \"http://127.0.0.1:8000\"}\nprotocols:\n  mcp: {}\nauth: {issuer: \"https://idp.example.com\", audience: urn:a}\nmethods:\n  query: {scopes: [agent:query, \"tools:*\"]}\n"
+	c, err := Parse("sidecar.yaml", []byte(authed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Methods[0].Scopes, " "); got != "agent:query tools:*" {
+		t.Errorf("scopes = %q", got)
+	}
+	if again, err := Parse("printed.yaml", c.Expanded()); err != nil || strings.Join(again.Methods[0].Scopes, " ") != "agent:query tools:*" {
+		t.Errorf("printed and parsed again: %v %v", again, err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{strings.Replace(authed, "[agent:query, \"tools:*\"]", "[\"a b\"]", 1), `sidecar.yaml:6: methods.query.scopes: "a b" is not a scope`},
+		{strings.Replace(authed, "[agent:query, \"tools:*\"]", "[x, x]", 1), `methods.query.scopes: "x" is listed twice`},
+		{mountBase[:strings.Index(mountBase, "methods:")] + "methods:\n  query: {scopes: [x]}\n", `sidecar.yaml:3: methods.query.scopes: set, but no auth section checks tokens`},
+	} {
+		if _, err := Parse("sidecar.yaml", []byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

@@ -312,6 +312,13 @@ const (
 type Method struct {
 	// Name is the class_method; "*" serves every name not listed.
 	Name string
+	// Scopes are the scopes a caller's token must grant to call the
+	// method on a door the auth section protects (403 insufficient_scope
+	// else; MCP's tools/list shows such a caller no tool it may not
+	// call); nil: any verified caller. ScopesLine is where they are
+	// declared.
+	Scopes     []string
+	ScopesLine int
 	// Mode is the api_mode. Default: "" (unary).
 	Mode Mode
 	// AllRoutes is set for a "*" method declared without a mode: it then

@@ -137,8 +137,10 @@ func (p *parser) method(e entry, path string) methodDraft {
 			case "headers":
 				shapeKeys = append(shapeKeys, f.name) // a handler's requests are its own
 				p.methodHeaders(f.val, key, m)
+			case "scopes":
+				p.scopes(f, key, m)
 			default:
-				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example", "dialect", "emit", "headers")
+				p.unknown(f, path, "mode", "call", "body", "reply", "output", "timeouts", "handler", "idempotent", "description", "parameters", "example", "dialect", "emit", "headers", "scopes")
 			}
 		}
 	}

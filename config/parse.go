@@ -159,6 +159,7 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 		}
 	}
 	p.checkAuthDoors(c, authDoorsLine)
+	p.checkScopes(c, methods)
 	if c.KeepAlive.Path != "" && !c.Protocols.AgentPlatform {
 		p.addf(c.KeepAlive.Line, "keep_alive_probe", "the platform's listener serves the probe, and protocols.agent_platform is off (want it on, or no keep_alive_probe)")
 	}

@@ -368,7 +368,7 @@ var problemTests = []struct {
 	{"unknown admin key", minimal + "admin: {listen: '127.0.0.1:9090', port: 9091}\n",
 		"sidecar.yaml:3: admin.port: unknown key (want listen)"},
 	{"unknown method key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    mode: stream\n    timeout: 1s\n",
-		"sidecar.yaml:5: methods.q.timeout: unknown key: did you mean timeouts? (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit or headers)"},
+		"sidecar.yaml:5: methods.q.timeout: unknown key: did you mean timeouts? (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit, headers or scopes)"},
 	{"unknown method timeouts key", "upstream: {url: 'http://h:1'}\nmethods:\n  q:\n    timeouts:\n      firstbyte: 1s\n",
 		"sidecar.yaml:5: methods.q.timeouts.firstbyte: unknown key: did you mean first_byte? (want connect, first_byte, idle or total)"},
 
@@ -600,7 +600,7 @@ listen: nope
 		`sidecar.yaml:3: methods.a.mode: unknown mode "sync" (want "", "async", "stream" or "async_stream")
 sidecar.yaml:4: methods.a.call: path "x" must start with "/" (or {route})
 sidecar.yaml:6: methods.b.reply: unknown reply "xml" (want "auto", "json", "sse", "ndjson" or "text")
-sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit or headers)
+sidecar.yaml:7: methods.b.bogus: unknown key (want mode, call, body, reply, output, timeouts, handler, idempotent, description, parameters, example, dialect, emit, headers or scopes)
 sidecar.yaml:8: limits.request_bytes: 0 must be positive
 sidecar.yaml:10: upstream.url: scheme "https" is not supported (want http://host:port[/base] or unix:///path/to.sock)
 sidecar.yaml:11: listen: "nope" is not host:port (want e.g. ":8080" or "127.0.0.1:8080")`},

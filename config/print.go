@@ -151,6 +151,9 @@ func methodNode(m *Method) *yaml.Node {
 	if m.Idempotent {
 		n.Content = append(n.Content, scalar("idempotent"), scalar("true"))
 	}
+	if len(m.Scopes) > 0 {
+		n.Content = append(n.Content, scalar("scopes"), Strings(m.Scopes))
+	}
 	n.Content = append(n.Content, scalar("timeouts"), timeoutsNode(m.Timeouts))
 	dialectNodes(m, n)
 	if m.Description != "" {

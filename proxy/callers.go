@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -141,4 +142,20 @@ func callerKey(r *http.Request, c *auth.Caller) string {
 		host = ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return quota.CallerKey("addr", host)
+}
+
+// insufficientScope is the failure of a call of method, which needs
+// scopes, by a caller whose token does not grant them all (or who called
+// with a key, which grants none): 403 with the challenge RFC 6750 and
+// MCP's authorization specification ask (error="insufficient_scope", the
+// scopes, the resource metadata), in the door's shape.
+func (s *Server) insufficientScope(w http.ResponseWriter, r *http.Request, door Door, method string, scopes []string) error {
+	e := &auth.Error{Status: http.StatusForbidden, Code: auth.CodeInsufficientScope,
+		Description: "calling " + core.Clip(method) + " needs the scopes " + strings.Join(scopes, " ") + ", which the token does not grant"}
+	extra := []string{`scope="` + strings.Join(scopes, " ") + `"`}
+	if m, ok := door.(ResourceMetadata); ok {
+		extra = append(extra, `resource_metadata="`+m.ResourceMetadata(r)+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
+	return core.ReasonFailure("PERMISSION_DENIED", e.Description)
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -173,6 +174,11 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	c.ex, c.stream = ex, ex.Stream
 	c.entry = ex.Call.Method.Name
+	if sc := ex.Call.Method.Scopes; len(sc) > 0 && s.Auth != nil && s.Config.Auth.Protects(c.protocol) {
+		if caller := auth.CallerOf(r.Context()); caller == nil || !caller.HasScopes(sc) {
+			return s.insufficientScope(w, r, c.door, ex.Call.Name, sc)
+		}
+	}
 	if ex.Call.Input.Fields == nil && core.ReadsFields(ex.Call.Method) {
 		if c.ex.Call.Input, err = core.ParseInput(ex.Call.Input.Raw); err != nil {
 			return &core.RequestError{Msg: err.Error()}

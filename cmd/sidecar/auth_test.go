@@ -59,7 +59,7 @@ func TestAuthDoors(t *testing.T) {
 	agent := startServerOnPort(t, nil, "python3", "../../testdata/agents/doors.py").url
 	p := idptest.Start(t)
 	const aud = "https://agent.example.com"
-	yaml := strings.NewReplacer("AGENT", agent).Replace(onePortMap) + `
+	yaml := strings.NewReplacer("AGENT", agent, "fail: {call: POST /fail}", "fail: {call: POST /fail, scopes: [agent:admin]}").Replace(onePortMap) + `
 protocols:
   a2a: {mount: /a2a, method: story, card: {name: Story agent, description: Tells stories.}}
   mcp: {mount: /mcp, methods: [ask, story, long, fail, fail_late]}
@@ -67,7 +67,7 @@ protocols:
 auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 `
 	base, logs := startSidecarLogs(t, yaml)
-	alice := p.Token(t, "alice", aud, "")
+	alice := p.Token(t, "alice", aud, "agent:admin")
 
 	// Without a token: 401 in each door's shape, with the challenge.
 	for _, c := range []struct{ name, path, body, shape string }{
@@ -156,8 +156,24 @@ auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 	}
 	cs.Close()
 
+	// Scopes: carol's token grants none, so tools/list leaves out fail,
+	// which needs agent:admin, and calling it is 403 insufficient_scope.
+	carol := "Bearer " + p.Token(t, "carol", aud, "")
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2026-07-28"}
+	modern := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	_, _, list := authPost(t, base+"/mcp", carol, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modern+`}}`, append(mcpHeaders, "Mcp-Method", "tools/list")...)
+	if !strings.Contains(list, `"name":"ask"`) || strings.Contains(list, `"name":"fail"`) || !strings.Contains(list, `"cacheScope":"private"`) {
+		t.Errorf("carol's tools/list: %s, want ask and no fail, cached privately", list)
+	}
+	status, challenge, body := authPost(t, base+"/mcp", carol, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail","arguments":{},`+modern+`}}`,
+		append(mcpHeaders, "Mcp-Method", "tools/call", "Mcp-Name", "fail")...)
+	if status != 403 || !strings.Contains(challenge, `error="insufficient_scope"`) || !strings.Contains(challenge, `scope="agent:admin"`) ||
+		!strings.Contains(challenge, `resource_metadata="`+metaURL+`"`) || !strings.Contains(body, `"jsonrpc":"2.0"`) {
+		t.Errorf("carol calling fail: %d %q %s, want 403 insufficient_scope naming agent:admin", status, challenge, body)
+	}
+
 	// A2A: the task is the subject's, whatever its token.
-	status, _, body := authPost(t, base+"/a2a", "Bearer "+alice,
+	status, _, body = authPost(t, base+"/a2a", "Bearer "+alice,
 		`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user","messageId":"m1","parts":[{"kind":"text","text":"hi"}]}}}`)
 	var sent struct {
 		Result struct {

@@ -176,8 +176,11 @@ func FailureOf(err error) Failure {
 		agentErr   *AgentError
 		replyErr   *ReplyError
 		dialectErr *DialectError
+		failure    Failure
 	)
 	switch {
+	case errors.As(err, &failure): // already one (a door's or the Server's own refusal)
+		return failure
 	case errors.As(err, &reqErr):
 		f := ReasonFailure("BAD_REQUEST", reqErr.Msg)
 		if reqErr.Status != 0 {

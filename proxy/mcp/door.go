@@ -46,6 +46,11 @@ type Door struct {
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
 	metadata                               []byte // the protected resource metadata: nil unless auth protects the door
+	// order is the tools' names as listed; scoped is set when a tool
+	// needs scopes on a door auth protects: tools/list is then the
+	// caller's (listFor).
+	order  []string
+	scoped bool
 }
 
 // New is the MCP door serving opts.Methods of cfg's map (nil: every method
@@ -84,6 +89,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 			t.method = &c
 		}
 		d.tools[name] = t
+		d.order = append(d.order, name)
+		d.scoped = d.scoped || len(m.Scopes) > 0 && cfg.Auth.Protects(Name)
 		if len(entries) > 0 {
 			entries = append(entries, ',')
 		}

@@ -155,7 +155,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 	case "ping":
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, []byte(`{}`), nil)
 	case "tools/list":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listLegacy, nil)
+		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listFor(r, false), nil)
 	case "tools/call":
 		return d.call(route, r, req, p, id)
 	}
@@ -202,7 +202,7 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 	case "server/discover":
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.discover, nil)
 	case "tools/list":
-		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listModern, nil)
+		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listFor(r, true), nil)
 	case "tools/call":
 		h, sent := headerValue(r.Header, "Mcp-Name")
 		n, ok := headerName(h)

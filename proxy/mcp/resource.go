@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+
+	"github.com/sidecar-dev/sidecar/auth"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -66,4 +69,36 @@ func (d *Door) serveMetadata(w http.ResponseWriter, r *http.Request, refuse core
 	if r.Method == http.MethodGet {
 		w.Write(d.metadata)
 	}
+}
+
+// listFor is tools/list's result for the caller of r: every tool, built
+// once, unless a tool needs scopes on a door the auth section protects;
+// then the tools the caller's token may call (a tool needing scopes it
+// does not grant is left out, as tools/call would refuse it 403), built
+// for the call, and in 2026-07-28's form cached privately.
+func (d *Door) listFor(r *http.Request, modern bool) []byte {
+	if !d.scoped {
+		if modern {
+			return d.listModern
+		}
+		return d.listLegacy
+	}
+	caller := auth.CallerOf(r.Context())
+	b := []byte(`{"tools":[`)
+	n := 0
+	for _, name := range d.order {
+		m := d.tools[name].method
+		if len(m.Scopes) > 0 && (caller == nil || !caller.HasScopes(m.Scopes)) {
+			continue
+		}
+		if n++; n > 1 {
+			b = append(b, ',')
+		}
+		b = appendTool(b, name, m)
+	}
+	b = append(b, ']')
+	if modern {
+		return fmt.Appendf(b, `,"resultType":"complete","ttlMs":%d,"cacheScope":"private"}`, listTTL)
+	}
+	return append(b, '}')
 }
