@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -31,6 +32,12 @@ type Auth struct {
 	// Doors are the protected doors' names. Default: every enabled door
 	// but agent_platform, whose callers the platform authenticates.
 	Doors []string
+	// Headers name the headers the agent gets a verified caller's
+	// identity in, by what they carry (AuthClaims: sub, scope,
+	// client_id), e.g. {sub: X-User-Id}. The sidecar sets them on a
+	// verified caller's calls and removes them from every request a
+	// caller sends, so no caller can name itself.
+	Headers map[string]string
 	// Line is where the section is declared, for messages.
 	Line int
 }
@@ -43,7 +50,7 @@ func (a *Auth) Protects(name string) bool {
 // auth decodes the auth section; the doors it names are checked against
 // the enabled ones by checkAuthDoors, once protocols is decoded.
 func (p *parser) auth(e entry, a *Auth) (doorsLine int) {
-	if !p.mapping(e.val, e.name, "a mapping with issuer, jwks_url, audience and doors") {
+	if !p.mapping(e.val, e.name, "a mapping with issuer, jwks_url, audience, doors and headers") {
 		return 0
 	}
 	a.Line = e.key.Line
@@ -84,8 +91,10 @@ func (p *parser) auth(e entry, a *Auth) (doorsLine int) {
 				continue
 			}
 			a.Doors, doorsLine = list, f.val.Line
+		case "headers":
+			p.authHeaders(f, key, a)
 		default:
-			p.unknown(f, e.name, "issuer", "jwks_url", "audience", "doors")
+			p.unknown(f, e.name, "issuer", "jwks_url", "audience", "doors", "headers")
 		}
 	}
 	if !seen["issuer"] {
@@ -192,4 +201,66 @@ func (p *parser) checkScopes(c *Config, methods []methodDraft) {
 			p.addf(d.m.ScopesLine, "methods."+d.m.Name+".scopes", "set, but no auth section checks tokens: nothing would check them (want an auth section, or no scopes)")
 		}
 	}
+}
+
+// AuthClaims are what auth.headers may pass the agent of a verified
+// caller: its token's subject, its scopes (space-separated), its client.
+var AuthClaims = []string{"sub", "scope", "client_id"}
+
+// authHeaders decodes auth.headers: each of AuthClaims to a header name
+// of its own, none a header the sidecar or HTTP owns.
+func (p *parser) authHeaders(e entry, path string, a *Auth) {
+	if !p.mapping(e.val, path, "a mapping of sub, scope and client_id to header names, e.g. {sub: X-User-Id}") {
+		return
+	}
+	a.Headers = map[string]string{}
+	seen := map[string]bool{}
+	for _, f := range p.entries(e.val, path) {
+		key := join(path, f.name)
+		if !slices.Contains(AuthClaims, f.name) {
+			p.unknown(f, path, AuthClaims...)
+			continue
+		}
+		v, ok := p.scalar(f, key)
+		if !ok {
+			continue
+		}
+		name := http.CanonicalHeaderKey(v)
+		switch {
+		case !headerToken(v):
+			p.addf(f.val.Line, key, "%q is not a header name", v)
+		case reservedHeader(name):
+			p.addf(f.val.Line, key, "%q is a header the sidecar or HTTP owns (want a name of your own, e.g. X-User-Id)", v)
+		case seen[name]:
+			p.addf(f.val.Line, key, "%q names two claims", v)
+		default:
+			seen[name] = true
+			a.Headers[f.name] = name
+		}
+	}
+}
+
+// headerToken reports whether s is an HTTP field name (RFC 9110 token).
+func headerToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// reservedHeader reports whether name (canonical) is one an identity
+// header must not be: the credential, hop-by-hop and framing headers, and
+// the ones the sidecar sets or forwards for its own reasons.
+func reservedHeader(name string) bool {
+	switch name {
+	case "Authorization", "Cookie", "Host", "Content-Length", "Content-Type", "Transfer-Encoding", "Connection", "Te", "Upgrade",
+		"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id":
+		return true
+	}
+	return strings.HasPrefix(name, "X-Sidecar-")
 }

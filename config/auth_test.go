@@ -53,8 +53,8 @@ func TestAuthProblems(t *testing.T) {
 		{"empty audience", "{issuer: \"https://idp.example.com\", audience: \"\"}", `auth.audience: "": want the resource`},
 		{"door not enabled", "{issuer: \"https://idp.example.com\", audience: urn:a, doors: [a2a]}", `auth.doors: "a2a" is not an enabled door (enabled: agent_platform, mcp)`},
 		{"empty doors", "{issuer: \"https://idp.example.com\", audience: urn:a, doors: []}", `auth.doors: empty`},
-		{"unknown key", "{issuer: \"https://idp.example.com\", audience: urn:a, secret: x}", `auth.secret: unknown key (want issuer, jwks_url, audience or doors)`},
-		{"not a mapping", "on", `auth: want a mapping with issuer, jwks_url, audience and doors`},
+		{"unknown key", "{issuer: \"https://idp.example.com\", audience: urn:a, secret: x}", `auth.secret: unknown key (want issuer, jwks_url, audience, doors or headers)`},
+		{"not a mapping", "on", `auth: want a mapping with issuer, jwks_url, audience, doors and headers`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +129,35 @@ func TestScopes(t *testing.T) {
 	} {
 		if _, err := Parse("sidecar.yaml", []byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// TestAuthHeaders: auth.headers maps claims to header names, printed
+// back; a name that is no header, one the sidecar or HTTP owns, one named
+// twice, and an unknown claim are refused.
+func TestAuthHeaders(t *testing.T) {
+	base := mountBase + "protocols:\n  mcp: {}\nauth: {issuer: \"https://idp.example.com\", audience: urn:a, headers: HEADERS}\n"
+	c, err := Parse("sidecar.yaml", []byte(strings.Replace(base, "HEADERS", "{sub: x-user-id, scope: X-User-Scopes}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Auth.Headers; len(h) != 2 || h["sub"] != "X-User-Id" || h["scope"] != "X-User-Scopes" {
+		t.Errorf("Headers = %v", h)
+	}
+	if again, err := Parse("printed.yaml", c.Expanded()); err != nil || again.Auth.Headers["sub"] != "X-User-Id" || again.Auth.Headers["scope"] != "X-User-Scopes" {
+		t.Errorf("printed and parsed again: %v %v\n%s", again, err, c.Expanded())
+	}
+	for _, tt := range []struct{ headers, want string }{
+		{"{sub: \"X User\"}", `auth.headers.sub: "X User" is not a header name`},
+		{"{sub: authorization}", `auth.headers.sub: "authorization" is a header the sidecar or HTTP owns`},
+		{"{sub: X-Sidecar-Caller}", `is a header the sidecar or HTTP owns`},
+		{"{sub: X-A, scope: x-a}", `auth.headers.scope: "x-a" names two claims`},
+		{"{email: X-Email}", `auth.headers.email: unknown key (want sub, scope or client_id)`},
+	} {
+		yaml := strings.Replace(base, "HEADERS", tt.headers, 1)
+		if _, err := Parse("sidecar.yaml", []byte(yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("headers %s: %v, want %q", tt.headers, err, tt.want)
 		}
 	}
 }

@@ -74,6 +74,15 @@ func (c *Config) Expanded() []byte {
 			a = append(a, "jwks_url", quoted(c.Auth.JWKSURL))
 		}
 		a = append(a, "audience", quoted(c.Auth.Audience), "doors", Strings(c.Auth.Doors))
+		if len(c.Auth.Headers) > 0 {
+			var h []any
+			for _, claim := range AuthClaims {
+				if name, ok := c.Auth.Headers[claim]; ok {
+					h = append(h, claim, scalar(name))
+				}
+			}
+			a = append(a, "headers", mapping(h...))
+		}
 		root.Content = append(root.Content, scalar("auth"), mapping(a...))
 	}
 	if len(c.TrustedHosts) > 0 {

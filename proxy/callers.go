@@ -45,6 +45,9 @@ func noRelease() {}
 // refuse in the door's shape; release ends the request's hold.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protocol string, refuse core.Refuse) (*http.Request, func(), bool) {
 	protected := s.Auth != nil && s.Config.Auth.Protects(protocol)
+	for _, name := range s.Config.Auth.Headers {
+		r.Header.Del(name) // only the sidecar says who calls (identify)
+	}
 	if !protected && s.Quota == nil {
 		return r, noRelease, true
 	}
@@ -61,6 +64,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 		}
 		caller = c
 		r = r.WithContext(auth.WithCaller(r.Context(), c))
+		identify(r.Header, s.Config.Auth.Headers, c)
 	}
 	if s.Quota == nil {
 		return r, noRelease, true
@@ -158,4 +162,24 @@ func (s *Server) insufficientScope(w http.ResponseWriter, r *http.Request, door 
 	}
 	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
 	return core.ReasonFailure("PERMISSION_DENIED", e.Description)
+}
+
+// identify sets the headers auth.headers names on h, the request the
+// agent's call forwards them from, to what the verified caller c is;
+// a claim c does not carry sets none.
+func identify(h http.Header, names map[string]string, c *auth.Caller) {
+	for claim, name := range names {
+		var v string
+		switch claim {
+		case "sub":
+			v = c.Subject
+		case "scope":
+			v = strings.Join(c.Scopes, " ")
+		case "client_id":
+			v = c.ClientID
+		}
+		if v != "" && !strings.ContainsAny(v, "\r\n") {
+			h.Set(name, v)
+		}
+	}
 }

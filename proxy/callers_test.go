@@ -215,3 +215,43 @@ func TestPerCallerConcurrent(t *testing.T) {
 		t.Errorf("key-a once its call ended: %d", r.status)
 	}
 }
+
+// TestIdentityHeaders: auth.headers gives the agent a verified caller's
+// subject and scopes in the headers it names, whatever the caller sent
+// in them; on a door that checks no token, a caller's own value of such a
+// header never reaches the agent.
+func TestIdentityHeaders(t *testing.T) {
+	p := idptest.Start(t)
+	var agent headersAgent
+	url := agent.start(t).URL
+	yaml := "upstream: {url: AGENT}\nmethods: {query: {}}\n" +
+		"auth: {issuer: \"" + p.URL + "\", audience: \"" + audience + "\", doors: [agent_platform], headers: {sub: X-User-Id, scope: X-User-Scopes}}\n"
+	for _, protected := range []bool{true, false} {
+		h := newHarness(t, url, yaml, withServer(func(s *Server) {
+			s.Protocols = []string{"agent_platform"}
+			if protected {
+				s.Auth = auth.New(s.Config.Auth, nil)
+			}
+		}))
+		req, _ := http.NewRequest(http.MethodPost, h.url+"/api/reasoning_engine", strings.NewReader(queryCall))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-User-Id", "mallory")
+		req.Header.Set("X-User-Scopes", "admin")
+		if protected {
+			req.Header.Set("Authorization", "Bearer "+p.Token(t, "alice", audience, "query read"))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		_, got := agent.calls()
+		want := [2]string{"alice", "query read"}
+		if !protected {
+			want = [2]string{}
+		}
+		if resp.StatusCode != 200 || got.Get("X-User-Id") != want[0] || got.Get("X-User-Scopes") != want[1] {
+			t.Errorf("protected %v: %d, the agent got X-User-Id %q X-User-Scopes %q, want %q", protected, resp.StatusCode, got.Get("X-User-Id"), got.Get("X-User-Scopes"), want)
+		}
+	}
+}

@@ -38,6 +38,18 @@ type Client struct {
 // trace context and request ids, never credentials or cookies.
 var forwardHeaders = []string{"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id"}
 
+// identityHeaders are the headers auth.headers names: the sidecar sets
+// them on a verified caller's requests (and removes them from every
+// other), and the agent gets them.
+func identityHeaders(cfg *config.Config) []string {
+	var names []string
+	for _, name := range cfg.Auth.Headers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // New builds the client for cfg's upstream.
 func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	base, err := url.Parse(cfg.Upstream.BaseURL)
@@ -57,7 +69,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
-		forward:      append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		forward:      append(append(slices.Clone(forwardHeaders), cfg.Headers.Forward...), identityHeaders(cfg)...),
 		set:          cfg.Headers.Set,
 		methodValues: map[string][]string{},
 	}
