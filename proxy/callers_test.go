@@ -106,11 +106,17 @@ func TestAdmitToken(t *testing.T) {
 			t.Errorf("%s: %d %q %s", name, r.status, ch, r.body)
 		}
 	}
+	// A token in the query string is not read (RFC 6750 §2.3 leaves it
+	// out: URLs are logged and sent on as referrers): no token.
+	good := p.Token(t, "alice", audience, "")
+	if r := h.postAs("/api/reasoning_engine?access_token="+good, queryCall, ""); r.status != 401 || r.header.Get("WWW-Authenticate") != `Bearer realm="sidecar"` {
+		t.Errorf("a token in the query: %d %q, want 401 as with no token", r.status, r.header.Get("WWW-Authenticate"))
+	}
 	if n, _ := agent.calls(); n != 0 {
 		t.Fatalf("the agent was called %d times for refused requests", n)
 	}
-	if n := h.logs.FilterField(zap.String("outcome", "unauthorized")).FilterField(zap.String("reason", "UNAUTHENTICATED")).Len(); n != 3 {
-		t.Errorf("%d log lines of refusals, want 3", n)
+	if n := h.logs.FilterField(zap.String("outcome", "unauthorized")).FilterField(zap.String("reason", "UNAUTHENTICATED")).Len(); n != 4 {
+		t.Errorf("%d log lines of refusals, want 4", n)
 	}
 
 	tok := p.Token(t, "alice", audience, "query")

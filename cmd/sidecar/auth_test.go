@@ -193,6 +193,12 @@ auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 		t.Errorf("tasks/get by bob: %s, want TaskNotFound", body)
 	}
 
+	// A 1 MB token is refused by the header limit (431) before any
+	// verification; the door serves the next caller as before.
+	if status, _, _ := authPost(t, base+"/v1/chat/completions", "Bearer "+strings.Repeat("a", 1<<20), `{}`); status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 1 MB token: %d, want 431", status)
+	}
+
 	// OpenAI with a token.
 	if status, _, body := authPost(t, base+"/v1/chat/completions", "Bearer "+alice, `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`); status != 200 || !strings.Contains(body, `"chat.completion"`) {
 		t.Errorf("OpenAI with a token: %d %s", status, body)
