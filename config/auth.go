@@ -227,7 +227,7 @@ func (p *parser) authHeaders(e entry, path string, a *Auth) {
 		}
 		name := http.CanonicalHeaderKey(v)
 		switch {
-		case !headerToken(v):
+		case !ValidHeaderName(v):
 			p.addf(f.val.Line, key, "%q is not a header name", v)
 		case reservedHeader(name):
 			p.addf(f.val.Line, key, "%q is a header the sidecar or HTTP owns (want a name of your own, e.g. X-User-Id)", v)
@@ -240,27 +240,19 @@ func (p *parser) authHeaders(e entry, path string, a *Auth) {
 	}
 }
 
-// headerToken reports whether s is an HTTP field name (RFC 9110 token).
-func headerToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
-			return false
-		}
-	}
-	return true
-}
-
 // reservedHeader reports whether name (canonical) is one an identity
-// header must not be: the credential, hop-by-hop and framing headers, and
-// the ones the sidecar sets or forwards for its own reasons.
+// header must not be: the ones headers.forward and set may not name
+// (hop-by-hop, framing, the sidecar's own), the credentials, and the
+// trace and request ids the sidecar forwards for its own reasons.
 func reservedHeader(name string) bool {
 	switch name {
-	case "Authorization", "Cookie", "Host", "Content-Length", "Content-Type", "Transfer-Encoding", "Connection", "Te", "Upgrade",
-		"Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id":
+	case "Authorization", "Cookie", "Traceparent", "Tracestate", "X-Cloud-Trace-Context", "X-Request-Id":
 		return true
 	}
-	return strings.HasPrefix(name, "X-Sidecar-")
+	if slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, name) }) {
+		return true
+	}
+	return slices.ContainsFunc(managedPrefixes, func(p string) bool {
+		return len(name) >= len(p) && strings.EqualFold(name[:len(p)], p)
+	})
 }

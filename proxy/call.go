@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -218,7 +217,7 @@ func (s *Server) log(r *http.Request, c *call) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		fields = append(fields, zap.String("request_id", core.Clip(id)))
 	}
-	if caller := auth.CallerOf(r.Context()); caller != nil {
+	if caller := s.callerOf(r); caller != nil {
 		fields = append(fields, zap.String("caller", core.Clip(caller.Subject))) // who, never the token
 	}
 	if c.span != nil {

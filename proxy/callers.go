@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -58,8 +59,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 	if k, ok := door.(Keyed); protected && !(ok && k.KeyAuthorized(r)) {
 		c, err := s.Auth.Authorize(r.Context(), r.Header.Values("Authorization"))
 		if err != nil {
-			e := err.(*auth.Error)
-			s.refuseAuth(w, r, door, refuse, e)
+			s.refuseAuth(w, r, door, refuse, err)
 			return r, nil, false
 		}
 		caller = c
@@ -79,8 +79,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 		f := core.ReasonFailure("RATE_LIMITED", "too many calls: this caller may start "+strconv.Itoa(s.Config.Limits.PerCaller.Requests)+
 			" every "+s.Config.Limits.PerCaller.Per.String()+" (limits.per_caller); try again after Retry-After")
 		f.RetryAfter = max(1, int((d.RetryAfter+999_999_999)/1e9))
-		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-		refuse(w, r, "", f)
+		refuseLater(w, r, refuse, f)
 		return r, nil, false
 	}
 	release, ok := s.Quota.Hold(key)
@@ -88,11 +87,19 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 		f := core.ReasonFailure("RATE_LIMITED", "too many calls at once: this caller may hold "+strconv.Itoa(s.Config.Limits.PerCaller.Concurrent)+
 			" (limits.per_caller.concurrent); try again when one ends")
 		f.RetryAfter = 1
-		w.Header().Set("Retry-After", "1")
-		refuse(w, r, "", f)
+		refuseLater(w, r, refuse, f)
 		return r, nil, false
 	}
 	return r, release, true
+}
+
+// callerOf is r's verified caller; nil without an auth section, at no
+// cost to the calls of a sidecar that checks no token.
+func (s *Server) callerOf(r *http.Request) *auth.Caller {
+	if s.Auth == nil {
+		return nil
+	}
+	return auth.CallerOf(r.Context())
 }
 
 // public reports whether r may be served without a token: a health
@@ -105,27 +112,42 @@ func public(door Door, r *http.Request) bool {
 	return ok && p.Public(r)
 }
 
-// refuseAuth refuses r as e says, in the door's shape, with the
-// challenge of RFC 6750 (and MCP's resource_metadata when the door has
-// it).
-func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, door Door, refuse core.Refuse, e *auth.Error) {
+// refuseAuth refuses r as err (an *auth.Error) says, in the door's
+// shape, with the challenge of RFC 6750 (and MCP's resource_metadata when
+// the door has it).
+func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, door Door, refuse core.Refuse, err error) {
+	var e *auth.Error
+	if !errors.As(err, &e) { // Authorize returns no other: refused all the same
+		e = &auth.Error{Status: http.StatusUnauthorized, Code: auth.CodeInvalidToken, Description: "the token could not be verified"}
+	}
 	if e.Unavailable {
 		f := core.ReasonFailure("AUTH_UNAVAILABLE", e.Description)
 		f.RetryAfter = int(auth.RetryAfter.Seconds())
-		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-		refuse(w, r, "", f)
+		refuseLater(w, r, refuse, f)
 		return
 	}
-	var extra []string
-	if m, ok := door.(ResourceMetadata); ok {
-		extra = append(extra, `resource_metadata="`+m.ResourceMetadata(r)+`"`)
-	}
-	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
+	challenge(w, r, door, e)
 	reason := "UNAUTHENTICATED"
 	if e.Status == http.StatusForbidden {
 		reason = "PERMISSION_DENIED"
 	}
 	refuse(w, r, "", core.ReasonFailure(reason, e.Description))
+}
+
+// challenge sets the WWW-Authenticate of refusal e, with extra parameters
+// and the door's resource_metadata when it has one.
+func challenge(w http.ResponseWriter, r *http.Request, door Door, e *auth.Error, extra ...string) {
+	if m, ok := door.(ResourceMetadata); ok {
+		extra = append(extra, `resource_metadata="`+m.ResourceMetadata(r)+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
+}
+
+// refuseLater refuses r with f, whose RetryAfter it sends as Retry-After
+// whatever the door's shape writes.
+func refuseLater(w http.ResponseWriter, r *http.Request, refuse core.Refuse, f core.Failure) {
+	w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	refuse(w, r, "", f)
 }
 
 // callerKey is who a request counts against: its token's subject, else
@@ -156,11 +178,7 @@ func callerKey(r *http.Request, c *auth.Caller) string {
 func (s *Server) insufficientScope(w http.ResponseWriter, r *http.Request, door Door, method string, scopes []string) error {
 	e := &auth.Error{Status: http.StatusForbidden, Code: auth.CodeInsufficientScope,
 		Description: "calling " + core.Clip(method) + " needs the scopes " + strings.Join(scopes, " ") + ", which the token does not grant"}
-	extra := []string{`scope="` + strings.Join(scopes, " ") + `"`}
-	if m, ok := door.(ResourceMetadata); ok {
-		extra = append(extra, `resource_metadata="`+m.ResourceMetadata(r)+`"`)
-	}
-	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
+	challenge(w, r, door, e, `scope="`+strings.Join(scopes, " ")+`"`)
 	return core.ReasonFailure("PERMISSION_DENIED", e.Description)
 }
 

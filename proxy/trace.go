@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/metrics"
 )
 
@@ -121,7 +120,7 @@ func (s *Server) startSpan(ctx context.Context, r *http.Request, c *call) contex
 			attribute.String("http.route", c.route),
 			attribute.String("sidecar.protocol", c.protocol),
 		))
-	if caller := auth.CallerOf(r.Context()); caller != nil {
+	if caller := s.callerOf(r); caller != nil {
 		c.span.SetAttributes(attribute.String("enduser.id", caller.Subject))
 	}
 	return ctx

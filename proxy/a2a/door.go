@@ -205,24 +205,36 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
-	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
+	t, rerr, err := d.openTask(r.Context(), msg, owner)
+	switch {
+	case err != nil:
 		return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req, err)
-	} else if rerr != nil {
+	case rerr != nil:
 		return fail(rerr.Code, "%s", rerr.Message)
-	}
-	t, rerr := d.tasks.open(msg, owner)
-	if rerr != nil {
-		return fail(rerr.Code, "%s", rerr.Message)
-	}
-	if d.shared != nil {
-		if err := d.shared.open(r.Context(), t); err != nil {
-			d.tasks.remove(t)
-			return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req, err)
-		}
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
 	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
+}
+
+// openTask opens owner's task of msg, for both bindings: rerr when it is
+// refused (a follow-up message, as followUp and the store say), err when
+// the shared store failed (nothing is kept then).
+func (d *Door) openTask(ctx context.Context, msg message, owner core.Owner) (*task, *rpcError, error) {
+	if rerr, err := d.followUp(ctx, msg, owner); err != nil || rerr != nil {
+		return nil, rerr, err
+	}
+	t, rerr := d.tasks.open(msg, owner)
+	if rerr != nil {
+		return nil, rerr, nil
+	}
+	if d.shared != nil {
+		if err := d.shared.open(ctx, t); err != nil {
+			d.tasks.remove(t)
+			return nil, nil, err
+		}
+	}
+	return t, nil, nil
 }
 
 // serveTask answers tasks/get and tasks/cancel of owner's task from the

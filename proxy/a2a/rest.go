@@ -248,20 +248,12 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
-	if rerr, err := d.followUp(r.Context(), msg, owner); err != nil {
+	t, rerr, err := d.openTask(r.Context(), msg, owner)
+	switch {
+	case err != nil:
 		return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
-	} else if rerr != nil {
+	case rerr != nil:
 		return fail(rerr.Code, "%s", rerr.Message)
-	}
-	t, rerr := d.tasks.open(msg, owner)
-	if rerr != nil {
-		return fail(rerr.Code, "%s", rerr.Message)
-	}
-	if d.shared != nil {
-		if err := d.shared.open(r.Context(), t); err != nil {
-			d.tasks.remove(t)
-			return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
-		}
 	}
 	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
