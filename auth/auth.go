@@ -116,13 +116,19 @@ const maxVerified = 4096
 // verifiedCache is the tokens verified lately, by their SHA-256, each
 // with its caller until its exp (and the leeway). A token a key the
 // issuer has since withdrawn signed is still taken until then, as it was
-// when verified. Past maxVerified entries the expired are dropped, then
-// any (map order is random).
+// when verified. When full, a new token first drops the expired, at most
+// once a sweepEvery (a sweep reads every entry: once per token, it cost
+// 60 µs a call with more live tokens than the cache holds), then any
+// (map order is random).
 type verifiedCache struct {
-	mu   sync.Mutex
-	size int // maxVerified; 0: no cache
-	m    map[[sha256.Size]byte]*Caller
+	mu    sync.Mutex
+	size  int // maxVerified; 0: no cache
+	m     map[[sha256.Size]byte]*Caller
+	swept time.Time // the last sweep of the expired
 }
+
+// sweepEvery is how often a full cache may look for expired tokens.
+const sweepEvery = time.Second
 
 func (c *verifiedCache) get(key [sha256.Size]byte, now time.Time) *Caller {
 	c.mu.Lock()
@@ -144,12 +150,15 @@ func (c *verifiedCache) put(key [sha256.Size]byte, caller *Caller, now time.Time
 	if c.m == nil {
 		c.m = make(map[[sha256.Size]byte]*Caller)
 	}
-	if len(c.m) >= c.size {
+	if len(c.m) >= c.size && now.Sub(c.swept) >= sweepEvery {
+		c.swept = now
 		for k, v := range c.m {
 			if now.After(v.Expiry.Add(Leeway)) {
 				delete(c.m, k)
 			}
 		}
+	}
+	if len(c.m) >= c.size {
 		for k := range c.m {
 			if len(c.m) < c.size {
 				break

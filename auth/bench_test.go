@@ -2,7 +2,10 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"testing"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -39,5 +42,27 @@ func BenchmarkAuthorize(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkVerifiedCachePut is a token verified for the first time while
+// the cache of verified tokens is full of live ones, as when more than
+// maxVerified callers hold tokens: what remembering it costs besides its
+// signature check.
+func BenchmarkVerifiedCachePut(b *testing.B) {
+	c := verifiedCache{size: maxVerified}
+	now := time.Now()
+	caller := &Caller{Subject: "alice", Expiry: now.Add(time.Hour)}
+	var key [sha256.Size]byte
+	for i := range maxVerified {
+		binary.BigEndian.PutUint64(key[:], uint64(i))
+		c.put(key, caller, now)
+	}
+	b.ReportAllocs()
+	i := uint64(maxVerified)
+	for b.Loop() {
+		i++
+		binary.BigEndian.PutUint64(key[:], i)
+		c.put(key, caller, now)
 	}
 }

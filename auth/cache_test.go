@@ -59,3 +59,37 @@ func TestVerifiedCacheBounded(t *testing.T) {
 		t.Errorf("the last token: %+v, want it kept", got)
 	}
 }
+
+// TestVerifiedCacheSweep: a full cache drops its expired tokens before
+// any live one, but looks for them at most once a sweepEvery; between
+// sweeps a new token takes the place of any one.
+func TestVerifiedCacheSweep(t *testing.T) {
+	c := verifiedCache{size: 4}
+	now := time.Now()
+	key := func(i int) [sha256.Size]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+	for i := range 4 {
+		exp := now.Add(time.Hour)
+		if i < 2 {
+			exp = now.Add(-time.Hour)
+		}
+		c.put(key(i), &Caller{Subject: strconv.Itoa(i), Expiry: exp}, now)
+	}
+	now = now.Add(sweepEvery)
+	c.put(key(4), &Caller{Subject: "4", Expiry: now.Add(time.Hour)}, now)
+	for _, i := range []int{2, 3, 4} {
+		if c.get(key(i), now) == nil {
+			t.Errorf("live token %d dropped by the sweep", i)
+		}
+	}
+	if len(c.m) != 3 {
+		t.Fatalf("%d tokens after the sweep, want the 3 live ones", len(c.m))
+	}
+	c.put(key(5), &Caller{Subject: "5", Expiry: now.Add(-time.Hour)}, now)
+	c.put(key(6), &Caller{Subject: "6", Expiry: now.Add(time.Hour)}, now)
+	if len(c.m) != 4 || c.m[key(6)] == nil {
+		t.Fatalf("between sweeps: %d tokens, the newest kept %v; want 4 and true", len(c.m), c.m[key(6)] != nil)
+	}
+	if !c.swept.Equal(now) {
+		t.Errorf("swept at %v, want %v (one sweep only)", c.swept, now)
+	}
+}

@@ -66,6 +66,12 @@ type unaryResult struct {
 // the warm-up count. cpu, if not nil, is read at both ends of the measured
 // window.
 func unaryLoad(addr string, req []byte, conc int, warm, dur time.Duration, cpu func() time.Duration) (unaryResult, error) {
+	return unaryLoadEach(addr, func() []byte { return req }, conc, warm, dur, cpu)
+}
+
+// unaryLoadEach is unaryLoad sending the request next returns each time
+// (safe for concurrent use).
+func unaryLoadEach(addr string, next func() []byte, conc int, warm, dur time.Duration, cpu func() time.Duration) (unaryResult, error) {
 	start := time.Now()
 	measureFrom := start.Add(warm)
 	end := measureFrom.Add(dur)
@@ -109,7 +115,7 @@ func unaryLoad(addr string, req []byte, conc int, warm, dur time.Duration, cpu f
 					}
 					c.nc.SetDeadline(end.Add(10 * time.Second))
 				}
-				if err := c.do(req); err != nil {
+				if err := c.do(next()); err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, &err)
 					continue

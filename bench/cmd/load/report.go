@@ -31,6 +31,7 @@ type results struct {
 	floor   string // the floor row's table (floor.go), "" when not run
 	ways    string // the ways rows' table (ways.go), "" when not run
 	state   string // the state rows' table (state.go), "" when not run
+	auth    string // the auth rows' table (auth.go), "" when not run
 }
 
 type unaryRow struct {

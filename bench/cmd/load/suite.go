@@ -55,7 +55,10 @@ type plan struct {
 	deadline            time.Duration
 	// stateBudget is what the state rows add to deadline: two sidecars
 	// of this tree whatever the variants, so it is not scaled with them.
-	stateBudget      time.Duration
+	stateBudget time.Duration
+	// authBudget is the same for the auth rows: four sidecars of this
+	// tree and the signing of their tokens.
+	authBudget       time.Duration
 	idleOpenParallel int
 }
 
@@ -65,7 +68,7 @@ func fullPlan() plan {
 		tputStreams: 8, tputEvents: 50000, eventSize: 100,
 		latStreams: 64, latEvents: 1500, latGap: time.Millisecond,
 		ttflCount: 200, memLevels: []int{1000, 10000}, memRounds: 3, startups: 20,
-		deadline: 11 * time.Minute, stateBudget: 100 * time.Second, idleOpenParallel: 64,
+		deadline: 11 * time.Minute, stateBudget: 100 * time.Second, authBudget: 2 * time.Minute, idleOpenParallel: 64,
 	}
 }
 
@@ -80,6 +83,7 @@ func quickPlan() plan {
 	p.startups = 10
 	p.deadline = 2*time.Minute + 30*time.Second
 	p.stateBudget = 25 * time.Second
+	p.authBudget = 45 * time.Second
 	return p
 }
 
@@ -164,7 +168,7 @@ func runSuite(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a short run (under two minutes)")
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
-	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup, ways, state; floor (the floor ladder) only when named")
+	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup, ways, state, auth; floor (the floor ladder) only when named")
 	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
 	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
 	nethttp := fs.String("nethttp", "", "the sidecar built with -tags nethttp (net/http's Transport to the agent), run as one more variant with the sidecar's config")
@@ -181,7 +185,7 @@ func runSuite(ctx context.Context, args []string) error {
 	if *nethttp != "" {
 		p.deadline += p.deadline / 5
 	}
-	p.deadline += p.stateBudget
+	p.deadline += p.stateBudget + p.authBudget
 	dir, err := os.MkdirTemp("", "sidecar-bench-")
 	if err != nil {
 		return err
@@ -238,6 +242,7 @@ func runSuite(ctx context.Context, args []string) error {
 		{"startup", "startup", s.startupRows, false},
 		{"ways", "a door's stream on its own listener, mounted and through the passthrough", s.waysRows, false},
 		{"state", "A2A and MCP calls with the memory store and with Redis", s.stateRows, false},
+		{"auth", "a protected call: the caller's token checked", s.authRows, false},
 		{"floor", "the floor ladder", s.floorRows, true},
 	}
 	wanted := map[string]bool{}
@@ -248,7 +253,7 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	for k := range wanted {
 		if !slices.ContainsFunc(steps, func(st step) bool { return st.key == k }) {
-			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup, ways, state or floor)", k)
+			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup, ways, state, auth or floor)", k)
 		}
 	}
 	for _, st := range steps {
@@ -261,7 +266,7 @@ func runSuite(ctx context.Context, args []string) error {
 		}
 	}
 	s.stopAll()
-	report := s.report(time.Since(began), *quick) + s.res.ways + s.res.state + s.res.floor
+	report := s.report(time.Since(began), *quick) + s.res.ways + s.res.state + s.res.auth + s.res.floor
 	fmt.Print(report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
