@@ -50,6 +50,8 @@ type Limiter struct {
 	interval time.Duration
 	shared   Shared // nil: counted in the process only
 	now      func() time.Time
+	// policy is the RateLimit-Policy field, the same on every reply.
+	policy []string
 
 	mu    sync.Mutex
 	times map[string]time.Time // a caller's theoretical arrival time (GCRA)
@@ -69,6 +71,7 @@ func New(l config.PerCaller, shared Shared) *Limiter {
 	q := &Limiter{limit: l, shared: shared, now: time.Now, times: make(map[string]time.Time), held: make(map[string]int)}
 	if l.Requests > 0 {
 		q.interval = l.Per / time.Duration(l.Requests)
+		q.policy = []string{fmt.Sprintf("%q;q=%d;w=%d", Policy, l.Requests, seconds(l.Per))}
 	}
 	return q
 }
@@ -187,8 +190,15 @@ func (q *Limiter) SetHeaders(h http.Header, d Decision) {
 	if q.limit.Requests == 0 {
 		return
 	}
-	h.Set("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", Policy, q.limit.Requests, seconds(q.limit.Per)))
-	h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", Policy, d.Remaining, seconds(d.Reset)))
+	// Assigned, not Set: the names are canonical, and this runs on every
+	// call the limit counts.
+	h["Ratelimit-Policy"] = q.policy
+	b := make([]byte, 0, 48)
+	b = append(b, `"`+Policy+`";r=`...)
+	b = strconv.AppendInt(b, int64(d.Remaining), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(seconds(d.Reset)), 10)
+	h["Ratelimit"] = []string{string(b)}
 	if !d.Allowed {
 		h.Set("Retry-After", strconv.Itoa(max(1, seconds(d.RetryAfter))))
 	}
