@@ -195,7 +195,6 @@ func (s *suite) authRows() error {
 	}
 
 	rps, p50, cpu := series{}, series{}, series{}
-	var verifiedCalls float64
 	for r := range p.rounds {
 		for i := range columns {
 			k := (i + r) % len(columns)
@@ -219,7 +218,7 @@ func (s *suite) authRows() error {
 			return strings.TrimSuffix(b.String(), ";")
 		}())
 	}
-	verifiedCalls = float64(sent.Load())
+	verifiedCalls := float64(sent.Load())
 
 	cell := func(xs []float64) string {
 		lo, hi := spread(xs)
