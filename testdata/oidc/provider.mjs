@@ -4,12 +4,13 @@
 //   NODE_PATH=<node_modules> node provider.mjs '<config JSON>'
 // config: {"resources": [<resource URL>...], "clients": [{"id", "secret",
 //   "auth": "client_secret_basic" | "client_secret_post", "scope": "<scopes
-//   the client may get>"}...]}
+//   the client may get>", "alg": "<its tokens' JWS algorithm: RS256 (the
+//   default), PS256, ES256 or EdDSA>"}...]}
 //
 // It serves OIDC discovery, its key set and the token endpoint's client
 // credentials grant (RFC 6749 §4.4) with resource indicators (RFC 8707):
 // a token request names one of the resources, and gets a JWT access token
-// (RFC 9068: typ at+jwt, RS256, aud the resource, sub and client_id the
+// (RFC 9068: typ at+jwt, signed with the client's alg, aud the resource, sub and client_id the
 // client, scope the requested scopes the client may have). Any other
 // resource is refused invalid_target. Keys are made at start: it needs no
 // network but loopback.
@@ -50,7 +51,13 @@ const provider = new Provider(issuer, {
     redirect_uris: [],
     response_types: [],
   })),
-  jwks: { keys: [signingKey("rs1", "rsa", { modulusLength: 2048 }), signingKey("ec1", "ec", { namedCurve: "P-256" })] },
+  jwks: {
+    keys: [
+      signingKey("rs1", "rsa", { modulusLength: 2048 }),
+      signingKey("ec1", "ec", { namedCurve: "P-256" }),
+      signingKey("ed1", "ed25519"),
+    ],
+  },
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
@@ -69,7 +76,7 @@ const provider = new Provider(issuer, {
           scope: clients.get(client.clientId)?.scope ?? "",
           accessTokenFormat: "jwt",
           accessTokenTTL: 600,
-          jwt: { sign: { alg: "RS256" } },
+          jwt: { sign: { alg: clients.get(client.clientId)?.alg ?? "RS256" } },
         };
       },
     },
