@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/internal/testports"
@@ -29,10 +34,10 @@ type oidcClient struct {
 // startOIDCProvider runs testdata/oidc/provider.mjs, a real oidc-provider
 // that issues JWT access tokens for resources to clients, and returns its
 // issuer URL; it is stopped (SIGTERM) when the test ends.
-func startOIDCProvider(t *testing.T, resources []string, clients []oidcClient) string {
+func startOIDCProvider(t *testing.T, resources []string, clients []oidcClient, defaultResource string) string {
 	t.Helper()
 	modules := deps.NPM(t, "oidc")
-	config, _ := json.Marshal(map[string]any{"resources": resources, "clients": clients})
+	config, _ := json.Marshal(map[string]any{"resources": resources, "clients": clients, "defaultResource": defaultResource})
 	issuer := make(chan string, 1)
 	p := startProcess(t, syscall.SIGTERM, []string{"NODE_PATH=" + modules}, func(line string) {
 		select {
@@ -115,11 +120,17 @@ func TestOAuthClients(t *testing.T) {
 	resource, other := base+"/mcp", "https://other.example.com/mcp"
 	operator := oidcClient{ID: "operator", Secret: "operator-secret", Auth: "client_secret_basic", Scope: "agent:read agent:admin", Alg: "RS256"}
 	reader := oidcClient{ID: "reader", Secret: "reader-secret", Auth: "client_secret_post", Scope: "agent:read", Alg: "ES256"}
-	clients := []oidcClient{operator, reader}
+	// The Go MCP SDK's handler presents its secret in the request's body
+	// when the server takes that (oidc-provider does).
+	gopher := oidcClient{ID: "gopher", Secret: "gopher-secret", Auth: "client_secret_post", Scope: "agent:read agent:admin", Alg: "ES256"}
+	clients := []oidcClient{operator, reader, gopher}
 	for _, alg := range []string{"PS256", "EdDSA"} {
 		clients = append(clients, oidcClient{ID: "signer-" + alg, Secret: "s", Auth: "client_secret_basic", Alg: alg})
 	}
-	issuer := startOIDCProvider(t, []string{resource, other}, clients)
+	// The Go MCP SDK's handler names no resource (RFC 8707) in its token
+	// request: the server's default resource, as an AS's default audience,
+	// is the sidecar.
+	issuer := startOIDCProvider(t, []string{resource, other}, clients, resource)
 
 	yaml := strings.NewReplacer(
 		"AGENT", agent,
@@ -157,6 +168,8 @@ auth:
 		mcpOAuth(t, name, deps.Node(t, c.set, "oauth.mjs", args...), c.version, resource, metaURL, issuer, c.client)
 	}
 
+	mcpGoOAuth(t, resource, issuer, gopher)
+
 	deps.MatchLines(t, deps.Node(t, "a2a", "oauth.mjs", base+"/a2a", reader.ID, reader.Secret, resource), []string{
 		`{"step":"card","schemes":["bearer","oidc"],"discovery":"` + issuer + `/.well-known/openid-configuration"}`,
 		`{"step":"no token","error":"this door requires a bearer token (Authorization: Bearer <JWT>)"}`,
@@ -171,13 +184,11 @@ auth:
 		`{"step":"other resource","threw":"AuthenticationError","status":401,"message":"401 the token is not for this resource (its aud must include ` + resource + `)"}`,
 	})
 
-	// A token the server issued for another resource (RFC 8707), and one
-	// for no resource (the server's opaque token), are refused by every
-	// door.
+	// A token the server issued for another resource (RFC 8707) is
+	// refused by every door.
 	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-11-25"}
 	for _, tok := range []struct{ name, token, why string }{
 		{"for " + other, clientToken(t, issuer, operator, other), "the token is not for this resource"},
-		{"opaque", clientToken(t, issuer, operator, ""), "the bearer token is not a JWT"},
 	} {
 		for _, door := range []struct{ path, body string }{
 			{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
@@ -203,7 +214,7 @@ auth:
 	}
 
 	// Every algorithm the server signs with.
-	for _, c := range clients[2:] {
+	for _, c := range clients[3:] {
 		status, _, body := authPost(t, base+"/v1/chat/completions", "Bearer "+clientToken(t, issuer, c, resource), `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`)
 		if status != 200 || !strings.Contains(body, `"chat.completion"`) {
 			t.Errorf("OpenAI with a %s token of the server: %d %s", c.Alg, status, body)
@@ -281,5 +292,51 @@ func mcpOAuth(t *testing.T, name string, lines []string, version, resource, meta
 	// refused again.
 	if !admin && (len(got) < 2 || got[len(got)-1] != "POST "+resource+" 403" || got[len(got)-2] != "POST "+issuer+"/token 200") {
 		t.Errorf("%s's requests end:\n%s\nwant a token asked for after the 403, and 403 again", name, strings.Join(got, "\n"))
+	}
+}
+
+// mcpGoOAuth: the Go MCP SDK's client with its client credentials handler
+// (extauth) as c, which starts without a token and, on the 401, reads the
+// challenge and the RFC 9728 metadata it names for the authorization
+// server and the scopes to ask for: it sees every tool c's scopes allow,
+// and calls ask and fail, which need them.
+func mcpGoOAuth(t *testing.T, endpoint, issuer string, c oidcClient) {
+	t.Helper()
+	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: c.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: c.Secret}, Issuer: issuer},
+		HTTPClient:  testClient,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), streamClient.Timeout)
+	defer cancel()
+	client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-oauth-test", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &gomcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: streamClient, MaxRetries: -1,
+		DisableStandaloneSSE: true, OAuthHandler: handler}, &gomcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("the Go MCP SDK with its client credentials handler: %v", err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if got := strings.Join(names, " "); got != "ask story fail whoami" {
+		t.Errorf("the Go MCP SDK's tools: %s, want every tool (its client may have every scope)", got)
+	}
+	for _, call := range []struct{ name, want string }{{"ask", `{"answer":"you asked: hi","words":1}`}, {"fail", "the model is overloaded"}} {
+		res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: call.name, Arguments: map[string]any{"message": "hi"}})
+		if err != nil {
+			t.Errorf("the Go MCP SDK calling %s: %v", call.name, err)
+			continue
+		}
+		if text := res.Content[0].(*gomcp.TextContent).Text; text != call.want {
+			t.Errorf("the Go MCP SDK calling %s: %q, want %q", call.name, text, call.want)
+		}
 	}
 }

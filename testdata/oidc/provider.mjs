@@ -5,14 +5,17 @@
 // config: {"resources": [<resource URL>...], "clients": [{"id", "secret",
 //   "auth": "client_secret_basic" | "client_secret_post", "scope": "<scopes
 //   the client may get>", "alg": "<its tokens' JWS algorithm: RS256 (the
-//   default), PS256, ES256 or EdDSA>"}...]}
+//   default), PS256, ES256 or EdDSA>"}...], "defaultResource": <the
+//   resource of a request that names none, as an AS's default audience;
+//   optional>}
 //
 // It serves OIDC discovery, its key set and the token endpoint's client
 // credentials grant (RFC 6749 §4.4) with resource indicators (RFC 8707):
 // a token request names one of the resources, and gets a JWT access token
-// (RFC 9068: typ at+jwt, signed with the client's alg, aud the resource, sub and client_id the
-// client, scope the requested scopes the client may have). Any other
-// resource is refused invalid_target. Keys are made at start: it needs no
+// (RFC 9068: typ at+jwt, signed with the client's alg, aud the resource,
+// sub and client_id the client, scope the requested scopes the client may
+// have). Any other resource is refused invalid_target; a request naming
+// none is for the defaultResource, or without one gets an opaque token. Keys are made at start: it needs no
 // network but loopback.
 //
 // Once listening it prints its issuer URL, one line, on stdout. It stops
@@ -63,9 +66,9 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      // No resource named: an opaque token, which no resource server here
-      // takes.
-      defaultResource: () => undefined,
+      // No resource named: the default, else an opaque token, which no
+      // resource server here takes.
+      defaultResource: () => config.defaultResource,
       useGrantedResource: () => true,
       getResourceServerInfo(ctx, resource, client) {
         if (!resources.has(resource)) {
