@@ -102,6 +102,8 @@ func clientToken(t *testing.T, issuer string, c oidcClient, resource string) str
 //     document's resource and go on; a client the server grants fewer
 //     scopes does not see the tool that needs more, and is refused it 403
 //     insufficient_scope even after the SDK's step-up;
+//   - the Go MCP SDK's client credentials handler asks for the scopes the
+//     401 names, and sees and calls every tool;
 //   - @a2a-js/sdk finds the server in the card's oidc scheme; without a
 //     token it gets the door's refusal, with its authentication hook it
 //     sends, streams and gets its task;
@@ -184,21 +186,25 @@ auth:
 		`{"step":"other resource","threw":"AuthenticationError","status":401,"message":"401 the token is not for this resource (its aud must include ` + resource + `)"}`,
 	})
 
+	// Without a token the MCP door's challenge names the metadata and the
+	// scopes its tools need: what the clients above read.
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-11-25"}
+	status, challenge, _ := authPost(t, base+"/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, mcpHeaders...)
+	if want := `Bearer realm="sidecar", scope="agent:read agent:admin", resource_metadata="` + metaURL + `"`; status != 401 || challenge != want {
+		t.Errorf("MCP without a token: %d %q, want 401 %q", status, challenge, want)
+	}
+
 	// A token the server issued for another resource (RFC 8707) is
 	// refused by every door.
-	mcpHeaders := []string{"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-11-25"}
-	for _, tok := range []struct{ name, token, why string }{
-		{"for " + other, clientToken(t, issuer, operator, other), "the token is not for this resource"},
+	elsewhere := clientToken(t, issuer, operator, other)
+	for _, door := range []struct{ path, body string }{
+		{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{"/a2a", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user","messageId":"m1","parts":[{"kind":"text","text":"hi"}]}}}`},
+		{"/v1/chat/completions", `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`},
 	} {
-		for _, door := range []struct{ path, body string }{
-			{"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
-			{"/a2a", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user","messageId":"m1","parts":[{"kind":"text","text":"hi"}]}}}`},
-			{"/v1/chat/completions", `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`},
-		} {
-			status, challenge, body := authPost(t, base+door.path, "Bearer "+tok.token, door.body, mcpHeaders...)
-			if status != 401 || !strings.Contains(challenge, `error="invalid_token"`) || !strings.Contains(body, tok.why) {
-				t.Errorf("%s with a token %s: %d %q %s, want 401 invalid_token: %s", door.path, tok.name, status, challenge, body, tok.why)
-			}
+		status, challenge, body := authPost(t, base+door.path, "Bearer "+elsewhere, door.body, mcpHeaders...)
+		if status != 401 || !strings.Contains(challenge, `error="invalid_token"`) || !strings.Contains(body, "the token is not for this resource") {
+			t.Errorf("%s with a token for %s: %d %q %s, want 401 invalid_token", door.path, other, status, challenge, body)
 		}
 	}
 
@@ -232,6 +238,9 @@ auth:
 		if logs.count(`"caller":"`+c.ID+`"`) == 0 {
 			t.Errorf("no log line names the caller %s", c.ID)
 		}
+	}
+	if logs.count(elsewhere[len(elsewhere)-20:]) != 0 {
+		t.Error("a log line carries a token")
 	}
 }
 
