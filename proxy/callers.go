@@ -29,6 +29,13 @@ type ResourceMetadata interface {
 	ResourceMetadata(r *http.Request) string
 }
 
+// ScopesSupported is a Door whose 401 challenge names the scopes its
+// methods need (RFC 6750 §3's scope), as MCP's authorization specification
+// asks: a client asks its authorization server for a token with them.
+type ScopesSupported interface {
+	ScopesSupported() []string
+}
+
 // Keyed is a Door with a key of its own (the OpenAI door's api_key): on
 // a protected door a request with the key needs no token.
 type Keyed interface {
@@ -126,7 +133,11 @@ func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, door Door, r
 		refuseLater(w, r, refuse, f)
 		return
 	}
-	challenge(w, r, door, e)
+	var extra []string
+	if s, ok := door.(ScopesSupported); ok && len(s.ScopesSupported()) > 0 {
+		extra = append(extra, `scope="`+strings.Join(s.ScopesSupported(), " ")+`"`)
+	}
+	challenge(w, r, door, e, extra...)
 	reason := "UNAUTHENTICATED"
 	if e.Status == http.StatusForbidden {
 		reason = "PERMISSION_DENIED"

@@ -186,6 +186,13 @@ func startSidecar(t *testing.T, yaml string) string {
 // startSidecarLogs is startSidecar, with the sidecar's log watched.
 func startSidecarLogs(t *testing.T, yaml string) (string, *logWatch) {
 	t.Helper()
+	return startSidecarAt(t, yaml, "127.0.0.1:0")
+}
+
+// startSidecarAt is startSidecarLogs listening on addr: for a config that
+// must name its own URL (auth.audience) before the sidecar starts.
+func startSidecarAt(t *testing.T, yaml, addr string) (string, *logWatch) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -194,7 +201,7 @@ func startSidecarLogs(t *testing.T, yaml string) (string, *logWatch) {
 	logs := &logWatch{listening: make(chan string, 1)}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--config", path, "--listen", "127.0.0.1:0"}, func(string) string { return "" }, io.Discard, logs)
+		done <- run(ctx, []string{"--config", path, "--listen", addr}, func(string) string { return "" }, io.Discard, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()

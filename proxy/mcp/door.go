@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,7 @@ type Door struct {
 	// caller's (listFor).
 	order  []string
 	scoped bool
+	scopes []string // ScopesSupported
 }
 
 // New is the MCP door serving opts.Methods of cfg's map (nil: every method
@@ -62,7 +64,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
-		maxText:  cfg.Limits.ReplyBytes, metadata: resourceMetadata(cfg)}
+		maxText:  cfg.Limits.ReplyBytes}
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
 	}
@@ -91,11 +93,17 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 		d.tools[name] = t
 		d.order = append(d.order, name)
 		d.scoped = d.scoped || len(m.Scopes) > 0 && cfg.Auth.Protects(Name)
+		for _, sc := range m.Scopes {
+			if cfg.Auth.Protects(Name) && !slices.Contains(d.scopes, sc) {
+				d.scopes = append(d.scopes, sc)
+			}
+		}
 		if len(entries) > 0 {
 			entries = append(entries, ',')
 		}
 		entries = appendTool(entries, name, m)
 	}
+	d.metadata = resourceMetadata(cfg, d.scopes)
 	list := append(append([]byte(`{"tools":[`), entries...), ']')
 	d.listLegacy = append(list[:len(list):len(list)], '}')
 	d.listModern = fmt.Appendf(list, `,"resultType":"complete","ttlMs":%d,"cacheScope":"public"}`, listTTL)

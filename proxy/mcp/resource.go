@@ -24,8 +24,10 @@ const RouteResourceMetadata = "/.well-known/oauth-protected-resource"
 // it, else nil: the resource is auth.audience (the URL the tokens are
 // issued for: set it to the door's public URL, which MCP clients ask
 // tokens for), its authorization server auth.issuer, tokens in the
-// Authorization header only.
-func resourceMetadata(cfg *config.Config) []byte {
+// Authorization header only, and scopes_supported the scopes its tools
+// need (none: left out), which clients ask their authorization server for
+// when the challenge names none.
+func resourceMetadata(cfg *config.Config, scopes []string) []byte {
 	if !cfg.Auth.Protects(Name) {
 		return nil
 	}
@@ -34,9 +36,18 @@ func resourceMetadata(cfg *config.Config) []byte {
 		AuthorizationServers []string `json:"authorization_servers"`
 		BearerMethods        []string `json:"bearer_methods_supported"`
 		ResourceName         string   `json:"resource_name"`
-	}{cfg.Auth.Audience, []string{cfg.Auth.Issuer}, []string{"header"}, "sidecar MCP"})
+		ScopesSupported      []string `json:"scopes_supported,omitempty"`
+	}{cfg.Auth.Audience, []string{cfg.Auth.Issuer}, []string{"header"}, "sidecar MCP", scopes})
 	return b
 }
+
+// ScopesSupported are the scopes the door's tools need, each once, in the
+// tools' order; nil when none does or auth does not protect the door. A
+// refusal's 401 challenge names them (scope=, as MCP's authorization
+// specification asks), so that a client asks its authorization server for
+// a token that may call the tools, not one that sees only those needing
+// none.
+func (d *Door) ScopesSupported() []string { return d.scopes }
 
 // isMetadata reports whether path is where the door serves its metadata.
 func (d *Door) isMetadata(path string) bool {

@@ -73,3 +73,61 @@ func TestResourceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceMetadataScopes: a protected door whose tools need scopes
+// names them, each once, in its metadata (scopes_supported) and in the
+// 401's challenge (scope=), with no token or a bad one: a client (the Go
+// MCP SDK's client credentials handler) asks its authorization server for
+// them, else it gets a token that lists only the tools needing none. A
+// door whose tools need none names none, whatever other methods of the
+// map need.
+func TestResourceMetadataScopes(t *testing.T) {
+	p := idptest.Start(t)
+	const aud = "https://agent.example.com/mcp"
+	// The scopes are set after parsing: config refuses them without an
+	// auth section, which needs an enabled door the test's map has none of.
+	scopes := map[string][]string{"ask": {"agent:read"}, "fail": {"agent:admin", "agent:read"}}
+	for _, c := range []struct {
+		methods []string
+		want    []string
+	}{
+		{[]string{"ask", "story", "fail"}, []string{"agent:read", "agent:admin"}},
+		{[]string{"story", "long"}, nil},
+	} {
+		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cfg.Methods {
+			m.Scopes = scopes[m.Name]
+		}
+		cfg.Auth = config.Auth{Issuer: p.URL, Audience: aud, Doors: []string{Name}, Line: 1}
+		door, err := New(cfg, Options{Path: "/mcp", Methods: c.methods})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &proxy.Server{Config: cfg, Logger: zap.NewNop(), Protocols: []string{Name}, Auth: auth.New(cfg.Auth, nil)}
+		srv := httptest.NewServer(s.HandlerFor(door))
+		defer srv.Close()
+
+		resp, err := testClient.Get(srv.URL + RouteResourceMetadata + "/mcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		got, _ := json.Marshal(meta["scopes_supported"])
+		if want, _ := json.Marshal(c.want); resp.StatusCode != 200 || c.want == nil && meta["scopes_supported"] != nil || c.want != nil && string(got) != string(want) {
+			t.Errorf("tools %v: the metadata: %d %v, want scopes_supported %s", c.methods, resp.StatusCode, meta, want)
+		}
+		for _, token := range []string{"", "Bearer " + p.Token(t, "alice", "https://other.example.com", "agent:read")} {
+			resp, _ := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Authorization", token)
+			ch := resp.Header.Get("WWW-Authenticate")
+			want := `scope="` + strings.Join(c.want, " ") + `"`
+			if resp.StatusCode != 401 || c.want != nil && !strings.Contains(ch, want) || c.want == nil && strings.Contains(ch, "scope=") {
+				t.Errorf("tools %v, token %.10q: %d %q, want 401 naming the scopes (%v)", c.methods, token, resp.StatusCode, ch, c.want)
+			}
+		}
+	}
+}

@@ -3,7 +3,8 @@
 # package.json / package-lock.json), into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/a2a/
 # for proxy/a2a's TestJSClient, which runs client.mjs (NODE_PATH: the
-# node_modules directory this prints) against the A2A door.
+# node_modules directory this prints) against the A2A door (cmd/sidecar's
+# TestOAuthClients: oauth.mjs, with a token).
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see

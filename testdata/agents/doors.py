@@ -20,6 +20,12 @@ accepts. Every body is the method's JSON input; <message> is its
                    /release (@google-cloud/aiplatform's client.js sends them)
   POST /release    lets one held /stream line go
   POST /release/<key>  lets the held stream of <key> go on
+  POST /headers    what this request's headers say of its caller:
+                   {"authorization": <its Authorization, or null>, "user":
+                   <X-User-Id>, "scopes": <X-User-Scopes>, "client":
+                   <X-Client-Id>, "authorized": <how many requests so far
+                   carried an Authorization header>} (cmd/sidecar's
+                   TestOAuthClients: the sidecar never forwards a token)
 
 Holding: on /story and /chat, a <message> "hold-<key>" holds the stream
 after its first word ("once ", "echo: ") until POST /release/<key>, then
@@ -40,6 +46,7 @@ HOLD_LIMIT = 30.0  # seconds a held stream waits for its release
 _lock = threading.Lock()
 _held = {}  # key -> threading.Event
 _lines = threading.Semaphore(0)
+_authorized = 0  # requests that carried an Authorization header
 
 
 def held(key):
@@ -97,7 +104,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end()
 
     def do_POST(self):
+        global _authorized
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "Authorization" in self.headers:
+            with _lock:
+                _authorized += 1
+        if self.path == "/headers":
+            h = self.headers
+            return self.reply(200, {"authorization": h.get("Authorization"), "user": h.get("X-User-Id"),
+                                    "scopes": h.get("X-User-Scopes"), "client": h.get("X-Client-Id"),
+                                    "authorized": _authorized})
         if self.path == "/release":
             _lines.release()
             return self.reply(200, {})

@@ -4,7 +4,8 @@
 #   ${SIDECAR_CACHE:-<repo>/.cache}/mcp/
 # for upstream's TestAcceptMCPServer, which runs server.mjs (NODE_PATH: the
 # node_modules directory this prints) as an agent behind the sidecar, and
-# proxy/mcp's TestSDK1Client, which runs client.mjs against the MCP door.
+# proxy/mcp's TestSDK1Client, which runs client.mjs against the MCP door
+# (cmd/sidecar's TestOAuthClients: oauth.mjs, with OAuth).
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see

@@ -4,7 +4,8 @@
 # package-lock.json), into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/mcp2/
 # for proxy/mcp's tests, which run client2.mjs (NODE_PATH: the node_modules
-# directory this prints) against the sidecar's MCP door.
+# directory this prints) against the sidecar's MCP door (cmd/sidecar's
+# TestOAuthClients: oauth.mjs, with OAuth).
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see

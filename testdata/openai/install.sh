@@ -5,7 +5,8 @@
 # engines allow Node 20, into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/openai/
 # for proxy/openai's client tests, which run client.mjs (NODE_PATH: the
-# node_modules directory this prints) against the sidecar's door.
+# node_modules directory this prints) against the sidecar's door
+# (cmd/sidecar's TestOAuthClients: oauth.mjs, with a token).
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see
