@@ -34,6 +34,12 @@ type Kind struct {
 	// platform's /healthz answers the same). Nil: it cannot mount at "/".
 	// Mounted anywhere else, a door claims every path under its mount.
 	Routes func(door *Door) []string
+	// WellKnown are paths outside its mount that a mounted door serves
+	// too: where a standard puts a document about the door's endpoint at
+	// the listener's root (RFC 9728's metadata of the resource
+	// https://host/mcp is /.well-known/oauth-protected-resource/mcp).
+	// They are claimed as exact paths. Nil: none.
+	WellKnown func(c *Config, door *Door) []string
 }
 
 // Decoder is what a Kind decodes and checks its section with: config's

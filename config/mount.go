@@ -53,23 +53,30 @@ func (c Claim) overlaps(o Claim) bool {
 // Claims are the paths door serves on the platform's listener: nothing
 // when it has a listener of its own; everything under its mount; at "/",
 // the routes its Kind declares (Routes: "/v1/" claims /v1/…), nil when
-// the Kind declares none (it cannot mount at "/").
+// the Kind declares none (it cannot mount at "/"); and, mounted anywhere,
+// the well-known paths its Kind adds (WellKnown).
 func (c *Config) Claims(door *Door) []Claim {
-	switch {
-	case door.Mount == "":
+	if door.Mount == "" {
 		return nil
-	case door.Mount != "/":
-		return []Claim{{Path: door.Mount, Tree: true}}
 	}
 	k := c.kinds[kindIndex(c.kinds, door.Name)]
-	if k.Routes == nil {
-		return nil
-	}
 	var l []Claim
-	for _, r := range k.Routes(door) {
-		if r != "/" && strings.HasSuffix(r, "/") {
-			l = append(l, Claim{Path: strings.TrimSuffix(r, "/"), Tree: true})
-		} else {
+	switch {
+	case door.Mount != "/":
+		l = []Claim{{Path: door.Mount, Tree: true}}
+	case k.Routes == nil:
+		return nil
+	default:
+		for _, r := range k.Routes(door) {
+			if r != "/" && strings.HasSuffix(r, "/") {
+				l = append(l, Claim{Path: strings.TrimSuffix(r, "/"), Tree: true})
+			} else {
+				l = append(l, Claim{Path: r})
+			}
+		}
+	}
+	if k.WellKnown != nil {
+		for _, r := range k.WellKnown(c, door) {
 			l = append(l, Claim{Path: r})
 		}
 	}

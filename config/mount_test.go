@@ -128,3 +128,33 @@ func TestMountCollisions(t *testing.T) {
 		t.Errorf("disjoint mounts: %v", err)
 	}
 }
+
+// TestMountsWellKnown: a protected MCP door mounted at /mcp also claims
+// RFC 9728's path of its metadata at the listener's root; unprotected, it
+// claims only its mount. Another door mounted over that path is refused,
+// naming both.
+func TestMountsWellKnown(t *testing.T) {
+	const auth = "auth: {issuer: \"http://127.0.0.1:1\", audience: \"https://agent.example.com/mcp\"}\n"
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"protected", "protocols:\n  mcp: {mount: /mcp}\n" + auth, "/mcp/… /.well-known/oauth-protected-resource/mcp"},
+		{"open", "protocols:\n  mcp: {mount: /mcp}\n", "/mcp/…"},
+		{"other doors", "protocols:\n  mcp: {mount: /mcp}\n  a2a: {mount: /a2a, method: query}\n" + strings.Replace(auth, "}", ", doors: [a2a]}", 1), "/mcp/…"},
+	} {
+		c, err := Parse("sidecar.yaml", []byte(mountBase+tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var l []string
+		for _, cl := range c.Claims(c.Protocols.Door("mcp")) {
+			l = append(l, cl.String())
+		}
+		if got := strings.Join(l, " "); got != tt.want {
+			t.Errorf("%s: Claims(mcp) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	_, err := Parse("sidecar.yaml", []byte(mountBase+"protocols:\n  mcp: {mount: /mcp}\n  a2a: {mount: /.well-known, method: query}\n"+auth))
+	want := `sidecar.yaml:5: protocols.a2a.mount: "/.well-known" claims /.well-known/…, which protocols.mcp.mount "/mcp" (line 4) serves`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a door over the metadata's path: %v, want %s", err, want)
+	}
+}

@@ -87,23 +87,27 @@ auth: {issuer: "` + p.URL + `", audience: "` + aud + `"}
 	if !strings.Contains(challenge, `resource_metadata="`+metaURL+`"`) {
 		t.Errorf("MCP's challenge %q, want resource_metadata=%q", challenge, metaURL)
 	}
-	resp, err := testClient.Get(metaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta struct {
-		Resource             string   `json:"resource"`
-		AuthorizationServers []string `json:"authorization_servers"`
-	}
-	json.NewDecoder(resp.Body).Decode(&meta)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || meta.Resource != aud || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != p.URL {
-		t.Errorf("the metadata: %d %+v, want the audience and the issuer", resp.StatusCode, meta)
+	// Also at RFC 9728's path for the endpoint /mcp, at the port's root,
+	// where clients look when a challenge names no metadata.
+	for _, u := range []string{metaURL, base + "/.well-known/oauth-protected-resource/mcp"} {
+		resp, err := testClient.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || meta.Resource != aud || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != p.URL {
+			t.Errorf("the metadata at %s: %d %+v, want the audience and the issuer", u, resp.StatusCode, meta)
+		}
 	}
 	if status, _, _ := authPost(t, base+"/api/reasoning_engine", "", `{"class_method":"echo","input":{"x":1}}`); status != 200 {
 		t.Errorf("the platform's contract (not protected) without a token: %d", status)
 	}
-	resp, err = testClient.Get(base + "/a2a/.well-known/agent-card.json")
+	resp, err := testClient.Get(base + "/a2a/.well-known/agent-card.json")
 	if err != nil {
 		t.Fatal(err)
 	}

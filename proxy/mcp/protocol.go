@@ -32,6 +32,14 @@ var Protocol = core.Protocol[Options]{
 		Listen: ":8090",
 		Decode: decodeSection,
 		Routes: func(door *config.Door) []string { return []string{door.Options.(*Options).Path} },
+		// Protected and mounted, its metadata at RFC 9728's path too, where
+		// clients that find no resource_metadata in a challenge look.
+		WellKnown: func(c *config.Config, door *config.Door) []string {
+			if !c.Auth.Protects(Name) {
+				return nil
+			}
+			return []string{metadataPath(door.Mount)}
+		},
 		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
 			d.CheckMethods(c, door.Line, "protocols.mcp.methods", door.Options.(*Options).Methods)
 		},

@@ -49,9 +49,28 @@ func resourceMetadata(cfg *config.Config, scopes []string) []byte {
 // none.
 func (d *Door) ScopesSupported() []string { return d.scopes }
 
-// isMetadata reports whether path is where the door serves its metadata.
+// metadataPath is RFC 9728's path of the metadata of an endpoint at
+// endpoint: the well-known path, then the endpoint's path but "/".
+func metadataPath(endpoint string) string {
+	if endpoint == "/" {
+		return RouteResourceMetadata
+	}
+	return RouteResourceMetadata + endpoint
+}
+
+// isMetadata reports whether path is where the door serves its metadata:
+// the well-known path (under its mount when mounted) and RFC 9728's path
+// of its endpoint (at the listener's root when mounted, which the
+// mount's WellKnown claims).
 func (d *Door) isMetadata(path string) bool {
-	return d.metadata != nil && (path == RouteResourceMetadata || d.opts.Path != "/" && path == RouteResourceMetadata+d.opts.Path)
+	if d.metadata == nil {
+		return false
+	}
+	endpoint := d.opts.Path
+	if d.opts.Mount != "" {
+		endpoint = d.opts.Mount
+	}
+	return path == RouteResourceMetadata || path == metadataPath(endpoint)
 }
 
 // Public: the metadata is read before a client has a token.
@@ -62,10 +81,12 @@ func (d *Door) Public(r *http.Request) bool {
 // ResourceMetadata is the URL of the door's metadata as the caller of r
 // reaches it (a refusal's challenge names it).
 func (d *Door) ResourceMetadata(r *http.Request) string {
-	if d.opts.Mount != "" {
+	if d.opts.Mount != "" && d.opts.Mount != "/" {
+		// Under the mount: a proxy in front that routes only the mount's
+		// paths to the sidecar reaches it too.
 		return core.PublicBase(r) + d.opts.Mount + RouteResourceMetadata
 	}
-	return core.PublicBase(r) + RouteResourceMetadata + d.opts.Path
+	return core.PublicBase(r) + metadataPath(d.opts.Path)
 }
 
 // serveMetadata answers GET and HEAD of the metadata.
