@@ -86,6 +86,7 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay, second bool) {
 		t.Helper()
 		return hostileServeWay(t, way, ip, d.Name, method, head, agent)
 	}
+	t.Run("protected", func(t *testing.T) { hostileAuthRows(t, d, way) })
 	t.Run("body over the limit", func(t *testing.T) {
 		agent := newHostileAgent(t)
 		base := on(t, "127.0.0.1", "hold", "limits: {request_bytes: 1KiB}\n", agent).url
