@@ -138,8 +138,15 @@ type replica struct {
 // by its pid when the test ends.
 func startReplica(t *testing.T, agent, redisURL string) *replica {
 	t.Helper()
+	return startReplicaWith(t, agent, redisURL, replicaDoors)
+}
+
+// startReplicaWith is startReplica with doors (the protocols and state
+// sections, and any other) instead of replicaDoors.
+func startReplicaWith(t *testing.T, agent, redisURL, doors string) *replica {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
-	yaml := strings.ReplaceAll(onePortMap, "AGENT", agent) + replicaDoors
+	yaml := strings.ReplaceAll(onePortMap, "AGENT", agent) + doors
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +164,13 @@ func startReplica(t *testing.T, agent, redisURL string) *replica {
 			t.Logf("replica %s output:\n%s", r.base, r.log.String())
 		}
 	})
-	doors := map[string]bool{"agent_platform": true, "a2a": true, "mcp": true, "openai": true}
+	listening := map[string]bool{"agent_platform": true, "a2a": true, "mcp": true, "openai": true}
 	deadline := time.After(30 * time.Second)
-	for len(doors) > 0 {
+	for len(listening) > 0 {
 		select {
 		case l := <-r.log.lines:
 			protocol, _ := l["protocol"].(string)
-			delete(doors, protocol)
+			delete(listening, protocol)
 			if r.base == "" {
 				addr, _ := l["addr"].(string)
 				r.base = "http://" + addr
@@ -171,7 +178,7 @@ func startReplica(t *testing.T, agent, redisURL string) *replica {
 		case <-r.done:
 			t.Fatalf("the sidecar exited before it listened:\n%s", r.log.String())
 		case <-deadline:
-			t.Fatalf("the sidecar did not log listening for %v within 30s:\n%s", doors, r.log.String())
+			t.Fatalf("the sidecar did not log listening for %v within 30s:\n%s", listening, r.log.String())
 		}
 	}
 	return r
