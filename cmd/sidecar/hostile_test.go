@@ -67,6 +67,9 @@ func TestHostileDoors(t *testing.T) {
 			})
 		}
 	}
+	// The protected rows once more through the real binary, its doors
+	// on one port.
+	t.Run("protected, the binary", hostileAuthBinary)
 }
 
 // hostileRows are TestHostileDoors' rows, for door d served way's way;

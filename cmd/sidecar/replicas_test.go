@@ -145,14 +145,24 @@ func startReplica(t *testing.T, agent, redisURL string) *replica {
 // sections, and any other) instead of replicaDoors.
 func startReplicaWith(t *testing.T, agent, redisURL, doors string) *replica {
 	t.Helper()
+	r := startServeBinary(t, strings.ReplaceAll(onePortMap, "AGENT", agent)+doors, "REDIS_URL="+redisURL)
+	r.agent = agent
+	return r
+}
+
+// startServeBinary runs `sidecar serve` with the config yaml and env
+// (NAME=value), A2A, MCP and OpenAI mounted on the platform's listener,
+// waits until every door logged listening there, and stops it by its pid
+// when the test ends.
+func startServeBinary(t *testing.T, yaml string, env ...string) *replica {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
-	yaml := strings.ReplaceAll(onePortMap, "AGENT", agent) + doors
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{agent: agent, done: make(chan struct{}), log: &listenLog{lines: make(chan map[string]any, 16)}}
+	r := &replica{done: make(chan struct{}), log: &listenLog{lines: make(chan map[string]any, 16)}}
 	r.cmd = exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", path)
-	r.cmd.Env = append(os.Environ(), "REDIS_URL="+redisURL)
+	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stderr, r.cmd.Stdout = r.log, io.Discard
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
