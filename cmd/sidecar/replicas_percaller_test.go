@@ -38,6 +38,16 @@ type limitedDoor struct {
 }
 
 var limitedDoors = []limitedDoor{
+	{"a2a (JSON-RPC)", func(base, token string) *http.Request {
+		r := probeOf("a2a").Request(base+"/a2a", "story", false)
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}, probeOf("a2a").Refusal},
+	{"a2a (HTTP+JSON)", func(base, token string) *http.Request {
+		r := a2aREST.Request(base+"/a2a", "story", false)
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}, a2aREST.Refusal},
 	{"mcp (JSON-RPC)", func(base, token string) *http.Request {
 		r := probeOf("mcp").Request(base+"/mcp", "ask", false)
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -74,8 +84,8 @@ func limitedCall(t *testing.T, req *http.Request) limitedAnswer {
 // TestReplicasPerCaller (issue 31): two real `sidecar serve` replicas on
 // one real Redis, an auth section and limits.per_caller of 4 a minute.
 // A caller's calls, alternating between the replicas, count once for
-// both: its fifth is 429 on either, in the door's shape (MCP's JSON-RPC,
-// OpenAI's), with Retry-After and the RateLimit fields, each replica
+// both: its fifth is 429 on either, in the door's shape (A2A's two
+// bindings', MCP's JSON-RPC, OpenAI's), with Retry-After and the RateLimit fields, each replica
 // having seen two; another caller is served on both meanwhile. Calls at
 // once are counted per replica (docs/auth.md): a caller holding its one
 // on a replica is refused a second there and served on the other. With
@@ -168,7 +178,7 @@ func TestReplicasPerCaller(t *testing.T) {
 		srv.Stop()
 		carol := p.Token(t, "carol", aud, "")
 		erin := p.Token(t, "erin", aud, "")
-		door := limitedDoors[1] // OpenAI's: it needs no store besides
+		door := limitedDoors[len(limitedDoors)-1] // OpenAI's: it needs no store besides
 		prompt := func(what string, a limitedAnswer) {
 			t.Helper()
 			if a.took > storeBound {
