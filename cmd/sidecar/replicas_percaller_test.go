@@ -119,6 +119,9 @@ func TestReplicasPerCaller(t *testing.T) {
 				}
 			}
 			for i, r := range reps {
+				if n := servedLines(r, "alice "+door.name, perCallerRequests/2); n != perCallerRequests/2 {
+					t.Errorf("replica %d logged %d served calls of the caller, want %d: half of them each", i, n, perCallerRequests/2)
+				}
 				a := limitedCall(t, door.request(r.base, alice))
 				retry, _ := strconv.Atoi(a.header.Get("Retry-After"))
 				if a.status != http.StatusTooManyRequests || !door.refusal(a.body) || !strings.Contains(string(a.body), "limits.per_caller") ||
@@ -207,4 +210,21 @@ func TestReplicasPerCaller(t *testing.T) {
 			}
 		}
 	})
+}
+
+// servedLines is how many call lines of r say it served caller with 200,
+// once they are want or storeBound passed (a line is written as its
+// answer ends: the caller may read the answer first).
+func servedLines(r *replica, caller string, want int) int {
+	for deadline := time.Now().Add(storeBound); ; time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, line := range strings.Split(r.log.String(), "\n") {
+			if strings.Contains(line, `"message":"call"`) && strings.Contains(line, `"caller":"`+caller+`"`) && strings.Contains(line, `"status":200,`) {
+				n++
+			}
+		}
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+	}
 }
