@@ -137,7 +137,7 @@ func hostileAuthRows(t *testing.T, d doors.Door, way hostileWay) {
 		p := idptest.Start(t)
 		agent := newHostileAgent(t)
 		srv := hostileServeWay(t, way, "127.0.0.1", d.Name, "query", hostileAuth(p, d.Name), agent)
-		providerTrouble(t, d, srv, observed(srv.logs), p, agent)
+		providerTrouble(t, d, srv, observed(srv.logs), p, p.DiscoveryHits.Load, agent)
 	})
 }
 
@@ -235,7 +235,10 @@ func hostileTokenRows(t *testing.T, d doors.Door, srv hostileServed, logs hostil
 // calls waiting share one fetch; the door's health and, unless the door
 // is the platform's, the platform's contract on its port answer at once;
 // once the provider is back the token is served.
-func providerTrouble(t *testing.T, d doors.Door, srv hostileServed, logs hostileLogs, p *idptest.IdP, agent *hostileAgent) {
+//
+// fetches counts the fetches at the first of the provider's endpoints a
+// fetch asks: its discovery, or its key set when auth.jwks_url names it.
+func providerTrouble(t *testing.T, d doors.Door, srv hostileServed, logs hostileLogs, p *idptest.IdP, fetches func() int64, agent *hostileAgent) {
 	spec := d.Probe
 	calls := agent.calls.Load()
 	token := "Bearer " + p.Token(t, "alice", hostileAudience, "")
@@ -255,7 +258,7 @@ func providerTrouble(t *testing.T, d doors.Door, srv hostileServed, logs hostile
 
 	p.SetSlow(true)
 	hanging := []<-chan hostileAnswer{asyncCall(protected()), asyncCall(protected())}
-	for deadline := time.Now().Add(hostileBound); p.DiscoveryHits.Load() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(hostileBound); fetches() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no fetch of the provider's keys %v after a token came", hostileBound)
 		}
@@ -278,7 +281,7 @@ func providerTrouble(t *testing.T, d doors.Door, srv hostileServed, logs hostile
 		}
 		unavailable("a call while the provider hangs", a.resp, a.body)
 	}
-	if n := p.DiscoveryHits.Load(); n != 1 {
+	if n := fetches(); n != 1 {
 		t.Errorf("%d fetches for two calls waiting, want one shared", n)
 	}
 
@@ -286,7 +289,7 @@ func providerTrouble(t *testing.T, d doors.Door, srv hostileServed, logs hostile
 	// the provider's 500; every call meanwhile is refused at once.
 	p.SetSlow(false)
 	p.SetDown(true)
-	for deadline := time.Now().Add(hostileBound); p.DiscoveryHits.Load() < 2; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(hostileBound); fetches() < 2; time.Sleep(50 * time.Millisecond) {
 		_, resp := call(t, protected())
 		unavailable("a call while the provider is down", resp, readAll(t, resp))
 		if time.Now().After(deadline) {

@@ -22,14 +22,17 @@ const hostileBinaryDoors = `protocols:
 // hostileAuthBinary: the protected rows through the real binary, as a
 // hostile client sees it: `sidecar serve` with A2A (both bindings), MCP
 // and OpenAI mounted on its one port and protected, in front of the
-// table's agent. The provider hangs, then is down, then back
-// (providerTrouble, on MCP: the key set is the process's, shared by the
-// doors), then every door gets every hostile token (hostileTokenRows),
+// table's agent, the provider's key set named by auth.jwks_url. Its
+// JWKS endpoint hangs, then is down, then back (providerTrouble, on MCP:
+// the key set is the process's, shared by the doors), then every door gets every hostile token (hostileTokenRows),
 // the binary's JSON log lines read as the rows read the in-process ones.
 func hostileAuthBinary(t *testing.T) {
 	p := idptest.Start(t)
 	agent := newHostileAgent(t)
-	yaml := "upstream: {url: \"" + agent.url + "\"}\n" + hostileMethods + hostileBinaryDoors + hostileAuth(p, "a2a, mcp, openai")
+	// The key set named: the provider's JWKS endpoint itself goes down
+	// and hangs (the in-process rows have it discovered).
+	yaml := "upstream: {url: \"" + agent.url + "\"}\n" + hostileMethods + hostileBinaryDoors +
+		`auth: {issuer: "` + p.URL + `", jwks_url: "` + p.URL + `/jwks", audience: "` + hostileAudience + `", doors: [a2a, mcp, openai]}` + "\n"
 	cfg, err := config.Parse("sidecar.yaml", []byte(yaml), doors.Kinds(doors.All)...)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +48,7 @@ func hostileAuthBinary(t *testing.T) {
 		return hostileServed{listener: r.base, root: root, url: doorNamed(protocol).URL(r.base, door)}
 	}
 	mcp := doorNamed("mcp")
-	t.Run("provider down or hanging", func(t *testing.T) { providerTrouble(t, mcp, served("mcp"), logs, p, agent) })
+	t.Run("provider down or hanging", func(t *testing.T) { providerTrouble(t, mcp, served("mcp"), logs, p, p.JWKSHits.Load, agent) })
 	rest := doorNamed("a2a")
 	rest.Probe = a2aREST
 	for _, d := range []struct {
