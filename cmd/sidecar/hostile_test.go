@@ -43,7 +43,10 @@ func otherPort(port string) int {
 // door does not serve is its 404 and one call log line of its protocol;
 // headers past limits.header_bytes are refused, and ids in a body past
 // their cap. A stream's head and a failure carry the Server-Timing of the
-// phases the call reached.
+// phases the call reached. Protected by an auth section, every door
+// refuses hostile tokens and holds while the provider hangs or is down
+// (hostileAuthRows), in process and through the real binary
+// (hostileAuthBinary).
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
 		spec := d.Probe
