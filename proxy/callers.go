@@ -42,6 +42,15 @@ type Keyed interface {
 	KeyAuthorized(r *http.Request) bool
 }
 
+// Bindings is a Door served in more than one binding whose refusals
+// differ in shape (A2A's JSON-RPC and HTTP+JSON): RefusalWriter is w as
+// the door marks it for r's binding, so that what admit refuses before
+// the door routes r (a token, a per-caller limit) is written in the shape
+// of the binding r calls.
+type Bindings interface {
+	RefusalWriter(w http.ResponseWriter, r *http.Request) http.ResponseWriter
+}
+
 // noRelease ends the hold of a call no per-caller limit counts.
 func noRelease() {}
 
@@ -61,6 +70,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 	}
 	if public(door, r) {
 		return r, noRelease, true
+	}
+	if b, ok := door.(Bindings); ok {
+		w = b.RefusalWriter(w, r)
 	}
 	var caller *auth.Caller
 	if k, ok := door.(Keyed); protected && !(ok && k.KeyAuthorized(r)) {

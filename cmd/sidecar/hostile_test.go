@@ -43,7 +43,10 @@ func otherPort(port string) int {
 // door does not serve is its 404 and one call log line of its protocol;
 // headers past limits.header_bytes are refused, and ids in a body past
 // their cap. A stream's head and a failure carry the Server-Timing of the
-// phases the call reached.
+// phases the call reached. Protected by an auth section, every door
+// refuses hostile tokens and holds while the provider hangs or is down
+// (hostileAuthRows), in process and through the real binary
+// (hostileAuthBinary).
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
 		spec := d.Probe
@@ -67,6 +70,9 @@ func TestHostileDoors(t *testing.T) {
 			})
 		}
 	}
+	// The protected rows once more through the real binary, its doors
+	// on one port.
+	t.Run("protected, the binary", hostileAuthBinary)
 }
 
 // hostileRows are TestHostileDoors' rows, for door d served way's way;
@@ -86,6 +92,7 @@ func hostileRows(t *testing.T, d doors.Door, way hostileWay, second bool) {
 		t.Helper()
 		return hostileServeWay(t, way, ip, d.Name, method, head, agent)
 	}
+	t.Run("protected", func(t *testing.T) { hostileAuthRows(t, d, way) })
 	t.Run("body over the limit", func(t *testing.T) {
 		agent := newHostileAgent(t)
 		base := on(t, "127.0.0.1", "hold", "limits: {request_bytes: 1KiB}\n", agent).url

@@ -138,14 +138,31 @@ type replica struct {
 // by its pid when the test ends.
 func startReplica(t *testing.T, agent, redisURL string) *replica {
 	t.Helper()
+	return startReplicaWith(t, agent, redisURL, replicaDoors)
+}
+
+// startReplicaWith is startReplica with doors (the protocols and state
+// sections, and any other) instead of replicaDoors.
+func startReplicaWith(t *testing.T, agent, redisURL, doors string) *replica {
+	t.Helper()
+	r := startServeBinary(t, strings.ReplaceAll(onePortMap, "AGENT", agent)+doors, "REDIS_URL="+redisURL)
+	r.agent = agent
+	return r
+}
+
+// startServeBinary runs `sidecar serve` with the config yaml and env
+// (NAME=value), A2A, MCP and OpenAI mounted on the platform's listener,
+// waits until every door logged listening there, and stops it by its pid
+// when the test ends.
+func startServeBinary(t *testing.T, yaml string, env ...string) *replica {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
-	yaml := strings.ReplaceAll(onePortMap, "AGENT", agent) + replicaDoors
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{agent: agent, done: make(chan struct{}), log: &listenLog{lines: make(chan map[string]any, 16)}}
+	r := &replica{done: make(chan struct{}), log: &listenLog{lines: make(chan map[string]any, 16)}}
 	r.cmd = exec.Command(binary, "serve", "--listen", "127.0.0.1:0", "--config", path)
-	r.cmd.Env = append(os.Environ(), "REDIS_URL="+redisURL)
+	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stderr, r.cmd.Stdout = r.log, io.Discard
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -157,13 +174,13 @@ func startReplica(t *testing.T, agent, redisURL string) *replica {
 			t.Logf("replica %s output:\n%s", r.base, r.log.String())
 		}
 	})
-	doors := map[string]bool{"agent_platform": true, "a2a": true, "mcp": true, "openai": true}
+	listening := map[string]bool{"agent_platform": true, "a2a": true, "mcp": true, "openai": true}
 	deadline := time.After(30 * time.Second)
-	for len(doors) > 0 {
+	for len(listening) > 0 {
 		select {
 		case l := <-r.log.lines:
 			protocol, _ := l["protocol"].(string)
-			delete(doors, protocol)
+			delete(listening, protocol)
 			if r.base == "" {
 				addr, _ := l["addr"].(string)
 				r.base = "http://" + addr
@@ -171,7 +188,7 @@ func startReplica(t *testing.T, agent, redisURL string) *replica {
 		case <-r.done:
 			t.Fatalf("the sidecar exited before it listened:\n%s", r.log.String())
 		case <-deadline:
-			t.Fatalf("the sidecar did not log listening for %v within 30s:\n%s", doors, r.log.String())
+			t.Fatalf("the sidecar did not log listening for %v within 30s:\n%s", listening, r.log.String())
 		}
 	}
 	return r

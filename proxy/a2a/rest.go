@@ -150,6 +150,16 @@ func (d *Door) serveREST(w http.ResponseWriter, r *http.Request, calls map[strin
 	return true
 }
 
+// RefusalWriter is w marked as the HTTP+JSON binding's when r is on one
+// of its routes (proxy.Bindings): a token or a per-caller limit refused
+// there is a google.rpc.Status, as the binding's other refusals are.
+func (d *Door) RefusalWriter(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	if _, _, ok := restRoute(r.URL.EscapedPath()); ok {
+		return restWriter{w}
+	}
+	return w
+}
+
 // restWriter marks a response of the HTTP+JSON binding, for the door's
 // WriteError, which answers refusals made before the request was opened
 // (busy, draining, a body over the limit) and is given only the writer.

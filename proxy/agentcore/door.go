@@ -33,6 +33,13 @@ type Door struct {
 // Protocol names the door for the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
+// Public reports whether r is the runtime's health probe, GET or HEAD
+// /ping (proxy.Public): it carries no token, so a door an auth section
+// protects answers it all the same.
+func (*Door) Public(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == RoutePing
+}
+
 // Handler routes POST /invocations to the server's calls and GET /ping to
 // the ping; it refuses every other request, a 404 or 405 with
 // {"error": …}.

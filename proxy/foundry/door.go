@@ -45,6 +45,13 @@ type Door struct {
 // Protocol names the door for the call's log line and metrics.
 func (*Door) Protocol() string { return Name }
 
+// Public reports whether r is the hosting platform's health probe, GET
+// or HEAD /readiness (proxy.Public): it carries no token, so a door an
+// auth section protects answers it all the same.
+func (*Door) Public(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path == RouteReadiness
+}
+
 // Handler routes POST /invocations to the server's calls, with the ids
 // resolved first, and GET /readiness to its health; it refuses every
 // other request, a 404 or 405.

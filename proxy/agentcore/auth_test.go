@@ -1,0 +1,41 @@
+package agentcore
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/auth"
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/idptest"
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
+)
+
+// TestProtectedHealth: on a door the auth section protects, GET and HEAD
+// /ping, the runtime's health probe, are answered without a token (it sends
+// none); a call without one is 401 with the challenge.
+func TestProtectedHealth(t *testing.T) {
+	p := idptest.Start(t)
+	s := doortest.NewSidecar(t, doortest.NewAgent(t), "")
+	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
+	s.Auth = auth.New(s.Config.Auth, nil)
+	s.Protocols = []string{Name}
+	url := s.Serve(t, newDoor(t, Options{Method: "query", InFlight: s.InFlight}))
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, url+RoutePing, http.NoBody)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readAll(t, resp); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s without a token = %d, want 200: the probe carries none", method, RoutePing, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+RouteInvocations, http.NoBody)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readAll(t, resp); resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("POST %s without a token = %d, want 401 with the challenge", RouteInvocations, resp.StatusCode)
+	}
+}
