@@ -33,9 +33,11 @@ func TestAdmitRefusalsInBindingShape(t *testing.T) {
 		auth   bool
 		status int
 		reason string
+		code   int // JSON-RPC's
 	}{
-		{"no token", "limits: {request_bytes: 4096}", true, http.StatusUnauthorized, "UNAUTHENTICATED"},
-		{"over the caller's rate", "limits: {request_bytes: 4096, per_caller: {requests: 1, per: 1m}}", false, http.StatusTooManyRequests, "RATE_LIMITED"},
+		// The caller's to mend: -32600, as a 403; the server's state: -32603.
+		{"no token", "limits: {request_bytes: 4096}", true, http.StatusUnauthorized, "UNAUTHENTICATED", -32600},
+		{"over the caller's rate", "limits: {request_bytes: 4096, per_caller: {requests: 1, per: 1m}}", false, http.StatusTooManyRequests, "RATE_LIMITED", -32603},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := config.Parse("test.yaml", []byte(strings.NewReplacer("AGENT", "http://127.0.0.1:1", "limits: {request_bytes: 4096}", tt.limits).Replace(testMap)))
@@ -93,8 +95,8 @@ func TestAdmitRefusalsInBindingShape(t *testing.T) {
 				JSONRPC string
 				Error   *struct{ Code int }
 			}
-			if json.Unmarshal(body, &rpc); status != tt.status || rpc.JSONRPC != "2.0" || rpc.Error == nil {
-				t.Errorf("POST %s = %d %s, want %d as a JSON-RPC error", RouteRPC, status, body, tt.status)
+			if json.Unmarshal(body, &rpc); status != tt.status || rpc.JSONRPC != "2.0" || rpc.Error == nil || rpc.Error.Code != tt.code {
+				t.Errorf("POST %s = %d %s, want %d as a JSON-RPC error %d", RouteRPC, status, body, tt.status, tt.code)
 			}
 		})
 	}

@@ -340,9 +340,12 @@ func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 // HTTP status every door answers it with, so one error has one status: a
 // body over limits.request_bytes 413 and -32600 (a path the door does
 // not serve 404, a method it does not take 405, a body not declared JSON
-// 415, a Host or Origin a web page sent 403, each -32600), busy, not ready and
-// draining 503 with Retry-After, a loop 508, a handler method on a
-// sidecar without handlers 501, each -32603.
+// 415, a Host or Origin a web page sent or a token without a scope 403, no
+// valid bearer token 401, each -32600), busy, not ready and
+// draining 503 with Retry-After, a caller over its limit 429, the token
+// provider's keys unreachable 503, a loop 508, a handler method on a
+// sidecar without handlers 501, each -32603 (the spec's code for a
+// system error, rate limits its example).
 func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 	code, status := codeInternal, f.Status
 	switch f.Reason {
@@ -350,7 +353,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 		if f.Status == http.StatusBadRequest {
 			code, status = codeInvalidParams, http.StatusOK
 		}
-	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE", "PERMISSION_DENIED":
+	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE", "PERMISSION_DENIED", "UNAUTHENTICATED":
 		code = codeInvalidRequest
 	}
 	if status == 0 || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
