@@ -91,7 +91,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 	key := callerKey(r, caller)
 	d, err := s.Quota.Take(r.Context(), key)
 	if err != nil {
-		s.Logger.Warn("per-caller limit counted in the process", zap.Error(err))
+		s.Logger.Warn("per-caller limit counted in the process for a while (quota.SharedRetry)", zap.Error(err))
 	}
 	s.Quota.SetHeaders(w.Header(), d)
 	if !d.Allowed {

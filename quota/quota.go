@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -52,6 +53,11 @@ type Limiter struct {
 	now      func() time.Time
 	// policy is the RateLimit-Policy field, the same on every reply.
 	policy []string
+	// downUntil is when, after a round trip to the shared store failed,
+	// it is asked again (Unix nanoseconds; 0: it answers); probing is
+	// whether a call is asking it then.
+	downUntil atomic.Int64
+	probing   atomic.Bool
 
 	mu    sync.Mutex
 	times map[string]time.Time // a caller's theoretical arrival time (GCRA)
@@ -76,15 +82,23 @@ func New(l config.PerCaller, shared Shared) *Limiter {
 	return q
 }
 
+// SharedRetry is how long after a failed round trip to the shared store
+// the calls are counted in the process without asking it; then one call
+// at a time asks it, until one is answered. A store that hangs costs one
+// call its bounds (state's timeouts) per SharedRetry, not every call.
+const SharedRetry = 2 * time.Second
+
 // Take counts a call of caller key against its rate: allowed or not. A
 // failing shared store counts in the process instead (the limit then
-// holds per replica): a Redis outage never refuses calls by itself.
+// holds per replica): a Redis outage never refuses calls by itself. The
+// error is the failed round trip's, returned to the one call that made it.
 func (q *Limiter) Take(ctx context.Context, key string) (Decision, error) {
 	if q.limit.Requests == 0 {
 		return Decision{Allowed: true, Remaining: math.MaxInt}, nil
 	}
-	if q.shared != nil {
+	if q.shared != nil && q.ask() {
 		d, err := q.shared.Take(ctx, key, q.interval, q.limit.Per)
+		q.asked(err)
 		if err == nil {
 			return d, nil
 		}
@@ -92,6 +106,26 @@ func (q *Limiter) Take(ctx context.Context, key string) (Decision, error) {
 		return local, err
 	}
 	return q.take(key)
+}
+
+// ask reports whether a call asks the shared store: every call while it
+// answers; after a failure none for SharedRetry, then one at a time.
+func (q *Limiter) ask() bool {
+	down := q.downUntil.Load()
+	if down == 0 {
+		return true
+	}
+	return q.now().UnixNano() >= down && q.probing.CompareAndSwap(false, true)
+}
+
+// asked records how a round trip to the shared store went.
+func (q *Limiter) asked(err error) {
+	if err == nil {
+		q.downUntil.Store(0)
+	} else {
+		q.downUntil.Store(q.now().Add(SharedRetry).UnixNano())
+	}
+	q.probing.Store(false)
 }
 
 // take is GCRA on the process's clock and map.

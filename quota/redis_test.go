@@ -2,6 +2,9 @@ package quota
 
 import (
 	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,9 +62,98 @@ func TestShared(t *testing.T) {
 		t.Fatalf("Redis stopped: %+v %v, want allowed in the process with a store error", d, err)
 	}
 	srv.Restart() // empty: the test's server keeps nothing on disk
+	// a asks Redis again SharedRetry after its failure.
+	later := time.Now().Add(SharedRetry)
+	a.now = func() time.Time { return later }
 	da, erra := a.Take(ctx, "dave")
 	db, errb := b.Take(ctx, "dave")
 	if erra != nil || errb != nil || da.Remaining != 9 || db.Remaining != 8 {
 		t.Fatalf("Redis back: %+v %v, %+v %v; want one quota counted by both again", da, erra, db, errb)
 	}
+}
+
+// TestSharedSilent: a Redis that takes connections but answers nothing
+// (CLIENT PAUSE) costs one call the store's bounds, and returns it the
+// error; the calls after it are counted in the process at once, without
+// an error, for SharedRetry; then one call at a time asks Redis (the
+// others still counted in the process) until Redis answers, and from then
+// every call is counted in Redis again.
+func TestSharedSilent(t *testing.T) {
+	srv := redistest.Start(t)
+	st := config.State{Store: config.StoreRedis, Redis: config.RedisState{URL: srv.URL(), KeyPrefix: "q", TaskTTL: config.DefaultTaskTTL, Lease: config.DefaultLease}}
+	r, err := state.Open(st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	admin, err := state.Open(st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	q := New(config.PerCaller{Requests: 100, Per: time.Minute}, Redis{r})
+	var mu sync.Mutex
+	clock := time.Now()
+	q.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	pause := func() {
+		// Longer than two attempts' bounds: the failed call never waits
+		// for the pause to end.
+		if err := admin.Client().Do(ctx, "CLIENT", "PAUSE", (4 * (state.DialTimeout + state.ReadTimeout)).Milliseconds(), "ALL").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed := func() {
+		for admin.Client().Ping(ctx).Err() != nil {
+			if ctx.Err() != nil {
+				t.Fatal("Redis still paused")
+			}
+		}
+	}
+	pause()
+	if _, err := q.Take(ctx, "alice"); !state.IsError(err) {
+		t.Fatalf("the first call with Redis silent: %v, want the store's error", err)
+	}
+	// 50 calls at once, the clock still: none asks Redis.
+	errs := takeAll(ctx, q, 50)
+	if errs != 0 {
+		t.Errorf("within SharedRetry: %d calls asked Redis, want none", errs)
+	}
+	// Past SharedRetry, Redis still silent: one of 50 calls at once asks.
+	advance(SharedRetry)
+	if errs := takeAll(ctx, q, 50); errs != 1 {
+		t.Errorf("past SharedRetry: %d calls asked Redis, want 1", errs)
+	}
+	resumed()
+	advance(SharedRetry)
+	d, err := q.Take(ctx, "bob")
+	if err != nil || d.Remaining != 99 {
+		t.Fatalf("Redis back: %+v %v, want counted in Redis", d, err)
+	}
+	if n, err := admin.Client().Exists(ctx, r.Key("quota", "bob")).Result(); err != nil || n != 1 {
+		t.Errorf("bob's key in Redis: %d %v, want it there", n, err)
+	}
+	if d, err := q.Take(ctx, "bob"); err != nil || d.Remaining != 98 {
+		t.Errorf("the next call: %+v %v, want counted in Redis too", d, err)
+	}
+}
+
+// takeAll runs n Takes of distinct callers at once and counts the errors.
+func takeAll(ctx context.Context, q *Limiter, n int) int {
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for i := range n {
+		wg.Go(func() {
+			if d, err := q.Take(ctx, "c"+strconv.Itoa(i)); err != nil {
+				errs.Add(1)
+			} else if !d.Allowed {
+				errs.Add(100)
+			}
+		})
+	}
+	wg.Wait()
+	return int(errs.Load())
 }
