@@ -89,6 +89,16 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options, tune ...func(
 	for _, f := range tune {
 		f(s)
 	}
+	// Run last (cleanups run in reverse): a failed test shows the server's
+	// last lines, those of calls its close ended included.
+	t.Cleanup(func() {
+		if t.Failed() {
+			all := logs.All()
+			for _, e := range all[max(0, len(all)-40):] {
+				t.Logf("sidecar %s: %s %v", e.Level, e.Message, e.ContextMap())
+			}
+		}
+	})
 	srv := httptest.NewServer(s.HandlerFor(door))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

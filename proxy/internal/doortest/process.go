@@ -85,12 +85,17 @@ func StartPython(t testing.TB, script string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stderr := &tail{max: 16 << 10}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s, the end of its stderr:\n%s", script, stderr.String())
+		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	port, ok := strings.CutPrefix(strings.TrimSpace(line), "READY ")
@@ -264,4 +269,28 @@ func firstDiff(a, b string) int {
 		i++
 	}
 	return i
+}
+
+// tail keeps the last max bytes written to it (an agent's stderr, shown
+// when its test fails).
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tail) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if over := len(w.b) - w.max; over > 0 {
+		w.b = append(w.b[:0], w.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tail) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }
