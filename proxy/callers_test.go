@@ -115,7 +115,12 @@ func TestAdmitToken(t *testing.T) {
 	if n, _ := agent.calls(); n != 0 {
 		t.Fatalf("the agent was called %d times for refused requests", n)
 	}
-	if n := h.logs.FilterField(zap.String("outcome", "unauthorized")).FilterField(zap.String("reason", "UNAUTHENTICATED")).Len(); n != 4 {
+	// A call's line is written once its answer is: wait for it.
+	refusals := func() int {
+		return h.logs.FilterField(zap.String("outcome", "unauthorized")).FilterField(zap.String("reason", "UNAUTHENTICATED")).Len()
+	}
+	waitFor(t, func() bool { return refusals() >= 4 })
+	if n := refusals(); n != 4 {
 		t.Errorf("%d log lines of refusals, want 4", n)
 	}
 
@@ -127,6 +132,7 @@ func TestAdmitToken(t *testing.T) {
 	if n != 1 || hdr.Get("Authorization") != "" || hdr.Get("X-Tenant") != "acme" {
 		t.Errorf("the agent got %d calls, Authorization %q, X-Tenant %q: want 1, none, acme", n, hdr.Get("Authorization"), hdr.Get("X-Tenant"))
 	}
+	waitFor(t, func() bool { return h.logs.FilterField(zap.String("caller", "alice")).Len() >= 1 })
 	lines := h.logs.FilterField(zap.String("caller", "alice")).All()
 	if len(lines) != 1 {
 		t.Errorf("%d log lines with caller alice, want 1", len(lines))
@@ -178,7 +184,11 @@ func TestPerCallerLimits(t *testing.T) {
 	if r := h.postAs("/api/reasoning_engine", queryCall, bob); r.status != 200 {
 		t.Errorf("bob's call: %d, want 200", r.status)
 	}
-	if n := h.logs.FilterField(zap.String("outcome", "rate_limited")).FilterField(zap.String("reason", "RATE_LIMITED")).Len(); n != 1 {
+	limited := func() int {
+		return h.logs.FilterField(zap.String("outcome", "rate_limited")).FilterField(zap.String("reason", "RATE_LIMITED")).Len()
+	}
+	waitFor(t, func() bool { return limited() >= 1 })
+	if n := limited(); n != 1 {
 		t.Errorf("%d log lines rate_limited, want 1", n)
 	}
 	if n, _ := agent.calls(); n != 4 {
