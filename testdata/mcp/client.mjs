@@ -13,6 +13,10 @@ const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/cli
 const out = (v) => console.log(JSON.stringify(v));
 const transport = new StreamableHTTPClientTransport(new URL(process.argv[2]));
 const client = new Client({ name: "sidecar-test", version: "1.0.0" });
+// What the SDK swallows (an SSE stream cut before its result, a message it
+// cannot parse: the call then waits for its timeout), on stderr, which
+// the Go test shows when the client fails.
+client.onerror = (e) => console.error("client error:", e);
 await client.connect(transport);
 out({ step: "connect", version: transport.protocolVersion, session: typeof transport.sessionId === "string",
   server: client.getServerVersion()?.name, tools: client.getServerCapabilities()?.tools !== undefined });

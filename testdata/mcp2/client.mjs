@@ -16,6 +16,10 @@ const [url, mode] = process.argv.slice(2);
 const negotiation = { auto: { mode: "auto" }, pin: { mode: { pin: "2026-07-28" } }, legacy: undefined }[mode];
 const transport = new StreamableHTTPClientTransport(new URL(url));
 const client = new Client({ name: "sidecar-test", version: "1.0.0" }, negotiation ? { versionNegotiation: negotiation } : {});
+// What the SDK swallows (an SSE stream cut before its result, a message it
+// cannot parse: the call then waits for its timeout), on stderr, which
+// the Go test shows when the client fails.
+client.onerror = (e) => console.error("client error:", e);
 await client.connect(transport);
 out({ step: "connect", version: client.getNegotiatedProtocolVersion(), server: client.getServerVersion()?.name,
   tools: client.getServerCapabilities()?.tools !== undefined });
