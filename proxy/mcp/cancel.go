@@ -71,9 +71,10 @@ func (ex *exchange) context(ctx context.Context) context.Context {
 	return ctx
 }
 
-// cancel ends the call of session's request id, if one is being served:
-// its agent's request ends, its slot is freed, and it writes no response.
-func (in *inflight) cancel(session string, id json.RawMessage) {
+// cancel ends the call of session's request id, if one is being served
+// here (reported): its agent's request ends, its slot is freed, and it
+// writes no response.
+func (in *inflight) cancel(session string, id json.RawMessage) bool {
 	in.mu.Lock()
 	ex := in.calls[callKey{session, string(id)}]
 	in.mu.Unlock()
@@ -81,6 +82,7 @@ func (in *inflight) cancel(session string, id json.RawMessage) {
 		ex.cancelled.Store(true)
 		ex.cancel(errCancelled)
 	}
+	return ex != nil
 }
 
 // len is how many calls are held.

@@ -55,6 +55,15 @@ type Door struct {
 	scopes []string // ScopesSupported
 }
 
+// Close ends what the door runs besides its calls: with the Redis store,
+// its listening for other replicas' cancels.
+func (d *Door) Close() error {
+	if d.shared != nil {
+		d.shared.close()
+	}
+	return nil
+}
+
 // New is the MCP door serving opts.Methods of cfg's map (nil: every method
 // the map lists) as tools: each the entry of that name, else the "*"
 // entry (streaming first). Its sessions are at most limits.mcp_sessions.

@@ -103,6 +103,7 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options, tune ...func(
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
+		door.Close()
 		client.Close()
 	})
 	path := opts.Path

@@ -142,8 +142,11 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest,
 			message: fmt.Sprintf("Bad Request: MCP-Protocol-Version %q is not the session's (%s)", hv, s.version)})
 	}
-	if req.method == "notifications/cancelled" && perr == nil && p.requestID != nil {
-		d.inflight.cancel(id, p.requestID)
+	if req.method == "notifications/cancelled" && perr == nil && p.requestID != nil && !d.inflight.cancel(id, p.requestID) && d.shared != nil {
+		// Not served here: the replica serving it hears it.
+		if err := d.shared.cancel(r.Context(), id, p.requestID); err != nil {
+			return core.Exchange{Call: name}, storeFailed(req.id, err)
+		}
 	}
 	if req.notification() {
 		return core.Exchange{Call: name}, accepted()
@@ -242,6 +245,11 @@ func (d *Door) call(route string, r *http.Request, req request, p params, sessio
 	c := core.Call{Method: t.method, Name: t.name, Input: core.Input{Raw: input}, Header: r.Header, Route: route}
 	if session == "" {
 		return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
+	}
+	if d.shared != nil {
+		if err := d.shared.listen(r.Context(), d.inflight); err != nil {
+			return core.Exchange{Call: name}, storeFailed(req.id, err)
+		}
 	}
 	ex.inflight, ex.key = d.inflight, callKey{session, string(req.id)}
 	return core.Exchange{Call: c, Stream: t.stream, Writer: ex, Context: ex.context}, nil

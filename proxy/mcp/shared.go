@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,6 +32,9 @@ import (
 //	                      hold the most is the first of one, not a search
 //	mcp:count             string: the sessions in all
 //	mcp:clock             string: counts uses, a session's score its last
+//	mcp:cancel            channel "{session}\n{request id}": a
+//	                      notifications/cancelled for a request another
+//	                      replica serves (nothing stored)
 //
 // None has a TTL: the count bounds them as the memory store's limit bounds
 // it (a session lives until DELETE or until the cap forgets it, as in
@@ -45,6 +50,12 @@ type shared struct {
 	// owners, count and clock are the keys every script uses; ownerKey,
 	// sizeKey and sessionKey the prefixes of the others.
 	owners, count, clock, ownerKey, sizeKey, sessionKey string
+	// cancels is the channel of the notifications/cancelled every replica
+	// hears (cancel.go): a session's requests may run on any replica.
+	cancels string
+
+	mu       sync.Mutex
+	unlisten func() // nil until the replica listens on cancels
 }
 
 func newShared(store *state.Redis, limit int) *shared {
@@ -53,7 +64,50 @@ func newShared(store *state.Redis, limit int) *shared {
 	}
 	return &shared{store: store, limit: limit,
 		owners: store.Key("mcp", "owners"), count: store.Key("mcp", "count"), clock: store.Key("mcp", "clock"),
-		ownerKey: store.Key("mcp", "owner", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", "")}
+		ownerKey: store.Key("mcp", "owner", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", ""),
+		cancels: store.Key("mcp", "cancel")}
+}
+
+// listen subscribes this replica to the cancels channel, once: each
+// message names a session and a request id, which in ends if this
+// replica serves that request. The first 2025 tools/call listens, before
+// it is held, so a cancel published once it runs reaches it.
+func (s *shared) listen(ctx context.Context, in *inflight) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unlisten != nil {
+		return nil
+	}
+	unlisten, err := s.store.PubSub().Subscribe(ctx, s.cancels, func(msg string, lost bool) {
+		if session, id, ok := strings.Cut(msg, "\n"); ok && !lost {
+			in.cancel(session, json.RawMessage(id))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s.unlisten = unlisten
+	return nil
+}
+
+// cancel tells every replica to end session's request id (the session's
+// owner sent notifications/cancelled for it, and this replica does not
+// serve it): one round trip.
+func (s *shared) cancel(ctx context.Context, session string, id json.RawMessage) error {
+	if err := s.store.Client().Publish(ctx, s.cancels, session+"\n"+string(id)).Err(); err != nil {
+		return s.store.Fail("cancelling an MCP request", err)
+	}
+	return nil
+}
+
+// close stops listening.
+func (s *shared) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unlisten != nil {
+		s.unlisten()
+		s.unlisten = nil
+	}
 }
 
 // scriptPrelude starts every script: the keys and arguments each is given

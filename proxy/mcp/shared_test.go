@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -697,5 +698,100 @@ func TestSharedSpans(t *testing.T) {
 	}
 	if len(under) != 2 {
 		t.Errorf("redis spans under %d calls, want under both (initialize, tools/call)", len(under))
+	}
+}
+
+// TestSharedCancel: with the Redis store, notifications/cancelled for a
+// tools/call reaches the replica serving it whichever replica it lands
+// on: the agent's request ends and the call writes no response; from
+// another session it ends nothing there, and under another Authorization
+// it is 404. A call waiting for its slot (concurrency 1) is cancelled
+// too; cancels reach a replica in the order they were sent, so once that
+// one ended, the cancel from another session sent before it was heard.
+func TestSharedCancel(t *testing.T) {
+	srv := redistest.Start(t)
+	agent, started, ended := cancelAgent(t)
+	a := serveMap(t, cancelMap, agent, Options{Store: openStore(t, srv)})
+	b := serveMap(t, cancelMap, agent, Options{Store: openStore(t, srv)})
+	mine, other := initialize(t, a.url, version20251125), initialize(t, b.url, version20251125)
+	type answer struct {
+		status int
+		body   []byte
+	}
+	callOnA := func(id string) chan answer {
+		done := make(chan answer, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, a.url, strings.NewReader(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":"p"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", mine)
+			resp, err := testClient.Do(req)
+			if err != nil {
+				done <- answer{0, []byte(err.Error())}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			done <- answer{resp.StatusCode, body}
+		}()
+		return done
+	}
+	held := func(id string) *exchange {
+		a.door.inflight.mu.Lock()
+		defer a.door.inflight.mu.Unlock()
+		return a.door.inflight.calls[callKey{mine, id}]
+	}
+	wait := func(what string, done chan answer) answer {
+		t.Helper()
+		select {
+		case ans := <-done:
+			return ans
+		case <-time.After(hangGuard):
+			t.Fatalf("%s: the HTTP response never ended", what)
+		}
+		return answer{}
+	}
+	running := callOnA("7")
+	select {
+	case <-started:
+	case <-time.After(hangGuard):
+		t.Fatal("the agent never got the call")
+	}
+	queued := callOnA("8")
+	for deadline := time.Now().Add(hangGuard); held("8") == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second call was never held")
+		}
+	}
+	cancel := func(session, auth, id string) int {
+		resp, _ := post(t, b.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"enough"}}`,
+			"Mcp-Session-Id", session, "Authorization", auth)
+		return resp.StatusCode
+	}
+	if got := cancel(other, "", "7"); got != 202 {
+		t.Fatalf("cancel of 7 from another session on replica b = %d, want 202", got)
+	}
+	if got := cancel(mine, "Bearer other", "7"); got != 404 {
+		t.Fatalf("cancel of 7 under another Authorization on replica b = %d, want 404", got)
+	}
+	if got := cancel(mine, "", "8"); got != 202 {
+		t.Fatalf("cancel of the waiting call on replica b = %d, want 202", got)
+	}
+	if ans := wait("the cancelled waiting call", queued); ans.status != 202 || len(ans.body) != 0 {
+		t.Errorf("the cancelled waiting call = %d %q, want 202 and no body", ans.status, ans.body)
+	}
+	if held("7") == nil || held("7").cancelled.Load() {
+		t.Fatal("the running call was ended by a cancel from another session, or is no longer held")
+	}
+	if got := cancel(mine, "", "7"); got != 202 {
+		t.Fatalf("cancel of 7 in the session on replica b = %d, want 202", got)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent's request did not end within 10s of the cancel sent to the other replica")
+	}
+	if ans := wait("the cancelled call", running); ans.status != 200 || len(events(t, ans.body)) != 1 || events(t, ans.body)[0].Method != "notifications/progress" {
+		t.Errorf("the cancelled call = %d %q, want its progress and no response", ans.status, ans.body)
 	}
 }
