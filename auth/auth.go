@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,14 +44,7 @@ type Caller struct {
 // HasScopes reports whether the caller was granted every scope of want.
 func (c *Caller) HasScopes(want []string) bool {
 	for _, s := range want {
-		found := false
-		for _, g := range c.Scopes {
-			if g == s {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(c.Scopes, s) {
 			return false
 		}
 	}

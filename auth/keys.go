@@ -50,7 +50,7 @@ func (e *unavailableError) Unwrap() error { return e.err }
 // the first token, again on a kid it does not hold (at most once in
 // RefetchEvery), one fetch at a time, each bounded by FetchTimeout.
 type keySet struct {
-	issuer, jwksURL string // jwksURL "" until discovered
+	issuer, jwksURL string // jwksURL: auth.jwks_url; "": discovered anew at each fetch
 	client          *http.Client
 	now             func() time.Time
 	timeout         time.Duration // FetchTimeout; shorter in tests

@@ -146,8 +146,10 @@ func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, door Door, r
 		return
 	}
 	var extra []string
-	if s, ok := door.(ScopesSupported); ok && len(s.ScopesSupported()) > 0 {
-		extra = append(extra, `scope="`+strings.Join(s.ScopesSupported(), " ")+`"`)
+	if d, ok := door.(ScopesSupported); ok {
+		if sc := d.ScopesSupported(); len(sc) > 0 {
+			extra = append(extra, scopeParam(sc))
+		}
 	}
 	challenge(w, r, door, e, extra...)
 	reason := "UNAUTHENTICATED"
@@ -165,6 +167,9 @@ func challenge(w http.ResponseWriter, r *http.Request, door Door, e *auth.Error,
 	}
 	w.Header().Set("WWW-Authenticate", auth.Challenge(e, extra...))
 }
+
+// scopeParam is the challenge's scope parameter (RFC 6750 §3) of scopes.
+func scopeParam(scopes []string) string { return `scope="` + strings.Join(scopes, " ") + `"` }
 
 // refuseLater refuses r with f, whose RetryAfter it sends as Retry-After
 // whatever the door's shape writes.
@@ -201,7 +206,7 @@ func callerKey(r *http.Request, c *auth.Caller) string {
 func (s *Server) insufficientScope(w http.ResponseWriter, r *http.Request, door Door, method string, scopes []string) error {
 	e := &auth.Error{Status: http.StatusForbidden, Code: auth.CodeInsufficientScope,
 		Description: "calling " + core.Clip(method) + " needs the scopes " + strings.Join(scopes, " ") + ", which the token does not grant"}
-	challenge(w, r, door, e, `scope="`+strings.Join(scopes, " ")+`"`)
+	challenge(w, r, door, e, scopeParam(scopes))
 	return core.ReasonFailure("PERMISSION_DENIED", e.Description)
 }
 

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"strings"
@@ -65,8 +63,8 @@ func hostileTokens(t *testing.T, p *idptest.IdP) []hostileToken {
 		{name: "not yet valid", auth: []string{sign(early)}, status: 401, code: "invalid_token", says: "not valid before"},
 		{name: "another audience", auth: []string{"Bearer " + p.Token(t, "mallory", "https://other.example.com", "")}, status: 401, code: "invalid_token", says: "not for this resource"},
 		{name: "another issuer", auth: []string{sign(claims(func(c *idptest.Claims) { c.Issuer = "https://evil.example.com" }))}, status: 401, code: "invalid_token", says: "not issued by"},
-		{name: "alg none", auth: []string{"Bearer " + unsigned(t, claims(func(*idptest.Claims) {}))}, status: 401, code: "invalid_token", says: "not allowed"},
-		{name: "HS256 keyed with the public key", auth: []string{"Bearer " + publicHMAC(t, p, claims(func(*idptest.Claims) {}))}, status: 401, code: "invalid_token", says: "not allowed"},
+		{name: "alg none", auth: []string{"Bearer " + idptest.Unsigned(t, claims(func(*idptest.Claims) {}))}, status: 401, code: "invalid_token", says: "not allowed"},
+		{name: "HS256 keyed with the public key", auth: []string{"Bearer " + p.PublicHMAC(t, claims(func(*idptest.Claims) {}), false)}, status: 401, code: "invalid_token", says: "not allowed"},
 		{name: "an unknown kid", auth: []string{"Bearer " + p.Sign(t, claims(func(*idptest.Claims) {}), "rotated-away", jose.RS256)}, status: 401, code: "invalid_token", says: "a key the issuer does not publish"},
 		{name: "a huge kid", auth: []string{"Bearer " + p.Sign(t, claims(func(*idptest.Claims) {}), strings.Repeat("k", 32<<10), jose.RS256)}, status: 401, code: "invalid_token", says: "a key the issuer does not publish"},
 		{name: "a valid token in the query", query: "access_token=" + strings.TrimPrefix(valid, "Bearer "), status: 401, says: "requires a bearer token"},
@@ -79,38 +77,6 @@ func hostileTokens(t *testing.T, p *idptest.IdP) []hostileToken {
 		// nor a call line.
 		{name: "a 1 MB Authorization header", auth: []string{"Bearer " + strings.Repeat("a", 1<<20)}, status: 431},
 	}
-}
-
-// unsigned is c as a JWT of alg none: no signature.
-func unsigned(t *testing.T, c idptest.Claims) string {
-	t.Helper()
-	payload, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc(payload) + "."
-}
-
-// publicHMAC is c signed HS256 with p's public RSA key (its PEM, as a
-// verifier that trusted the token's alg would key HMAC): the algorithm
-// confusion attack.
-func publicHMAC(t *testing.T, p *idptest.IdP, c idptest.Claims) string {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&p.RSA.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "rsa1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }
 
 // hostileAuthRows are TestHostileDoors' rows for door d protected by an

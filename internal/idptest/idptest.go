@@ -9,7 +9,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -148,6 +151,38 @@ func (p *IdP) Sign(t testing.TB, c any, kid string, alg jose.SignatureAlgorithm)
 	if alg == jose.ES256 {
 		key = p.EC
 	}
+	return sign(t, c, kid, alg, key)
+}
+
+// PublicHMAC is c signed HS256, kid rsa1, keyed with the provider's
+// public RSA key, its PEM (der false) or its DER, as a verifier that
+// trusted the token's alg would key HMAC: the algorithm confusion attack.
+func (p *IdP) PublicHMAC(t testing.TB, c any, der bool) string {
+	t.Helper()
+	key, err := x509.MarshalPKIXPublicKey(&p.RSA.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !der {
+		key = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: key})
+	}
+	return sign(t, c, "rsa1", jose.HS256, key)
+}
+
+// Unsigned is c as a JWT of alg none: no signature.
+func Unsigned(t testing.TB, c any) string {
+	t.Helper()
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc(payload) + "."
+}
+
+// sign is c signed with key by alg, its header naming kid.
+func sign(t testing.TB, c any, kid string, alg jose.SignatureAlgorithm, key any) string {
+	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		t.Fatal(err)

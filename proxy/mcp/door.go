@@ -47,12 +47,11 @@ type Door struct {
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
 	metadata                               []byte // the protected resource metadata: nil unless auth protects the door
-	// order is the tools' names as listed; scoped is set when a tool
-	// needs scopes on a door auth protects: tools/list is then the
-	// caller's (listFor).
+	// order is the tools' names as listed; scopes are those the tools
+	// need, each once, on a door auth protects (ScopesSupported): with
+	// any, tools/list is the caller's (listFor).
 	order  []string
-	scoped bool
-	scopes []string // ScopesSupported
+	scopes []string
 }
 
 // Close ends what the door runs besides its calls: with the Redis store,
@@ -77,6 +76,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
 	}
+	protected := cfg.Auth.Protects(Name)
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
@@ -101,9 +101,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 		}
 		d.tools[name] = t
 		d.order = append(d.order, name)
-		d.scoped = d.scoped || len(m.Scopes) > 0 && cfg.Auth.Protects(Name)
 		for _, sc := range m.Scopes {
-			if cfg.Auth.Protects(Name) && !slices.Contains(d.scopes, sc) {
+			if protected && !slices.Contains(d.scopes, sc) {
 				d.scopes = append(d.scopes, sc)
 			}
 		}

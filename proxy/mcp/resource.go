@@ -109,7 +109,7 @@ func (d *Door) serveMetadata(w http.ResponseWriter, r *http.Request, refuse core
 // does not grant is left out, as tools/call would refuse it 403), built
 // for the call, and in 2026-07-28's form cached privately.
 func (d *Door) listFor(r *http.Request, modern bool) []byte {
-	if !d.scoped {
+	if len(d.scopes) == 0 {
 		if modern {
 			return d.listModern
 		}

@@ -220,13 +220,7 @@ func (s *suite) authRows() error {
 	}
 	verifiedCalls := float64(sent.Load())
 
-	cell := func(xs []float64) string {
-		lo, hi := spread(xs)
-		return fmt.Sprintf("%.0f (%.0f–%.0f)", median(xs), lo, hi)
-	}
-	ratio := func(sr series, name string) float64 {
-		return median(pairwise(sr[name], sr["open"], func(a, b float64) float64 { return a / b }))
-	}
+	ratio := func(sr series, name string) float64 { return ratioTo(sr[name], sr["open"]) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nAuth rows: the contract's unary call through a sidecar with no auth section (open) and through sidecars protecting it "+
 		"(auth.doors: [agent_platform]; an RS256 key set from a provider on loopback, fetched once): the same token on every call (cached), "+

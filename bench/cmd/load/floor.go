@@ -157,7 +157,7 @@ func floorTable(vs []variant, cpu, rps series, rounds int, baseLabel string) str
 		} else if prev != "" {
 			delta = fmt.Sprintf("%+.1f", median(pairwise(xs, cpu[prev], func(a, b float64) float64 { return a - b })))
 		}
-		ratio := median(pairwise(xs, cpu[base], func(a, b float64) float64 { return a / b }))
+		ratio := ratioTo(xs, cpu[base])
 		lo, hi := spread(xs)
 		label := strings.TrimPrefix(v.name, "floor:")
 		if v.name == vBaseline {
@@ -177,6 +177,18 @@ func pairwise(xs, ys []float64, f func(a, b float64) float64) []float64 {
 		out = append(out, f(xs[i], ys[i]))
 	}
 	return out
+}
+
+// ratioTo is the median of xs's per-round ratios to base.
+func ratioTo(xs, base []float64) float64 {
+	return median(pairwise(xs, base, func(a, b float64) float64 { return a / b }))
+}
+
+// cell is xs as a table shows it: its median, then its lowest and
+// highest round.
+func cell(xs []float64) string {
+	lo, hi := spread(xs)
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", median(xs), lo, hi)
 }
 
 // spread is the lowest and highest finite value of xs.

@@ -158,13 +158,7 @@ func (s *suite) stateRows() error {
 		logf("state round %d: calls/s%s", r+1, strings.TrimSuffix(b.String(), ";"))
 	}
 
-	ratio := func(sr series, call string) float64 {
-		return median(pairwise(sr[key(call, "redis")], sr[key(call, "memory")], func(a, b float64) float64 { return a / b }))
-	}
-	cell := func(xs []float64) string {
-		lo, hi := spread(xs)
-		return fmt.Sprintf("%.0f (%.0f–%.0f)", median(xs), lo, hi)
-	}
+	ratio := func(sr series, call string) float64 { return ratioTo(sr[key(call, "redis")], sr[key(call, "memory")]) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nState rows: a call whose state is kept in the memory store and in Redis (state.store: redis, a redis-server on loopback), "+
 		"%d closed-loop callers for %s after %s of warm-up, median of %d rotating rounds (lowest–highest round); ratios are medians of the per-round ratios. "+
