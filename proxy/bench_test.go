@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/quota"
 )
 
 // BenchmarkUnary is one unary call through the sidecar to an in-process
@@ -29,6 +30,34 @@ func BenchmarkUnary(b *testing.B) {
 	}))
 	defer agent.Close()
 	h := newHarness(b, agent.URL, oneMethodConfig, withLogCore(productionCore), withMetrics(metrics.New()))
+	body := `{"class_method":"query","input":{"message":"hello"}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := http.Post(h.url+core.RouteUnary, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// BenchmarkUnaryPerCaller is BenchmarkUnary with limits.per_caller on
+// (counted in the process, set never to refuse): what the limit adds to a
+// call. Its own share, from a profile:
+//
+//	go test -run '^$' -bench UnaryPerCaller -cpuprofile cpu.out -o proxy.test ./proxy/
+//	go tool pprof -top -focus 'quota|callerKey|SetHeaders' proxy.test cpu.out
+func BenchmarkUnaryPerCaller(b *testing.B) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"text":"Echo: hello"}`)
+	}))
+	defer agent.Close()
+	h := newHarness(b, agent.URL, oneMethodConfig+"limits: {per_caller: {requests: 1000000, per: 1s, concurrent: 10000}}\n",
+		withLogCore(productionCore), withMetrics(metrics.New()),
+		withServer(func(s *Server) { s.Quota = quota.New(s.Config.Limits.PerCaller, nil) }))
 	body := `{"class_method":"query","input":{"message":"hello"}}`
 	b.ReportAllocs()
 	for b.Loop() {
