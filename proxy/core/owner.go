@@ -2,6 +2,7 @@ package core
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
 
@@ -31,4 +32,18 @@ func OwnerOfRequest(r *http.Request) Owner {
 		return sha256.Sum256([]byte("sub\x00" + c.Subject))
 	}
 	return OwnerOf(r.Header)
+}
+
+// Scope is id as the agent sees it when o names it: a conversation id a
+// caller chose or was given (A2A's contextId, the Responses API's
+// response_id and previous_response_id), prefixed with the first 8 bytes
+// of o in hex. An agent that keeps a conversation under the id it is given
+// keeps one per owner, so a caller naming another's id (guessed or leaked)
+// reaches a conversation of its own, never the other's. Stateless, so
+// every replica scopes alike; the caller always sees its id unscoped.
+func (o Owner) Scope(id string) string {
+	const n = 8
+	b := make([]byte, 0, 2*n+1+len(id))
+	b = hex.AppendEncode(b, o[:n])
+	return string(append(append(b, '.'), id...))
 }
