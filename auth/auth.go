@@ -31,6 +31,8 @@ var algorithms = []string{
 // Caller is who a verified token says calls: what the doors log, bind
 // state to and pass to the agent, never the token itself.
 type Caller struct {
+	// Issuer is the token's iss.
+	Issuer string
 	// Subject is the token's sub.
 	Subject string
 	// Scopes are its scope (space-separated) or scp claim.
@@ -40,6 +42,11 @@ type Caller struct {
 	// Expiry is its exp.
 	Expiry time.Time
 }
+
+// ID is who the caller is, for every issuer alike: its issuer and subject,
+// the key the doors bind a caller's state (MCP sessions, A2A tasks) and
+// per-caller limits to. A subject alone is unique only within its issuer.
+func (c *Caller) ID() string { return c.Issuer + "\x00" + c.Subject }
 
 // HasScopes reports whether the caller was granted every scope of want.
 func (c *Caller) HasScopes(want []string) bool {
@@ -247,7 +254,7 @@ func (v *Verifier) check(ctx context.Context, token string) (*Caller, error) {
 	if nbf, ok := seconds(claims.Nbf); ok && now.Add(Leeway).Before(nbf) {
 		return nil, refused(CodeInvalidToken, "the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
 	}
-	c := &Caller{Subject: t.Subject, Expiry: exp, ClientID: claims.ClientID}
+	c := &Caller{Issuer: t.Issuer, Subject: t.Subject, Expiry: exp, ClientID: claims.ClientID}
 	if c.ClientID == "" {
 		c.ClientID = claims.Azp
 	}

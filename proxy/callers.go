@@ -183,7 +183,7 @@ func refuseLater(w http.ResponseWriter, r *http.Request, refuse core.Refuse, f c
 // address by its /64: one host's range).
 func callerKey(r *http.Request, c *auth.Caller) string {
 	if c != nil {
-		return quota.CallerKey("sub", c.Subject)
+		return quota.CallerKey("sub", c.ID())
 	}
 	if a := r.Header.Values("Authorization"); len(a) > 0 {
 		return quota.CallerKey("key", a[0])

@@ -29,7 +29,7 @@ func OwnerOf(h http.Header) Owner {
 // sessions), else OwnerOf its header.
 func OwnerOfRequest(r *http.Request) Owner {
 	if c := auth.CallerOf(r.Context()); c != nil {
-		return sha256.Sum256([]byte("sub\x00" + c.Subject))
+		return sha256.Sum256([]byte("caller\x00" + c.ID()))
 	}
 	return OwnerOf(r.Header)
 }
