@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/sidecar-dev/sidecar/config"
 )
@@ -104,7 +106,6 @@ func refused(code, format string, args ...any) *Error {
 type Verifier struct {
 	issuer, audience string
 	keys             *keySet
-	verifier         *oidc.IDTokenVerifier
 	now              func() time.Time
 	verified         verifiedCache
 }
@@ -177,10 +178,7 @@ func New(a config.Auth, client *http.Client) *Verifier {
 		client = &http.Client{Timeout: FetchTimeout}
 	}
 	ks := newKeySet(a.Issuer, a.JWKSURL, client)
-	v := &Verifier{issuer: a.Issuer, audience: a.Audience, keys: ks, now: time.Now, verified: verifiedCache{size: maxVerified}}
-	// Expiry is checked here, with Leeway (go-oidc has none for exp).
-	v.verifier = oidc.NewVerifier(a.Issuer, ks, &oidc.Config{ClientID: a.Audience, SupportedSigningAlgs: algorithms, SkipExpiryCheck: true})
-	return v
+	return &Verifier{issuer: a.Issuer, audience: a.Audience, keys: ks, now: time.Now, verified: verifiedCache{size: maxVerified}}
 }
 
 // Authorize is the Caller of a request whose Authorization header is
@@ -217,22 +215,23 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Caller, error) {
 	return c, err
 }
 
-// check verifies token: its signature, issuer, audience and time.
+// check verifies token: its signature, issuer, subject, audience and
+// time. The claims are checked here, not by go-oidc's ID token verifier,
+// whose errors are text only: each refusal below is told apart by its
+// type (issue 37).
 func (v *Verifier) check(ctx context.Context, token string) (*Caller, error) {
-	unavailable := &Error{Status: http.StatusServiceUnavailable, Unavailable: true,
-		Description: "the identity provider's keys could not be fetched; try again shortly"}
-	// The keys first: go-oidc keeps only the text of a key set's error.
-	if _, err := v.keys.current(ctx, false); err != nil {
-		return nil, unavailable
-	}
-	t, err := v.verifier.Verify(ctx, token)
+	payload, err := v.keys.verify(ctx, token)
 	if err != nil {
-		if strings.Contains(err.Error(), unavailablePrefix) { // the refetch of an unknown kid failed
-			return nil, unavailable
+		if _, ok := errors.AsType[*unavailableError](err); ok { // the keys, or the refetch of an unknown kid, could not be had
+			return nil, &Error{Status: http.StatusServiceUnavailable, Unavailable: true,
+				Description: "the identity provider's keys could not be fetched; try again shortly"}
 		}
-		return nil, refused(CodeInvalidToken, "%s", describe(err, v))
+		return nil, refused(CodeInvalidToken, "%s", signatureRefusal(err))
 	}
 	var claims struct {
+		Iss      string          `json:"iss"`
+		Sub      string          `json:"sub"`
+		Aud      audiences       `json:"aud"`
 		Exp      *json.Number    `json:"exp"`
 		Nbf      *json.Number    `json:"nbf"`
 		Scope    string          `json:"scope"`
@@ -240,8 +239,21 @@ func (v *Verifier) check(ctx context.Context, token string) (*Caller, error) {
 		ClientID string          `json:"client_id"`
 		Azp      string          `json:"azp"`
 	}
-	if err := t.Claims(&claims); err != nil {
+	if err := json.Unmarshal(payload, &claims); err != nil {
 		return nil, refused(CodeInvalidToken, "the token's claims are not a JSON object of the usual types")
+	}
+	// The issuer exactly as configured: a trailing slash is part of it
+	// (Auth0's https://TENANT.auth0.com/).
+	if claims.Iss != v.issuer {
+		return nil, refused(CodeInvalidToken, "the token was not issued by %s", v.issuer)
+	}
+	// RFC 9068 §2.2 requires sub: without it every such caller would be
+	// one owner of tasks, sessions and a per-caller quota.
+	if claims.Sub == "" {
+		return nil, refused(CodeInvalidToken, "the token has no sub (an access token names its subject, RFC 9068)")
+	}
+	if !slices.Contains(claims.Aud, v.audience) {
+		return nil, refused(CodeInvalidToken, "the token is not for this resource (its aud must include %s)", v.audience)
 	}
 	now := v.now()
 	exp, ok := seconds(claims.Exp)
@@ -254,7 +266,7 @@ func (v *Verifier) check(ctx context.Context, token string) (*Caller, error) {
 	if nbf, ok := seconds(claims.Nbf); ok && now.Add(Leeway).Before(nbf) {
 		return nil, refused(CodeInvalidToken, "the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
 	}
-	c := &Caller{Issuer: t.Issuer, Subject: t.Subject, Expiry: exp, ClientID: claims.ClientID}
+	c := &Caller{Issuer: claims.Iss, Subject: claims.Sub, Expiry: exp, ClientID: claims.ClientID}
 	if c.ClientID == "" {
 		c.ClientID = claims.Azp
 	}
@@ -271,6 +283,24 @@ func (v *Verifier) check(ctx context.Context, token string) (*Caller, error) {
 	return c, nil
 }
 
+// audiences is the aud claim: one string or an array of them (RFC 7519
+// §4.1.3).
+type audiences []string
+
+func (a *audiences) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*a = audiences{one}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*a = list
+	return nil
+}
+
 // seconds is a NumericDate claim as a time.
 func seconds(n *json.Number) (time.Time, bool) {
 	if n == nil {
@@ -283,23 +313,17 @@ func seconds(n *json.Number) (time.Time, bool) {
 	return time.Unix(int64(f), 0), true
 }
 
-// describe is go-oidc's refusal in the caller's terms: which check failed,
-// without quoting more of the token than its claims' names.
-func describe(err error, v *Verifier) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "issued by a different provider"):
-		return fmt.Sprintf("the token was not issued by %s", v.issuer)
-	case strings.Contains(msg, "expected audience"):
-		return fmt.Sprintf("the token is not for this resource (its aud must include %s)", v.audience)
-	case strings.Contains(msg, "malformed jwt") && strings.Contains(msg, "unexpected signature algorithm"):
+// signatureRefusal is why keySet.verify refused a token, in the
+// caller's terms, without quoting the token.
+func signatureRefusal(err error) string {
+	if _, ok := errors.AsType[*jose.ErrUnexpectedSignatureAlgorithm](err); ok {
 		return "the token's signing algorithm is not allowed (want one of " + strings.Join(algorithms, ", ") + ")"
-	case strings.Contains(msg, "malformed jwt"):
+	}
+	switch {
+	case errors.Is(err, errMalformed):
 		return "the bearer token is not a well-formed signed JWT"
-	case strings.Contains(msg, errUnknownKey.Error()):
+	case errors.Is(err, errUnknownKey):
 		return "the token is signed with a key the issuer does not publish"
-	case strings.Contains(msg, "nbf"):
-		return "the token is not valid yet"
 	}
 	return "the token's signature does not verify with the issuer's keys"
 }

@@ -94,6 +94,7 @@ func TestAuthorize(t *testing.T) {
 		{"garbage jwt", bearer("a.b.c"), CodeInvalidToken, "not a well-formed signed JWT"},
 		{"expired", bearer(with(func(c *idptest.Claims) { c.Expiry = at(-2 * Leeway) })), CodeInvalidToken, "the token expired at"},
 		{"no exp", bearer(with(func(c *idptest.Claims) { c.Expiry = nil })), CodeInvalidToken, "has no exp"},
+		{"no sub", bearer(with(func(c *idptest.Claims) { c.Subject = "" })), CodeInvalidToken, "has no sub"},
 		{"not yet valid", bearer(with(func(c *idptest.Claims) { c.NotBefore = at(2 * Leeway) })), CodeInvalidToken, "not valid before"},
 		{"wrong audience", bearer(with(func(c *idptest.Claims) { c.Audience = jwt.Audience{"https://other.example.com"} })), CodeInvalidToken, "not for this resource (its aud must include " + audience},
 		{"wrong issuer", bearer(with(func(c *idptest.Claims) { c.Issuer = "https://evil.example.com" })), CodeInvalidToken, "was not issued by " + p.URL},

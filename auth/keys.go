@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,22 +34,32 @@ const (
 	maxKeySetBytes = 1 << 20
 )
 
-// errUnknownKey is a token signed with a kid the key set does not hold,
-// after the one refetch allowed.
-var errUnknownKey = errors.New("no key of the issuer's key set verifies the token")
+// The ways a token's signature is refused, for check to tell apart
+// with errors.Is (an algorithm not allowed: go-jose's
+// *jose.ErrUnexpectedSignatureAlgorithm, with errors.As).
+var (
+	// errMalformed is a token that is no compact JWS of one signature.
+	errMalformed = errors.New("malformed jwt")
+	// errSignature is a signature no key of its kid verifies.
+	errSignature = errors.New("the signature does not verify")
+	// errUnknownKey is a token signed with a kid the key set does not
+	// hold, after the one refetch allowed.
+	errUnknownKey = errors.New("no key of the issuer's key set verifies the token")
+)
 
 // unavailableError is a fetch of the keys that failed: the provider is
 // down, slow or answers garbage.
 type unavailableError struct{ err error }
 
-const unavailablePrefix = "fetching the identity provider's keys: "
-
-func (e *unavailableError) Error() string { return unavailablePrefix + e.err.Error() }
+func (e *unavailableError) Error() string {
+	return "fetching the identity provider's keys: " + e.err.Error()
+}
 func (e *unavailableError) Unwrap() error { return e.err }
 
-// keySet is the provider's signing keys (go-oidc's KeySet): fetched on
-// the first token, again on a kid it does not hold (at most once in
-// RefetchEvery), one fetch at a time, each bounded by FetchTimeout.
+// keySet is the provider's signing keys: fetched on the first token,
+// again on a kid it does not hold (at most once in RefetchEvery), one
+// fetch at a time, each bounded by FetchTimeout. The keys held verify
+// tokens of the kids they name whatever a refetch does meanwhile.
 type keySet struct {
 	issuer, jwksURL string // jwksURL: auth.jwks_url; "": discovered anew at each fetch
 	client          *http.Client
@@ -66,15 +77,21 @@ func newKeySet(issuer, jwksURL string, client *http.Client) *keySet {
 	return &keySet{issuer: issuer, jwksURL: jwksURL, client: client, now: time.Now, timeout: FetchTimeout}
 }
 
-// VerifySignature is the payload of jwt, verified with the key its kid
-// names (every key when it names none).
-func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+// verify is the payload of jwt, verified with the key its kid names
+// (every key when it names none). Its errors are errMalformed,
+// *jose.ErrUnexpectedSignatureAlgorithm, errSignature, errUnknownKey, or
+// an *unavailableError when the keys could not be had.
+func (k *keySet) verify(ctx context.Context, jwt string) ([]byte, error) {
 	jws, err := jose.ParseSigned(jwt, signatureAlgorithms())
 	if err != nil {
-		return nil, fmt.Errorf("malformed jwt: %w", err)
+		var alg *jose.ErrUnexpectedSignatureAlgorithm
+		if errors.As(err, &alg) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, errors.New("malformed jwt: want one signature")
+		return nil, fmt.Errorf("%w: want one signature", errMalformed)
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	keys, err := k.current(ctx, false)
@@ -85,7 +102,7 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		return payload, nil
 	}
 	if kid == "" || holds(keys, kid) {
-		return nil, errors.New("the signature does not verify")
+		return nil, errSignature
 	}
 	// A kid it does not hold: the provider may have rotated its keys.
 	if keys, err = k.current(ctx, true); err != nil {
@@ -119,19 +136,27 @@ func holds(keys []jose.JSONWebKey, kid string) bool {
 }
 
 // current is the key set: as held, unless it holds none yet or refetch
-// asks for a fresh one and the last fetch is RefetchEvery old; then it
-// fetches, or waits for the fetch under way (within ctx). While a failed
-// fetch is younger than RetryAfter it fails at once.
+// asks for a fresh one (a kid it does not hold); then, when the last fetch
+// is RefetchEvery old (RetryAfter when it failed), it fetches, or waits
+// for the fetch under way (within ctx). While a failed fetch is younger
+// than RetryAfter it fails at once. Without refetch, keys once held are
+// returned at once whatever a refetch does: a provider down, or hanging,
+// after a caller named an unknown kid must not refuse the tokens of the
+// kids held (issue 37).
 func (k *keySet) current(ctx context.Context, refetch bool) ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
 	now := k.now()
 	switch {
+	case !refetch && k.keys != nil:
+		keys := k.keys
+		k.mu.Unlock()
+		return keys, nil
 	case k.inflight != nil:
 	case k.failed != nil && now.Sub(k.fetched) < RetryAfter:
 		err := k.failed
 		k.mu.Unlock()
 		return nil, &unavailableError{err}
-	case k.fetched.IsZero() || k.failed != nil || refetch && now.Sub(k.fetched) >= RefetchEvery:
+	case k.keys == nil || k.failed != nil || refetch && now.Sub(k.fetched) >= RefetchEvery:
 		k.inflight = make(chan struct{})
 		go k.fetch(k.inflight)
 	default:
@@ -176,7 +201,7 @@ func (k *keySet) load(ctx context.Context) ([]jose.JSONWebKey, error) {
 	if url == "" {
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, k.limited()), k.issuer)
 		if err != nil {
-			return nil, fmt.Errorf("discovering %s/.well-known/openid-configuration: %w", k.issuer, err)
+			return nil, fmt.Errorf("discovering %s/.well-known/openid-configuration: %w", strings.TrimSuffix(k.issuer, "/"), err)
 		}
 		var meta struct {
 			JWKSURL string `json:"jwks_uri"`

@@ -43,6 +43,8 @@ type IdP struct {
 	published []string
 	// issuer is what discovery says the issuer is ("": URL).
 	issuer string
+	// use is every published key's use member ("sig" unless SetUse).
+	use string
 }
 
 // Start starts a provider on 127.0.0.1, stopped when the test ends.
@@ -56,7 +58,7 @@ func Start(t testing.TB) *IdP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &IdP{RSA: rk, EC: ek, published: []string{"rsa1", "ec1"}, release: make(chan struct{})}
+	p := &IdP{RSA: rk, EC: ek, published: []string{"rsa1", "ec1"}, use: "sig", release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		p.DiscoveryHits.Add(1)
@@ -82,9 +84,9 @@ func Start(t testing.TB) *IdP {
 		for _, kid := range p.published {
 			switch kid[:2] {
 			case "rs":
-				set.Keys = append(set.Keys, jose.JSONWebKey{Key: &p.RSA.PublicKey, KeyID: kid, Algorithm: "RS256", Use: "sig"})
+				set.Keys = append(set.Keys, jose.JSONWebKey{Key: &p.RSA.PublicKey, KeyID: kid, Algorithm: "RS256", Use: p.use})
 			case "ec":
-				set.Keys = append(set.Keys, jose.JSONWebKey{Key: &p.EC.PublicKey, KeyID: kid, Algorithm: "ES256", Use: "sig"})
+				set.Keys = append(set.Keys, jose.JSONWebKey{Key: &p.EC.PublicKey, KeyID: kid, Algorithm: "ES256", Use: p.use})
 			}
 		}
 		p.mu.Unlock()
@@ -124,6 +126,10 @@ func (p *IdP) SetSlow(slow bool) { p.mu.Lock(); p.slow = slow; p.mu.Unlock() }
 
 // Publish sets the kids the key set publishes.
 func (p *IdP) Publish(kids ...string) { p.mu.Lock(); p.published = kids; p.mu.Unlock() }
+
+// SetUse sets the use member of every key the key set publishes: "sig",
+// "enc" (an encryption key, never to verify a signature), "" (none).
+func (p *IdP) SetUse(use string) { p.mu.Lock(); p.use = use; p.mu.Unlock() }
 
 // SetIssuer makes discovery name iss as the issuer.
 func (p *IdP) SetIssuer(iss string) { p.mu.Lock(); p.issuer = iss; p.mu.Unlock() }
