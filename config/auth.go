@@ -75,7 +75,7 @@ func (p *parser) auth(e entry, a *Auth) (doorsLine int) {
 			}
 			switch f.name {
 			case "issuer":
-				a.Issuer = strings.TrimSuffix(v, "/")
+				a.Issuer = v // exactly: a trailing slash is part of the iss (Auth0)
 			case "jwks_url":
 				a.JWKSURL = v
 			default:

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// TestAuth: the auth section decodes issuer (its trailing slash taken
-// off), jwks_url, audience and doors; without doors, every enabled door
+// TestAuth: the auth section decodes issuer (exactly: a trailing slash
+// is part of it, issue 37), jwks_url, audience and doors; without doors, every enabled door
 // but agent_platform is protected; http is taken on loopback hosts only.
 func TestAuth(t *testing.T) {
 	base := mountBase + "protocols:\n  a2a: {method: stream_query}\n  mcp: {}\n"
@@ -16,7 +16,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := c.Auth
-	if a.Issuer != "https://idp.example.com" || a.Audience != "https://agent.example.com" || strings.Join(a.Doors, ",") != "a2a,mcp" {
+	if a.Issuer != "https://idp.example.com/" || a.Audience != "https://agent.example.com" || strings.Join(a.Doors, ",") != "a2a,mcp" {
 		t.Errorf("Auth = %+v", a)
 	}
 	if !a.Protects("mcp") || a.Protects("agent_platform") {

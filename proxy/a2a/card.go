@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -183,7 +184,7 @@ type securityRequirement struct {
 // finds how to get one.
 func security(issuer, audience string) (map[string]securityScheme, []map[string][]string, []securityRequirement) {
 	desc := "A JWT access token of " + issuer + " for " + audience + ", as Authorization: Bearer <token>."
-	discovery := issuer + "/.well-known/openid-configuration"
+	discovery := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration" // OpenID Connect Discovery §4
 	schemes := map[string]securityScheme{
 		"bearer": {Type: "http", Scheme: "bearer", BearerFormat: "JWT", Description: desc,
 			HTTPAuth: &httpAuth{Scheme: "Bearer", BearerFormat: "JWT", Description: desc}},
