@@ -215,7 +215,7 @@ func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 // status: a body over limits.request_bytes 413 and -32600 (a path the
 // door does not serve 404, a method it does not take 405, a foreign Host
 // or Origin 403, an Accept without MCP's types 406, a body not declared
-// JSON 415, each -32600),
+// JSON 415, no valid bearer token 401, each -32600, as on A2A's door),
 // busy, not ready and draining 503 with Retry-After, a loop 508, a handler
 // method on a sidecar without handlers 501, each -32603.
 func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
@@ -225,7 +225,7 @@ func writeFailure(w http.ResponseWriter, id json.RawMessage, f core.Failure) {
 		if f.Status == http.StatusBadRequest {
 			code, status = codeInvalidParams, http.StatusOK
 		}
-	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PERMISSION_DENIED", "NOT_ACCEPTABLE", "UNSUPPORTED_MEDIA_TYPE":
+	case "REQUEST_TOO_LARGE", "NOT_FOUND", "METHOD_NOT_ALLOWED", "PERMISSION_DENIED", "NOT_ACCEPTABLE", "UNSUPPORTED_MEDIA_TYPE", "UNAUTHENTICATED":
 		code = codeInvalidRequest
 	}
 	if status == 0 {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -219,8 +220,12 @@ func response(id json.RawMessage, result []byte, e *rpcError) []byte {
 	return append(b, "}}"...)
 }
 
-// appendString appends s as a JSON string.
+// appendString appends s as a JSON string, without HTML escaping (a
+// message's <JWT> stays <JWT>, as on A2A's door).
 func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
