@@ -25,8 +25,9 @@ func OwnerOf(h http.Header) Owner {
 }
 
 // OwnerOfRequest is the Owner of r: on a door that checks tokens, the
-// verified caller's subject (so a refreshed token keeps its tasks and
-// sessions), else OwnerOf its header.
+// verified caller's issuer and subject (auth.Caller.ID: a refreshed token
+// keeps its tasks and sessions; one sub of two issuers is two callers),
+// else OwnerOf its header.
 func OwnerOfRequest(r *http.Request) Owner {
 	if c := auth.CallerOf(r.Context()); c != nil {
 		return sha256.Sum256([]byte("caller\x00" + c.ID()))
