@@ -27,7 +27,8 @@ type Auth struct {
 	// through discovery; "" to discover it. https, or http on loopback.
 	JWKSURL string
 	// Audience is the aud a token must carry: the resource the tokens
-	// are issued for (RFC 8707), e.g. the deployment's public URL.
+	// are issued for (RFC 8707), one for every door: the deployment's
+	// origin, e.g. https://agent.example.com (docs/auth.md).
 	Audience string
 	// Doors are the protected doors' names. Default: every enabled door
 	// but agent_platform, whose callers the platform authenticates.

@@ -1,6 +1,7 @@
 package doors_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/auth"
@@ -18,6 +20,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
+	"github.com/sidecar-dev/sidecar/proxy/mcp"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
@@ -26,11 +29,15 @@ import (
 const origin = "https://agent.example.com"
 
 // onePort serves the platform's door with A2A mounted at /a2a and MCP at
-// /mcp, both protected by p's tokens for origin, as the program builds
-// them (proxy.Mounted), in front of an agent whose /echo answers; it
-// returns the port's URL.
-func onePort(t *testing.T, p *idptest.IdP) string {
+// /mcp, both protected by p's tokens for aud ("": the port's own origin,
+// http://127.0.0.1:port), as the program builds them (proxy.Mounted), in
+// front of an agent whose /echo answers; it returns the port's URL.
+func onePort(t *testing.T, p *idptest.IdP, aud string) string {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	if aud == "" {
+		aud = "http://" + srv.Listener.Addr().String()
+	}
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -44,7 +51,7 @@ methods:
 protocols:
   a2a: {mount: /a2a, method: query, card: {name: Echo, description: Echoes.}}
   mcp: {mount: /mcp}
-auth: {issuer: "`+p.URL+`", audience: "`+origin+`", doors: [a2a, mcp]}
+auth: {issuer: "`+p.URL+`", audience: "`+aud+`", doors: [a2a, mcp]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +78,8 @@ auth: {issuer: "`+p.URL+`", audience: "`+origin+`", doors: [a2a, mcp]}
 		}
 		mounts = append(mounts, proxy.Mount{Path: m.Mount, Claims: cfg.Claims(m), Handler: s.HandlerFor(d)})
 	}
-	srv := httptest.NewServer(proxy.Mounted(s.HandlerFor(root), mounts))
+	srv.Config.Handler = proxy.Mounted(s.HandlerFor(root), mounts)
+	srv.Start()
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -114,7 +122,7 @@ func post(t *testing.T, url, body, authz string) (int, string) {
 // token without sub is refused alike, saying so.
 func TestAuthRefusalOneShape(t *testing.T) {
 	p := idptest.Start(t)
-	base := onePort(t, p)
+	base := onePort(t, p, origin)
 	noSub := p.Claims("", origin, "")
 	for _, tt := range []struct {
 		name, authz, says string
@@ -142,5 +150,45 @@ func TestAuthRefusalOneShape(t *testing.T) {
 		if messages["a2a"] != messages["mcp"] {
 			t.Errorf("%s: A2A says %q, MCP %q: want one text", tt.name, messages["a2a"], messages["mcp"])
 		}
+	}
+}
+
+// TestOriginAudienceOnePort (issue 37 item 7): with one audience for
+// every door, the service's origin (docs/auth.md), a protected A2A door
+// and a protected MCP door on one port both take a token for it, and
+// MCP's protected resource metadata (RFC 9728) names it as the resource
+// wherever a client looks: the challenge's URL under the mount, RFC 9728's
+// path for the endpoint, and the origin's own (the root), where the Go
+// MCP SDK looks for a resource that is the origin
+// (oauthex.GetProtectedResourceMetadata checks it names exactly that).
+func TestOriginAudienceOnePort(t *testing.T) {
+	p := idptest.Start(t)
+	base := onePort(t, p, "")
+	token := "Bearer " + p.Token(t, "alice", base, "")
+	for _, d := range rpcDoors {
+		if status, body := post(t, base+d.path, d.body, token); status != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Errorf("%s with a token for the origin %s: %d %s, want 200 with a result", d.name, base, status, body)
+		}
+	}
+	for _, path := range []string{"/mcp" + mcp.RouteResourceMetadata, mcp.RouteResourceMetadata + "/mcp", mcp.RouteResourceMetadata} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct{ Resource string }
+		json.NewDecoder(resp.Body).Decode(&meta)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || meta.Resource != base {
+			t.Errorf("GET %s: %d, resource %q; want 200 naming %s", path, resp.StatusCode, meta.Resource, base)
+		}
+	}
+	// The Go MCP SDK's client (auth/extauth), calling base/mcp, takes the
+	// root's metadata when its resource is the origin.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	if _, err := oauthex.GetProtectedResourceMetadata(ctx, base+mcp.RouteResourceMetadata, base, c); err != nil {
+		t.Errorf("the Go MCP SDK's check of the origin's metadata: %v", err)
 	}
 }

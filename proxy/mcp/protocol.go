@@ -33,12 +33,18 @@ var Protocol = core.Protocol[Options]{
 		Decode: decodeSection,
 		Routes: func(door *config.Door) []string { return []string{door.Options.(*Options).Path} },
 		// Protected and mounted, its metadata at RFC 9728's path too, where
-		// clients that find no resource_metadata in a challenge look.
+		// clients that find no resource_metadata in a challenge look; and
+		// at the root's when the audience is the origin (that resource's
+		// path), where the Go MCP SDK looks for it.
 		WellKnown: func(c *config.Config, door *config.Door) []string {
 			if !c.Auth.Protects(Name) {
 				return nil
 			}
-			return []string{metadataPath(door.Mount)}
+			paths := []string{metadataPath(door.Mount)}
+			if isOrigin(c.Auth.Audience) && paths[0] != RouteResourceMetadata {
+				paths = append(paths, RouteResourceMetadata)
+			}
+			return paths
 		},
 		Check: func(d config.Decoder, c *config.Config, door *config.Door) {
 			d.CheckMethods(c, door.Line, "protocols.mcp.methods", door.Options.(*Options).Methods)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/sidecar-dev/sidecar/auth"
 
@@ -22,8 +23,8 @@ const RouteResourceMetadata = "/.well-known/oauth-protected-resource"
 
 // resourceMetadata is the door's metadata when the auth section protects
 // it, else nil: the resource is auth.audience (the URL the tokens are
-// issued for: set it to the door's public URL, which MCP clients ask
-// tokens for), its authorization server auth.issuer, tokens in the
+// issued for: the service's origin, which every door shares and MCP
+// clients take for a server under it), its authorization server auth.issuer, tokens in the
 // Authorization header only, and scopes_supported the scopes its tools
 // need (none: left out), which clients ask their authorization server for
 // when the challenge names none.
@@ -56,6 +57,14 @@ func metadataPath(endpoint string) string {
 		return RouteResourceMetadata
 	}
 	return RouteResourceMetadata + endpoint
+}
+
+// isOrigin reports whether aud is an origin (https://host, no path): the
+// one audience every door of a port can share (docs/auth.md), whose
+// metadata RFC 9728 puts at the root's well-known path.
+func isOrigin(aud string) bool {
+	u, err := url.Parse(aud)
+	return err == nil && u.Scheme != "" && u.Host != "" && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
 }
 
 // isMetadata reports whether path is where the door serves its metadata:
