@@ -130,13 +130,16 @@ func TestMountCollisions(t *testing.T) {
 }
 
 // TestMountsWellKnown: a protected MCP door mounted at /mcp also claims
-// RFC 9728's path of its metadata at the listener's root; unprotected, it
+// RFC 9728's path of its metadata at the listener's root (and the root's
+// own when the audience is the origin: issue 37); unprotected, it
 // claims only its mount. Another door mounted over that path is refused,
 // naming both.
 func TestMountsWellKnown(t *testing.T) {
 	const auth = "auth: {issuer: \"http://127.0.0.1:1\", audience: \"https://agent.example.com/mcp\"}\n"
 	for _, tt := range []struct{ name, yaml, want string }{
 		{"protected", "protocols:\n  mcp: {mount: /mcp}\n" + auth, "/mcp/… /.well-known/oauth-protected-resource/mcp"},
+		{"protected for the origin", "protocols:\n  mcp: {mount: /mcp}\n" + strings.Replace(auth, "example.com/mcp", "example.com", 1),
+			"/mcp/… /.well-known/oauth-protected-resource/mcp /.well-known/oauth-protected-resource"},
 		{"open", "protocols:\n  mcp: {mount: /mcp}\n", "/mcp/…"},
 		{"other doors", "protocols:\n  mcp: {mount: /mcp}\n  a2a: {mount: /a2a, method: query}\n" + strings.Replace(auth, "}", ", doors: [a2a]}", 1), "/mcp/…"},
 	} {
