@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -247,4 +248,18 @@ func seconds(d time.Duration) int { return int((d + time.Second - 1) / time.Seco
 func CallerKey(kind, name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return kind + ":" + hex.EncodeToString(sum[:16])
+}
+
+// Address is the client address of r as a caller's name: its IP, or for
+// IPv6 its /64 (one host's range), so that a host has one name whatever
+// address of its range it calls from.
+func Address(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		host = ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
 }
