@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -95,6 +96,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 		return r, noRelease, true
 	}
 	d, err := s.Quota.Take(r.Context(), key)
+	if errors.Is(err, context.Canceled) { // the caller hung up: no one to answer
+		return r, nil, false
+	}
 	if err != nil {
 		s.Logger.Warn("per-caller limit counted in the process for a while (quota.SharedRetry)", zap.Error(err))
 	}

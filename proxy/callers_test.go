@@ -219,7 +219,9 @@ func TestPerCallerConcurrent(t *testing.T) {
 		t.Errorf("a call of key-b from the same address: %d, want 429", r.status)
 	}
 	other := make(chan int, 1)
-	go func() { other <- sendFrom(t, "127.0.0.2", http.MethodPost, h.url+"/api/reasoning_engine", queryCall, "Bearer key-b") }()
+	go func() {
+		other <- sendFrom(t, "127.0.0.2", http.MethodPost, h.url+"/api/reasoning_engine", queryCall, "Bearer key-b")
+	}()
 	for calls.Load() < 2 {
 		time.Sleep(time.Millisecond)
 	}

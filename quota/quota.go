@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -93,12 +94,19 @@ const SharedRetry = 2 * time.Second
 // failing shared store counts in the process instead (the limit then
 // holds per replica): a Redis outage never refuses calls by itself. The
 // error is the failed round trip's, returned to the one call that made it.
+// A call whose ctx is cancelled during the round trip (its caller hung
+// up) is no failure of the store's: it is refused with ctx's error, and
+// the next call asks the store as before.
 func (q *Limiter) Take(ctx context.Context, key string) (Decision, error) {
 	if q.limit.Requests == 0 {
 		return Decision{Allowed: true, Remaining: math.MaxInt}, nil
 	}
 	if q.shared != nil && q.ask() {
 		d, err := q.shared.Take(ctx, key, q.interval, q.limit.Per)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			q.probing.Store(false)
+			return Decision{}, ctx.Err()
+		}
 		q.asked(err)
 		if err == nil {
 			return d, nil
