@@ -15,9 +15,11 @@ import (
 )
 
 // Public is a Door with requests any caller may make on a door the auth
-// section protects: what a client reads before it has a token (A2A's
-// card, MCP's protected resource metadata). Every door's health routes
-// are public besides.
+// section protects, never counted by limits.per_caller: what a client
+// reads before it has a token (A2A's card, MCP's protected resource
+// metadata), and the platform's probes (its health routes, "/" and the
+// keep-alive probe; AgentCore's /ping, Foundry's /readiness). Every door's
+// health routes are public besides.
 type Public interface {
 	Public(r *http.Request) bool
 }
