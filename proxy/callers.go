@@ -1,8 +1,8 @@
 package proxy
 
 import (
+	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,9 +15,11 @@ import (
 )
 
 // Public is a Door with requests any caller may make on a door the auth
-// section protects: what a client reads before it has a token (A2A's
-// card, MCP's protected resource metadata). Every door's health routes
-// are public besides.
+// section protects, never counted by limits.per_caller: what a client
+// reads before it has a token (A2A's card, MCP's protected resource
+// metadata), and the platform's probes (its health routes, "/" and the
+// keep-alive probe; AgentCore's /ping, Foundry's /readiness). Every door's
+// health routes are public besides.
 type Public interface {
 	Public(r *http.Request) bool
 }
@@ -37,8 +39,11 @@ type ScopesSupported interface {
 }
 
 // Keyed is a Door with a key of its own (the OpenAI door's api_key): on
-// a protected door a request with the key needs no token.
+// a protected door a request with the key needs no token. HasKey reports
+// whether the door has one (it refuses a request without it); a request
+// with it counts against the key, however the caller spells it.
 type Keyed interface {
+	HasKey() bool
 	KeyAuthorized(r *http.Request) bool
 }
 
@@ -88,8 +93,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, door Door, protoc
 	if s.Quota == nil {
 		return r, noRelease, true
 	}
-	key := callerKey(r, caller)
+	key, counted := callerKey(r, door, protocol, caller)
+	if !counted { // the door refuses it: nothing kept for it
+		return r, noRelease, true
+	}
 	d, err := s.Quota.Take(r.Context(), key)
+	if errors.Is(err, context.Canceled) { // the caller hung up: no one to answer
+		return r, nil, false
+	}
 	if err != nil {
 		s.Logger.Warn("per-caller limit counted in the process for a while (quota.SharedRetry)", zap.Error(err))
 	}
@@ -178,24 +189,21 @@ func refuseLater(w http.ResponseWriter, r *http.Request, refuse core.Refuse, f c
 	refuse(w, r, "", f)
 }
 
-// callerKey is who a request counts against: its token's subject, else
-// its Authorization (an API key), else its client's address (an IPv6
-// address by its /64: one host's range).
-func callerKey(r *http.Request, c *auth.Caller) string {
+// callerKey is who a request counts against, from what was verified of
+// it, never what its caller chose: its token's issuer and subject; on a
+// door with a key of its own, the key (one bucket, however it is
+// spelled); else its client's address (an IPv6 address by its /64: one
+// host's range), so that an unverified caller has one bucket, whatever
+// it sends. counted is false for a request its door will refuse (a keyed
+// door's, without the key): a refused request creates no bucket.
+func callerKey(r *http.Request, door Door, protocol string, c *auth.Caller) (key string, counted bool) {
 	if c != nil {
-		return quota.CallerKey("sub", c.ID())
+		return quota.CallerKey("sub", c.ID()), true
 	}
-	if a := r.Header.Values("Authorization"); len(a) > 0 {
-		return quota.CallerKey("key", a[0])
+	if k, ok := door.(Keyed); ok && k.HasKey() {
+		return quota.CallerKey("key", protocol), k.KeyAuthorized(r)
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
-		host = ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-	}
-	return quota.CallerKey("addr", host)
+	return quota.CallerKey("addr", quota.Address(r)), true
 }
 
 // insufficientScope is the failure of a call of method, which needs

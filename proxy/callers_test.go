@@ -199,7 +199,7 @@ func TestPerCallerLimits(t *testing.T) {
 // TestPerCallerConcurrent: a caller holding limits.per_caller.concurrent
 // calls is 429 (Retry-After 1) while they run, and served once one ends;
 // another caller is not counted with it. Without auth, callers are told
-// apart by their Authorization (an API key).
+// apart by their address, whatever Authorization they send.
 func TestPerCallerConcurrent(t *testing.T) {
 	hangsAfter(t, 30*time.Second)
 	release := make(chan struct{})
@@ -215,8 +215,13 @@ func TestPerCallerConcurrent(t *testing.T) {
 	if r.status != 429 || r.header.Get("Retry-After") != "1" || !strings.Contains(r.body, "too many calls at once") {
 		t.Errorf("a second call of key-a while its first runs: %d %v %s", r.status, r.header, r.body)
 	}
-	other := make(chan reply, 1)
-	go func() { other <- h.postAs("/api/reasoning_engine", queryCall, "Bearer key-b") }()
+	if r := h.postAs("/api/reasoning_engine", queryCall, "Bearer key-b"); r.status != 429 {
+		t.Errorf("a call of key-b from the same address: %d, want 429", r.status)
+	}
+	other := make(chan int, 1)
+	go func() {
+		other <- sendFrom(t, "127.0.0.2", http.MethodPost, h.url+"/api/reasoning_engine", queryCall, "Bearer key-b")
+	}()
 	for calls.Load() < 2 {
 		time.Sleep(time.Millisecond)
 	}
@@ -224,8 +229,8 @@ func TestPerCallerConcurrent(t *testing.T) {
 	if r := <-first; r.status != 200 {
 		t.Errorf("key-a's first call: %d", r.status)
 	}
-	if r := <-other; r.status != 200 {
-		t.Errorf("key-b's call beside it: %d", r.status)
+	if status := <-other; status != 200 {
+		t.Errorf("another address's call beside it: %d", status)
 	}
 	if r := h.postAs("/api/reasoning_engine", queryCall, "Bearer key-a"); r.status != 200 {
 		t.Errorf("key-a once its call ended: %d", r.status)

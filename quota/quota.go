@@ -10,8 +10,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,12 +94,19 @@ const SharedRetry = 2 * time.Second
 // failing shared store counts in the process instead (the limit then
 // holds per replica): a Redis outage never refuses calls by itself. The
 // error is the failed round trip's, returned to the one call that made it.
+// A call whose ctx is cancelled during the round trip (its caller hung
+// up) is no failure of the store's: it is refused with ctx's error, and
+// the next call asks the store as before.
 func (q *Limiter) Take(ctx context.Context, key string) (Decision, error) {
 	if q.limit.Requests == 0 {
 		return Decision{Allowed: true, Remaining: math.MaxInt}, nil
 	}
 	if q.shared != nil && q.ask() {
 		d, err := q.shared.Take(ctx, key, q.interval, q.limit.Per)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			q.probing.Store(false)
+			return Decision{}, ctx.Err()
+		}
 		q.asked(err)
 		if err == nil {
 			return d, nil
@@ -247,4 +256,18 @@ func seconds(d time.Duration) int { return int((d + time.Second - 1) / time.Seco
 func CallerKey(kind, name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return kind + ":" + hex.EncodeToString(sum[:16])
+}
+
+// Address is the client address of r as a caller's name: its IP, or for
+// IPv6 its /64 (one host's range), so that a host has one name whatever
+// address of its range it calls from.
+func Address(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		host = ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
 }

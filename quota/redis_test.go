@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/redistest"
 	"github.com/sidecar-dev/sidecar/state"
@@ -156,4 +158,83 @@ func takeAll(ctx context.Context, q *Limiter, n int) int {
 	}
 	wg.Wait()
 	return int(errs.Load())
+}
+
+// hangUp is a go-redis hook that cancels a call's context as its command
+// goes to Redis, when the context carries a cancel (hangUpKey): the
+// caller hangs up during the round trip.
+type hangUp struct{}
+
+type hangUpKey struct{}
+
+func (hangUp) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (hangUp) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cancel, ok := ctx.Value(hangUpKey{}).(context.CancelFunc); ok {
+			cancel()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (hangUp) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestSharedCallerHangsUp: a call whose own context is cancelled during
+// its round trip to Redis is no store failure: the next call, another
+// caller's, is still counted in Redis, not in the process.
+func TestSharedCallerHangsUp(t *testing.T) {
+	srv := redistest.Start(t)
+	st := config.State{Store: config.StoreRedis, Redis: config.RedisState{URL: srv.URL(), KeyPrefix: "q", TaskTTL: config.DefaultTaskTTL, Lease: config.DefaultLease}}
+	r, err := state.Open(st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Client().AddHook(hangUp{})
+	q := New(config.PerCaller{Requests: 10, Per: time.Minute}, Redis{r})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	gone, hang := context.WithCancel(ctx)
+	if _, err := q.Take(context.WithValue(gone, hangUpKey{}, hang), "alice"); err == nil {
+		t.Fatal("a call whose caller hung up during its round trip: no error")
+	}
+	d, err := q.Take(ctx, "bob")
+	if err != nil || !d.Allowed {
+		t.Fatalf("bob's call after alice hung up: %+v %v, want allowed", d, err)
+	}
+	if n, err := r.Client().Exists(ctx, r.Key("quota", "bob")).Result(); err != nil || n != 1 {
+		t.Errorf("bob's key in Redis after alice hung up: %d %v, want it there (counted in Redis, not in the process)", n, err)
+	}
+}
+
+// TestSharedKeyLivesTheWindow: a caller's key lives as long as its
+// quota takes to come back, not one interval: after 10 calls of 10 a
+// minute its PTTL is close to the minute.
+func TestSharedKeyLivesTheWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	st := config.State{Store: config.StoreRedis, Redis: config.RedisState{URL: srv.URL(), KeyPrefix: "q", TaskTTL: config.DefaultTaskTTL, Lease: config.DefaultLease}}
+	r, err := state.Open(st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := New(config.PerCaller{Requests: 10, Per: time.Minute}, Redis{r})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	for i := range 10 {
+		if d, err := q.Take(ctx, "alice"); err != nil || !d.Allowed {
+			t.Fatalf("call %d: %+v %v, want allowed", i+1, d, err)
+		}
+	}
+	ttl, err := r.Client().PTTL(ctx, r.Key("quota", "alice")).Result()
+	// The key was set within the calls: its PTTL is the minute less the
+	// time they took at most.
+	if low := time.Minute - time.Since(start); err != nil || ttl < low || ttl > time.Minute {
+		t.Errorf("PTTL of alice's key after 10 calls of 10 a minute = %v %v, want within [%v, 1m]", ttl, err, low)
+	}
 }

@@ -104,14 +104,21 @@ func TestPubSub(t *testing.T) {
 }
 
 // TestPubSubDown: Subscribe with the server stopped fails within the
-// bounds, an *Error.
+// bounds, an *Error; the server back, the next Subscribe succeeds (the
+// failure left nothing held: under a deadline, so that a lock left held
+// fails here, by name, not at the package's timeout).
 func TestPubSubDown(t *testing.T) {
 	srv := redistest.Start(t)
 	r, err := Open(redisState(), env("REDIS_URL", srv.URL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	hung := false // Close would wait on the lock a hung Subscribe shows held
+	defer func() {
+		if !hung {
+			r.Close()
+		}
+	}()
 	srv.Stop()
 	start := time.Now()
 	_, err = r.PubSub().Subscribe(context.Background(), "ch", func(string, bool) {})
@@ -120,5 +127,23 @@ func TestPubSubDown(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("Subscribe with the server stopped took %s", took)
+	}
+
+	srv.Restart()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.PubSub().Subscribe(ctx, "ch", func(string, bool) {})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Subscribe with the server back = %v, want it subscribed", err)
+		}
+	case <-time.After(30 * time.Second): // past ctx and every bound: only a lock left held waits this long
+		hung = true
+		t.Fatal("Subscribe with the server back never returned: the failed Subscribe left its lock held")
 	}
 }

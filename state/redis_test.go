@@ -93,3 +93,23 @@ func TestPingNamesHostNotPassword(t *testing.T) {
 		t.Errorf("Host, Prefix = %q, %q", r.Host(), r.Prefix)
 	}
 }
+
+// TestKeyLayout: a key is the prefix and its parts, colon-separated, as
+// every replica (and an operator reading Redis) expects: a task of the
+// A2A door under prefix p is p:a2a:task:{id}.
+func TestKeyLayout(t *testing.T) {
+	srv := redistest.Start(t)
+	st := redisState()
+	st.Redis.KeyPrefix = "p"
+	r, err := Open(st, env("REDIS_URL", srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := r.Key("a2a", "task", "x"); got != "p:a2a:task:x" {
+		t.Errorf("Key(a2a, task, x) = %q, want %q", got, "p:a2a:task:x")
+	}
+	if got := r.Key("quota", "addr:0f"); got != "p:quota:addr:0f" {
+		t.Errorf("Key(quota, addr:0f) = %q, want %q", got, "p:quota:addr:0f")
+	}
+}

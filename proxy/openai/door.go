@@ -140,6 +140,9 @@ func (d *Door) authorized(r *http.Request) bool {
 	return d.KeyAuthorized(r)
 }
 
+// HasKey reports whether the door has an api_key (proxy.Keyed).
+func (d *Door) HasKey() bool { return d.keyed }
+
 // KeyAuthorized reports whether r carries the door's api_key: on a door
 // the auth section protects, a caller with the key needs no token (the
 // key stays for simple setups beside an identity provider).

@@ -62,6 +62,18 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 	return r
 }
 
+// Public reports whether r is one of the platform's probes, GET or HEAD
+// of a health route ("/" among them) or of the keep-alive probe
+// (proxy.Public): a probe carries no token and must never be answered
+// 429, so a door an auth section protects, or a spent per-caller quota,
+// answers it all the same.
+func (d Door) Public(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return slices.Contains(healthRoutes, r.URL.Path) || d.keepAlivePath != "" && r.URL.Path == d.keepAlivePath
+}
+
 // serves is what the door serves, for its 404s.
 const serves = "POST " + core.RouteUnary + ", POST " + core.RouteStream + " and GET /healthz"
 
