@@ -88,7 +88,7 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 	on := d.Target(n, path, door, &t,
 		config.Field{Key: "card", Decode: func(d config.Decoder, e config.Entry, path string) { decodeCard(d, e.Value, path, &o.Card) }},
 		config.Field{Key: "url", Decode: func(d config.Decoder, e config.Entry, path string) {
-			if s, ok := d.Scalar(e, path); ok {
+			if s, ok := d.URL(e, path); ok {
 				if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					d.Addf(e.Value.Line, path, "%q is not an absolute http or https URL (want e.g. https://agents.example.com/price/)", s)
 					return
