@@ -131,3 +131,36 @@ func TestResourceMetadataScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceMetadataMountedAtRoot: a protected door mounted at "/"
+// names its metadata at the well-known path itself, no "//" in it, and
+// serves it there.
+func TestResourceMetadataMountedAtRoot(t *testing.T) {
+	p := idptest.Start(t)
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com/", Doors: []string{Name}, Line: 1}
+	door, err := New(cfg, Options{Path: "/", Mount: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &proxy.Server{Config: cfg, Logger: zap.NewNop(), Protocols: []string{Name}, Auth: auth.New(cfg.Auth, nil)}
+	srv := httptest.NewServer(s.HandlerFor(door))
+	defer srv.Close()
+	resp, _ := post(t, srv.URL+"/", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	ch := resp.Header.Get("WWW-Authenticate")
+	want := `resource_metadata="` + srv.URL + RouteResourceMetadata + `"`
+	if resp.StatusCode != 401 || !strings.Contains(ch, want) {
+		t.Fatalf("POST / without a token: %d %q, want 401 with %s", resp.StatusCode, ch, want)
+	}
+	meta, err := testClient.Get(srv.URL + RouteResourceMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.Body.Close()
+	if meta.StatusCode != 200 {
+		t.Errorf("GET %s: %d, want 200", RouteResourceMetadata, meta.StatusCode)
+	}
+}
