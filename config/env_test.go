@@ -44,3 +44,28 @@ func TestURLFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestTrustedProxies: trusted_proxies takes IP addresses and CIDR
+// prefixes, printed back as prefixes; anything else is a problem at its
+// line.
+func TestTrustedProxies(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(mountBase+"trusted_proxies: [10.0.0.0/8, 192.168.1.7, \"::1\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.TrustedProxies {
+		got = append(got, p.String())
+	}
+	if strings.Join(got, " ") != "10.0.0.0/8 192.168.1.7/32 ::1/128" {
+		t.Errorf("TrustedProxies = %v", got)
+	}
+	if again, err := Parse("printed.yaml", c.Expanded()); err != nil || len(again.TrustedProxies) != 3 {
+		t.Errorf("printed and parsed again: %v, %v\n%s", again.TrustedProxies, err, c.Expanded())
+	}
+	for _, bad := range []string{"[proxy.example.com]", "[10.0.0.0/33]", "10.0.0.1"} {
+		if _, err := Parse("sidecar.yaml", []byte(mountBase+"trusted_proxies: "+bad+"\n")); err == nil || !strings.Contains(err.Error(), "sidecar.yaml:3: trusted_proxies") {
+			t.Errorf("trusted_proxies: %s = %v, want a problem at line 3", bad, err)
+		}
+	}
+}
