@@ -2,9 +2,11 @@ package a2a
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -50,3 +52,33 @@ func TestCardURLTrustedProxies(t *testing.T) {
 // trustedPeers trusts the test's peers: httptest.NewRequest's and a
 // loopback client's.
 var trustedPeers = core.Public{Proxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("127.0.0.0/8")}}
+
+// TestMountEscapedSlash: a mount matches the escaped path, as the door's
+// REST routes do, so /a2a%2F… is not under the mount /a2a: whichever
+// binding the path would name, the listener's other handler answers it
+// (here a 404), never the door with a path it reads another way.
+func TestMountEscapedSlash(t *testing.T) {
+	url, _, _ := serveAt(t, "query", testMap, startAgent(t), "/a2a")
+	base := strings.TrimSuffix(url, "/a2a")
+	const send = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	const rest = `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`
+	for _, tt := range []struct{ method, path, body string }{
+		{http.MethodPost, "/a2a%2F", send},
+		{http.MethodPost, "/a2a%2Fmessage:send", rest},
+		{http.MethodPost, "/a2a%2Fv1%2Fmessage:send", rest},
+		{http.MethodGet, "/a2a%2F.well-known%2Fagent-card.json", ""},
+	} {
+		req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
+		req.URL.Opaque = "//" + req.URL.Host + tt.path // as sent, not re-escaped
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || string(b) != "404 page not found\n" {
+			t.Errorf("%s %s = %d %.80q, want the listener's 404, not the door's answer", tt.method, tt.path, resp.StatusCode, b)
+		}
+	}
+}
