@@ -61,7 +61,7 @@ func (p *parser) auth(e entry, a *Auth) (doorsLine int) {
 		seen[f.name] = true
 		switch f.name {
 		case "issuer", "jwks_url", "audience":
-			v, ok := p.scalar(f, key)
+			v, ok := p.url(f, key)
 			if !ok {
 				continue
 			}

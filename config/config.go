@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Config is a parsed, validated method map. Build it with Parse or Load;
 // the zero value is not useful.
@@ -47,6 +50,11 @@ type Config struct {
 	// forwards with. A page of one of them may also POST (its Origin),
 	// on the doors that hold Origin on every connection too.
 	TrustedHosts []string
+	// TrustedProxies are the peers (IP prefixes) whose X-Forwarded-Proto,
+	// -Host and -Prefix a door believes when it names its own public URL
+	// (the A2A card, MCP's resource metadata): a reverse proxy in front.
+	// Default: none, the connection's and its Host only.
+	TrustedProxies []netip.Prefix
 	// kinds are the protocols Parse was given, for Expanded.
 	kinds []Kind
 

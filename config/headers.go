@@ -3,16 +3,11 @@ package config
 import (
 	"net"
 	"net/http"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
-
-// envRef is a ${NAME} reference to the environment in a header value.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // hopHeaders are connection-level headers that cannot be forwarded or set.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Content-Type"}
@@ -51,17 +46,9 @@ func (p *parser) headers(n *yaml.Node, path string, h *Headers) {
 				if !ok || !p.headerName(f.name, f.key.Line, fkey) {
 					continue
 				}
-				var missing []string
-				expanded := envRef.ReplaceAllStringFunc(value, func(ref string) string {
-					name := envRef.FindStringSubmatch(ref)[1]
-					v, ok := os.LookupEnv(name)
-					if !ok {
-						missing = append(missing, name)
-					}
-					return v
-				})
-				if len(missing) > 0 {
-					p.addf(f.val.Line, fkey, "environment variable %s is not set", strings.Join(missing, ", "))
+				expanded, err := expandEnv(value)
+				if err != nil {
+					p.addf(f.val.Line, fkey, "%v", err)
 					continue
 				}
 				if !ValidHeaderValue(expanded) {

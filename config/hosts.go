@@ -43,3 +43,26 @@ func hostName(s string) bool {
 	}
 	return true
 }
+
+// trustedProxies decodes trusted_proxies: a list of IP addresses or CIDR
+// prefixes (10.0.0.0/8, ::1), the peers whose X-Forwarded-* headers a door
+// believes.
+func (p *parser) trustedProxies(e entry) []netip.Prefix {
+	list, ok := Decoder{p}.Strings(Entry{Name: e.name, Key: e.key, Value: e.val}, e.name, "addresses or CIDR prefixes")
+	if !ok {
+		return nil
+	}
+	var prefixes []netip.Prefix
+	for i, s := range list {
+		pre, err := netip.ParsePrefix(s)
+		if addr, aerr := netip.ParseAddr(s); err != nil && aerr == nil && addr.Zone() == "" {
+			pre, err = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()), nil
+		}
+		if err != nil {
+			p.addf(e.val.Content[i].Line, e.name, "%q is not an IP address or CIDR prefix (want e.g. 10.0.0.0/8 or 192.168.1.7)", s)
+			return nil
+		}
+		prefixes = append(prefixes, pre.Masked())
+	}
+	return prefixes
+}

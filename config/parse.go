@@ -148,6 +148,8 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 			p.protocols(e.val, e.name, &c.Protocols, kinds)
 		case "trusted_hosts":
 			c.TrustedHosts = p.trustedHosts(e)
+		case "trusted_proxies":
+			c.TrustedProxies = p.trustedProxies(e)
 		case "keep_alive_probe":
 			p.keepAlive(e, &c.KeepAlive)
 		case "state":
@@ -155,7 +157,7 @@ func (p *parser) file(data []byte, kinds []Kind) *Config {
 		case "auth":
 			authDoorsLine = p.auth(e, &c.Auth)
 		default:
-			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "keep_alive_probe", "state", "auth", "methods")
+			p.unknown(e, "", "listen", "upstream", "timeouts", "limits", "shutdown", "headers", "admin", "preset", "adk", "protocols", "trusted_hosts", "trusted_proxies", "keep_alive_probe", "state", "auth", "methods")
 		}
 	}
 	p.checkAuthDoors(c, authDoorsLine)

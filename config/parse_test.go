@@ -328,7 +328,7 @@ var problemTests = []struct {
 
 	// Unknown keys at every level.
 	{"unknown top key", minimal + "presets: adk\n",
-		"sidecar.yaml:3: presets: unknown key: did you mean preset? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
+		"sidecar.yaml:3: presets: unknown key: did you mean preset? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, trusted_proxies, keep_alive_probe, state, auth or methods)"},
 	{"preset without app", minimal + "preset: adk\n",
 		"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})"},
 	{"unknown preset", minimal + "preset: langchain\nadk: {app: a, keys: camel, model: x}\n",
@@ -341,7 +341,7 @@ var problemTests = []struct {
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},
 	{"unknown key with a newline", minimal + "\"a\\nb\": 1\n",
-		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)`},
+		`sidecar.yaml:3: a\nb: unknown key (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, trusted_proxies, keep_alive_probe, state, auth or methods)`},
 	{"unknown upstream key", "upstream:\n  url: http://h:1\n  cmd: [python3, agent.py]\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.cmd: unknown key (want url, ready, command, restart or idle_timeout)"},
 	{"command not a list", "upstream:\n  url: http://h:1\n  command: python3 agent.py\nmethods: {q: }\n",
@@ -375,14 +375,14 @@ var problemTests = []struct {
 	// A near key is named: at the top, in a section, in a method, in its
 	// timeouts; case aside; not when nothing is near.
 	{"near top key", "upsteam: {url: 'http://h:1'}\nmethods: {q: }\n",
-		"sidecar.yaml:1: upsteam: unknown key: did you mean upstream? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)\n" +
+		"sidecar.yaml:1: upsteam: unknown key: did you mean upstream? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, trusted_proxies, keep_alive_probe, state, auth or methods)\n" +
 			"sidecar.yaml:1: upstream: missing (want upstream.url: http://host:port or unix:///path/to.sock)"},
 	{"near top key, transposed", minimal + "timeuots: {total: 1s}\n",
-		"sidecar.yaml:3: timeuots: unknown key: did you mean timeouts? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
+		"sidecar.yaml:3: timeuots: unknown key: did you mean timeouts? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, trusted_proxies, keep_alive_probe, state, auth or methods)"},
 	{"near section key", "upstream:\n  url: http://h:1\n  ready: {path: /h, inteval: 1s}\nmethods: {q: }\n",
 		"sidecar.yaml:3: upstream.ready.inteval: unknown key: did you mean interval? (want path, interval, timeout or wait)"},
 	{"near key in another case", minimal + "Limits: {queue: 1}\n",
-		"sidecar.yaml:3: Limits: unknown key: did you mean limits? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, keep_alive_probe, state, auth or methods)"},
+		"sidecar.yaml:3: Limits: unknown key: did you mean limits? (want listen, upstream, timeouts, limits, shutdown, headers, admin, preset, adk, protocols, trusted_hosts, trusted_proxies, keep_alive_probe, state, auth or methods)"},
 	{"a far key is not near", minimal + "shutdown: {drian: 1s, grace: 1s}\n",
 		"sidecar.yaml:3: shutdown.drian: unknown key: did you mean drain? (want drain or agent_grace)\n" +
 			"sidecar.yaml:3: shutdown.grace: unknown key (want drain or agent_grace)"},

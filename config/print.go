@@ -88,6 +88,13 @@ func (c *Config) Expanded() []byte {
 	if len(c.TrustedHosts) > 0 {
 		root.Content = append(root.Content, scalar("trusted_hosts"), Strings(c.TrustedHosts))
 	}
+	if len(c.TrustedProxies) > 0 {
+		var l []string
+		for _, pre := range c.TrustedProxies {
+			l = append(l, pre.String())
+		}
+		root.Content = append(root.Content, scalar("trusted_proxies"), Strings(l))
+	}
 	methods := mapping()
 	for _, m := range c.Methods {
 		methods.Content = append(methods.Content, scalar(m.Name), methodNode(m))

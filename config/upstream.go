@@ -32,9 +32,12 @@ func (p *parser) upstream(e entry, u *Upstream) (urlLine int) {
 		switch f.name {
 		case "url":
 			haveURL, urlLine = true, f.val.Line
-			s, ok := p.scalar(f, join(path, f.name))
-			if !ok {
+			if isNull(f.val) {
 				p.addf(f.key.Line, join(path, f.name), "missing (want http://host:port or unix:///path/to.sock)")
+				continue
+			}
+			s, ok := p.url(f, join(path, f.name))
+			if !ok {
 				continue
 			}
 			if err := u.setURL(s); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -27,15 +28,26 @@ type Mount struct {
 }
 
 // Mounted serves each of mounts on the paths it claims, every other
-// request with root (the platform's door).
+// request with root (the platform's door). A claim matches the escaped
+// path (r.URL.EscapedPath), as the doors' routes do: /a2a%2Fx is not
+// under the mount /a2a, whichever binding it would name, and /%612a/x
+// is not either.
 func Mounted(root http.Handler, mounts []Mount) http.Handler {
 	if len(mounts) == 0 {
 		return root
 	}
+	escaped := make([][]config.Claim, len(mounts))
+	for i, m := range mounts {
+		for _, c := range m.Claims {
+			c.Path = (&url.URL{Path: c.Path}).EscapedPath()
+			escaped[i] = append(escaped[i], c)
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, m := range mounts {
-			for _, c := range m.Claims {
-				if c.Covers(r.URL.Path) {
+		p := r.URL.EscapedPath()
+		for i, m := range mounts {
+			for _, c := range escaped[i] {
+				if c.Covers(p) {
 					m.Handler.ServeHTTP(w, under(r, m.Path))
 					return
 				}
@@ -46,8 +58,10 @@ func Mounted(root http.Handler, mounts []Mount) http.Handler {
 }
 
 // under is r as the door mounted at mount sees it: the mount off its
-// path ("/a2a" and "/a2a/" are the door's "/"), and the mount in its
-// context for the door's refusals (mountOf). Mounted at "/" it is r.
+// path, decoded and escaped ("/a2a" and "/a2a/" are the door's "/"), and
+// the mount in its context for the door's refusals (mountOf). Mounted at
+// "/" it is r. r's escaped path is under the mount (Mounted), so its
+// decoded path is too: a mount has no escapes.
 func under(r *http.Request, mount string) *http.Request {
 	if mount == "/" {
 		return r
@@ -56,11 +70,7 @@ func under(r *http.Request, mount string) *http.Request {
 	u := *r.URL
 	u.Path = inner(u.Path, mount)
 	if u.RawPath != "" {
-		if strings.HasPrefix(u.RawPath, mount) {
-			u.RawPath = inner(u.RawPath, mount)
-		} else {
-			u.RawPath = "" // the mount sent escaped: the decoded path is what routes
-		}
+		u.RawPath = inner(r.URL.EscapedPath(), (&url.URL{Path: mount}).EscapedPath())
 	}
 	r2.URL = &u
 	return r2

@@ -23,6 +23,7 @@ import (
 type Client struct {
 	up        config.Upstream
 	forward   []string          // inbound headers passed on
+	identity  []string          // the verified caller's (identityHeaders)
 	set       map[string]string // headers added to every request
 	base      *url.URL
 	transport *transport
@@ -69,7 +70,8 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
-		forward:      append(append(slices.Clone(forwardHeaders), cfg.Headers.Forward...), identityHeaders(cfg)...),
+		forward:      append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		identity:     identityHeaders(cfg),
 		set:          cfg.Headers.Set,
 		methodValues: map[string][]string{},
 	}
@@ -259,6 +261,13 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 		if namedInConnection(r.Header, h) {
 			continue
 		}
+		if v := r.Header.Values(h); len(v) > 0 {
+			req.Header[h] = v
+		}
+	}
+	// The sidecar's own, after the caller's hop-by-hop headers are gone:
+	// a caller's Connection header names its hop's headers, never these.
+	for _, h := range c.identity {
 		if v := r.Header.Values(h); len(v) > 0 {
 			req.Header[h] = v
 		}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +108,11 @@ func serveDev(ctx context.Context, d devFlags, cfg *config.Config, ln net.Listen
 	fmt.Fprintf(out, "sidecar: platform contract on %s (as in production)\n", ln.Addr())
 	fmt.Fprintf(out, "dev: the platform's REST API and the playground on %s\n", url)
 
+	// The passthrough is a proxy in front of the contract listener, on
+	// loopback: the URL it says it was asked on (X-Forwarded-*) is the
+	// one a door advertises. Under sidecar dev every listener is on
+	// loopback (loopback), so its callers are this machine's.
+	cfg.TrustedProxies = append(slices.Clone(cfg.TrustedProxies), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
 	err = serve(ctx, cfg, ln, logger, aio, lim)
 
 	// What is still open has had its contract call ended by the drain.

@@ -61,7 +61,8 @@ func openDoorsOf(list []doors.Door, cfg *config.Config, s *proxy.Server, ln net.
 		}
 		return nil, err
 	}
-	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }, Version: version}
+	host := core.Host{InFlight: s.InFlight, Getenv: func(name string) string { return envValue(env, name) }, Version: version,
+		Proxies: cfg.TrustedProxies}
 	if store, ok := s.Store.(*state.Redis); ok {
 		host.Store = store
 	}

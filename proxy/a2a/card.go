@@ -229,11 +229,11 @@ func (d *Door) Card(url string) []byte {
 }
 
 // serveCard answers the card, with or without an A2A-Version header. Its
-// url is Options.URL, else the address the card was asked on (core.PublicBase).
+// url is Options.URL, else the address the card was asked on (Options.Public).
 func (d *Door) serveCard(w http.ResponseWriter, r *http.Request) {
 	url := d.opts.URL
 	if url == "" {
-		url = core.PublicBase(r) + d.opts.rpcPath()
+		url = d.opts.Public.Base(r) + d.opts.rpcPath()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")

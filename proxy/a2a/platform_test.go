@@ -141,7 +141,7 @@ func TestCardOfOnPlatform(t *testing.T) {
 	}
 }
 
-// TestCardURLPrefix: the card's url takes the first X-Forwarded-Prefix
+// TestCardURLPrefix: the card's url takes a trusted proxy's first X-Forwarded-Prefix
 // before the endpoint's path (sidecar dev's passthrough sends its own),
 // only when it is a plain path; a mounted door's endpoint follows it.
 func TestCardURLPrefix(t *testing.T) {
@@ -160,8 +160,8 @@ func TestCardURLPrefix(t *testing.T) {
 		}
 		return c.urls(t)
 	}
-	own := newDoor(t, testConfig(t), Options{Method: "query"})
-	mounted := newDoor(t, testConfig(t), Options{Method: "query", Mount: "/a2a"})
+	own := newDoor(t, testConfig(t), Options{Method: "query", Public: trustedPeers})
+	mounted := newDoor(t, testConfig(t), Options{Method: "query", Mount: "/a2a", Public: trustedPeers})
 	long := "/" + strings.Repeat("a", 1100)
 	tests := []struct {
 		d            *Door

@@ -44,6 +44,7 @@ var Protocol = core.Protocol[Options]{
 		o := *door.Options.(*Options)
 		o.Mount = door.Mount
 		o.Store = host.Store
+		o.Public = host.Public(door.Mount != "")
 		o.onPlatform(host.Getenv)
 		return o
 	},
@@ -63,9 +64,13 @@ type Options struct {
 	// endpoint (protocols.a2a.url). Empty: for a mounted door on Agent
 	// Platform, the platform's public passthrough URL of the mount
 	// (onPlatform); else the scheme and host the card was asked on
-	// (X-Forwarded-Proto and X-Forwarded-Host when a proxy sets them, else
-	// http, or https with TLS, and the Host), plus the endpoint's path.
+	// (Public: X-Forwarded-Proto and X-Forwarded-Host when a trusted proxy
+	// sets them, else http, or https with TLS, and the Host), plus the
+	// endpoint's path.
 	URL string
+	// Public is how the door learns the address the card was asked on
+	// when URL is empty (Host.Public: trusted_proxies, the platform).
+	Public core.Public
 	// Mount is where the door is mounted on the platform's listener
 	// (config.Door.Mount): its JSON-RPC endpoint's path there, "" on a
 	// listener of its own.
@@ -88,7 +93,7 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 	on := d.Target(n, path, door, &t,
 		config.Field{Key: "card", Decode: func(d config.Decoder, e config.Entry, path string) { decodeCard(d, e.Value, path, &o.Card) }},
 		config.Field{Key: "url", Decode: func(d config.Decoder, e config.Entry, path string) {
-			if s, ok := d.Scalar(e, path); ok {
+			if s, ok := d.URL(e, path); ok {
 				if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					d.Addf(e.Value.Line, path, "%q is not an absolute http or https URL (want e.g. https://agents.example.com/price/)", s)
 					return

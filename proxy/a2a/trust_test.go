@@ -462,7 +462,7 @@ func TestStrictJSONRPC(t *testing.T) {
 }
 
 // TestCardURL: the card's url honours the first X-Forwarded-Proto and
-// X-Forwarded-Host, each only when it is a scheme or a host[:port];
+// X-Forwarded-Host of a trusted proxy, each only when it is a scheme or a host[:port];
 // Options.URL (protocols.a2a.url) wins over them; TLS alone is https.
 func TestCardURL(t *testing.T) {
 	cardURL := func(d *Door, h map[string]string, tls *tls.ConnectionState) string {
@@ -480,7 +480,7 @@ func TestCardURL(t *testing.T) {
 		}
 		return c.URL
 	}
-	d := newDoor(t, testConfig(t), Options{Method: "query"})
+	d := newDoor(t, testConfig(t), Options{Method: "query", Public: trustedPeers})
 	tests := []struct {
 		header map[string]string
 		tls    bool

@@ -2,6 +2,7 @@ package agentcore
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/auth"
@@ -37,5 +38,27 @@ func TestProtectedHealth(t *testing.T) {
 	}
 	if readAll(t, resp); resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 		t.Errorf("POST %s without a token = %d, want 401 with the challenge", RouteInvocations, resp.StatusCode)
+	}
+}
+
+// TestProtectedUserID: on a protected door nothing in front sets the
+// runtime's user id, so the caller's is removed; the session id still
+// reaches the agent. On an open door the runtime sets it, and it passes.
+func TestProtectedUserID(t *testing.T) {
+	const userID, sessionID = "X-Amzn-Bedrock-Agentcore-Runtime-User-Id", "X-Amzn-Bedrock-Agentcore-Runtime-Session-Id"
+	p := idptest.Start(t)
+	agent := doortest.NewAgent(t)
+	s := doortest.NewSidecar(t, agent, "")
+	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
+	s.Auth = auth.New(s.Config.Auth, nil)
+	s.Protocols = []string{Name}
+	url := s.Serve(t, newDoor(t, Options{Method: "query", InFlight: s.InFlight}))
+	resp := post(t, url, `{}`, "Authorization", "Bearer "+p.Token(t, "alice", "https://agent.example.com", ""),
+		userID, "admin", sessionID, strings.Repeat("s", 33))
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s = %d %s, want 200", RouteInvocations, resp.StatusCode, body)
+	}
+	if got := agent.Header(); got.Get(userID) != "" || got.Get(sessionID) == "" {
+		t.Errorf("the agent got %s = %q, %s = %q; want no user id (the caller's) and the session id", userID, got.Get(userID), sessionID, got.Get(sessionID))
 	}
 }

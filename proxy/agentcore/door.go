@@ -90,22 +90,29 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if m == nil {
 		return refused, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
 	}
-	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, passed, customPrefix), Route: route}
+	names := passed
+	if cfg.Auth.Protects(Name) {
+		names = passed[:len(passed)-1]
+	}
+	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, names, customPrefix), Route: route}
 	return core.Exchange{Call: c, Stream: d.stream, Writer: d}, nil
 }
 
 // passed are the runtime's headers the agent receives as they are
 // (core.Call.Pass), with its custom headers (customPrefix), besides the
 // sidecar's allow-list (traceparent, tracestate, X-Request-Id): the
-// session, request and user ids, X-Amzn-Trace-Id and baggage. Credentials
+// session and request ids, X-Amzn-Trace-Id, baggage and, last, the user
+// id. The runtime sets the user id in front of an open door; in front of
+// a door the auth section protects nothing does, so a caller's is not
+// passed (auth.headers names the verified caller's). Credentials
 // (Authorization, the workload access token) reach it only when listed in
 // headers.forward.
 var passed = []string{
 	"X-Amzn-Bedrock-Agentcore-Runtime-Session-Id",
 	"X-Amzn-Bedrock-Agentcore-Runtime-Request-Id",
-	"X-Amzn-Bedrock-Agentcore-Runtime-User-Id",
 	"X-Amzn-Trace-Id",
 	"Baggage",
+	"X-Amzn-Bedrock-Agentcore-Runtime-User-Id",
 }
 
 // customPrefix starts the custom headers the runtime passes through.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"net/netip"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/state"
@@ -91,4 +92,7 @@ type Host struct {
 	// a stateful door (A2A's tasks, MCP's sessions) keeps what every
 	// replica must see; nil with the memory store.
 	Store *state.Redis
+	// Proxies are the peers whose X-Forwarded-* headers a door believes
+	// (trusted_proxies, Public).
+	Proxies []netip.Prefix
 }

@@ -29,3 +29,25 @@ func TestProtectedHealth(t *testing.T) {
 		t.Errorf("POST %s without a token = %d, want 401 with the challenge", RouteInvocations, resp.StatusCode)
 	}
 }
+
+// TestProtectedUserID: on a protected door nothing in front sets
+// X-Agent-User-Id, so the caller's is removed; the call id still reaches
+// the agent.
+func TestProtectedUserID(t *testing.T) {
+	const userID, callID = "X-Agent-User-Id", "X-Agent-Foundry-Call-Id"
+	p := idptest.Start(t)
+	agent := doortest.NewAgent(t)
+	s := doortest.NewSidecar(t, agent, "")
+	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
+	s.Auth = auth.New(s.Config.Auth, nil)
+	s.Protocols = []string{Name}
+	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
+	resp, body := do(t, http.MethodPost, url+RouteInvocations, "{}", "Authorization", "Bearer "+p.Token(t, "alice", "https://agent.example.com", ""),
+		userID, "admin", callID, "call-1")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s = %d %s, want 200", RouteInvocations, resp.StatusCode, body)
+	}
+	if got := agent.Header(); got.Get(userID) != "" || got.Get(callID) != "call-1" {
+		t.Errorf("the agent got %s = %q, %s = %q; want no user id (the caller's) and the call id", userID, got.Get(userID), callID, got.Get(callID))
+	}
+}

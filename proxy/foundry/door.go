@@ -31,8 +31,11 @@ const (
 )
 
 // passed are the request headers the agent receives as they are: the
-// resolved ids, and the user and call ids of container protocol 2.0.0.
-var passed = []string{HeaderInvocationID, HeaderSessionID, "X-Agent-User-Id", "X-Agent-Foundry-Call-Id"}
+// resolved ids, and the call and, last, user ids of container protocol
+// 2.0.0. The platform sets the user id in front of an open door; in front
+// of a door the auth section protects nothing does, so a caller's is not
+// passed (auth.headers names the verified caller's).
+var passed = []string{HeaderInvocationID, HeaderSessionID, "X-Agent-Foundry-Call-Id", "X-Agent-User-Id"}
 
 // Door is the Foundry front door for one method of the map. Build it with
 // New.
@@ -123,7 +126,11 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if m == nil {
 		return refused, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not in the method map", d.method)}
 	}
-	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, passed), Route: route}
+	names := passed
+	if cfg.Auth.Protects(Name) {
+		names = passed[:len(passed)-1]
+	}
+	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, names), Route: route}
 	return core.Exchange{Call: c, Stream: d.stream, Writer: d}, nil
 }
 

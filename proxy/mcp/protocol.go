@@ -66,6 +66,7 @@ var Protocol = core.Protocol[Options]{
 		o.Version = host.Version
 		o.Store = host.Store
 		o.Mount = door.Mount
+		o.Public = host.Public(door.Mount != "")
 		return o
 	},
 	Probe:   probe,
@@ -91,6 +92,9 @@ type Options struct {
 	// (config.Door.Mount), "" on a listener of its own: the URL of its
 	// protected resource metadata is under it.
 	Mount string
+	// Public is how the door learns the public URL its protected resource
+	// metadata is named at (Host.Public, as the A2A card's).
+	Public core.Public
 }
 
 // decodeSection decodes the section: listen, path and methods.

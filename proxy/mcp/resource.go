@@ -88,14 +88,15 @@ func (d *Door) Public(r *http.Request) bool {
 }
 
 // ResourceMetadata is the URL of the door's metadata as the caller of r
-// reaches it (a refusal's challenge names it).
+// reaches it (a refusal's challenge names it): Options.Public's base, as
+// the A2A card's.
 func (d *Door) ResourceMetadata(r *http.Request) string {
 	if d.opts.Mount != "" && d.opts.Mount != "/" {
 		// Under the mount: a proxy in front that routes only the mount's
 		// paths to the sidecar reaches it too.
-		return core.PublicBase(r) + d.opts.Mount + RouteResourceMetadata
+		return d.opts.Public.Base(r) + d.opts.Mount + RouteResourceMetadata
 	}
-	return core.PublicBase(r) + metadataPath(d.opts.Path)
+	return d.opts.Public.Base(r) + metadataPath(d.opts.Path)
 }
 
 // serveMetadata answers GET and HEAD of the metadata.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -13,13 +14,14 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/idptest"
 	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestResourceMetadata: a door on a listener of its own that the auth
 // section protects serves its protected resource metadata (RFC 9728) at
 // the well-known path and at its form with the endpoint's path, to any
 // caller; a request without a token is 401 whose challenge names that
-// URL (as the caller reached it: X-Forwarded-Host too), and its metadata
+// URL (as the caller reached it: a trusted proxy's X-Forwarded-Host too), and its metadata
 // names the audience and the issuer. An unprotected door serves none.
 func TestResourceMetadata(t *testing.T) {
 	p := idptest.Start(t)
@@ -32,7 +34,7 @@ func TestResourceMetadata(t *testing.T) {
 		if protected {
 			cfg.Auth = config.Auth{Issuer: p.URL, Audience: aud, Doors: []string{Name}, Line: 1}
 		}
-		door, err := New(cfg, Options{Path: "/mcp"})
+		door, err := New(cfg, Options{Path: "/mcp", Public: core.Public{Proxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,5 +131,65 @@ func TestResourceMetadataScopes(t *testing.T) {
 				t.Errorf("tools %v, token %.10q: %d %q, want 401 naming the scopes (%v)", c.methods, token, resp.StatusCode, ch, c.want)
 			}
 		}
+	}
+}
+
+// TestResourceMetadataMountedAtRoot: a protected door mounted at "/"
+// names its metadata at the well-known path itself, no "//" in it, and
+// serves it there.
+func TestResourceMetadataMountedAtRoot(t *testing.T) {
+	p := idptest.Start(t)
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com/", Doors: []string{Name}, Line: 1}
+	door, err := New(cfg, Options{Path: "/", Mount: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &proxy.Server{Config: cfg, Logger: zap.NewNop(), Protocols: []string{Name}, Auth: auth.New(cfg.Auth, nil)}
+	srv := httptest.NewServer(s.HandlerFor(door))
+	defer srv.Close()
+	resp, _ := post(t, srv.URL+"/", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	ch := resp.Header.Get("WWW-Authenticate")
+	want := `resource_metadata="` + srv.URL + RouteResourceMetadata + `"`
+	if resp.StatusCode != 401 || !strings.Contains(ch, want) {
+		t.Fatalf("POST / without a token: %d %q, want 401 with %s", resp.StatusCode, ch, want)
+	}
+	meta, err := testClient.Get(srv.URL + RouteResourceMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.Body.Close()
+	if meta.StatusCode != 200 {
+		t.Errorf("GET %s: %d, want 200", RouteResourceMetadata, meta.StatusCode)
+	}
+}
+
+// TestResourceMetadataOnPlatform: a protected door mounted on Agent
+// Platform names its metadata at the platform's public URL of the mount,
+// as the A2A card does (core.PlatformBase), not at the container's Host.
+func TestResourceMetadataOnPlatform(t *testing.T) {
+	p := idptest.Start(t)
+	env := map[string]string{core.EnvEngineID: "1234567890", core.EnvEngineLocation: "europe-west4", core.EnvProject: "my-proj"}
+	yaml := strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1") + "protocols:\n  mcp: {mount: /mcp}\n"
+	cfg, err := config.Parse("test.yaml", []byte(yaml), Protocol.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com/", Doors: []string{Name}, Line: 1}
+	door, err := New(cfg, Protocol.Options(cfg.Protocols.Door(Name), core.Host{Getenv: func(name string) string { return env[name] }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &proxy.Server{Config: cfg, Logger: zap.NewNop(), Protocols: []string{Name}, Auth: auth.New(cfg.Auth, nil)}
+	srv := httptest.NewServer(s.HandlerFor(door))
+	defer srv.Close()
+	resp, _ := post(t, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	const base = "https://europe-west4-aiplatform.googleapis.com/reasoningEngines/v1/projects/my-proj/locations/europe-west4/reasoningEngines/1234567890/api"
+	want := `resource_metadata="` + base + "/mcp" + RouteResourceMetadata + `"`
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || !strings.Contains(ch, want) {
+		t.Errorf("POST /mcp without a token on the platform: %d %q, want 401 with %s", resp.StatusCode, ch, want)
 	}
 }
