@@ -168,6 +168,9 @@ func TestMessage10(t *testing.T) {
 		if r.Error != nil || res.Task == nil || res.Task.Kind != "" || res.Task.Status.State != "TASK_STATE_COMPLETED" || !strings.Contains(res.Task.text(), "hi") {
 			t.Errorf("%s: SendMessage: %s %+v, want {\"task\": the completed task}", method, r.Result, r.Error)
 		}
+		if method == "query" { // a unary method does not stream: TestStreamingUnsupported
+			continue
+		}
 		evs := readEvents(t, rpc(t, url, "1.0", send1("2", "SendStreamingMessage", "hi")))
 		var got []string
 		for _, e := range evs {

@@ -250,6 +250,10 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 		return fail(codePushUnsupported, "push notifications are not supported by this agent (its card says capabilities.pushNotifications: false)")
 	case RouteExtendedCard:
 		return fail(codeUnsupported, "this agent has no extended agent card (its card says no capabilities.extendedAgentCard): read the card at %s", RouteCard)
+	case RouteStream:
+		if !d.stream {
+			return fail(codeUnsupported, "this agent's card declares no streaming: use %s", RouteSend)
+		}
 	}
 	msg, err := readMessage(body)
 	if err != nil {
