@@ -718,3 +718,34 @@ func FuzzListFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestListTimestampBoundary: statusTimestampAfter keeps the tasks whose
+// status timestamp is greater than or equal to it (a2a.proto's
+// ListTasksRequest): a task's own timestamp lists it, one nanosecond
+// later does not.
+func TestListTimestampBoundary(t *testing.T) {
+	url := serve(t, "query")
+	r := call(t, url, "1.0", send1("1", "SendMessage", "hi"))
+	var res struct {
+		Task struct {
+			ID     string
+			Status struct{ Timestamp string }
+		}
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil || r.Error != nil {
+		t.Fatalf("SendMessage: %s %+v", r.Result, r.Error)
+	}
+	at, err := time.Parse(time.RFC3339Nano, res.Task.Status.Timestamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		after time.Time
+		want  int
+	}{{at, 1}, {at.Add(time.Nanosecond), 0}, {at.Add(-time.Nanosecond), 1}} {
+		after := tt.after.UTC().Format(time.RFC3339Nano)
+		if l := list(t, url, "", `{"statusTimestampAfter":"`+after+`"}`); len(l.Tasks) != tt.want || l.TotalSize != tt.want {
+			t.Errorf("statusTimestampAfter %s, the task's at %s: %d tasks, want %d", after, res.Task.Status.Timestamp, len(l.Tasks), tt.want)
+		}
+	}
+}
