@@ -381,6 +381,9 @@ func TestRESTErrors(t *testing.T) {
 		{"no text", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"data":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"not a message", "POST", "/message:stream", "1.0", `[1,2]`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"task id over the cap", "GET", "/tasks/" + long, "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
+		{"task id at the cap", "GET", "/tasks/" + long[1:], "1.0", "", 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},
+		{"cancel, task id over the cap", "POST", "/tasks/" + long + ":cancel", "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
+		{"cancel, task id at the cap", "POST", "/tasks/" + long[1:] + ":cancel", "1.0", "", 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},
 		{"method not allowed", "GET", "/message:send", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
 		{"cancel by GET", "GET", "/tasks/x:cancel", "1.0", "", 405, "INVALID_ARGUMENT", "METHOD_NOT_ALLOWED", "sidecar"},
 	}
