@@ -138,7 +138,11 @@ func TestContextScoped(t *testing.T) {
 		if tk.ContextID != "shared-ctx" {
 			t.Errorf("as %q: the task's contextId = %q, want the caller's own %q", auth, tk.ContextID, "shared-ctx")
 		}
-		var in struct{ IDs struct{ ContextID string `json:"context_id"` } }
+		var in struct {
+			IDs struct {
+				ContextID string `json:"context_id"`
+			}
+		}
 		if err := json.Unmarshal(got(t, tk), &in); err != nil {
 			t.Fatal(err)
 		}
