@@ -711,3 +711,31 @@ func TestStreamingUnsupported(t *testing.T) {
 	resp, b := restDo(t, "POST", url+"/message:stream", "1.0", restBody("hi", false))
 	checkStatus(t, ":stream on a unary method", resp, b, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "a2a-protocol.org")
 }
+
+// TestREST03StatusMessage: over 0.3's HTTP+JSON a failed task's status
+// message spells its parts both ways 0.3's protos name them: "content"
+// (the 0.3.0 proto, which @a2a-js/sdk's 0.3 client reads) and "parts"
+// (the later 0.3 proto a2a-go v0.3.3 is generated from: a2apb.Message,
+// field 5 parts), so a client of either finds the agent's message. A
+// fixture of the shape: a2a-go has no HTTP+JSON client to drive.
+func TestREST03StatusMessage(t *testing.T) {
+	url := serve(t, "fail")
+	resp, b := restDo(t, http.MethodPost, url+"/v1/message:send", "", restBody("hi", true))
+	var res struct {
+		Task struct {
+			Status struct {
+				State   string
+				Message map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &res); err != nil || resp.StatusCode != 200 || res.Task.Status.State != "TASK_STATE_FAILED" {
+		t.Fatalf("0.3 message:send to a failing agent: %d %s (%v), want the failed task", resp.StatusCode, b, err)
+	}
+	want := `[{"text":"the model is overloaded"}]`
+	for _, name := range []string{"content", "parts"} {
+		if got := string(res.Task.Status.Message[name]); got != want {
+			t.Errorf("the failed task's status message's %q = %s, want %s (%s)", name, got, want, b)
+		}
+	}
+}
