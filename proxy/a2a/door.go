@@ -88,8 +88,13 @@ func (*Door) Protocol() string { return Name }
 // only a body declared JSON (application/json, application/a2a+json),
 // as every A2A client sends it; any other is refused 415 unread (proxy's
 // guard: a page's text/plain POST is a CSRF the door would run; a POST
-// or DELETE with no body declares none, and is refused too).
-func (*Door) JSONBody(string) bool { return true }
+// with no body declares none, and is refused too). But for the routes
+// that read no body and change nothing, which a client may call
+// bodiless: :subscribe (a POST that only reads) and the push-notification
+// configs (always PushNotificationNotSupported).
+func (*Door) JSONBody(route string) bool {
+	return route != RouteSubscribe && route != RoutePushConfigs
+}
 
 // Handler serves the card, the JSON-RPC endpoint (every request served by
 // the Server's call handler of the method's mode, which reads the body and
@@ -188,6 +193,9 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 		return fail(unsupported[name], "%s is not supported by this agent: its card declares no extended card", name)
 	default:
 		return fail(codeMethodNotFound, "method %q not found", core.Clip(name))
+	}
+	if op == "stream" && !d.stream {
+		return fail(codeUnsupported, "%s: this agent's card declares no streaming; use %s", name, map[version]string{v03: "message/send", v10: "SendMessage"}[v])
 	}
 	owner := core.OwnerOfRequest(r)
 	switch op {

@@ -248,9 +248,15 @@ func send1(id, method, text string) string {
 // eventually retries f until it holds, for 5 seconds at most.
 func eventually(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	for end := time.Now().Add(5 * time.Second); !f(); {
+	waitFor(t, what, 5*time.Second, f)
+}
+
+// waitFor retries f until it holds, for within at most.
+func waitFor(t *testing.T, what string, within time.Duration, f func() bool) {
+	t.Helper()
+	for end := time.Now().Add(within); !f(); {
 		if time.Now().After(end) {
-			t.Fatalf("%s: not within 5s", what)
+			t.Fatalf("%s: not within %s", what, within)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

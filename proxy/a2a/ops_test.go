@@ -448,7 +448,10 @@ func TestSlowSubscriberDropped(t *testing.T) {
 	}()
 	slow := rpc(t, url, "", idParams("tasks/resubscribe", id)) // and never reads
 	defer slow.Body.Close()
-	eventually(t, "the slow subscriber is dropped", func() bool {
+	// How soon the agent outruns the subscriber's connection's buffers
+	// and lagBytes is the machine's speed: the wait is for the drop, its
+	// bound only a hang guard.
+	waitFor(t, "the slow subscriber is dropped", 3*hangGuard, func() bool {
 		d.tasks.mu.Lock()
 		defer d.tasks.mu.Unlock()
 		return d.tasks.subs == 0
@@ -686,9 +689,16 @@ func TestSubscriptionOutlivesServerTimeouts(t *testing.T) {
 	defer srv.Close()
 	resp := rpc(t, url0, "", send0("1", "message/stream", "hi"))
 	defer resp.Body.Close()
-	id := nextEvent(t, bufio.NewScanner(resp.Body)).ID
+	sc := bufio.NewScanner(resp.Body)
+	id := nextEvent(t, sc).ID
+	// The task holds its first part before the subscription begins, so
+	// the subscription's first event has it, whatever the machine's speed.
+	for nextEvent(t, sc).Kind != "artifact-update" {
+	}
 	sub := subscribe(t, srv.URL, "", "", idParams("tasks/resubscribe", id))
-	sub.next(t)
+	if r, _ := sub.next(t); !strings.Contains(string(r.Result), `"one `) {
+		t.Fatalf("the subscription's first event: %s, want the task with its first part", r.Result)
+	}
 	time.Sleep(4 * deadline) // the bound is the behaviour: well past both deadlines
 	close(release)
 	var states []string
@@ -717,4 +727,35 @@ func FuzzListFilter(f *testing.F) {
 			t.Errorf("readListFilter(%q): pageSize %d", params, lf.pageSize)
 		}
 	})
+}
+
+// TestListTimestampBoundary: statusTimestampAfter keeps the tasks whose
+// status timestamp is greater than or equal to it (a2a.proto's
+// ListTasksRequest): a task's own timestamp lists it, one nanosecond
+// later does not.
+func TestListTimestampBoundary(t *testing.T) {
+	url := serve(t, "query")
+	r := call(t, url, "1.0", send1("1", "SendMessage", "hi"))
+	var res struct {
+		Task struct {
+			ID     string
+			Status struct{ Timestamp string }
+		}
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil || r.Error != nil {
+		t.Fatalf("SendMessage: %s %+v", r.Result, r.Error)
+	}
+	at, err := time.Parse(time.RFC3339Nano, res.Task.Status.Timestamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		after time.Time
+		want  int
+	}{{at, 1}, {at.Add(time.Nanosecond), 0}, {at.Add(-time.Nanosecond), 1}} {
+		after := tt.after.UTC().Format(time.RFC3339Nano)
+		if l := list(t, url, "", `{"statusTimestampAfter":"`+after+`"}`); len(l.Tasks) != tt.want || l.TotalSize != tt.want {
+			t.Errorf("statusTimestampAfter %s, the task's at %s: %d tasks, want %d", after, res.Task.Status.Timestamp, len(l.Tasks), tt.want)
+		}
+	}
 }

@@ -308,7 +308,7 @@ func TestProtoJSON(t *testing.T) {
 		url := serve(t, method)
 		r := call(t, url, "1.0", send1("1", "SendMessage", "hi"))
 		checkProto(t, method+": SendMessage's result", r.Result, "SendMessageResponse")
-		for i, e := range readEvents(t, rpc(t, url, "1.0", send1("2", "SendStreamingMessage", "hi"))) {
+		for i, e := range streamEvents(t, url, method) {
 			checkProto(t, fmt.Sprintf("%s: SendStreamingMessage's event %d", method, i), e.Result, "StreamResponse")
 		}
 		id := decode[struct{ Task taskJSON }](t, r.Result).Task.ID
@@ -341,6 +341,15 @@ func TestProtoJSON(t *testing.T) {
 	rest := restSubscribe(t, url+"/tasks/"+held.ID+":subscribe")
 	defer rest.Body.Close()
 	checkProto(t, "POST /tasks/{id}:subscribe's first event", firstData(t, rest, false), "StreamResponse")
+}
+
+// streamEvents are SendStreamingMessage's events on method, none on a
+// unary method (it does not stream: TestStreamingUnsupported).
+func streamEvents(t *testing.T, url, method string) []rpcResult {
+	if method == "query" {
+		return nil
+	}
+	return readEvents(t, rpc(t, url, "1.0", send1("2", "SendStreamingMessage", "hi")))
 }
 
 // firstData is the first SSE data of resp: the result of its JSON-RPC

@@ -130,17 +130,20 @@ func readMessage(params json.RawMessage) (message, error) {
 // input is the method's input for the message of task t, the shape every
 // conversational door gives (docs/doors.md): {"message": <its text parts
 // joined by newlines>, "messages": [{"role": "user", "content": <the
-// same text>}], "ids": {"context_id": …, "task_id": …}}. The history is
+// same text>}], "ids": {"context_id": …, "task_id": …}}, its context_id
+// the task's contextId scoped to its owner (core.Owner.Scope: a caller
+// naming another's contextId reaches a context of its own). The history is
 // the task's, as the door keeps it: one message per task. The text is the
 // caller's JSON strings as they were sent, never decoded and encoded
 // again: the input is at most about twice what the caller sent.
 func (m message) input(t *task) json.RawMessage {
 	text := m.text()
-	b := make([]byte, 0, 2*len(text)+len(t.contextID)+len(t.id)+96)
+	contextID := t.owner.Scope(t.contextID)
+	b := make([]byte, 0, 2*len(text)+len(contextID)+len(t.id)+96)
 	b = append(append(b, `{"message":`...), text...)
 	b = append(append(b, `,"messages":[{"role":"user","content":`...), text...)
 	b = append(b, `}],"ids":{"context_id":`...)
-	b = appendString(b, t.contextID)
+	b = appendString(b, contextID)
 	b = append(b, `,"task_id":`...)
 	b = appendString(b, t.id)
 	return append(b, "}}"...)

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
+
+// anonymous is the owner of a request with no Authorization header.
+var anonymous = core.OwnerOf(nil)
 
 // got is the agent's input as /input echoed it: the data part of a task's
 // artifact, {"got": <the body>}.
@@ -24,7 +29,8 @@ func got(t *testing.T, tk taskJSON) json.RawMessage {
 // TestInputShape: a message calls the method with the shape every
 // conversational door gives (docs/doors.md): message, the text parts
 // joined by a newline, as sent; messages, the task's history, the one
-// user message as {role, content}; ids, the task's context and task ids.
+// user message as {role, content}; ids, the task's context (scoped to its
+// caller, TestContextScoped) and task ids.
 // A method's body template reshapes it, nested keys and the history
 // included.
 func TestInputShape(t *testing.T) {
@@ -34,7 +40,7 @@ func TestInputShape(t *testing.T) {
 	r := call(t, url, "", body)
 	tk := decode[taskJSON](t, r.Result)
 	want := `{"message":"a \"q\" <é>\nb\u2028","messages":[{"role":"user","content":"a \"q\" <é>\nb\u2028"}],` +
-		`"ids":{"context_id":"c1","task_id":"` + tk.ID + `"}}`
+		`"ids":{"context_id":"` + anonymous.Scope("c1") + `","task_id":"` + tk.ID + `"}}`
 	if in := got(t, tk); string(in) != want {
 		t.Errorf("the agent's input = %s, want %s", in, want)
 	}
@@ -42,7 +48,7 @@ func TestInputShape(t *testing.T) {
 	// 1.0, one part, no contextId: a new one.
 	r = call(t, serve(t, "input"), "1.0", send1("2", "SendMessage", "hi"))
 	tk = *decode[struct{ Task *taskJSON }](t, r.Result).Task
-	want = `{"message":"hi","messages":[{"role":"user","content":"hi"}],"ids":{"context_id":"` + tk.ContextID + `","task_id":"` + tk.ID + `"}}`
+	want = `{"message":"hi","messages":[{"role":"user","content":"hi"}],"ids":{"context_id":"` + anonymous.Scope(tk.ContextID) + `","task_id":"` + tk.ID + `"}}`
 	if in := got(t, tk); string(in) != want || tk.ContextID == "" {
 		t.Errorf("the agent's input = %s, want %s", in, want)
 	}
@@ -54,7 +60,7 @@ func TestInputShape(t *testing.T) {
 		Text, Session string
 		History       []struct{ Role, Content string }
 	}
-	if err := json.Unmarshal(got(t, tk), &in); err != nil || in.Text != "a \"q\" <é>\nb\u2028" || in.Session != "c1" ||
+	if err := json.Unmarshal(got(t, tk), &in); err != nil || in.Text != "a \"q\" <é>\nb\u2028" || in.Session != anonymous.Scope("c1") ||
 		len(in.History) != 1 || in.History[0].Role != "user" || in.History[0].Content != in.Text {
 		t.Errorf("the templated input = %s (%v), want text, session and history from the shape", got(t, tk), err)
 	}
@@ -115,5 +121,41 @@ func TestEndRecordIsNoContent(t *testing.T) {
 		if last := string(evs[len(evs)-1].Result); !strings.Contains(last, "ompleted") && !strings.Contains(last, "COMPLETED") {
 			t.Errorf("%s: the stream ended %s, want completed", stream, last)
 		}
+	}
+}
+
+// TestContextScoped: the agent sees a contextId scoped to its caller
+// (core.Owner.Scope), so a caller naming another's contextId, guessed or
+// leaked, reaches a conversation of its own: two callers naming the same
+// contextId give the agent two context ids, one caller naming it twice
+// the same one; each caller sees the contextId it wrote, unscoped.
+func TestContextScoped(t *testing.T) {
+	url := serve(t, "input")
+	body := sendIDs("1", "message/send", "hi", "", "shared-ctx")
+	seen := func(auth string) string {
+		t.Helper()
+		tk := decode[taskJSON](t, callAs(t, url, auth, "", body).Result)
+		if tk.ContextID != "shared-ctx" {
+			t.Errorf("as %q: the task's contextId = %q, want the caller's own %q", auth, tk.ContextID, "shared-ctx")
+		}
+		var in struct {
+			IDs struct {
+				ContextID string `json:"context_id"`
+			}
+		}
+		if err := json.Unmarshal(got(t, tk), &in); err != nil {
+			t.Fatal(err)
+		}
+		return in.IDs.ContextID
+	}
+	alice, bob, alice2 := seen("Bearer alice"), seen("Bearer bob"), seen("Bearer alice")
+	if alice == bob {
+		t.Errorf("two callers naming contextId %q: the agent saw %q for both, want two contexts", "shared-ctx", alice)
+	}
+	if alice != alice2 {
+		t.Errorf("one caller naming contextId %q twice: the agent saw %q, then %q, want the same", "shared-ctx", alice, alice2)
+	}
+	if !strings.HasSuffix(alice, ".shared-ctx") {
+		t.Errorf("the agent's context id = %q, want the caller's, scoped", alice)
 	}
 }

@@ -191,7 +191,10 @@ func (v version) message(t *task, text string) any {
 		TaskID    string `json:"taskId"`
 		ContextID string `json:"contextId"`
 		Parts     []any  `json:"parts,omitempty"`
-		Content   []any  `json:"content,omitempty"` // p03's parts
+		// Content is p03's parts as the 0.3.0 proto names them, which
+		// @a2a-js/sdk's 0.3 client reads; p03 says Parts too, as the
+		// later 0.3 proto names them (a2a-go v0.3.3's a2apb.Message).
+		Content []any `json:"content,omitempty"`
 	}
 	m := msg{Role: "agent", MessageID: core.NewID(), TaskID: t.id, ContextID: t.contextID}
 	parts := v.parts([]part{{Text: text}})
@@ -201,7 +204,7 @@ func (v version) message(t *task, text string) any {
 	case v10:
 		m.Role, m.Parts = "ROLE_AGENT", parts
 	default:
-		m.Role, m.Content = "ROLE_AGENT", parts
+		m.Role, m.Content, m.Parts = "ROLE_AGENT", parts, parts
 	}
 	return m
 }

@@ -3,6 +3,8 @@ package a2a
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // TestPartOf: an object with a string text member and a JSON string are
@@ -83,7 +85,7 @@ func FuzzInput(f *testing.F) {
 			}
 		}
 		if err := json.Unmarshal(in, &v); err != nil || v.Message == nil || len(v.Messages) != 1 || v.Messages[0].Role != "user" ||
-			v.Messages[0].Content != *v.Message || v.IDs.TaskID != "t1" || v.IDs.ContextID != m.contextID+"x" {
+			v.Messages[0].Content != *v.Message || v.IDs.TaskID != "t1" || v.IDs.ContextID != (core.Owner{}).Scope(m.contextID+"x") {
 			t.Fatalf("readMessage(%s).input = %s (%v), want {message, messages: [its user message], ids}", params, in, err)
 		}
 	})
