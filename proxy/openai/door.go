@@ -222,7 +222,11 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if route == RouteResponses {
 		rs := d.newResponse()
 		rs.gather = gather
-		c.Input.Raw, w = req.input("response_id", rs.id), rs
+		// The agent sees the conversation's ids scoped to the caller
+		// (core.Owner.Scope), the caller its own.
+		owner := core.OwnerOfRequest(r)
+		req.previous = scopedString(owner, req.previous)
+		c.Input.Raw, w = req.input("response_id", owner.Scope(rs.id)), rs
 	} else {
 		ch := d.newChat()
 		ch.gather, ch.max = gather, d.replyBytes

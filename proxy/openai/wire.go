@@ -20,7 +20,8 @@ type request struct {
 	stream bool
 	// message is the last user message's text and messages the history
 	// in chat form, both JSON (input); previous a responses request's
-	// previous_response_id, a JSON string, nil when it has none.
+	// previous_response_id, a JSON string, nil when it has none (scoped to
+	// the caller by Open).
 	message, messages, previous []byte
 }
 
@@ -82,6 +83,16 @@ func (req *request) input(idKey, id string) []byte {
 		in = append(append(in, `,"previous_response_id":`...), req.previous...)
 	}
 	return append(in, "}}"...)
+}
+
+// scopedString is the JSON string id scoped to owner (core.Owner.Scope),
+// a JSON string; nil for nil.
+func scopedString(owner core.Owner, id []byte) []byte {
+	var s string
+	if id == nil || json.Unmarshal(id, &s) != nil {
+		return id
+	}
+	return appendQuoted(nil, owner.Scope(s))
 }
 
 // message is a chat message as the door reads it: its role and content.
