@@ -18,6 +18,9 @@ import (
 type request struct {
 	model  string
 	stream bool
+	// usage: a chat completions stream ends with a usage chunk
+	// (stream_options.include_usage).
+	usage bool
 	// message is the last user message's text and messages the history
 	// in chat form, both JSON (input); previous a responses request's
 	// previous_response_id, a JSON string, nil when it has none (scoped to
@@ -42,6 +45,12 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 		if json.Unmarshal(s, &req.stream) != nil {
 			return request{}, refusal(http.StatusBadRequest, "stream", "invalid_type", "stream must be true or false, not "+core.Clip(string(s)))
 		}
+	}
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if json.Unmarshal(fields["stream_options"], &opts) == nil {
+		req.usage = opts.IncludeUsage // else not asked: OpenAI's API ignores it without stream
 	}
 	var (
 		messages []byte
