@@ -42,6 +42,9 @@ type frameRecords struct {
 
 func (f *frameRecords) Next() bool {
 	for f.Err() == nil && f.in.Next() {
+		if core.Control(f.in) {
+			continue
+		}
 		p, ok := pieceOf(f.in.Record())
 		if !ok {
 			if f.other != nil {
