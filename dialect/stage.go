@@ -284,6 +284,16 @@ var eventNames = func() map[string]string {
 // Record is the current line.
 func (r *Records) Record() []byte { return r.cur }
 
+// Event is the SSE event type of the current record while the stream
+// passes through (the doors read it: core.Control), nil for a line the
+// stage wrote.
+func (r *Records) Event() []byte {
+	if e, ok := r.in.(EventType); ok && r.pass {
+		return e.Event()
+	}
+	return nil
+}
+
 // Err is the inner records' error, or the agent's error in its dialect.
 func (r *Records) Err() error { return r.err }
 

@@ -252,7 +252,8 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 
 // contentOf is r but its end record: the mapping stage's last line
 // ({"end": {…}}, emit: text) closes the stream and is no content, so it
-// becomes no part of the artifact (isEnd).
+// becomes no part of the artifact (isEnd); nor does a control record
+// (core.Control).
 func contentOf(r core.Records) core.Records {
 	c := &contentRecords{Records: r}
 	if w, ok := r.(core.Waiter); ok {
@@ -265,7 +266,7 @@ type contentRecords struct{ core.Records }
 
 func (c *contentRecords) Next() bool {
 	for c.Records.Next() {
-		if !isEnd(c.Record()) {
+		if !isEnd(c.Record()) && !core.Control(c.Records) {
 			return true
 		}
 	}

@@ -289,6 +289,9 @@ func newTexts(in core.Records, ex *exchange) *texts {
 // Next advances to the next piece of text.
 func (t *texts) Next() bool {
 	for !t.over && t.in.Next() {
+		if core.Control(t.in) {
+			continue
+		}
 		q, ok := t.quoted(t.in.Record())
 		if !ok || len(q) == 2 { // none, or ""
 			continue

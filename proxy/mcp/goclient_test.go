@@ -115,3 +115,32 @@ func TestGoSDKClient(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedMethodBeforeMeta: a method 2026-07-28 removed (ping) is
+// 404 -32601 even without the _meta that revision asks of every request,
+// as the Go SDK v1.8.0 sends its ping (its bug): the method is answered
+// first, so that client's Ping fails as "method not found", not -32602.
+func TestRemovedMethodBeforeMeta(t *testing.T) {
+	s := serve(t, "", Options{})
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`,
+	} {
+		resp, b := post(t, s.url, body, "MCP-Protocol-Version", version20260728, "Mcp-Method", "ping")
+		if r := decode(t, b); resp.StatusCode != 404 || r.Error == nil || r.Error.Code != -32601 {
+			t.Errorf("%s (2026-07-28) = %d %s, want 404 -32601", body, resp.StatusCode, b)
+		}
+	}
+
+	client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, nil)
+	transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs, err := client.Connect(t.Context(), transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	err = cs.Ping(t.Context(), nil)
+	if err == nil || !strings.Contains(err.Error(), "-32601") && !strings.Contains(err.Error(), "Method not found") {
+		t.Errorf("the Go SDK's Ping at 2026-07-28 = %v, want method not found", err)
+	}
+}

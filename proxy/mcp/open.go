@@ -168,7 +168,8 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 
 // modern serves a message of the stateless revision, 2026-07-28: the
 // version in its _meta, and its Mcp-Method (and for tools/call Mcp-Name)
-// header must be the body's (400, -32020); an unknown method is 404.
+// header must be the body's (400, -32020); an unknown method is 404
+// -32601 before any of that is checked.
 func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError) (core.Exchange, error) {
 	name := core.Call{Name: core.Clip(req.method)}
 	mismatch := func(format string, args ...any) (core.Exchange, error) {
@@ -185,6 +186,12 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 			message: "Bad Request: a 2026-07-28 client sends no JSON-RPC responses"})
 	case req.notification():
 		return core.Exchange{Call: name}, accepted()
+	case req.method != "server/discover" && req.method != "tools/list" && req.method != "tools/call":
+		// Before _meta: a method the revision removed (ping, initialize)
+		// is not found whatever its params, so that a client sending
+		// ping without _meta (the Go SDK v1.8.0) sees -32601.
+		return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeMethodNotFound,
+			message: fmt.Sprintf("Method not found: %q (this server serves server/discover, tools/list and tools/call)", core.Clip(req.method))})
 	case perr != nil:
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, perr)
 	case !p.metaSet:
@@ -206,7 +213,7 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.discover, nil)
 	case "tools/list":
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listFor(r, true), nil)
-	case "tools/call":
+	default: // tools/call
 		h, sent := headerValue(r.Header, "Mcp-Name")
 		n, ok := headerName(h)
 		switch {
@@ -217,10 +224,8 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 		case n != p.name:
 			return mismatch("Mcp-Name %q is not the body's params.name %q", core.Clip(n), core.Clip(p.name))
 		}
-		return d.call(route, r, req, p, "")
 	}
-	return core.Exchange{Call: name}, reply(req.id, http.StatusNotFound, nil, &rpcError{code: codeMethodNotFound,
-		message: fmt.Sprintf("Method not found: %q (this server serves server/discover, tools/list and tools/call)", core.Clip(req.method))})
+	return d.call(route, r, req, p, "") // tools/call
 }
 
 // call opens a tools/call: the tool's method called with the arguments as

@@ -24,6 +24,10 @@ type chat struct {
 	// stream (whole), keeping at most max bytes.
 	gather bool
 	max    int64
+	// usage: the stream ends with a usage chunk (include_usage), whose
+	// counts are counted, the agent's when its end carried them.
+	usage   bool
+	counted usage
 }
 
 func (d *Door) newChat() *chat {
@@ -94,16 +98,38 @@ func (c *chat) Encoder(w http.ResponseWriter) core.Encoder {
 	if c.gather {
 		return &whole{w: w, write: c.writeWhole, max: c.max}
 	}
-	return &encoder{frame: c.delta, Writer: frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
+	e := &encoder{frame: c.delta, Writer: frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
 		Begin: func() [][]byte { return [][]byte{c.chunk(nil, `"role":"assistant","content":""`, "null")} },
 		End: func(err error) [][]byte {
 			if err != nil {
 				return nil
 			}
+			if c.usage {
+				return [][]byte{c.chunk(nil, "", `"stop"`), c.usageChunk(), []byte("[DONE]")}
+			}
 			return [][]byte{c.chunk(nil, "", `"stop"`), []byte("[DONE]")}
 		},
 		Fail: failureBody,
 	})}
+	if c.usage {
+		e.other = func(record []byte) {
+			if u, ok := usageOf(record); ok {
+				c.counted = u
+			}
+		}
+	}
+	return e
+}
+
+// usageChunk is the chunk include_usage asks for, last before [DONE]:
+// choices empty, and the usage counted.
+func (c *chat) usageChunk() []byte {
+	dst := c.open(nil, "chat.completion.chunk")
+	dst = append(dst[:len(dst)-len(`{"index":0,`)], `],"usage":{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, c.counted.prompt, 10)
+	dst = strconv.AppendInt(append(dst, `,"completion_tokens":`...), c.counted.completion, 10)
+	dst = strconv.AppendInt(append(dst, `,"total_tokens":`...), c.counted.total, 10)
+	return append(dst, "}}"...)
 }
 
 // WriteError answers a call that failed before its first byte: OpenAI's

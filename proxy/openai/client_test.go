@@ -50,6 +50,7 @@ func TestClients(t *testing.T) {
 		`{"step":"models.list","ids":["agent model sidecar"]}`,
 		`{"step":"chat","object":"chat.completion","model":"agent","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","id":true}`,
 		`{"step":"chat stream","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","chunks":5}`,
+		`{"step":"chat stream, include_usage","content":"echo: hi","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"empty":1}`,
 		`{"step":"chat stream, agent fails","content":"partial ","threw":"APIError","message":"the model is overloaded"}`,
 		`{"step":"responses","object":"response","status":"completed","text":"echo: hi"}`,
 		`{"step":"responses stream","types":["response.created","response.in_progress","response.output_item.added","response.content_part.added","response.output_text.delta","response.output_text.done","response.content_part.done","response.output_item.done","response.completed"],"text":"echo: hi","ordered":true}`,

@@ -225,10 +225,14 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	if route == RouteResponses {
 		rs := d.newResponse()
 		rs.gather = gather
-		c.Input.Raw, w = req.input("response_id", rs.id), rs
+		// The agent sees the conversation's ids scoped to the caller
+		// (core.Owner.Scope), the caller its own.
+		owner := core.OwnerOfRequest(r)
+		req.previous = scopedString(owner, req.previous)
+		c.Input.Raw, w = req.input("response_id", owner.Scope(rs.id)), rs
 	} else {
 		ch := d.newChat()
-		ch.gather, ch.max = gather, d.replyBytes
+		ch.gather, ch.max, ch.usage = gather, d.replyBytes, req.usage && req.stream
 		c.Input.Raw, w = req.input("completion_id", ch.id), ch
 	}
 	return core.Exchange{Call: c, Stream: req.stream || gather, Writer: w}, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
 
@@ -269,7 +270,7 @@ func TestResponses(t *testing.T) {
 
 	input := s.serve(t, Options{Method: "input", Model: "m"})
 	_, got = post(t, input+RouteResponses, `{"model":"m","input":"just \"this\""}`)
-	if !strings.Contains(got, `{\"got\":{\"message\":\"just \\\"this\\\"\",\"messages\":[{\"role\":\"user\",\"content\":\"just \\\"this\\\"\"}],\"ids\":{\"response_id\":\"resp_`) {
+	if !strings.Contains(got, `{\"got\":{\"message\":\"just \\\"this\\\"\",\"messages\":[{\"role\":\"user\",\"content\":\"just \\\"this\\\"\"}],\"ids\":{\"response_id\":\"`+core.OwnerOf(http.Header{}).Scope("resp_")) {
 		t.Errorf("a string input reached the agent as %s", got)
 	}
 }

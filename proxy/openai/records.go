@@ -16,12 +16,14 @@ type encoder struct {
 	// stop, if set, is why the encoder stopped reading the records (a
 	// cap of its own), nil while it reads on.
 	stop func() error
+	// other, if set, is given each record that is no piece (the end).
+	other func(record []byte)
 }
 
 // Copy writes r's pieces, each its frame, until r ends or stop says why
 // it stopped.
 func (e *encoder) Copy(r core.Records) error {
-	f := &frameRecords{in: r, frame: e.frame, stop: e.stop}
+	f := &frameRecords{in: r, frame: e.frame, stop: e.stop, other: e.other}
 	if w, ok := r.(core.Waiter); ok {
 		return e.Writer.Copy(&waitingRecords{frameRecords: f, w: w})
 	}
@@ -34,13 +36,20 @@ type frameRecords struct {
 	in    core.Records
 	frame func(dst []byte, p piece) []byte
 	stop  func() error
+	other func(record []byte)
 	cur   []byte
 }
 
 func (f *frameRecords) Next() bool {
 	for f.Err() == nil && f.in.Next() {
+		if core.Control(f.in) {
+			continue
+		}
 		p, ok := pieceOf(f.in.Record())
 		if !ok {
+			if f.other != nil {
+				f.other(f.in.Record())
+			}
 			continue
 		}
 		if b := f.frame(f.cur[:0], p); b != nil {

@@ -2,8 +2,11 @@ package openai
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // agentInput is what the agent's /input echoed of the method's input,
@@ -36,7 +39,8 @@ func agentInput(t *testing.T, route, answer string) (got json.RawMessage, id str
 // message's text; messages, the history in chat form ({role, content}):
 // chat completions' messages as sent, a responses input's items with a
 // role, their content a string; ids, the answer's id (and a responses
-// request's previous_response_id).
+// request's previous_response_id), a responses request's scoped to the
+// caller.
 func TestInputShape(t *testing.T) {
 	s := newSidecar(t, startAgent(t), "")
 	url := s.serve(t, Options{Method: "input", Model: "m"})
@@ -54,16 +58,17 @@ func TestInputShape(t *testing.T) {
 		`{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"42"},` +
 		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"o","annotations":[]}]},{"role":"assistant"},{"role":"user","content":"hi"}]`
 	_, answer = post(t, url+RouteResponses, `{"model":"m","previous_response_id":"resp_before","input":`+input+`}`)
+	nobody := core.OwnerOf(http.Header{}) // the ids the agent sees are scoped to the caller
 	got, id = agentInput(t, RouteResponses, answer)
 	want := `{"message":"hi","messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"a\nb"},{"role":"assistant","content":"o"},` +
-		`{"role":"assistant","content":""},{"role":"user","content":"hi"}],"ids":{"response_id":"` + id + `","previous_response_id":"resp_before"}}`
+		`{"role":"assistant","content":""},{"role":"user","content":"hi"}],"ids":{"response_id":"` + nobody.Scope(id) + `","previous_response_id":"` + nobody.Scope("resp_before") + `"}}`
 	if string(got) != want || !strings.HasPrefix(id, "resp_") {
 		t.Errorf("responses: the agent's input = %s, want %s", got, want)
 	}
 
 	_, answer = post(t, url+RouteResponses, `{"model":"m","input":"once"}`)
 	got, id = agentInput(t, RouteResponses, answer)
-	if want := `{"message":"once","messages":[{"role":"user","content":"once"}],"ids":{"response_id":"` + id + `"}}`; string(got) != want {
+	if want := `{"message":"once","messages":[{"role":"user","content":"once"}],"ids":{"response_id":"` + nobody.Scope(id) + `"}}`; string(got) != want {
 		t.Errorf("responses, a string input: the agent's input = %s, want %s", got, want)
 	}
 
@@ -90,5 +95,45 @@ func TestInputBounded(t *testing.T) {
 	big := `{"model":"m","input":[` + strings.Repeat(`{"role":"a"},`, 200_000) + `{"role":"user","content":"hi"}]}`
 	if resp, answer := post(t, url+RouteResponses, big); resp.StatusCode != 413 {
 		t.Errorf("a %d-byte body, 300 times the limit: %d %.200s, want 413", len(big), resp.StatusCode, answer)
+	}
+}
+
+// TestResponseIDsScoped: the agent sees a responses request's response_id
+// and previous_response_id scoped to the caller (core.Owner.Scope), while
+// the caller sees its own resp_ id: caller A's next request naming its
+// response continues A's conversation, and caller B naming A's id (leaked,
+// guessed) reaches the agent as another id than A's conversation.
+func TestResponseIDsScoped(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	url := s.serve(t, Options{Method: "input", Model: "m"})
+	ids := func(answer string) (got struct{ ResponseID, PreviousResponseID string }) {
+		t.Helper()
+		in, _ := agentInput(t, RouteResponses, answer)
+		var v struct {
+			IDs struct {
+				ResponseID         string `json:"response_id"`
+				PreviousResponseID string `json:"previous_response_id"`
+			}
+		}
+		json.Unmarshal(in, &v)
+		got.ResponseID, got.PreviousResponseID = v.IDs.ResponseID, v.IDs.PreviousResponseID
+		return got
+	}
+
+	_, answer := post(t, url+RouteResponses, `{"model":"m","input":"hi"}`, "Authorization", "Bearer alice")
+	_, first := agentInput(t, RouteResponses, answer)
+	conversation := ids(answer).ResponseID
+	if !strings.HasPrefix(first, "resp_") || conversation == first || !strings.HasSuffix(conversation, "."+first) {
+		t.Fatalf("A's response %q reached the agent as %q, want it scoped to A", first, conversation)
+	}
+	body := `{"model":"m","previous_response_id":"` + first + `","input":"again"}`
+	_, answer = post(t, url+RouteResponses, body, "Authorization", "Bearer alice")
+	_, second := agentInput(t, RouteResponses, answer)
+	if got := ids(answer); got.PreviousResponseID != conversation || !strings.HasSuffix(got.ResponseID, "."+second) {
+		t.Errorf("A continuing its response: the agent saw %+v, want previous_response_id %q", got, conversation)
+	}
+	_, answer = post(t, url+RouteResponses, body, "Authorization", "Bearer mallory")
+	if got := ids(answer); got.PreviousResponseID == conversation || got.PreviousResponseID == first || !strings.HasSuffix(got.PreviousResponseID, "."+first) {
+		t.Errorf("B naming A's response %q: the agent saw previous_response_id %q, want another id than A's %q", first, got.PreviousResponseID, conversation)
 	}
 }

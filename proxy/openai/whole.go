@@ -43,6 +43,9 @@ func (g *whole) Begin() error { return nil }
 // cleanly, writes the answer. Past the cap it stops reading (Stopped).
 func (g *whole) Copy(r core.Records) error {
 	for r.Next() {
+		if core.Control(r) {
+			continue
+		}
 		p, ok := pieceOf(r.Record())
 		if !ok {
 			continue

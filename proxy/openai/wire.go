@@ -18,9 +18,13 @@ import (
 type request struct {
 	model  string
 	stream bool
+	// usage: a chat completions stream ends with a usage chunk
+	// (stream_options.include_usage).
+	usage bool
 	// message is the last user message's text and messages the history
 	// in chat form, both JSON (input); previous a responses request's
-	// previous_response_id, a JSON string, nil when it has none.
+	// previous_response_id, a JSON string, nil when it has none (scoped to
+	// the caller by Open).
 	message, messages, previous []byte
 }
 
@@ -41,6 +45,12 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 		if json.Unmarshal(s, &req.stream) != nil {
 			return request{}, refusal(http.StatusBadRequest, "stream", "invalid_type", "stream must be true or false, not "+core.Clip(string(s)))
 		}
+	}
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if json.Unmarshal(fields["stream_options"], &opts) == nil {
+		req.usage = opts.IncludeUsage // else not asked: OpenAI's API ignores it without stream
 	}
 	var (
 		messages []byte
@@ -82,6 +92,16 @@ func (req *request) input(idKey, id string) []byte {
 		in = append(append(in, `,"previous_response_id":`...), req.previous...)
 	}
 	return append(in, "}}"...)
+}
+
+// scopedString is the JSON string id scoped to owner (core.Owner.Scope),
+// a JSON string; nil for nil.
+func scopedString(owner core.Owner, id []byte) []byte {
+	var s string
+	if id == nil || json.Unmarshal(id, &s) != nil {
+		return id
+	}
+	return appendQuoted(nil, owner.Scope(s))
 }
 
 // message is a chat message as the door reads it: its role and content.

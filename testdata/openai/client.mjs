@@ -69,6 +69,17 @@ await step("chat stream", async () => {
   return { role, content, reasoning, finish, chunks };
 });
 
+await step("chat stream, include_usage", async () => {
+  const stream = await ok.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: true } });
+  let content = "", usage = null, empty = 0;
+  for await (const chunk of stream) {
+    if (chunk.choices.length === 0) empty++;
+    content += chunk.choices[0]?.delta.content ?? "";
+    usage = chunk.usage ?? usage;
+  }
+  return { content, usage, empty };
+});
+
 await step("chat stream, agent fails", when(failURL, async () => {
   const stream = await fail.chat.completions.create({ model, messages, stream: true });
   let content = "";
