@@ -269,6 +269,7 @@ func openaiClients(t *testing.T, agent, base, way string) {
 		`{"step":"models.list","ids":["agent model sidecar"]}`,
 		`{"step":"chat","object":"chat.completion","model":"agent","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","id":true}`,
 		`{"step":"chat stream","role":"assistant","content":"echo: hi","reasoning":"thinking","finish":"stop","chunks":5}`,
+		`{"step":"chat stream, include_usage","content":"echo: hi","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"empty":1}`,
 		`{"step":"responses","object":"response","status":"completed","text":"echo: hi"}`,
 		`{"step":"responses stream","types":["response.created","response.in_progress","response.output_item.added","response.content_part.added","response.output_text.delta","response.output_text.done","response.content_part.done","response.output_item.done","response.completed"],"text":"echo: hi","ordered":true}`,
 		`{"step":"responses.stream helper","status":"completed","text":"echo: hi"}`,
