@@ -42,6 +42,7 @@ type call struct {
 	prev, next *call
 	writes     writeBound   // bounds the reply's writes (boundWrites)
 	answer     answerWriter // what the answer is written through
+	ack        *core.Answer // the answer the caller had before the call ran (detach)
 }
 
 // context is the call's context: the exchange's, derived from ctx.

@@ -222,7 +222,19 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	}
 	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
-	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
+	return ex.open(c, d.stream, op == "send" && msg.immediate), nil
+}
+
+// open is the exchange of call c, streamed when stream; when immediate
+// (a message/send that asked for it, not a notification) the caller is
+// answered at once with the task working, and the call goes on without
+// it (core.Exchange.Detach).
+func (ex *exchange) open(c core.Call, stream, immediate bool) core.Exchange {
+	x := core.Exchange{Call: c, Stream: stream, Writer: ex, Context: ex.context}
+	if immediate && !ex.notify {
+		x.Detach = ex.ack
+	}
+	return x
 }
 
 // openTask opens owner's task of msg, for both bindings: rerr when it is

@@ -271,7 +271,7 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 	}
 	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
 	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
-	return core.Exchange{Call: c, Stream: d.stream, Writer: ex, Context: ex.context}, nil
+	return ex.open(c, d.stream, route == RouteSend && msg.immediate), nil
 }
 
 // restTask answers GetTask and CancelTask of owner's task from the

@@ -69,6 +69,10 @@ func idString(name string, value []byte) (string, error) {
 type message struct {
 	texts                        [][]byte
 	messageID, contextID, taskID string
+	// immediate: the caller asked to be answered at once, the task
+	// working (configuration.returnImmediately: true in 1.0,
+	// configuration.blocking: false in 0.3; either is read in both).
+	immediate bool
 }
 
 // readMessage reads params {"message": {"parts": […], "messageId": …,
@@ -82,8 +86,11 @@ func readMessage(params json.RawMessage) (message, error) {
 	var m message
 	var raw []byte
 	rawjson.Members(params, func(key, value []byte) bool {
-		if rawjson.KeyIs(key, "message") {
+		switch {
+		case rawjson.KeyIs(key, "message"):
 			raw = value
+		case rawjson.KeyIs(key, "configuration"):
+			m.immediate = immediate(value)
 		}
 		return true
 	})
@@ -125,6 +132,21 @@ func readMessage(params json.RawMessage) (message, error) {
 		return message{}, errors.New("the message has no text part; this agent reads text")
 	}
 	return m, nil
+}
+
+// immediate reports whether a SendMessageConfiguration asks for the
+// answer at once: returnImmediately true (1.0) or blocking false (0.3).
+func immediate(configuration []byte) bool {
+	var yes bool
+	rawjson.Members(configuration, func(key, value []byte) bool {
+		switch {
+		case rawjson.KeyIs(key, "returnImmediately") && string(value) == "true",
+			rawjson.KeyIs(key, "blocking") && string(value) == "false":
+			yes = true
+		}
+		return true
+	})
+	return yes
 }
 
 // input is the method's input for the message of task t, the shape every

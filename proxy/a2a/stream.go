@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,7 @@ type exchange struct {
 	parts  int            // the artifact-updates sent
 	wrote  int64          // the bytes of message/send's answer
 	done   bool           // the task's final answer was written
+	acked  bool           // the caller was answered at once, the task working (ack)
 }
 
 // context is the call's context: tasks/cancel of the task ends it. When
@@ -228,6 +230,19 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 	}
 }
 
+// ack is the answer to a message/send that asked to be answered at once
+// (core.Exchange.Detach): the task, working. Its final answer, once the
+// call ends, goes nowhere: the task keeps it for get and subscribe.
+func (ex *exchange) ack() *core.Answer {
+	ex.acked = true
+	ex.tasks.setState(ex.task, stateWorking, "")
+	t := ex.tasks.copyOf(ex.task)
+	var b bytes.Buffer
+	writeText(&b, ex.frame(ex.v.wrap("task", ex.v.task(&t))), t.texts())
+	b.WriteByte('\n')
+	return &core.Answer{Status: http.StatusOK, Outcome: metrics.OK, Header: http.Header{"Content-Type": {contentType(ex.v, ex.rest)}}, Body: b.Bytes()}
+}
+
 // WriteOutput answers a unary method's call: its output becomes the
 // task's artifact, and the task is completed.
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
@@ -302,10 +317,11 @@ func (o *one) Close()         {}
 // is the task's: it ends failed with the failure's message. A task
 // tasks/cancel ended answers canceled. The sidecar's refusals (a bad
 // input, busy, not ready, draining) are JSON-RPC errors, as the request
-// never became a running task: the store forgets it.
+// never became a running task: the store forgets it; unless its caller
+// was told the task is working (ack): then the task fails, kept.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 	canceled := ex.tasks.copyOf(ex.task).state == stateCanceled
-	if canceled || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
+	if canceled || ex.acked || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
 		if ex.stream && !ex.notify {
 			// The task ended before its stream began: its events, then
 			// its end.

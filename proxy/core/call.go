@@ -281,6 +281,16 @@ type Exchange struct {
 	// may end it from outside the request (A2A's tasks/cancel of its
 	// task). Nil: ctx.
 	Context func(ctx context.Context) context.Context
+	// Detach, if set, answers the caller before the call (A2A's
+	// returnImmediately): once the call holds its concurrency slot and
+	// the agent is ready, the Server writes the Answer Detach returns,
+	// ends the request, and serves the call to its end without the
+	// caller. The call no longer ends when the request does; it still
+	// ends with its clocks, the drain (EndCalls) and Context's own end,
+	// holds its slot until then, is in flight for WaitIdle, and has its
+	// one log line when it ends. Its writers write to nothing: the door
+	// keeps what the caller reads later (the task). Nil: the caller waits.
+	Detach func() *Answer
 }
 
 // Writer writes one exchange's answer in its front door's wire format.

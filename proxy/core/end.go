@@ -87,6 +87,17 @@ func (e *End) Finish() {
 	e.EndCall(nil)
 }
 
+// Detach stops the call ending with the request's context: the call
+// goes on without its caller (Exchange.Detach). False when the request's
+// context has ended already, and with it the call.
+func (e *End) Detach() bool {
+	if e.left == nil || !e.left() {
+		return false
+	}
+	e.left = nil
+	return true
+}
+
 // Shares reports whether ctx is cancelled exactly when the call's context
 // is (ctx is the call's context, or only adds values to it).
 func (e *End) Shares(ctx context.Context) bool {
