@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/auth"
+	"github.com/sidecar-dev/sidecar/quota"
 )
 
 // Owner is who a request comes from, as far as a front door can tell
@@ -47,4 +48,23 @@ func (o Owner) Scope(id string) string {
 	b := make([]byte, 0, 2*n+1+len(id))
 	b = hex.AppendEncode(b, o[:n])
 	return string(append(append(b, '.'), id...))
+}
+
+// Holder is whose share of a bounded store a request's state counts
+// against (HolderOf), as Owner is whom it answers.
+type Holder [sha256.Size]byte
+
+// HolderOf is the Holder of r: on a door that checks tokens, the verified
+// caller (auth.Caller.ID), else its client's address (quota.Address: an
+// IPv6 host by its /64), as a request's quota is counted. Never what the
+// caller wrote: a caller varies its Authorization for free, and were each
+// one a holder of its own, a store fair between holders would let one
+// host's flood of identities crowd out every other's state. Callers
+// behind one address (a NAT, a balancer) share a share, as they share a
+// quota.
+func HolderOf(r *http.Request) Holder {
+	if c := auth.CallerOf(r.Context()); c != nil {
+		return sha256.Sum256([]byte("caller\x00" + c.ID()))
+	}
+	return sha256.Sum256([]byte("address\x00" + quota.Address(r)))
 }

@@ -9,7 +9,7 @@
 // endpoint, chosen per request: 2026-07-28, stateless (server/discover,
 // the protocol version in every request's _meta and headers), and
 // 2025-06-18 / 2025-11-25 (initialize, an Mcp-Session-Id kept in a bounded
-// per-process store fair between owners, limits.mcp_sessions, session.go).
+// per-process store fair between holders, limits.mcp_sessions, session.go).
 // door.go builds the door and routes its endpoint; the tools are the map's
 // (tools.go). The shared gate reads the body under the shared limits; Open
 // decodes it (rpc.go) and answers what needs no agent itself, per revision

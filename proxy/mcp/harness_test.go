@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,6 +120,16 @@ var testClient = &http.Client{Timeout: hangGuard}
 
 const hangGuard = 30 * time.Second
 
+// clientFrom is a client whose connections come from the loopback
+// address ip (Linux answers every 127.0.0.0/8 address): a caller on a host
+// of its own, as the door tells callers apart by address.
+func clientFrom(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Timeout: hangGuard, Transport: tr}
+}
+
 // modernMeta is the _meta of a 2026-07-28 request.
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
@@ -135,6 +146,12 @@ func post(t *testing.T, url, body string, h ...string) (*http.Response, []byte) 
 // do sends req with the headers h and reads the whole answer.
 func do(t *testing.T, req *http.Request, h ...string) (*http.Response, []byte) {
 	t.Helper()
+	return doWith(t, testClient, req, h...)
+}
+
+// doWith is do by client c.
+func doWith(t *testing.T, c *http.Client, req *http.Request, h ...string) (*http.Response, []byte) {
+	t.Helper()
 	for i := 0; i+1 < len(h); i += 2 {
 		if h[i+1] == "" {
 			req.Header.Del(h[i])
@@ -142,7 +159,7 @@ func do(t *testing.T, req *http.Request, h ...string) (*http.Response, []byte) {
 			req.Header.Set(h[i], h[i+1])
 		}
 	}
-	resp, err := testClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,10 +96,10 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	}
 	var s session
 	if d.shared == nil {
-		s = d.sessions.open(v, core.OwnerOfRequest(r))
+		s = d.sessions.open(v, core.OwnerOfRequest(r), core.HolderOf(r))
 	} else {
 		var err error
-		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r)); err != nil {
+		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r), core.HolderOf(r)); err != nil {
 			return storeFailed(req.id, err)
 		}
 	}

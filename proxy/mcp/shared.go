@@ -20,36 +20,41 @@ import (
 // shared are the sessions of the 2025 revisions kept in Redis
 // (state.store: redis), for every replica: a session opened on one is
 // found on each, DELETE on one ends it on all, and the replicas share one
-// pool of at most limit (limits.mcp_sessions), fair between owners by the
-// rule of the memory store (sessions). The keys, under the store's
-// prefix:
+// pool of at most limit (limits.mcp_sessions), fair between holders
+// (core.HolderOf) by the rule of the memory store (sessions). The keys,
+// under the store's prefix:
 //
-//	mcp:session:{id}      hash {owner: hex, version}: one session
-//	mcp:owner:{ownerhex}  zset id → use clock: an owner's sessions, LRU first
-//	mcp:owners            zset ownerhex → its sessions: who holds how many
-//	mcp:size:{n}          zset ownerhex → the use clock of its LRU session,
-//	                      of the owners holding n: the victim when several
-//	                      hold the most is the first of one, not a search
-//	mcp:count             string: the sessions in all
-//	mcp:clock             string: counts uses, a session's score its last
-//	mcp:cancel            channel "{session}\n{request id}": a
-//	                      notifications/cancelled for a request another
-//	                      replica serves (nothing stored)
+//	mcp:session:{id}        hash {owner: hex, holder: hex, version}: one
+//	                        session, answering its owner
+//	mcp:holder:{holderhex}  zset id → use clock: a holder's sessions, LRU
+//	                        first
+//	mcp:holders             zset holderhex → its sessions: who holds how
+//	                        many
+//	mcp:size:{n}            zset holderhex → the use clock of its LRU
+//	                        session, of the holders holding n: the victim
+//	                        when several hold the most is the first of
+//	                        one, not a search
+//	mcp:count               string: the sessions in all
+//	mcp:clock               string: counts uses, a session's score its last
+//	mcp:cancel              channel "{session}\n{request id}": a
+//	                        notifications/cancelled for a request another
+//	                        replica serves (nothing stored)
 //
 // None has a TTL: the count bounds them as the memory store's limit bounds
 // it (a session lives until DELETE or until the cap forgets it, as in
-// memory): at most limit sessions, as many owners' zsets, a size zset per
+// memory): at most limit sessions, as many holders' zsets, a size zset per
 // distinct n (under sqrt(2 limit) of them), and three keys. Each of open,
 // find and end is one Lua script, so one round trip that no other
 // replica's can interleave with, each step O(log n): the cap and its
 // fairness hold across replicas. The scripts name keys they compute (the
-// victim owner's, its session's), so they need one Redis, not a cluster.
+// victim holder's, a found session's holder's), so they need one Redis,
+// not a cluster.
 type shared struct {
 	store *state.Redis
 	limit int
-	// owners, count and clock are the keys every script uses; ownerKey,
+	// holders, count and clock are the keys every script uses; holderKey,
 	// sizeKey and sessionKey the prefixes of the others.
-	owners, count, clock, ownerKey, sizeKey, sessionKey string
+	holders, count, clock, holderKey, sizeKey, sessionKey string
 	// cancels is the channel of the notifications/cancelled every replica
 	// hears (cancel.go): a session's requests may run on any replica.
 	cancels string
@@ -63,8 +68,8 @@ func newShared(store *state.Redis, limit int) *shared {
 		limit = 1
 	}
 	return &shared{store: store, limit: limit,
-		owners: store.Key("mcp", "owners"), count: store.Key("mcp", "count"), clock: store.Key("mcp", "clock"),
-		ownerKey: store.Key("mcp", "owner", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", ""),
+		holders: store.Key("mcp", "holders"), count: store.Key("mcp", "count"), clock: store.Key("mcp", "clock"),
+		holderKey: store.Key("mcp", "holder", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", ""),
 		cancels: store.Key("mcp", "cancel")}
 }
 
@@ -111,53 +116,53 @@ func (s *shared) close() {
 }
 
 // scriptPrelude starts every script: the keys and arguments each is given
-// (run), and place, which keeps mcp:owners and mcp:size:{n} true.
+// (run), and place, which keeps mcp:holders and mcp:size:{n} true.
 const scriptPrelude = `
-local owners, count, clock, mine, sess = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local pOwner, pSize, pSession, me, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local holders, count, clock, mine, sess = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local pHolder, pSize, pSession, me, id, holder = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
-local function held(o)
-  return tonumber(redis.call('ZSCORE', owners, o) or '0')
+local function held(h)
+  return tonumber(redis.call('ZSCORE', holders, h) or '0')
 end
 
--- place files owner o, which held before sessions and holds n now, under
--- n: in owners, and in the rank of those holding n by the use of their
--- least recently used session; an owner holding none is in neither.
-local function place(o, before, n)
-  if before > 0 and before ~= n then redis.call('ZREM', pSize .. before, o) end
-  local lru = redis.call('ZRANGE', pOwner .. o, 0, 0, 'WITHSCORES')
+-- place files holder h, which held before sessions and holds n now, under
+-- n: in holders, and in the rank of those holding n by the use of their
+-- least recently used session; a holder holding none is in neither.
+local function place(h, before, n)
+  if before > 0 and before ~= n then redis.call('ZREM', pSize .. before, h) end
+  local lru = redis.call('ZRANGE', pHolder .. h, 0, 0, 'WITHSCORES')
   if n <= 0 or lru[2] == nil then
-    redis.call('ZREM', owners, o)
-    redis.call('ZREM', pSize .. before, o)
+    redis.call('ZREM', holders, h)
+    redis.call('ZREM', pSize .. before, h)
     return
   end
-  redis.call('ZADD', owners, n, o)
-  redis.call('ZADD', pSize .. n, lru[2], o)
+  redis.call('ZADD', holders, n, h)
+  redis.call('ZADD', pSize .. n, lru[2], h)
 end
 `
 
-// openScript opens session id of version ARGV[6] for owner me: while the
-// count is at the limit ARGV[7] (a replica with a lower limit may find
-// more), it first forgets one, as sessions.open does: an owner holding
-// its fair share or more (limit / the owners holding sessions, itself
-// counted) its own least recently used, else the owner holding the most
-// (of several, the one whose least recently used is the oldest: the first
-// of their size's rank).
+// openScript opens session id of version ARGV[7] for owner me, held by
+// holder (its zset mine): while the count is at the limit ARGV[8] (a
+// replica with a lower limit may find more), it first forgets one, as
+// sessions.open does: a holder holding its fair share or more (limit /
+// the holders, itself counted) its own least recently used, else the
+// holder holding the most (of several, the one whose least recently used
+// is the oldest: the first of their size's rank).
 var openScript = redis.NewScript(scriptPrelude + `
-local limit = tonumber(ARGV[7])
+local limit = tonumber(ARGV[8])
 local total = tonumber(redis.call('GET', count) or '0')
 while total >= limit do
-  local own = held(me)
-  local holders = redis.call('ZCARD', owners)
-  if own == 0 then holders = holders + 1 end
-  local victim, n = me, own
-  if own * holders < limit then
-    local top = redis.call('ZREVRANGE', owners, 0, 0, 'WITHSCORES')
+  local own = held(holder)
+  local n_holders = redis.call('ZCARD', holders)
+  if own == 0 then n_holders = n_holders + 1 end
+  local victim, n = holder, own
+  if own * n_holders < limit then
+    local top = redis.call('ZREVRANGE', holders, 0, 0, 'WITHSCORES')
     if top[1] == nil then total = 0 break end
     n = tonumber(top[2])
     victim = redis.call('ZRANGE', pSize .. n, 0, 0)[1] or top[1]
   end
-  local gone = redis.call('ZPOPMIN', pOwner .. victim)
+  local gone = redis.call('ZPOPMIN', pHolder .. victim)
   if gone[1] == nil then
     place(victim, n, 0)
   else
@@ -166,50 +171,54 @@ while total >= limit do
     place(victim, n, n - 1)
   end
 end
-redis.call('HSET', sess, 'owner', me, 'version', ARGV[6])
+redis.call('HSET', sess, 'owner', me, 'holder', holder, 'version', ARGV[7])
 redis.call('ZADD', mine, redis.call('INCR', clock), id)
-local n = held(me)
-place(me, n, n + 1)
+local n = held(holder)
+place(holder, n, n + 1)
 redis.call('SET', count, total + 1)
 return 1
 `)
 
 // findScript is the version of session id when owner me opened it, now
-// its most recently used; nil for one not there or another owner's.
+// its most recently used in its holder's zset; nil for one not there or
+// another owner's.
 var findScript = redis.NewScript(scriptPrelude + `
-local s = redis.call('HMGET', sess, 'owner', 'version')
-if s[1] ~= me then return false end
-redis.call('ZADD', mine, 'XX', redis.call('INCR', clock), id)
-local n = held(me)
-place(me, n, n)
+local s = redis.call('HMGET', sess, 'owner', 'version', 'holder')
+if s[1] ~= me or not s[3] then return false end
+redis.call('ZADD', pHolder .. s[3], 'XX', redis.call('INCR', clock), id)
+local n = held(s[3])
+place(s[3], n, n)
 return s[2]
 `)
 
 // endScript forgets session id when owner me opened it: 1, else 0.
 var endScript = redis.NewScript(scriptPrelude + `
-if redis.call('HGET', sess, 'owner') ~= me then return 0 end
+local s = redis.call('HMGET', sess, 'owner', 'holder')
+if s[1] ~= me or not s[2] then return 0 end
 redis.call('DEL', sess)
-redis.call('ZREM', mine, id)
-local n = held(me)
-place(me, n, n - 1)
+redis.call('ZREM', pHolder .. s[2], id)
+local n = held(s[2])
+place(s[2], n, n - 1)
 if tonumber(redis.call('DECR', count)) < 0 then redis.call('SET', count, 0) end
 return 1
 `)
 
-// run runs script for owner's session id (of version, for open): one
-// round trip (two when Redis has not loaded it yet: NOSCRIPT, then EVAL).
-func (s *shared) run(ctx context.Context, script *redis.Script, id, version string, owner core.Owner) *redis.Cmd {
-	o := hex.EncodeToString(owner[:])
+// run runs script for owner's session id, counted against holder (of
+// version, for open): one round trip (two when Redis has not loaded it
+// yet: NOSCRIPT, then EVAL).
+func (s *shared) run(ctx context.Context, script *redis.Script, id, version string, owner core.Owner, holder core.Holder) *redis.Cmd {
+	o, h := hex.EncodeToString(owner[:]), hex.EncodeToString(holder[:])
 	return script.Run(ctx, s.store.Client(),
-		[]string{s.owners, s.count, s.clock, s.ownerKey + o, s.sessionKey + id},
-		s.ownerKey, s.sizeKey, s.sessionKey, o, id, version, s.limit)
+		[]string{s.holders, s.count, s.clock, s.holderKey + h, s.sessionKey + id},
+		s.holderKey, s.sizeKey, s.sessionKey, o, id, h, version, s.limit)
 }
 
-// open is a new session of version for owner, with a fresh random id, in
-// one round trip; at the limit it first forgets one (openScript).
-func (s *shared) open(ctx context.Context, version string, owner core.Owner) (session, error) {
-	ss := session{id: core.NewID(), version: version, owner: owner}
-	if err := s.run(ctx, openScript, ss.id, version, owner).Err(); err != nil {
+// open is a new session of version for owner, counted against holder,
+// with a fresh random id, in one round trip; at the limit it first
+// forgets one (openScript).
+func (s *shared) open(ctx context.Context, version string, owner core.Owner, holder core.Holder) (session, error) {
+	ss := session{id: core.NewID(), version: version, owner: owner, holder: holder}
+	if err := s.run(ctx, openScript, ss.id, version, owner, holder).Err(); err != nil {
 		return session{}, s.store.Fail("opening an MCP session", err)
 	}
 	return ss, nil
@@ -226,7 +235,7 @@ func (s *shared) find(ctx context.Context, id string, owner core.Owner) (session
 	if len(id) != idLen {
 		return session{}, false, nil
 	}
-	v, err := s.run(ctx, findScript, id, "", owner).Text()
+	v, err := s.run(ctx, findScript, id, "", owner, core.Holder{}).Text()
 	if errors.Is(err, redis.Nil) {
 		return session{}, false, nil
 	}
@@ -242,7 +251,7 @@ func (s *shared) end(ctx context.Context, id string, owner core.Owner) (bool, er
 	if len(id) != idLen {
 		return false, nil
 	}
-	n, err := s.run(ctx, endScript, id, "", owner).Int()
+	n, err := s.run(ctx, endScript, id, "", owner, core.Holder{}).Int()
 	if err != nil {
 		return false, s.store.Fail("ending MCP session "+strconv.Quote(id), err)
 	}

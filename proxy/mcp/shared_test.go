@@ -89,18 +89,27 @@ func endSessionOn(t *testing.T, url, id, auth string) int {
 // openAs initializes a 2025-11-25 session on url as auth: its id.
 func openAs(t *testing.T, url, auth string) string {
 	t.Helper()
-	resp, b := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		"Authorization", auth)
+	return openBy(t, testClient, url, auth)
+}
+
+// openBy is openAs by client c.
+func openBy(t *testing.T, c *http.Client, url, auth string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, b := doWith(t, c, req, "Authorization", auth)
 	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize (%q) = %d %s", auth, resp.StatusCode, b)
 	}
 	return resp.Header.Get("Mcp-Session-Id")
 }
 
-// ownerKey is the key of auth's sessions under the prefix "p".
-func ownerKey(auth string) string {
-	o := core.OwnerOf(http.Header{"Authorization": {auth}})
-	return "p:mcp:owner:" + hex.EncodeToString(o[:])
+// holderKey is the key of the sessions opened from address ip (on a door
+// checking no tokens) under the prefix "p".
+func holderKey(ip string) string {
+	h := core.HolderOf(&http.Request{RemoteAddr: ip + ":1"})
+	return "p:mcp:holder:" + hex.EncodeToString(h[:])
 }
 
 // sessionKeys counts the session hashes srv holds.
@@ -162,7 +171,8 @@ func TestSharedSessionsEveryReplica(t *testing.T) {
 func TestSharedSessionCap(t *testing.T) {
 	srv := redistest.Start(t)
 	rs := replicas(t, srv, "limits: {mcp_sessions: 4}\n", 3)
-	y := []string{openAs(t, rs[0].url, "Bearer y"), openAs(t, rs[1].url, "Bearer y")}
+	yHost := clientFrom(t, "127.0.0.2")
+	y := []string{openBy(t, yHost, rs[0].url, "Bearer y"), openBy(t, yHost, rs[1].url, "Bearer y")}
 	var x []string
 	for i := range 10 {
 		x = append(x, openAs(t, rs[i%3].url, "Bearer x"))
@@ -179,8 +189,8 @@ func TestSharedSessionCap(t *testing.T) {
 	}
 	st := openStore(t, srv)
 	count, _ := st.Client().Get(t.Context(), "p:mcp:count").Int()
-	xs, _ := st.Client().ZCard(t.Context(), ownerKey("Bearer x")).Result()
-	ys, _ := st.Client().ZCard(t.Context(), ownerKey("Bearer y")).Result()
+	xs, _ := st.Client().ZCard(t.Context(), holderKey("127.0.0.1")).Result()
+	ys, _ := st.Client().ZCard(t.Context(), holderKey("127.0.0.2")).Result()
 	if n := sessionKeys(t, st); n != 4 || count != 4 || xs != 2 || ys != 2 {
 		t.Errorf("Redis holds %d sessions (count %d; X %d, Y %d), want the cap, 4 (2 and 2)", n, count, xs, ys)
 	}
@@ -194,7 +204,7 @@ func TestSharedFairShare(t *testing.T) {
 	ctx := t.Context()
 	s := newShared(st, 6)
 	open := func(o core.Owner) session {
-		ss, err := s.open(ctx, version20251125, o)
+		ss, err := s.open(ctx, version20251125, o, core.Holder(o))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,36 +250,66 @@ func TestSharedFairShare(t *testing.T) {
 	}
 }
 
-// TestSharedSessionFlood: one owner's flood of initialize, then a flood
-// of owners (each its own Authorization), far past the cap across two
-// replicas: what Redis holds stays bounded by it, and the first flood
-// forgets only the flooder's sessions.
+// TestSharedSessionFlood: one host's flood of initialize, then a flood
+// of hosts (each its own address and Authorization), far past the cap
+// across two replicas: what Redis holds stays bounded by it, and the
+// first flood forgets only the flooder's sessions.
 func TestSharedSessionFlood(t *testing.T) {
 	srv := redistest.Start(t)
 	rs := replicas(t, srv, "limits: {mcp_sessions: 20}\n", 2)
-	victim := []string{openAs(t, rs[0].url, "Bearer victim"), openAs(t, rs[1].url, "Bearer victim")}
+	victimHost := clientFrom(t, "127.0.0.2")
+	victim := []string{openBy(t, victimHost, rs[0].url, "Bearer victim"), openBy(t, victimHost, rs[1].url, "Bearer victim")}
 	for i := range 200 {
 		openAs(t, rs[i%2].url, "")
 	}
 	for i, id := range victim {
 		if !served2025(t, rs[i].url, id, "Bearer victim") {
-			t.Errorf("the victim's session %d after another owner's flood: forgotten, want kept", i)
+			t.Errorf("the victim's session %d after another host's flood: forgotten, want kept", i)
 		}
 	}
 	for i := range 200 {
-		openAs(t, rs[i%2].url, "Bearer flood-"+string(rune('a'+i%26))+strings.Repeat("x", i))
+		host := clientFrom(t, fmt.Sprintf("127.0.1.%d", i+1))
+		openBy(t, host, rs[i%2].url, "Bearer flood-"+string(rune('a'+i%26))+strings.Repeat("x", i))
+		host.CloseIdleConnections()
 	}
 	st := openStore(t, srv)
 	ctx := t.Context()
 	keys, _ := st.Client().DBSize(ctx).Result()
 	count, _ := st.Client().Get(ctx, "p:mcp:count").Int()
-	owners, _ := st.Client().ZCard(ctx, "p:mcp:owners").Result()
+	holders, _ := st.Client().ZCard(ctx, "p:mcp:holders").Result()
 	sizes, _ := st.Client().Keys(ctx, "p:mcp:size:*").Result()
-	// 20 sessions, at most 20 owners' zsets, a size zset per distinct
-	// number of sessions an owner holds (1+2+…+5 is under 20, 1+…+6
-	// over), the owners, the count and the clock.
-	if n := sessionKeys(t, st); n != 20 || count != 20 || owners > 20 || len(sizes) > 5 || keys > 20+20+5+3 {
-		t.Errorf("after 400 initialize: %d sessions (count %d), %d owners, %d sizes, %d keys; want 20, at most 20, 5, 48", n, count, owners, len(sizes), keys)
+	// 20 sessions, at most 20 holders' zsets, a size zset per distinct
+	// number of sessions a holder holds (1+2+…+5 is under 20, 1+…+6
+	// over), the holders, the count and the clock.
+	if n := sessionKeys(t, st); n != 20 || count != 20 || holders > 20 || len(sizes) > 5 || keys > 20+20+5+3 {
+		t.Errorf("after 400 initialize: %d sessions (count %d), %d holders, %d sizes, %d keys; want 20, at most 20, 5, 48", n, count, holders, len(sizes), keys)
+	}
+}
+
+// TestSharedIdentityFlood runs TestSessionIdentityFlood across two
+// replicas sharing Redis: ten initialize from one host, each with an
+// Authorization of its own, forget only that host's sessions.
+func TestSharedIdentityFlood(t *testing.T) {
+	srv := redistest.Start(t)
+	rs := replicas(t, srv, "limits: {mcp_sessions: 5}\n", 2)
+	victimHost := clientFrom(t, "127.0.0.2")
+	victim := []string{openBy(t, victimHost, rs[0].url, "Bearer victim"), openBy(t, victimHost, rs[1].url, "Bearer victim")}
+	var flood []string
+	for i := range 10 {
+		flood = append(flood, openAs(t, rs[i%2].url, fmt.Sprintf("Bearer flood-%d", i)))
+	}
+	for i, id := range victim {
+		if !served2025(t, rs[1-i].url, id, "Bearer victim") {
+			t.Errorf("the victim's session %d after ten identities from another host: forgotten, want kept", i)
+		}
+	}
+	if !served2025(t, rs[0].url, flood[9], "Bearer flood-9") || served2025(t, rs[1].url, flood[9], "Bearer flood-8") {
+		t.Error("the flood's last session: want served to its own Authorization only")
+	}
+	st := openStore(t, srv)
+	hs, _ := st.Client().ZCard(t.Context(), holderKey("127.0.0.1")).Result()
+	if n := sessionKeys(t, st); n != 5 || hs != 3 {
+		t.Errorf("Redis holds %d sessions, %d of the flooding host; want the cap, 5, and 3", n, hs)
 	}
 }
 
@@ -600,10 +640,10 @@ func TestSharedConcurrentOpens(t *testing.T) {
 	st := openStore(t, srv)
 	ctx := t.Context()
 	count, _ := st.Client().Get(ctx, "p:mcp:count").Int()
-	owners, _ := st.Client().ZRangeWithScores(ctx, "p:mcp:owners", 0, -1).Result()
+	owners, _ := st.Client().ZRangeWithScores(ctx, "p:mcp:holders", 0, -1).Result()
 	held := 0
 	for _, o := range owners {
-		n, _ := st.Client().ZCard(ctx, "p:mcp:owner:"+o.Member.(string)).Result()
+		n, _ := st.Client().ZCard(ctx, "p:mcp:holder:"+o.Member.(string)).Result()
 		if float64(n) != o.Score {
 			t.Errorf("owner %s holds %d sessions, its count says %v", o.Member, n, o.Score)
 		}
@@ -625,7 +665,8 @@ func TestSharedEvictionCost(t *testing.T) {
 	s := newShared(st, 1000)
 	var first session
 	for i := range 1000 {
-		ss, err := s.open(ctx, version20251125, core.Owner{byte(i), byte(i >> 8)})
+		o := core.Owner{byte(i), byte(i >> 8)}
+		ss, err := s.open(ctx, version20251125, o, core.Holder(o))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -639,7 +680,7 @@ func TestSharedEvictionCost(t *testing.T) {
 	if err := st.Client().ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.open(ctx, version20251125, core.Owner{'n', 'e', 'w'}); err != nil {
+	if _, err := s.open(ctx, version20251125, core.Owner{'n', 'e', 'w'}, core.Holder{'n', 'e', 'w'}); err != nil {
 		t.Fatal(err)
 	}
 	stats, err := st.Client().Info(ctx, "commandstats").Result()
