@@ -2,6 +2,8 @@ package quota
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"net/http"
 	"strconv"
 	"testing"
@@ -119,6 +121,54 @@ func TestCallersBounded(t *testing.T) {
 	}
 	if n := q.Callers(); n > maxCallers {
 		t.Errorf("%d callers kept, want at most %d", n, maxCallers)
+	}
+}
+
+// TestAddressFloodMemory: a flood of distinct client addresses, keyed
+// as the doors key an unverified caller (CallerKey of Address), ten
+// times past maxCallers within one window: the heap the limiter holds
+// stops growing, and every address of one IPv6 /64 is one caller.
+func TestAddressFloodMemory(t *testing.T) {
+	q, _ := clocked(config.PerCaller{Requests: 10, Per: time.Hour})
+	ctx := context.Background()
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	take := func(from, to int) {
+		for i := from; i < to; i++ {
+			r := &http.Request{RemoteAddr: fmt.Sprintf("10.%d.%d.%d:4242", i>>16&255, i>>8&255, i&255)}
+			if i%2 == 1 {
+				r.RemoteAddr = fmt.Sprintf("[2001:db8:%x:%x::1]:4242", i>>16, i&0xffff)
+			}
+			if d, _ := q.Take(ctx, CallerKey("addr", Address(r))); !d.Allowed {
+				t.Fatalf("address %s refused its first call", r.RemoteAddr)
+			}
+		}
+	}
+	// The map holding the times grows once past the cap (the room the
+	// forgotten leave), then no more: ten times the cap holds what three
+	// times did, under 256 bytes a caller kept.
+	base := heap()
+	take(0, 3*maxCallers)
+	three := heap()
+	take(3*maxCallers, 10*maxCallers)
+	ten := heap()
+	runtime.KeepAlive(q)
+	if n := q.Callers(); n > maxCallers {
+		t.Errorf("%d callers kept, want at most %d", n, maxCallers)
+	}
+	if ten > three+(three-base)/10 || ten-base > 256*maxCallers {
+		t.Errorf("the limiter holds %d bytes after %d addresses, %d after %d: want the same, under %d", ten-base, 10*maxCallers, three-base, 3*maxCallers, 256*maxCallers)
+	}
+	for i := range 10 {
+		r := &http.Request{RemoteAddr: fmt.Sprintf("[2001:db8:ffff:1:%x::%x]:1", i, i)}
+		q.Take(ctx, CallerKey("addr", Address(r)))
+	}
+	if d, _ := q.Take(ctx, CallerKey("addr", Address(&http.Request{RemoteAddr: "[2001:db8:ffff:1::9]:2"}))); d.Allowed {
+		t.Error("the 11th call from one IPv6 /64, each from its own address: allowed, want refused (one caller, 10 an hour)")
 	}
 }
 
