@@ -3,8 +3,8 @@ package quota
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"net/http"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
