@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/auth"
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/idptest"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
@@ -17,9 +15,7 @@ import (
 func TestProtectedHealth(t *testing.T) {
 	p := idptest.Start(t)
 	s := doortest.NewSidecar(t, doortest.NewAgent(t), "")
-	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
-	s.Auth = auth.New(s.Config.Auth, nil)
-	s.Protocols = []string{Name}
+	s.Protect(p.URL, Name)
 	url := s.Serve(t, newDoor(t, Options{Method: "query", InFlight: s.InFlight}))
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		req, _ := http.NewRequest(method, url+RoutePing, http.NoBody)
@@ -49,9 +45,7 @@ func TestProtectedUserID(t *testing.T) {
 	p := idptest.Start(t)
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
-	s.Auth = auth.New(s.Config.Auth, nil)
-	s.Protocols = []string{Name}
+	s.Protect(p.URL, Name)
 	url := s.Serve(t, newDoor(t, Options{Method: "query", InFlight: s.InFlight}))
 	resp := post(t, url, `{}`, "Authorization", "Bearer "+p.Token(t, "alice", "https://agent.example.com", ""),
 		userID, "admin", sessionID, strings.Repeat("s", 33))

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sidecar-dev/sidecar/auth"
-	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/idptest"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 )
@@ -16,9 +14,7 @@ import (
 func TestProtectedHealth(t *testing.T) {
 	p := idptest.Start(t)
 	s := doortest.NewSidecar(t, doortest.NewAgent(t), "")
-	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
-	s.Auth = auth.New(s.Config.Auth, nil)
-	s.Protocols = []string{Name}
+	s.Protect(p.URL, Name)
 	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		if resp, _ := do(t, method, url+RouteReadiness, ""); resp.StatusCode != http.StatusOK {
@@ -38,9 +34,7 @@ func TestProtectedUserID(t *testing.T) {
 	p := idptest.Start(t)
 	agent := doortest.NewAgent(t)
 	s := doortest.NewSidecar(t, agent, "")
-	s.Config.Auth = config.Auth{Issuer: p.URL, Audience: "https://agent.example.com", Doors: []string{Name}, Line: 1}
-	s.Auth = auth.New(s.Config.Auth, nil)
-	s.Protocols = []string{Name}
+	s.Protect(p.URL, Name)
 	url := s.Serve(t, newDoor(t, Options{Method: "query"}))
 	resp, body := do(t, http.MethodPost, url+RouteInvocations, "{}", "Authorization", "Bearer "+p.Token(t, "alice", "https://agent.example.com", ""),
 		userID, "admin", callID, "call-1")

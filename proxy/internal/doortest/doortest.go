@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -145,6 +146,17 @@ func NewSidecar(t testing.TB, a *Agent, head string, kinds ...config.Kind) *Side
 	t.Cleanup(client.Close)
 	s := &proxy.Server{Config: cfg, Agent: core.Mux{Plain: client}, Logger: logger}
 	return &Sidecar{Server: s, Config: cfg, Logs: logs}
+}
+
+// Audience is the audience Protect's doors want in a token.
+const Audience = "https://agent.example.com"
+
+// Protect makes door (its protocol's name) the only door served, and one
+// that checks the tokens issuer signs for Audience.
+func (s *Sidecar) Protect(issuer, door string) {
+	s.Config.Auth = config.Auth{Issuer: issuer, Audience: Audience, Doors: []string{door}, Line: 1}
+	s.Auth = auth.New(s.Config.Auth, nil)
+	s.Protocols = []string{door}
 }
 
 // Serve serves door on a listener of its own; it returns its URL.
