@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -108,6 +110,65 @@ func BenchmarkStreamSSE(b *testing.B) {
 		resp.Body.Close()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkIdleStream is what an open stream costs the process while the
+// agent sends nothing: 1,000 streams through the sidecar, each with one
+// record read, then held; stack-B/stream and heap-B/stream are the
+// growth of the runtime's stacks and heap over them, the caller's and
+// the agent's goroutines counted too (the same in every build). A
+// frame or defer more on the handler's path can double each stream's
+// handler stack (8 to 16 KiB), which this shows and the bench's RSS
+// rows confirm.
+func BenchmarkIdleStream(b *testing.B) {
+	const n = 1000
+	release := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"text\": \"a\"}\n\n")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer agent.Close()
+	defer close(release)
+	h := newHarness(b, agent.URL, oneMethodConfig+"limits: {concurrency: 2000}\n", withLogCore(productionCore), withMetrics(metrics.New()))
+	body := `{"class_method":"stream_query","input":{"message":"hello"}}`
+	usage := func() (stack, heap uint64) {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.StackInuse, m.HeapInuse
+	}
+	var stack, heap float64
+	for b.Loop() {
+		transport := &http.Transport{MaxIdleConnsPerHost: n}
+		client := &http.Client{Transport: transport}
+		s0, h0 := usage()
+		var open []io.Closer
+		for range n {
+			resp, err := client.Post(h.url+core.RouteStream, "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
+			open = append(open, resp.Body)
+		}
+		s1, h1 := usage()
+		stack += float64(s1-s0) / n
+		heap += float64(h1-h0) / n
+		for _, c := range open {
+			c.Close()
+		}
+		transport.CloseIdleConnections()
+	}
+	b.ReportMetric(stack/float64(b.N), "stack-B/stream")
+	b.ReportMetric(heap/float64(b.N), "heap-B/stream")
 }
 
 // BenchmarkRefusal is one request the door refuses itself (a 404) over

@@ -179,6 +179,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *call, err error
 // never logged.
 func (s *Server) log(r *http.Request, c *call) {
 	defer c.endSpan()
+	if c.ack != nil { // answered before it ran (detach): what its caller had
+		c.status, c.bytes = c.ack.Status, int64(len(c.ack.Body))
+	}
 	s.Metrics.Call(metrics.Call{
 		Method: c.entry, Route: c.route, Outcome: c.outcome, Phase: c.phase, Duration: time.Since(c.start), FirstLine: c.first,
 		Records: c.records, Bytes: c.bytes, Retries: c.notes.Retries, Stream: c.stream, Protocol: c.protocol,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,75 +24,64 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		// span ended: a shutdown that waits for the calls (WaitIdle)
 		// then flushes their spans and loses no line.
 		s.callBegun()
+		defer s.callEnded()
+		defer s.log(r, c)
+		defer c.done()
 		ctx := s.callContext(r, c)
+		defer s.endContext(c)
 		ctx = s.startSpan(ctx, r, c)
 		ctx, err := s.begin(ctx, w, r, c)
 		if err == nil && c.ex.Detach != nil && c.end.Detach() {
-			s.detach(ctx, w, r, c)
-			return
+			w, r = s.detach(w, r, c)
 		}
-		s.serve(ctx, w, r, c, err)
-	}
-}
-
-// serve answers the call begin opened (or failed to, err) and ends it:
-// its context, its slot, its log line, its place in flight.
-func (s *Server) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call, err error) {
-	defer s.callEnded()
-	defer s.log(r, c)
-	defer c.acked()
-	defer c.done()
-	defer s.endContext(c)
-	// The answer is written through c.answer, which frees the slot
-	// before the caller can have it whole; begin reads through w.
-	c.answer = answerWriter{ResponseWriter: w, c: c}
-	w = &c.answer
-	if err != nil {
-		var answer *core.Answer // here, not above: errors.As puts it on the heap
-		if errors.As(err, &answer) {
-			s.answer(w, c, answer)
-			if answer.Stream != nil {
-				s.answerStream(ctx, w, r, c, answer)
+		// The answer is written through c.answer, which frees the slot
+		// before the caller can have it whole; begin reads through w.
+		// One frame for all of it, and at most five defers (open-coded):
+		// the stack of an idle stream's goroutine stays in its 8 KiB.
+		c.answer = answerWriter{ResponseWriter: w, c: c}
+		w = &c.answer
+		if err != nil {
+			var answer *core.Answer // here, not above: errors.As puts it on the heap
+			if errors.As(err, &answer) {
+				s.answer(w, c, answer)
+				if answer.Stream != nil {
+					s.answerStream(ctx, w, r, c, answer)
+				}
+				return
 			}
+			s.fail(w, r, c, err)
 			return
 		}
-		s.fail(w, r, c, err)
-		return
-	}
-	c.boundWrites(ctx, w, r, c.ex.Call.Method.Timeouts.Total)
-	defer c.endWrites()
-	if c.ex.Stream {
-		s.serveStream(ctx, w, r, c)
-	} else {
-		s.serveUnary(ctx, w, r, c)
+		c.boundWrites(ctx, w, r, c.ex.Call.Method.Timeouts.Total)
+		defer c.endWrites()
+		if c.ex.Stream {
+			s.serveStream(ctx, w, r, c)
+		} else {
+			s.serveUnary(ctx, w, r, c)
+		}
 	}
 }
 
-// detach answers the caller with the exchange's Detach answer, then
-// serves the call on a goroutine of its own, its writers writing to
-// nothing, as the request ends: the call keeps its slot and its place in
-// flight until it ends, and its log line says what the caller was
-// answered (its status and bytes) and how the call ended. The request
-// it reads is one whose context never ends (its values kept): the
-// caller's leaving is no failure of the call.
-func (s *Server) detach(ctx context.Context, w http.ResponseWriter, r *http.Request, c *call) {
+// detach answers the caller at once with the exchange's Detach answer,
+// whole (its Content-Length, flushed) and closing the connection (the
+// caller's next request goes on another), and returns what the call goes
+// on with, on the request's goroutine: a writer writing to nothing and
+// the request with a context that never ends (its values kept), so the
+// caller's leaving is no failure of the call. The call keeps its slot and
+// its place in flight until it ends, and its log line says what the
+// caller was answered (its status and bytes) and how the call ended.
+func (s *Server) detach(w http.ResponseWriter, r *http.Request, c *call) (http.ResponseWriter, *http.Request) {
 	a := c.ex.Detach()
 	for k, v := range a.Header {
 		w.Header()[k] = v
 	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(a.Body)))
+	w.Header().Set("Connection", "close")
 	w.WriteHeader(a.Status)
 	w.Write(a.Body)
+	http.NewResponseController(w).Flush()
 	c.ack = a
-	r = r.WithContext(context.WithoutCancel(r.Context()))
-	go s.serve(ctx, &detached{}, r, c, nil)
-}
-
-// acked has the log line of a call answered before it ran (detach) say
-// what its caller was answered.
-func (c *call) acked() {
-	if c.ack != nil {
-		c.status, c.bytes = c.ack.Status, int64(len(c.ack.Body))
-	}
+	return &detached{}, r.WithContext(context.WithoutCancel(r.Context()))
 }
 
 // detached is the ResponseWriter of a call that goes on without its

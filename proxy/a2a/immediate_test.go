@@ -166,6 +166,7 @@ func TestReturnImmediately(t *testing.T) {
 			t.Run(way.name+" "+method, func(t *testing.T) {
 				agent, started, release := heldAgent(t)
 				url, _, _ := serveMap(t, method, immediateMap, agent)
+				releaseAtEnd(t, release)
 				m, p, b := way.send(url, "hi")
 				tk, body := immediateDo(t, url, way.version, m, p, b)
 				if !stateIs(tk.Status.State, "working") {
@@ -202,12 +203,27 @@ func TestReturnImmediately(t *testing.T) {
 	}
 }
 
+// releaseAtEnd releases the held agent, if the test did not, before the
+// sidecar's server closes (cleanups run last first): a detached call
+// runs on its request's handler, which the server's Close waits for, so
+// a test failing while the agent holds it ends instead of hanging.
+func releaseAtEnd(t *testing.T, release chan struct{}) {
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+}
+
 // TestReturnImmediatelyShutdown: a call that went on without its caller
 // is one of the calls in flight: the drain's end (EndCalls) ends it, and
 // its task fails saying why.
 func TestReturnImmediatelyShutdown(t *testing.T) {
-	agent, started, _ := heldAgent(t)
+	agent, started, release := heldAgent(t)
 	url, s, d := serveMap(t, "held", immediateMap, agent)
+	releaseAtEnd(t, release)
 	way := immediateWays[0]
 	m, p, b := way.send(url, "hi")
 	tk, body := immediateDo(t, url, way.version, m, p, b)
