@@ -56,9 +56,9 @@ run: build
 # python3, node, npm, chromium, curl (the docs' examples) and redis-server
 # (the state store's tests, a Redis on a free loopback port) (from apt-get
 # when one is missing and we are root, else a message naming them), then
-# every testdata/*/install.sh, whose npm package sets go into
-# $${SIDECAR_CACHE:-.cache} (a no-op while the cache is current; a cold one
-# takes a few minutes).
+# every testdata/*/install.sh, whose npm package sets (and actionlint, for
+# the workflows' test) go into $${SIDECAR_CACHE:-.cache} (a no-op while the
+# cache is current; a cold one takes a few minutes).
 DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl redis-server:redis-server
 deps:
 	@missing=; for t in $(DEPS_TOOLS); do \
