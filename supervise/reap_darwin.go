@@ -22,8 +22,8 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 // waitExited blocks until pid has exited, without reaping it: a kqueue
-// EVFILT_PROC filter for NOTE_EXIT. (Go's os package does not trust
-// waitid on macOS, and neither does this.)
+// EVFILT_PROC filter for NOTE_EXIT, where Linux has waitid with WNOWAIT
+// (which Go's os package does not use on macOS either).
 func waitExited(pid int) error {
 	kq, err := syscall.Kqueue()
 	if err != nil {
