@@ -5,14 +5,19 @@
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t sidecar .
 #
-# It is meant to be copied into an agent's image rather than run alone:
+# Each release pushes it, for linux/amd64 and linux/arm64, as
+# ghcr.io/sidecar-dev/sidecar:<tag> and :latest (.github/workflows/release.yml).
+# It holds the binary at /sidecar and is meant to be copied into an agent's
+# image rather than run alone, to /sidecar as below or onto the PATH:
+#
+#   COPY --from=ghcr.io/sidecar-dev/sidecar:latest /sidecar /usr/local/bin/sidecar
 #
 #   # Python (or Node, or anything) agent image:
 #   FROM python:3.12-slim
 #   WORKDIR /app
 #   COPY . .
 #   COPY sidecar.yaml /etc/sidecar.yaml
-#   COPY --from=sidecar /sidecar /sidecar      # or --from=REGION-docker.pkg.dev/P/REPO/sidecar:TAG
+#   COPY --from=sidecar /sidecar /sidecar      # or --from=ghcr.io/sidecar-dev/sidecar:TAG
 #   USER 10001:10001
 #   EXPOSE 8080
 #   ENTRYPOINT ["/sidecar", "--config", "/etc/sidecar.yaml", "--"]

@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/sidecar
 FUZZTIME  ?= 30s
 
-.PHONY: all build install run deps test test-short bench bench-go fuzz lint clean image image-check
+.PHONY: all build install release run deps test test-short bench bench-go fuzz lint clean image image-check
 
 all: build
 
@@ -16,6 +16,31 @@ build:
 # installed by `go install` into $$(go env GOBIN), else $$(go env GOPATH)/bin.
 install:
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/sidecar
+
+# The release: for each of RELEASE_TARGETS, the same static, stamped build
+# as `make build`, packed with README.md (and LICENSE, once there is one)
+# into $(DIST)/sidecar_$(VERSION)_<os>_<arch>.tar.gz; a CycloneDX SBOM of
+# the Go modules linked into those binaries, read from their build
+# information (internal/sbom); and SHA256SUMS over the archives and the
+# SBOM. The macOS builds are vetted for macOS first: supervise has code of
+# its own there. `make release RELEASE_TARGETS=linux/amd64` builds one.
+DIST            ?= dist
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+SHA256SUM       ?= $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo shasum -a 256)
+release:
+	rm -rf $(DIST)
+	@set -e; for t in $(RELEASE_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; name=sidecar_$(VERSION)_$${os}_$${arch}; \
+	  echo "release: $$name"; \
+	  if [ "$$os" = darwin ]; then GOOS=$$os GOARCH=$$arch $(GO) vet ./supervise/ ./cmd/sidecar/; fi; \
+	  mkdir -p $(DIST)/$$name; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/$$name/sidecar ./cmd/sidecar; \
+	  files="sidecar README.md"; cp README.md $(DIST)/$$name/; \
+	  if [ -f LICENSE ]; then cp LICENSE $(DIST)/$$name/; files="$$files LICENSE"; fi; \
+	  tar -C $(DIST)/$$name -czf $(DIST)/$$name.tar.gz $$files; \
+	done
+	$(GO) run ./internal/sbom -version $(VERSION) -o $(DIST)/sidecar_$(VERSION).cdx.json $(DIST)/*/sidecar
+	cd $(DIST) && $(SHA256SUM) *.tar.gz *.cdx.json > SHA256SUMS
 
 # `sidecar dev`: the sidecar on :8080 (or $$PORT) in entrypoint mode (it
 # starts the bundled example agent, Python standard library, on
@@ -31,9 +56,9 @@ run: build
 # python3, node, npm, chromium, curl (the docs' examples) and redis-server
 # (the state store's tests, a Redis on a free loopback port) (from apt-get
 # when one is missing and we are root, else a message naming them), then
-# every testdata/*/install.sh, whose npm package sets go into
-# $${SIDECAR_CACHE:-.cache} (a no-op while the cache is current; a cold one
-# takes a few minutes).
+# every testdata/*/install.sh, whose npm package sets (and actionlint, for
+# the workflows' test) go into $${SIDECAR_CACHE:-.cache} (a no-op while the
+# cache is current; a cold one takes a few minutes).
 DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl redis-server:redis-server
 deps:
 	@missing=; for t in $(DEPS_TOOLS); do \
@@ -100,4 +125,4 @@ image-check:
 	VERSION=$(VERSION) deploy/image-check.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -30,6 +30,7 @@ type dockerfile struct {
 
 type stage struct {
 	base, name string // base with the global ARGs expanded
+	platform   string // FROM's --platform, as written
 	args       map[string]string
 	instrs     []instr
 }
@@ -75,9 +76,11 @@ func readDockerfile(t *testing.T, path string) *dockerfile {
 		switch {
 		case in.cmd == "FROM":
 			fields := strings.Fields(in.args)
-			var base, name string
+			var base, name, platform string
 			for i := 0; i < len(fields); i++ {
 				switch {
+				case strings.HasPrefix(fields[i], "--platform="):
+					platform = strings.TrimPrefix(fields[i], "--platform=")
 				case strings.HasPrefix(fields[i], "--"):
 				case strings.EqualFold(fields[i], "AS") && i+1 < len(fields):
 					name = fields[i+1]
@@ -86,7 +89,7 @@ func readDockerfile(t *testing.T, path string) *dockerfile {
 					base = fields[i]
 				}
 			}
-			d.stages = append(d.stages, &stage{base: expand(base, d.args), name: name, args: map[string]string{}})
+			d.stages = append(d.stages, &stage{base: expand(base, d.args), name: name, platform: platform, args: map[string]string{}})
 		case in.cmd == "ARG" && len(d.stages) == 0:
 			k, v, _ := strings.Cut(in.args, "=")
 			d.args[k] = v
@@ -224,7 +227,10 @@ func goModVersion(t *testing.T) string {
 // platform need: a Go builder of go.mod's version building ./cmd/sidecar
 // with the Makefile's flags and no cgo; a final stage with only the
 // binary, a numeric non-root user, ENTRYPOINT ["/sidecar"] and the
-// sidecar's port exposed.
+// sidecar's port exposed. It also builds for several platforms at once
+// without emulation, as the release workflow builds it: the build stage
+// runs on BuildKit's $BUILDPLATFORM and cross-compiles for TARGETOS and
+// TARGETARCH, and the final stage is the target platform's.
 func TestDockerfile(t *testing.T) {
 	d := readDockerfile(t, "../Dockerfile")
 	if len(d.stages) < 2 {
@@ -265,9 +271,20 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal("Makefile has no LDFLAGS := line")
 	}
 	ldflags := strings.ReplaceAll(strings.TrimSpace(string(m[1])), "$(VERSION)", "$VERSION")
-	for _, want := range []string{"-trimpath", `-ldflags "` + ldflags + `"`, "-o /out/sidecar", "./cmd/sidecar"} {
+	if build.platform != "$BUILDPLATFORM" && build.platform != "${BUILDPLATFORM}" {
+		t.Errorf("build stage FROM --platform=%q, want $BUILDPLATFORM: it cross-compiles, with no emulation", build.platform)
+	}
+	if final.platform != "" {
+		t.Errorf("final stage FROM --platform=%q, want none: it is the target platform's", final.platform)
+	}
+	for _, arg := range []string{"TARGETOS", "TARGETARCH"} {
+		if _, ok := build.args[arg]; !ok {
+			t.Errorf("build stage declares no ARG %s: BuildKit sets it only when declared", arg)
+		}
+	}
+	for _, want := range []string{"GOOS=$TARGETOS", "GOARCH=$TARGETARCH", "-trimpath", `-ldflags "` + ldflags + `"`, "-o /out/sidecar", "./cmd/sidecar"} {
 		if !strings.Contains(goBuild, want) {
-			t.Errorf("go build %q lacks %q (the Makefile's build)", goBuild, want)
+			t.Errorf("go build %q lacks %q", goBuild, want)
 		}
 	}
 
@@ -545,7 +562,8 @@ func TestDockerignore(t *testing.T) {
 		}
 	}
 	for _, p := range []string{".git/config", ".cache/adk/x", "bin/sidecar", "testdata/agents/a.py",
-		"upstream/testdata/x", "examples/node/node_modules/x/index.js", "Dockerfile"} {
+		"upstream/testdata/x", "examples/node/node_modules/x/index.js", "Dockerfile",
+		"dist/sidecar_v1.0.0_linux_amd64.tar.gz"} {
 		if !dockerignored(patterns, p) {
 			t.Errorf(".dockerignore lets %s into the context", p)
 		}

@@ -28,6 +28,10 @@
 // and once the group is empty only a pid wrap that makes it a new group
 // leader's could misdirect it.
 //
-// The package is Linux-only: it relies on Pdeathsig, PR_SET_CHILD_SUBREAPER
-// and waitid.
+// All of this holds on Linux, which has Pdeathsig, PR_SET_CHILD_SUBREAPER
+// and waitid (reap_linux.go). The package also builds for macOS, where
+// `sidecar dev` runs on a developer's machine (reap_darwin.go): process
+// groups and Stop work the same, but there is no parent-death signal (an
+// agent outlives a sidecar killed with SIGKILL) and no subreaper (orphaned
+// grandchildren go to launchd, not to the sidecar's reaper).
 package supervise

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -18,6 +19,7 @@ import (
 var shutdownSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 func main() {
+	version = buildVersion(version, debug.ReadBuildInfo)
 	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"go.uber.org/zap"
@@ -21,7 +22,22 @@ import (
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
+// main falls back on the module version (buildVersion) when it is not.
 var version = "dev"
+
+// buildVersion is the version the binary reports: the one stamped with
+// -ldflags, else the main module's version as the go command recorded it
+// (`go install …/cmd/sidecar@v1.2.3` records v1.2.3, a build in a git
+// checkout a pseudo-version of its commit), else stamped ("dev").
+func buildVersion(stamped string, info func() (*debug.BuildInfo, bool)) string {
+	if stamped != "dev" {
+		return stamped
+	}
+	if bi, ok := info(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return stamped
+}
 
 // exitError ends the process with code after printing msg (if any).
 type exitError struct {

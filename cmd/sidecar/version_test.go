@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -49,5 +50,34 @@ func TestMCPServerVersion(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &r); err != nil || r.Result.ServerInfo.Version != "v9.8.7-test" {
 		t.Errorf("initialize = %d %s, want serverInfo.version v9.8.7-test", resp.StatusCode, b)
+	}
+}
+
+// TestBuildVersion: the stamped version wins; without one, the module
+// version the go command recorded (`go install …@v1.2.3`); without that,
+// "dev".
+func TestBuildVersion(t *testing.T) {
+	tests := []struct {
+		stamped, module string
+		noInfo          bool
+		want            string
+	}{
+		{"v1.0.0", "v2.0.0", false, "v1.0.0"},
+		{"dev", "v1.2.3", false, "v1.2.3"},
+		{"dev", "v0.0.0-20261206024129-a3f9391abcde", false, "v0.0.0-20261206024129-a3f9391abcde"},
+		{"dev", "(devel)", false, "dev"},
+		{"dev", "", false, "dev"},
+		{"dev", "", true, "dev"},
+	}
+	for _, tt := range tests {
+		info := func() (*debug.BuildInfo, bool) {
+			if tt.noInfo {
+				return nil, false
+			}
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/sidecar-dev/sidecar", Version: tt.module}}, true
+		}
+		if got := buildVersion(tt.stamped, info); got != tt.want {
+			t.Errorf("buildVersion(%q, module %q) = %q, want %q", tt.stamped, tt.module, got, tt.want)
+		}
 	}
 }

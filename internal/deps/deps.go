@@ -1,7 +1,8 @@
 // Package deps finds, for tests, what `make deps` installed before the
-// suite started: the npm package sets of testdata/*/install.sh in
-// ${SIDECAR_CACHE:-<repo>/.cache}. It never installs: a test runs inside a
-// timeout, and an npm install on a cold cache can take minutes.
+// suite started: the npm package sets and programs (actionlint) of
+// testdata/*/install.sh in ${SIDECAR_CACHE:-<repo>/.cache}. It never
+// installs: a test runs inside a timeout, and an npm install on a cold
+// cache can take minutes.
 package deps
 
 import (
@@ -29,15 +30,30 @@ func Repo() string {
 // quick suite needs no npm packages.
 func NPM(t testing.TB, set string) string {
 	t.Helper()
+	return installed(t, set, "the npm packages")
+}
+
+// Tool returns the path of the program testdata/<set>/install.sh installs
+// (actionlint), as NPM does for an npm package set: it fails the test at
+// once when `make deps` has not installed it, and skips it under -short.
+func Tool(t testing.TB, set string) string {
+	t.Helper()
+	return installed(t, set, "the program")
+}
+
+// installed is what testdata/<set>/install.sh --check prints; what names
+// what it installs, for the messages.
+func installed(t testing.TB, set, what string) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skipf("needs the npm packages of testdata/%s (make deps)", set)
+		t.Skipf("needs %s of testdata/%s (make deps)", what, set)
 	}
 	cmd := exec.Command("bash", filepath.Join(Repo(), "testdata", set, "install.sh"), "--check")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("testdata/%s/install.sh --check: %v: the npm packages are not installed: run `make deps` first\n%s", set, err, stderr.String())
+		t.Fatalf("testdata/%s/install.sh --check: %v: %s not installed (%s): run `make deps` first\n%s", set, err, set, what, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }
