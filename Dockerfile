@@ -21,7 +21,7 @@
 #   USER 10001:10001
 #   EXPOSE 8080
 #   ENTRYPOINT ["/sidecar", "--config", "/etc/sidecar.yaml", "--"]
-#   CMD ["python3", "agent.py"]                  # Node: CMD ["node", "agent.js"]
+#   CMD ["python3", "agent.py"]                  # Node: CMD ["node", "dist/agent.js"]
 #
 # The sidecar is then PID 1: it serves the platform on $PORT (8080), starts
 # the CMD as the agent with PORT set to the agent's own port, forwards

@@ -362,7 +362,9 @@ type Method struct {
 	Handler string
 	// Description and Parameters (an OpenAPI schema object) describe the
 	// method in the deploy request's spec.classMethods, for the platform's
-	// SDK; they do not change how a call is served. Default: none.
+	// SDK, and as MCP's tool; sidecar dev's playground shows the
+	// description with the method. They do not change how a call is
+	// served. Default: none.
 	Description string
 	Parameters  map[string]any
 	// Example is an input for the method (any JSON value, nil when not

@@ -22,7 +22,7 @@
 //	    reply: auto                   # auto | json | sse | ndjson | text
 //	    output: wrap                  # wrap | as_is (unary methods only)
 //	    timeouts: {}                  # per-key overrides of the top-level timeouts
-//	    description: ""               # for the deploy request's classMethods only
+//	    description: ""               # the deploy request's classMethods, MCP, the playground
 //	    parameters: {}                # an OpenAPI schema (type: object, properties…)
 //
 // A body template is a YAML mapping or list, or a string holding JSON; a

@@ -200,6 +200,26 @@ func copies(s *stage) []copyInstr {
 	return out
 }
 
+// sources are the paths of the build context ctx a COPY source names,
+// relative to it: src itself, or a pattern's matches (Docker takes
+// filepath.Match's syntax: "package*.json"). A source that names nothing
+// is an error, as it fails Docker's build.
+func sources(ctx, src string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(ctx, src))
+	if err != nil {
+		return nil, fmt.Errorf("COPY %s: %w", src, err)
+	}
+	if len(matches) == 0 {
+		return nil, fmt.Errorf("COPY %s: not in the build context %s", src, ctx)
+	}
+	for i, m := range matches {
+		if matches[i], err = filepath.Rel(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	return matches, nil
+}
+
 func defaultListenPort(t *testing.T) string {
 	t.Helper()
 	cfg := parse(t, "upstream: {url: \"http://127.0.0.1:1\"}\nmethods: {q: {}}\n")
@@ -343,11 +363,14 @@ func TestExampleDockerfiles(t *testing.T) {
 			ignore := readIgnore(t, filepath.Join(ctx, ".dockerignore"))
 			contextCopy := func(c copyInstr) {
 				for _, src := range c.srcs {
-					if _, err := os.Stat(filepath.Join(ctx, src)); err != nil {
-						t.Errorf("line %d: COPY %s: not in the build context %s", c.line, src, ctx)
+					names, err := sources(ctx, src)
+					if err != nil {
+						t.Errorf("line %d: %v", c.line, err)
 					}
-					if dockerignored(ignore, src) {
-						t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", c.line, src)
+					for _, name := range names {
+						if dockerignored(ignore, name) {
+							t.Errorf("line %d: COPY %s: the context's .dockerignore leaves %s out", c.line, src, name)
+						}
 					}
 				}
 			}

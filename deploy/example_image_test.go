@@ -115,10 +115,16 @@ func TestNodeExampleImage(t *testing.T) {
 				t.Fatalf("line %d: COPY %s: want context files into the WORKDIR", in.line, in.args)
 			}
 			for _, src := range c.srcs {
-				if dockerignored(ignore, src) {
-					t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", in.line, src)
+				names, err := sources(ctxDir, src)
+				if err != nil {
+					t.Fatalf("line %d: %v", in.line, err)
 				}
-				copyInto(t, filepath.Join(ctxDir, src), dest, strings.HasSuffix(c.dest, "/") || c.dest == "." || len(c.srcs) > 1)
+				for _, name := range names {
+					if dockerignored(ignore, name) {
+						t.Errorf("line %d: COPY %s: the context's .dockerignore leaves %s out", in.line, src, name)
+					}
+					copyInto(t, filepath.Join(ctxDir, name), dest, strings.HasSuffix(c.dest, "/") || c.dest == "." || len(c.srcs) > 1 || len(names) > 1)
+				}
 			}
 		case "RUN":
 			if npmCI.MatchString(in.args) {

@@ -36,9 +36,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// buildNode compiles examples/node/agent.ts with the tsc of the cache's
+// buildNode compiles examples/node/src with the tsc of the cache's
 // testdata/node set (the versions its package-lock.json pins) into a
-// temporary folder, and returns the agent's command line.
+// temporary folder standing for its dist/, and returns the agent's
+// command line.
 func buildNode(t *testing.T) []string {
 	t.Helper()
 	modules := deps.NPM(t, "node")

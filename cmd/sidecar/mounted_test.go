@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -235,5 +236,64 @@ func TestMountedDrainOnSIGTERM(t *testing.T) {
 	}
 	if code := p.wait(hostileBound); code != 1 {
 		t.Errorf("exit code = %d, want 1 (the drain ended calls)", code)
+	}
+}
+
+// TestMountedNoRoute: on the platform's listener with doors mounted, a
+// path nobody serves is answered 404 in the platform's error shape,
+// naming the contract's routes and each mounted door with the paths it
+// claims there, and nothing else of the map: not the agent's URL, not a
+// door's other settings. With no door mounted the 404 names the
+// contract's routes alone.
+func TestMountedNoRoute(t *testing.T) {
+	agent := newHostileAgent(t)
+	head := "upstream: {url: \"" + agent.url + "\"}\n" + hostileMethods + "shutdown: {drain: 500ms, agent_grace: 1s}\n"
+	client := &http.Client{Timeout: hostileBound, Transport: &http.Transport{DisableKeepAlives: true}}
+	notFound := func(base, path string) string {
+		t.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Detail string }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("GET %s = %d (%v), want 404 with the platform's {\"detail\": …}", path, resp.StatusCode, err)
+		}
+		return body.Detail
+	}
+	const contract = "the sidecar serves POST /api/reasoning_engine, POST /api/stream_reasoning_engine and GET /healthz"
+
+	sections, mounted := mountEveryDoor("query")
+	everyLn := freeLoopback(t)
+	serveYAML(t, head+sections, everyLn)
+	var under []string
+	for _, d := range mounted {
+		under = append(under, d.Name+" at /"+d.Name+"/…")
+	}
+	want := `no route "/nope"; ` + contract + "; mounted here: " + strings.Join(under, "; ")
+	if got := notFound("http://"+everyLn.Addr().String(), "/nope"); got != want {
+		t.Errorf("every door mounted under its name: 404 says\n%s\nwant\n%s", got, want)
+	}
+
+	// At "/" a door claims its routes; one mounted under a path, the path.
+	mixedLn := freeLoopback(t)
+	serveYAML(t, head+"protocols:\n  openai: {mount: /, method: query}\n  a2a: {mount: /agents/a2a, method: query, url: \"https://agent.example/a2a\"}\n  mcp: {mount: /tools}\n", mixedLn)
+	got := notFound("http://"+mixedLn.Addr().String(), "/v2/chat/completions")
+	for _, want := range []string{`no route "/v2/chat/completions"; ` + contract + "; mounted here: ", "a2a at /agents/a2a/…", "mcp at /tools/…", "openai at /v1/…"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("openai at /, a2a and mcp under paths: 404 says %q, want %q in it", got, want)
+		}
+	}
+	for _, secret := range []string{agent.url, strings.TrimPrefix(agent.url, "http://"), "agent.example", "query"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the 404 says %q, which only the map should know: %s", secret, got)
+		}
+	}
+
+	plainLn := freeLoopback(t)
+	serveYAML(t, head, plainLn)
+	if got, want := notFound("http://"+plainLn.Addr().String(), "/nope"), `no route "/nope"; `+contract; got != want {
+		t.Errorf("no door mounted: 404 says %q, want %q", got, want)
 	}
 }

@@ -176,6 +176,9 @@ type methodInfo struct {
 	Name    string `json:"name"`
 	APIMode string `json:"api_mode"`
 	Example any    `json:"example"`
+	// Description is the map's description of the method, which the page
+	// shows with it; left out when the map gives none.
+	Description string `json:"description,omitempty"`
 }
 
 // methodsJSON describes the method map to the playground: every class
@@ -195,7 +198,7 @@ func methodsJSON(cfg *config.Config) []byte {
 		if m.Name == "*" {
 			continue
 		}
-		out.Methods = append(out.Methods, methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example})
+		out.Methods = append(out.Methods, methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example, Description: m.Description})
 	}
 	b, _ := json.Marshal(out)
 	return append(b, '\n')

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -74,18 +75,27 @@ methods:
 	ctx := browser(t)
 
 	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="broken"]`))
-	if got := evalString(t, ctx, `[...document.querySelectorAll("#methods li")].map(l => l.innerText.replace(/\s+/g, " ")).join("|")`); got != `query ""|stream_query stream|broken async_stream` {
-		t.Errorf("method list = %q, want the map's three methods with their api_mode", got)
+	if got := evalString(t, ctx, `[...document.querySelectorAll("#methods li")].map(l => l.innerText.replace(/\s+/g, " ")).join("|")`); got != `query unary|stream_query stream|broken async_stream` {
+		t.Errorf("method list = %q, want the map's three methods with their api_mode, the default as unary", got)
 	}
-	// Each label is the map's word: as a method's mode, validate takes it.
-	for _, label := range strings.Split(evalString(t, ctx, `[...document.querySelectorAll("#methods .mode")].map(e => e.textContent).join("|")`), "|") {
-		if _, err := config.Parse("label.yaml", []byte("upstream: {url: \"http://127.0.0.1:9\"}\nmethods:\n  m: {mode: "+label+"}\n")); err != nil {
-			t.Errorf("the page labels a mode %s, which the map refuses: %v", label, err)
+	// Each label is the map's word, or unary for its "": the tooltip gives
+	// the mode as the map takes it, which validate accepts.
+	for _, badge := range strings.Split(evalString(t, ctx, `[...document.querySelectorAll("#methods .mode")].map(e => e.textContent + "=" + e.title).join("|")`), "|") {
+		label, title, _ := strings.Cut(badge, "=")
+		word := label
+		if label == "unary" {
+			word = `""`
+		}
+		if !strings.HasPrefix(title, "mode: "+word) {
+			t.Errorf("the badge %s has the tooltip %q, want it to give the mode as the map writes it, %s", label, title, word)
+		}
+		if _, err := config.Parse("label.yaml", []byte("upstream: {url: \"http://127.0.0.1:9\"}\nmethods:\n  m: {mode: "+word+"}\n")); err != nil {
+			t.Errorf("the page labels a mode %s (%s), which the map refuses: %v", label, word, err)
 		}
 	}
 	// The page opens on the map's first method, not its first streaming one.
-	if got := evalString(t, ctx, `document.getElementById("method-title").textContent + " " + document.getElementById("method-mode").textContent + " " + document.querySelector("#methods button.active").dataset.method`); got != `query "" query` {
-		t.Errorf("opened on %q, want the map's first method: query \"\" query", got)
+	if got := evalString(t, ctx, `document.getElementById("method-title").textContent + " " + document.getElementById("method-mode").textContent + " " + document.querySelector("#methods button.active").dataset.method`); got != `query unary query` {
+		t.Errorf("opened on %q, want the map's first method: query unary query", got)
 	}
 	if got := evalString(t, ctx, `getComputedStyle(document.getElementById("session-bar")).display === "none" ? "hidden" : "shown"`); got != "hidden" {
 		t.Errorf("session bar %s without the ADK preset", got)
@@ -142,7 +152,7 @@ methods:
 		t.Errorf("the in-band error is also shown as an HTTP error")
 	}
 
-	// Each call's snippets: the Python ones parse, for each api_mode.
+	// Each call's snippets: the Python and Node ones parse, for each api_mode.
 	for _, m := range []string{"query", "stream_query", "broken"} {
 		card := `[...document.querySelectorAll("#calls > article.call")].find(c => c.dataset.method === "` + m + `")`
 		run(t, ctx, "copying "+m+" as Python", script(`[...`+card+`.querySelectorAll("header button")].find(b => b.textContent === "Python").click()`))
@@ -154,6 +164,18 @@ methods:
 		}
 		if want := "remote." + m + "(**payload)"; !strings.Contains(py, want) {
 			t.Errorf("%s: the Python snippet lacks %s:\n%s", m, want, py)
+		}
+		run(t, ctx, "copying "+m+" as Node", script(`[...`+card+`.querySelectorAll("header button")].find(b => b.textContent === "Node").click()`))
+		js := evalString(t, ctx, card+`.querySelector(".snippet").textContent`)
+		file := filepath.Join(t.TempDir(), "call.mjs")
+		if err := os.WriteFile(file, []byte(js), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("node", "--check", file).CombinedOutput(); err != nil {
+			t.Errorf("%s: the Node snippet does not parse: %v %s\n%s", m, err, out, js)
+		}
+		if want := `class_method: "` + m + `"`; !strings.Contains(js, want) {
+			t.Errorf("%s: the Node snippet lacks %s:\n%s", m, want, js)
 		}
 	}
 

@@ -55,7 +55,8 @@ func TestPlaygroundFiles(t *testing.T) {
 }
 
 // TestMethodsJSON: the method map as the playground reads it, in the
-// map's order, without "*".
+// map's order, without "*", each with its description when the map
+// gives one.
 func TestMethodsJSON(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{testMap, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
@@ -66,10 +67,10 @@ func TestMethodsJSON(t *testing.T) {
 upstream: {url: AGENT}
 methods:
   b: {mode: async_stream, example: [1, "two"]}
-  a: {mode: async, example: "text"}
+  a: {mode: async, example: "text", description: "Says a."}
   "*": {}
 `, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
-			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text"}]}`},
+			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text","description":"Says a."}]}`},
 	} {
 		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(tt.yaml, "AGENT", "http://127.0.0.1:9")))
 		if err != nil {

@@ -3,6 +3,7 @@ package platform
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -25,6 +26,9 @@ type Door struct {
 	// keepAlive what answers it.
 	keepAlivePath string
 	keepAlive     keepAlive
+	// mounted names the doors mounted on the door's listener and the
+	// paths each claims there, for its 404s (mountedDoors); "" when none.
+	mounted string
 }
 
 // Handler routes the contract: POST core.RouteUnary and core.RouteStream
@@ -48,7 +52,7 @@ func (d Door) Handler(call func(route string, stream bool) http.Handler, health 
 		r.Handle(d.keepAlivePath, d.keepAlive).Methods(http.MethodGet, http.MethodHead)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		refuse(w, r, "", core.NoRoute(r.URL.Path, serves))
+		refuse(w, r, "", core.NoRoute(r.URL.Path, serves+d.mounted))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
@@ -76,6 +80,28 @@ func (d Door) Public(r *http.Request) bool {
 
 // serves is what the door serves, for its 404s.
 const serves = "POST " + core.RouteUnary + ", POST " + core.RouteStream + " and GET /healthz"
+
+// mountedDoors is what a 404 of the platform's listener adds about the
+// doors cfg mounts on it: each door's name and the paths it claims
+// there (config.Config.Claims), "; mounted here: a2a at /a2a/…, openai at
+// /v1/…", or "" when none is mounted. A caller who asked for a path
+// nobody serves most likely wanted one of them. It says only what the
+// listener already answers on: no other setting of a door, nor where
+// the agent is.
+func mountedDoors(cfg *config.Config) string {
+	var doors []string
+	for _, door := range cfg.Mounted() {
+		var paths []string
+		for _, c := range cfg.Claims(door) {
+			paths = append(paths, c.String())
+		}
+		doors = append(doors, door.Name+" at "+strings.Join(paths, ", "))
+	}
+	if len(doors) == 0 {
+		return ""
+	}
+	return "; mounted here: " + strings.Join(doors, "; ")
+}
 
 // Open decodes the envelope (Decode) and looks its class_method up on the
 // route, unary or streaming; a method the route does not serve is

@@ -32,9 +32,10 @@ type Options struct {
 }
 
 // New is the Agent Platform door: the contract, and cfg's keep-alive
-// probe (keep_alive_probe) when it has one.
+// probe (keep_alive_probe) when it has one; its 404s name the doors cfg
+// mounts on its listener.
 func New(cfg *config.Config, opts Options) (*Door, error) {
-	d := &Door{}
+	d := &Door{mounted: mountedDoors(cfg)}
 	if cfg.KeepAlive.Path != "" {
 		if opts.InFlight == nil {
 			return nil, errors.New("keep_alive_probe: no count of the calls in flight to answer it with")

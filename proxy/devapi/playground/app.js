@@ -51,7 +51,8 @@ async function load() {
   const list = $("methods");
   for (const m of i.methods) {
     const b = el("button", { type: "button", "data-method": m.name, onclick: () => pick(m) },
-      el("span", { class: "name" }, m.name), window.Transcript.mode(m));
+      el("span", { class: "name" }, m.name), window.Transcript.mode(m),
+      m.description ? el("span", { class: "desc", title: m.description }, m.description) : null);
     list.append(el("li", {}, b));
   }
   if (isADK()) {
@@ -83,6 +84,7 @@ async function loadDoors() {
     return;
   }
   $("doors-head").hidden = doors.length === 0;
+  $("doors-json").hidden = doors.length === 0;
   for (const d of doors) {
     const b = el("button", { type: "button", "data-door": d.protocol, onclick: () => showDoor(d) },
       el("span", { class: "name" }, d.protocol),
@@ -125,6 +127,8 @@ function pick(m) {
   $("method-title").textContent = m.name;
   $("method-mode").replaceWith(Object.assign(window.Transcript.mode(m), { id: "method-mode" }));
   $("method-route").textContent = "POST " + verb(m) + (streaming(m) ? "?alt=sse" : "");
+  $("method-description").textContent = m.description || "";
+  $("method-description").hidden = !m.description;
   const example = m.example != null ? m.example : (isADK() && ADK_EXAMPLES[m.name]) || {};
   $("input").value = state.inputs[m.name] ?? JSON.stringify(example, null, 2);
   $("snippet").hidden = true;
@@ -311,6 +315,40 @@ function pythonSnippet(m, input) {
   }
 }
 
+// nodeSnippet is the call as a Node script: the same request as the curl
+// snippet, with fetch (built into Node 20 and later); a stream's
+// server-sent events are printed one data line at a time, as they come.
+function nodeSnippet(m, input) {
+  const head = [
+    "// Node 20 or later. Save as call.mjs, then:",
+    "//   TOKEN=\"$(gcloud auth print-access-token)\" node call.mjs",
+    `const url = ${JSON.stringify(platformURL(m))};`,
+    `const input = ${JSON.stringify(input, null, 2)};`,
+    "const res = await fetch(url, {",
+    "  method: \"POST\",",
+    "  headers: { Authorization: `Bearer ${process.env.TOKEN}`, \"Content-Type\": \"application/json\" },",
+    `  body: JSON.stringify({ class_method: ${JSON.stringify(m.name)}, input }),`,
+    "});",
+    "if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);",
+  ];
+  if (!streaming(m)) return head.concat(["console.log(JSON.stringify((await res.json()).output));"]).join("\n");
+  return head.concat([
+    "const decoder = new TextDecoder();",
+    "let buf = \"\";",
+    "for await (const chunk of res.body) {",
+    "  buf += decoder.decode(chunk, { stream: true });",
+    "  let end;",
+    "  while ((end = buf.indexOf(\"\\n\")) >= 0) {",
+    "    const line = buf.slice(0, end).replace(/\\r$/, \"\");",
+    "    buf = buf.slice(end + 1);",
+    "    if (line.startsWith(\"data:\")) console.log(line.slice(5).replace(/^ /, \"\"));",
+    "  }",
+    "}",
+  ]).join("\n");
+}
+
+const snippets = { curl: curlSnippet, python: pythonSnippet, node: nodeSnippet };
+
 // copyText shows text in target and puts it on the clipboard when allowed.
 function copyText(text, target, what) {
   target.textContent = text;
@@ -323,8 +361,7 @@ function copyCurrent(kind) {
   const v = validate();
   if (!v || !state.method) return;
   const input = withSession(state.method.name, v);
-  const text = kind === "curl" ? curlSnippet(state.method, input) : pythonSnippet(state.method, input);
-  copyText(text, $("snippet"), kind);
+  copyText(snippets[kind](state.method, input), $("snippet"), kind);
 }
 
 // ---------------------------------------------------------------- runs
@@ -337,6 +374,7 @@ async function run() {
   const view = window.Transcript.start(m, input, {
     curl: () => curlSnippet(m, input),
     python: () => pythonSnippet(m, input),
+    node: () => nodeSnippet(m, input),
     copy: copyText,
   });
   $("run").disabled = true;
@@ -367,6 +405,7 @@ $("input").addEventListener("input", validate);
 $("run").addEventListener("click", run);
 $("copy-curl").addEventListener("click", () => copyCurrent("curl"));
 $("copy-python").addEventListener("click", () => copyCurrent("python"));
+$("copy-node").addEventListener("click", () => copyCurrent("node"));
 $("input").addEventListener("keydown", (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key === "Enter") run();
 });

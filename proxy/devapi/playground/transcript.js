@@ -21,13 +21,14 @@
     const flat = JSON.stringify(v);
     return flat.length <= 90 ? flat.replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(v, null, 2);
   }
-  // mode is a method's api_mode as the method map writes it: `""` for the
-  // unary default (a word such as "sync" would be refused by validate),
-  // with the route it is served on as the tooltip.
+  // mode is a method's api_mode badge: the map's word, or "unary" for
+  // the default, which the map writes "" (or leaves out); the tooltip
+  // gives the mode as the map takes it and the route it is served on.
   function mode(m) {
-    const label = m.api_mode || '""';
+    const label = m.api_mode || "unary";
     const route = m.api_mode === "stream" || m.api_mode === "async_stream" ? ":streamQuery" : ":query";
-    return el("span", { class: "mode", title: `mode: ${label} (served on ${route})` }, label);
+    const as = m.api_mode ? m.api_mode : '"" (the default)';
+    return el("span", { class: "mode", title: `mode: ${as}, served on ${route}` }, label);
   }
   const who = (name, t) => el("div", { class: "who" }, el("span", {}, name), el("span", { class: "t" }, ms(t)));
 
@@ -77,6 +78,7 @@
       rawBtn,
       el("button", { type: "button", onclick: () => snip.copy(snip.curl(), snippet, "curl") }, "curl"),
       el("button", { type: "button", onclick: () => snip.copy(snip.python(), snippet, "python") }, "Python"),
+      el("button", { type: "button", onclick: () => snip.copy(snip.node(), snippet, "node") }, "Node"),
     );
     rawBtn.addEventListener("click", () => {
       const show = raw.hidden;
