@@ -70,7 +70,8 @@ authentication.
 deploy-request flags (besides --config):
 ` + requestUsage + "\n" + devUsage + "\n" + initUsage + `
 Docs, in the source's docs/ (github.com/sidecar-dev/sidecar):
-  docs/cli.md          these commands and flags, exit codes, sidecar call
+  docs/cli.md          these commands and flags, exit codes, sidecar init and
+                       sidecar call
   docs/config.md       the method map: every key, its default (validate)
   docs/dev.md          sidecar dev: the platform's REST API, the playground
   docs/deploy.md       deploy-request, class-methods and the deploy scripts
