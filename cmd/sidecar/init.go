@@ -137,6 +137,25 @@ type initFlags struct {
 	set    map[string]bool // the flags given
 }
 
+// mapData is what templates/sidecar.yaml.tmpl writes.
+type mapData struct {
+	File       string   // the map's file name, for its first line
+	Lang       language // the agent's
+	Agent      string   // its command line, "" when not given
+	ConfigFlag string   // " --config FILE" for the commands shown, "" for the default
+	URL        string   // upstream.url
+	URLComment []string // the comment above it
+	Query      string   // the agent's route of method query, "" for none
+	QueryCall  string   // its call
+	Stream     string   // the agent's route of method stream_query, "" for none
+	StreamCall string   // its call
+	Doors      []doorLine
+}
+
+// doorLine is a door's entry under protocols: its key, its flow-style
+// section and the comment above it.
+type doorLine struct{ Name, Section, Comment string }
+
 // initPlan is what init writes: the method map's and the Dockerfile's
 // paths and contents (no Dockerfile: empty), and the next steps it prints.
 type initPlan struct {
@@ -226,7 +245,7 @@ func (f initFlags) plan() (*initPlan, error) {
 	}
 
 	lang := languageOf(argv)
-	agent := strings.Join(argv, " ")
+	agent := shellJoin(argv)
 	configFlag := ""
 	if f.config != "sidecar.yaml" {
 		configFlag = " --config " + shellQuote(f.config)
@@ -237,27 +256,24 @@ func (f initFlags) plan() (*initPlan, error) {
 	if f.stream == "" {
 		method = "query"
 	}
-	type doorLine struct{ Name, Section, Comment string }
-	var lines []doorLine
+	data := mapData{
+		File:       filepath.Base(f.config),
+		Lang:       lang,
+		Agent:      agent,
+		ConfigFlag: configFlag,
+		URL:        f.url,
+		URLComment: urlComment(f.url),
+		Query:      f.query,
+		QueryCall:  "POST " + f.query,
+		Stream:     f.stream,
+		StreamCall: "POST " + f.stream,
+	}
 	for _, d := range doorList {
 		section := fmt.Sprintf("{mount: %s}", d.mount)
 		if d.method {
 			section = fmt.Sprintf("{mount: %s, method: %s}", d.mount, method)
 		}
-		lines = append(lines, doorLine{d.name, section, d.what})
-	}
-	data := map[string]any{
-		"File":       filepath.Base(f.config),
-		"Lang":       lang,
-		"Agent":      agent,
-		"ConfigFlag": configFlag,
-		"URL":        f.url,
-		"URLComment": urlComment(f.url),
-		"Query":      f.query,
-		"QueryCall":  "POST " + f.query,
-		"Stream":     f.stream,
-		"StreamCall": "POST " + f.stream,
-		"Doors":      lines,
+		data.Doors = append(data.Doors, doorLine{d.name, section, d.what})
 	}
 	var text bytes.Buffer
 	if err := initTemplate.ExecuteTemplate(&text, "sidecar.yaml.tmpl", data); err != nil {
@@ -315,7 +331,7 @@ func (p *initPlan) write() error {
 func createNew(name, text string) error {
 	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists: init never overwrites a file", name)
+		return fmt.Errorf("%s exists, and init never overwrites a file: nothing was written", name)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
@@ -504,6 +520,15 @@ func splitCommand(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// shellJoin is argv as a command line a shell splits back into argv.
+func shellJoin(argv []string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
 }
 
 // shellQuote is s as one shell word: as it is when it needs no quoting.

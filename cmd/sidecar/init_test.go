@@ -504,6 +504,13 @@ func TestSplitCommand(t *testing.T) {
 			t.Errorf("splitCommand(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
 		}
 	}
+	// shellJoin's line splits back into its words.
+	for _, tt := range tests {
+		back, err := splitCommand(shellJoin(tt.want))
+		if err != nil || !slices.Equal(back, tt.want) {
+			t.Errorf("splitCommand(shellJoin(%q)) = %q, %v (the line %s)", tt.want, back, err, shellJoin(tt.want))
+		}
+	}
 	for _, bad := range []string{`a 'b`, `a "b`, `a\`} {
 		if got, err := splitCommand(bad); err == nil {
 			t.Errorf("splitCommand(%q) = %q, want an error", bad, got)

@@ -20,6 +20,17 @@ import (
 // plainName is a file name a Dockerfile line may hold unquoted.
 var plainName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
+// imageData is what the templates/Dockerfile.*.tmpl write.
+type imageData struct {
+	Agent        string // the agent's command line, for the comments
+	Config       string // the method map's file name in the build context
+	SidecarImage string // the image the sidecar's binary is copied from
+	Cmd          string // the image's CMD, in the exec form
+	Requirements bool   // Python: a requirements.txt is there to install
+	GoPackage    string // Go: what go build builds, as shell words
+	GoBinary     string // Go: the binary's name under /app
+}
+
 // dockerfile is the Dockerfile for an agent of lang started by argv, its
 // method map configName in dir, the build context.
 func dockerfile(lang language, argv []string, configName, dir string) (string, error) {
@@ -27,24 +38,16 @@ func dockerfile(lang language, argv []string, configName, dir string) (string, e
 		return "", fmt.Errorf("--config %q: with --docker, the file's name must be plain (letters, digits, . _ -): the Dockerfile copies it", configName)
 	}
 	image := argv
-	data := map[string]any{
-		"Agent":        strings.Join(argv, " "),
-		"Config":       configName,
-		"SidecarImage": sidecarImage,
-	}
+	data := imageData{Agent: shellJoin(argv), Config: configName, SidecarImage: sidecarImage}
 	switch lang {
 	case langNode:
 		image = nodeImageCommand(argv)
 	case langPython:
 		_, err := os.Stat(filepath.Join(dir, "requirements.txt"))
-		data["Requirements"] = err == nil
+		data.Requirements = err == nil
 	case langGo:
 		pkg, bin, args := goBuild(argv)
-		var words []string
-		for _, w := range pkg {
-			words = append(words, shellQuote(w))
-		}
-		data["GoPackage"], data["GoBinary"] = strings.Join(words, " "), bin
+		data.GoPackage, data.GoBinary = shellJoin(pkg), bin
 		image = append([]string{"./" + bin}, args...)
 	}
 	// The exec form, spaced as the repository's Dockerfiles write it.
@@ -53,7 +56,7 @@ func dockerfile(lang language, argv []string, configName, dir string) (string, e
 		b, _ := json.Marshal(w)
 		words[i] = string(b)
 	}
-	data["Cmd"] = "[" + strings.Join(words, ", ") + "]"
+	data.Cmd = "[" + strings.Join(words, ", ") + "]"
 	var b bytes.Buffer
 	if err := initTemplate.ExecuteTemplate(&b, "Dockerfile."+lang.Name+".tmpl", data); err != nil {
 		return "", err
