@@ -50,7 +50,7 @@ const initUsage = `init flags (besides --config, the file it writes; default sid
 const sidecarImage = "ghcr.io/sidecar-dev/sidecar:latest"
 
 // initDefaultURL is where the agent listens unless --url says otherwise:
-// the examples' port, the one PORT the sidecar gives an agent it starts.
+// where the repository's examples listen.
 const initDefaultURL = "http://127.0.0.1:8000"
 
 //go:embed templates
@@ -134,7 +134,6 @@ type initFlags struct {
 	stream string
 	doors  string
 	docker bool
-	set    map[string]bool // the flags given
 }
 
 // mapData is what templates/sidecar.yaml.tmpl writes.
@@ -168,17 +167,17 @@ type initPlan struct {
 // interactive (stdin a terminal) and --agent is missing; otherwise it
 // never reads in.
 func runInit(args []string, in io.Reader, interactive bool, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sidecar init", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	flags := flag.NewFlagSet("sidecar init", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
 	var f initFlags
-	fs.StringVar(&f.config, "config", "sidecar.yaml", "")
-	fs.StringVar(&f.agent, "agent", "", "")
-	fs.StringVar(&f.url, "url", initDefaultURL, "")
-	fs.StringVar(&f.query, "query", "/query", "")
-	fs.StringVar(&f.stream, "stream", "/stream", "")
-	fs.StringVar(&f.doors, "doors", "", "")
-	fs.BoolVar(&f.docker, "docker", false, "")
-	if err := fs.Parse(args); err != nil {
+	flags.StringVar(&f.config, "config", "sidecar.yaml", "")
+	flags.StringVar(&f.agent, "agent", "", "")
+	flags.StringVar(&f.url, "url", initDefaultURL, "")
+	flags.StringVar(&f.query, "query", "/query", "")
+	flags.StringVar(&f.stream, "stream", "/stream", "")
+	flags.StringVar(&f.doors, "doors", "", "")
+	flags.BoolVar(&f.docker, "docker", false, "")
+	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
 			fmt.Fprintf(stdout, "\nsidecar init: %s\n", commandDocs["init"])
@@ -186,12 +185,12 @@ func runInit(args []string, in io.Reader, interactive bool, stdout, stderr io.Wr
 		}
 		return &exitError{code: 2, msg: fmt.Sprintf("sidecar init: %v\n\n%s", err, initUsage)}
 	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: fmt.Sprintf("sidecar init: unexpected argument %q (quote the agent's command: --agent \"node dist/agent.js\")\n\n%s", fs.Arg(0), initUsage)}
+	if flags.NArg() > 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("sidecar init: unexpected argument %q (quote the agent's command: --agent \"node dist/agent.js\")\n\n%s", flags.Arg(0), initUsage)}
 	}
-	f.set = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if !f.set["agent"] && interactive {
+	agentGiven := false
+	flags.Visit(func(fl *flag.Flag) { agentGiven = agentGiven || fl.Name == "agent" })
+	if !agentGiven && interactive {
 		fmt.Fprint(stderr, "The agent's command line (e.g. node dist/agent.js, python3 agent.py): ")
 		line, err := bufio.NewReader(in).ReadString('\n')
 		if err != nil && line == "" {
