@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -558,11 +559,12 @@ func TestImageCommands(t *testing.T) {
 	}
 }
 
-// TestInitImages builds the Node and the Python Dockerfiles init writes as
+// TestInitImages builds the Node, Python and Go Dockerfiles init writes as
 // far as this machine allows, without a Docker engine, and runs them as
 // the container would. The Node agent is examples/node's in the layout the
 // Dockerfile expects (package.json, package-lock.json, tsconfig.json,
-// src/agent.ts), the Python one testdata/agents/agent.py:
+// src/agent.ts), the Python one testdata/agents/agent.py, the Go one a
+// module of its own (goAgent):
 //
 //   - each stage in a folder standing for its WORKDIR: the COPYs (from the
 //     build context, from an earlier stage, the sidecar from its image),
@@ -599,6 +601,20 @@ func TestInitImages(t *testing.T) {
 			copyInto(t, filepath.Join("..", "..", "testdata", "agents", "agent.py"), dir, true)
 		},
 		unary: `"path":"/echo","body":{"message":"hi"}`, streamed: `"text":"tok2"`,
+	}, {
+		lang: "go", agent: "go run ./cmd/agent --verbose", query: "/query", stream: "/stream", door: "a2a",
+		context: func(t *testing.T, dir string) {
+			files := map[string]string{"go.mod": "module example.com/agent\n\ngo 1.26\n", "cmd/agent/main.go": goAgent}
+			for name, text := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		unary: `{"output":{"text":"Echo: hi"}}`, streamed: `{"text":"tok1"}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.lang, func(t *testing.T) {
@@ -648,16 +664,62 @@ func TestInitImages(t *testing.T) {
 	}
 }
 
+// goAgent is a Go agent for TestInitImages: on $AGENT_SOCKET, POST /query
+// echoes the message, POST /stream answers two JSON lines. It refuses to
+// start without --verbose, the argument the image's CMD must pass on.
+const goAgent = `package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	if len(os.Args) != 2 || os.Args[1] != "--verbose" {
+		log.Fatalf("want the one argument --verbose, got %q", os.Args[1:])
+	}
+	http.HandleFunc("POST /query", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Message string }
+		json.NewDecoder(r.Body).Decode(&in)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"text": "Echo: " + in.Message})
+	})
+	http.HandleFunc("POST /stream", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, "{\"text\":\"tok0\"}\n{\"text\":\"tok1\"}\n")
+	})
+	ln, err := net.Listen("unix", os.Getenv("AGENT_SOCKET"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.Serve(ln, nil))
+}
+`
+
 // buildImage builds the Dockerfile text on the build context ctxDir as
-// TestInitImages says, and returns the last stage's folder, its
-// ENTRYPOINT and CMD (`sidecar` the binary under test) and its ENV.
+// TestInitImages says, and returns the last stage's WORKDIR folder, its
+// ENTRYPOINT and CMD (`sidecar` the binary under test) and its ENV. Each
+// stage has a folder standing for its root: absolute paths of COPY, and
+// the /out/ a RUN writes to, are under it.
 func buildImage(t *testing.T, ctxDir, text, modules string) (dir string, argv, env []string) {
 	t.Helper()
 	work := t.TempDir()
 	type stageDir struct {
-		name, workdir, dir string
-		env                []string
+		name, root, workdir string
+		env                 []string
 	}
+	// at is the stage's path p: absolute, or relative to its WORKDIR.
+	at := func(s *stageDir, p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Join(s.root, p)
+		}
+		return filepath.Join(s.root, s.workdir, p)
+	}
+	out := regexp.MustCompile(`(^|\s)/out/`)
 	var stages []*stageDir
 	var cur *stageDir
 	var entrypoint, cmd []string
@@ -668,12 +730,10 @@ func buildImage(t *testing.T, ctxDir, text, modules string) (dir string, argv, e
 		switch in.op {
 		case "FROM":
 			_, name, _ := strings.Cut(in.args, " AS ")
-			cur = &stageDir{name: name, workdir: "/", dir: filepath.Join(work, fmt.Sprintf("stage%d", i))}
+			cur = &stageDir{name: name, workdir: "/", root: filepath.Join(work, fmt.Sprintf("stage%d", i))}
 			cur.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(work, "home"),
-				"npm_config_cache=" + filepath.Join(work, "npm-cache"), "npm_config_offline=true", "npm_config_update_notifier=false"}
-			if err := os.MkdirAll(cur.dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
+				"npm_config_cache=" + filepath.Join(work, "npm-cache"), "npm_config_offline=true", "npm_config_update_notifier=false",
+				"GOCACHE=" + goEnv(t, "GOCACHE"), "GOMODCACHE=" + goEnv(t, "GOMODCACHE"), "GOPROXY=off", "GOTOOLCHAIN=local"}
 			stages = append(stages, cur)
 		case "WORKDIR":
 			cur.workdir = in.args
@@ -696,39 +756,34 @@ func buildImage(t *testing.T, ctxDir, text, modules string) (dir string, argv, e
 				}
 				continue
 			}
-			srcDir, srcWorkdir := ctxDir, "/"
+			source := func(src string) string { return filepath.Join(ctxDir, src) }
 			if from != "" {
-				found := false
-				for _, s := range stages {
-					if s.name == from {
-						srcDir, srcWorkdir, found = s.dir, s.workdir, true
+				var s *stageDir
+				for _, st := range stages {
+					if st.name == from {
+						s = st
 					}
 				}
-				if !found {
+				if s == nil {
 					t.Fatalf("COPY %s: no stage %s", in.args, from)
 				}
-			}
-			if filepath.IsAbs(dest) {
-				t.Fatalf("COPY %s: outside the WORKDIR", in.args)
+				source = func(src string) string { return at(s, src) }
 			}
 			toDir := strings.HasSuffix(dest, "/") || dest == "." || len(srcs) > 1
 			for _, src := range srcs {
-				if filepath.IsAbs(src) {
-					rel, err := filepath.Rel(srcWorkdir, src)
-					if err != nil || strings.HasPrefix(rel, "..") {
-						t.Fatalf("COPY %s: %s is outside stage %s's WORKDIR", in.args, src, from)
-					}
-					src = rel
-				}
-				matched, _ := filepath.Glob(filepath.Join(srcDir, src))
+				matched, _ := filepath.Glob(source(src))
 				if len(matched) == 0 && !strings.Contains(src, "*") {
-					t.Fatalf("COPY %s: no %s in %s", in.args, src, map[bool]string{true: "stage " + from, false: "the build context"}[from != ""])
+					where := "the build context"
+					if from != "" {
+						where = "stage " + from
+					}
+					t.Fatalf("COPY %s: no %s in %s", in.args, src, where)
 				}
 				for _, m := range matched {
 					if src == "." {
 						m += "/." // the folder's contents, as COPY . copies them
 					}
-					copyInto(t, m, filepath.Join(cur.dir, dest), toDir)
+					copyInto(t, m, at(cur, dest), toDir)
 				}
 			}
 		case "RUN":
@@ -739,11 +794,14 @@ func buildImage(t *testing.T, ctxDir, text, modules string) (dir string, argv, e
 				if modules == "" {
 					t.Fatalf("RUN %s: no node_modules stands for it", in.args)
 				}
-				copyInto(t, modules, filepath.Join(cur.dir, "node_modules"), false)
+				copyInto(t, modules, at(cur, "node_modules"), false)
 				continue
 			}
-			run := exec.Command("sh", "-c", in.args)
-			run.Dir, run.Env = cur.dir, cur.env
+			if err := os.MkdirAll(at(cur, "."), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run := exec.Command("sh", "-c", out.ReplaceAllString(in.args, "${1}"+filepath.Join(cur.root, "out")+"/"))
+			run.Dir, run.Env = at(cur, "."), cur.env
 			if out, err := run.CombinedOutput(); err != nil {
 				t.Fatalf("RUN %s: %v\n%s", in.args, err, out)
 			}
@@ -763,7 +821,17 @@ func buildImage(t *testing.T, ctxDir, text, modules string) (dir string, argv, e
 		t.Fatalf("ENTRYPOINT %q: want the sidecar", entrypoint)
 	}
 	argv = append(append([]string{binary}, entrypoint[1:]...), cmd...)
-	return cur.dir, argv, cur.env
+	return at(cur, "."), argv, cur.env
+}
+
+// goEnv is `go env name`.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // startImage runs argv in dir as a container runs its entrypoint, $PORT=0,
