@@ -336,7 +336,7 @@ func slug(h string) string {
 // pages that document them, and those pages exist.
 func TestHelpNamesPages(t *testing.T) {
 	page := regexp.MustCompile(`docs/[a-z0-9-]+\.md`)
-	for _, args := range [][]string{{"help"}, {"call", "--help"}, {"dev", "--help"}, {"validate", "--help"}, {"deploy-request", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"call", "--help"}, {"dev", "--help"}, {"validate", "--help"}, {"deploy-request", "--help"}, {"init", "--help"}} {
 		out, err := exec.Command(binary, args...).Output()
 		if err != nil {
 			t.Fatalf("sidecar %s: %v", strings.Join(args, " "), err)

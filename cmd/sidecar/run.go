@@ -59,6 +59,8 @@ Usage:
                                        with a command, start and supervise the agent
   sidecar dev [flags] [-- CMD ARGS...] serve, plus the platform's REST API and a
                                        playground page on 127.0.0.1:8081
+  sidecar init --agent CMD [flags]     write a commented sidecar.yaml for the agent
+                                       (--docker: and its Dockerfile); never over a file
   sidecar validate [flags] [--print]   check a config file, report every problem;
                                        --print writes the expanded method map
   sidecar class-methods [flags]        print spec.classMethods for the deploy request
@@ -82,9 +84,10 @@ every other protocol's listen host are 127.0.0.1: the routes have no
 authentication.
 
 deploy-request flags (besides --config):
-` + requestUsage + "\n" + devUsage + `
+` + requestUsage + "\n" + devUsage + "\n" + initUsage + `
 Docs, in the source's docs/ (github.com/sidecar-dev/sidecar):
-  docs/cli.md          these commands and flags, exit codes, sidecar call
+  docs/cli.md          these commands and flags, exit codes, sidecar init and
+                       sidecar call
   docs/config.md       the method map: every key, its default (validate)
   docs/dev.md          sidecar dev: the platform's REST API, the playground
   docs/deploy.md       deploy-request, class-methods and the deploy scripts
@@ -99,6 +102,7 @@ Docs, in the source's docs/ (github.com/sidecar-dev/sidecar):
 var commandDocs = map[string]string{
 	"serve":          "docs/operations.md",
 	"dev":            "docs/dev.md",
+	"init":           "docs/cli.md",
 	"validate":       "docs/config.md",
 	"class-methods":  "docs/deploy.md",
 	"deploy-request": "docs/deploy.md",
@@ -114,6 +118,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cmd == "call" {
 		return runCall(ctx, args, getenv, stdout, stderr)
+	}
+	if cmd == "init" {
+		return runInit(args, os.Stdin, isTerminal(os.Stdin), stdout, stderr)
 	}
 	fs := flag.NewFlagSet("sidecar "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
