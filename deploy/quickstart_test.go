@@ -1,13 +1,21 @@
 package deploy
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // sidecarImage is where the quickstarts' Dockerfiles copy the sidecar
@@ -145,4 +153,188 @@ func checkBuildStage(t *testing.T, ctx string, s *stage, runs []string) {
 			t.Error("the build stage copies no package-lock.json, which npm ci installs from")
 		}
 	}
+}
+
+// debianPython is the interpreter Debian's python3-* packages install
+// modules for, which `make deps` installs the FastAPI agent's with: the
+// python3 first on PATH may be another (pyenv's, a virtual environment's).
+const debianPython = "/usr/bin/python3"
+
+// TestQuickstartImages builds each examples/quickstart image as far as
+// this machine allows, without a Docker engine, and runs it as the
+// container would, as TestNodeExampleImage does the Node example's:
+//
+//   - a build stage in a folder standing for its WORKDIR: the context
+//     files it COPYs, then each RUN with sh -c in an environment of the
+//     stage's ENVs. `npm ci` alone is not run (no test installs): the
+//     node_modules testdata/quickstart-node/install.sh installed from the
+//     same package.json and package-lock.json stands for it;
+//   - the final stage's COPYs, from the context and the build stage, into
+//     a folder standing for /; its RUNs (pip's install, for which Debian's
+//     python3-fastapi and python3-uvicorn stand, and the user's creation)
+//     are not run;
+//   - its ENTRYPOINT and CMD, the sidecar built here standing for the one
+//     copied from the published image and the agent on a free port: the
+//     same calls, and SIGTERM, as the Node example's image.
+func TestQuickstartImages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the agents")
+	}
+	bin := filepath.Join(t.TempDir(), "sidecar")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sidecar").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, dir := range []string{"node", "python-fastapi", "python-stdlib", "go"} {
+		t.Run(dir, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			runQuickstartImage(t, ctx, dir, bin)
+		})
+	}
+}
+
+func runQuickstartImage(t *testing.T, ctx context.Context, name, bin string) {
+	work := t.TempDir()
+	ctxDir := filepath.Join("..", "examples", "quickstart", name)
+	ignore := readIgnore(t, filepath.Join(ctxDir, ".dockerignore"))
+	d := readDockerfile(t, filepath.Join(ctxDir, "Dockerfile"))
+	path := os.Getenv("PATH")
+	if name == "python-fastapi" {
+		path = pythonWith(t, work, path, "fastapi", "uvicorn")
+	}
+
+	stages := map[string]*stageDir{}
+	copyIn := func(to *stageDir, in instr) {
+		t.Helper()
+		c := copies(&stage{instrs: []instr{in}})[0]
+		dest, ok := to.path(c.dest)
+		if !ok {
+			t.Fatalf("line %d: COPY %s: outside the WORKDIR", in.line, in.args)
+		}
+		from := &stageDir{workdir: "/", dir: ctxDir}
+		if c.from != "" {
+			if from = stages[c.from]; from == nil {
+				t.Fatalf("line %d: COPY --from=%s: no such stage", in.line, c.from)
+			}
+		}
+		for _, src := range c.srcs {
+			p, ok := from.path(src)
+			if !ok {
+				t.Fatalf("line %d: COPY %s: outside the stage's WORKDIR", in.line, src)
+			}
+			if c.from == "" && dockerignored(ignore, src) {
+				t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", in.line, src)
+			}
+			copyInto(t, p, dest, strings.HasSuffix(c.dest, "/") || c.dest == "." || len(c.srcs) > 1)
+		}
+	}
+	for _, s := range d.stages[:len(d.stages)-1] {
+		build := &stageDir{workdir: "/", dir: filepath.Join(work, "stage-"+s.name), env: []string{
+			"PATH=" + path, "HOME=" + filepath.Join(work, "home"), "GOCACHE=" + goEnv(t, "GOCACHE"), "GOTOOLCHAIN=local",
+			"npm_config_cache=" + filepath.Join(work, "npm-cache"), "npm_config_offline=true",
+			"npm_config_update_notifier=false",
+		}}
+		for _, in := range s.instrs {
+			switch in.cmd {
+			case "WORKDIR":
+				build.workdir = in.args
+			case "ENV":
+				build.env = append(build.env, strings.Fields(in.args)...)
+			case "COPY":
+				copyIn(build, in)
+			case "RUN":
+				if npmCI.MatchString(in.args) {
+					copyInto(t, deps.NPM(t, "quickstart-node"), filepath.Join(build.dir, "node_modules"), false)
+					continue
+				}
+				cmd := exec.CommandContext(ctx, "sh", "-c", in.args)
+				cmd.Dir, cmd.Env = build.dir, build.env
+				if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("line %d: RUN %s: %v\n%s", in.line, in.args, err, out)
+				}
+			default:
+				t.Fatalf("line %d: %s in a build stage: this test does not know it", in.line, in.cmd)
+			}
+		}
+		stages[s.name] = build
+	}
+
+	final := &stageDir{workdir: "/", dir: filepath.Join(work, "final")}
+	root := &stageDir{workdir: "/", dir: final.dir} // the image's /
+	conf := filepath.Join(work, "sidecar.yaml")
+	for _, in := range d.stages[len(d.stages)-1].instrs {
+		switch in.cmd {
+		case "WORKDIR":
+			final = &stageDir{workdir: in.args, dir: filepath.Join(root.dir, in.args)}
+			if err := os.MkdirAll(final.dir, 0o755); err != nil { // as Docker's WORKDIR does
+				t.Fatal(err)
+			}
+		case "COPY":
+			c := copies(&stage{instrs: []instr{in}})[0]
+			switch {
+			case c.from == sidecarImage: // bin, below
+			case c.dest == "/etc/sidecar.yaml":
+				// The image's config, the agent on a free port of this test.
+				b, err := os.ReadFile(filepath.Join(ctxDir, c.srcs[0]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = bytes.ReplaceAll(b, []byte("127.0.0.1:8000"), []byte("127.0.0.1:"+strconv.Itoa(testports.Free(t))))
+				if err := os.WriteFile(conf, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			case filepath.IsAbs(c.dest):
+				copyIn(root, in)
+			default:
+				copyIn(final, in)
+			}
+		}
+	}
+	var argv []string
+	for _, a := range append(jsonForm(t, d.stages[len(d.stages)-1].one(t, "ENTRYPOINT")), jsonForm(t, d.stages[len(d.stages)-1].one(t, "CMD"))...) {
+		switch {
+		case a == "/usr/local/bin/sidecar":
+			a = bin
+		case a == "/etc/sidecar.yaml":
+			a = conf
+		case filepath.IsAbs(a):
+			a, _ = root.path(a)
+		}
+		argv = append(argv, a)
+	}
+	runImage(t, ctx, final.dir, argv, path)
+}
+
+// pythonWith returns path, with a folder of work holding a python3 first
+// when the python3 on path does not import modules but Debian's does.
+func pythonWith(t *testing.T, work, path string, modules ...string) string {
+	t.Helper()
+	script := "import " + strings.Join(modules, ", ")
+	if exec.Command("python3", "-c", script).Run() == nil {
+		return path
+	}
+	if exec.Command(debianPython, "-c", script).Run() != nil {
+		t.Fatalf("python3 cannot %s: run make deps", script)
+	}
+	dir := filepath.Join(work, "python")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(debianPython, filepath.Join(dir, "python3")); err != nil {
+		t.Fatal(err)
+	}
+	return dir + string(os.PathListSeparator) + path
+}
+
+// goEnv is `go env NAME`.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
