@@ -43,6 +43,7 @@ type quickstartImage struct {
 func TestQuickstartDockerfiles(t *testing.T) {
 	tests := []quickstartImage{
 		{"node", []string{"node", "dist/agent.js"}, []string{"npm ci", "npm run build"}},
+		{"node-http", []string{"node", "dist/agent.js"}, []string{"npm ci", "npm run build"}},
 		{"python-fastapi", []string{"python3", "agent.py"}, nil},
 		{"python-stdlib", []string{"python3", "agent.py"}, nil},
 		{"go", []string{"/agent"}, []string{"CGO_ENABLED=0 go build"}},
@@ -167,8 +168,8 @@ const debianPython = "/usr/bin/python3"
 //   - a build stage in a folder standing for its WORKDIR: the context
 //     files it COPYs, then each RUN with sh -c in an environment of the
 //     stage's ENVs. `npm ci` alone is not run (no test installs): the
-//     node_modules testdata/quickstart-node/install.sh installed from the
-//     same package.json and package-lock.json stands for it;
+//     node_modules testdata/quickstart-<name>/install.sh installed from
+//     the same package.json and package-lock.json stands for it;
 //   - the final stage's COPYs, from the context and the build stage, into
 //     a folder standing for /; its RUNs (pip's install, for which Debian's
 //     python3-fastapi and python3-uvicorn stand, and the user's creation)
@@ -184,7 +185,7 @@ func TestQuickstartImages(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sidecar").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, dir := range []string{"node", "python-fastapi", "python-stdlib", "go"} {
+	for _, dir := range []string{"node", "node-http", "python-fastapi", "python-stdlib", "go"} {
 		t.Run(dir, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
@@ -244,7 +245,7 @@ func runQuickstartImage(t *testing.T, ctx context.Context, name, bin string) {
 				copyIn(build, in)
 			case "RUN":
 				if npmCI.MatchString(in.args) {
-					copyInto(t, deps.NPM(t, "quickstart-node"), filepath.Join(build.dir, "node_modules"), false)
+					copyInto(t, deps.NPM(t, "quickstart-"+name), filepath.Join(build.dir, "node_modules"), false)
 					continue
 				}
 				cmd := exec.CommandContext(ctx, "sh", "-c", in.args)

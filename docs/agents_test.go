@@ -41,6 +41,7 @@ var agentNeeds = map[string]struct {
 	python []string
 }{
 	"examples/quickstart/node":           {npm: "quickstart-node"},
+	"examples/quickstart/node-http":      {npm: "quickstart-node-http"},
 	"examples/quickstart/python-fastapi": {python: []string{"fastapi", "uvicorn"}},
 	"examples/quickstart/python-stdlib":  {},
 	"examples/quickstart/go":             {},

@@ -2,9 +2,9 @@
 # Installs examples/quickstart/node's packages (Express and the TypeScript
 # toolchain, exact versions in its package.json / package-lock.json) into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/quickstart-node/
-# for docs' TestCommands, which builds and runs the quickstart agent of
-# docs/quickstart-node.md with this node_modules where the page's `npm ci`
-# would have written it.
+# for docs' TestCommands, which builds and runs that agent as
+# docs/quickstart-node.md shows, and deploy's TestQuickstartImages, with
+# this node_modules where `npm ci` would have written it.
 #
 # Skips `npm ci` when the cache already holds node_modules installed from the
 # same package.json + package-lock.json (sha256 kept in a stamp file; see
