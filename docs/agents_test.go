@@ -100,7 +100,7 @@ func runAgent(t *testing.T, page, agent string, blocks []block) {
 	}
 
 	for try := 1; ; try++ {
-		e := &example{path: path, ports: map[string]string{
+		e := &example{path: path, within: 3 * time.Minute, ports: map[string]string{
 			"8000": strconv.Itoa(testports.Free(t)),
 			"8080": strconv.Itoa(testports.Free(t)),
 			"8081": strconv.Itoa(testports.Free(t)),
@@ -116,7 +116,7 @@ func runAgent(t *testing.T, page, agent string, blocks []block) {
 			"--listen", "127.0.0.1:" + e.ports["8080"], "--dev-listen", "127.0.0.1:" + e.ports["8081"]}, args...)...)
 		cmd.Dir = dir
 		cmd.Env = append(withoutEnv(os.Environ(), "PORT"), "PATH="+path)
-		// Generous: `go run` compiles the agent first, on a busy machine.
+		// Generous, as within: `go run` compiles the agent first.
 		out, ok := runSidecar(t, agent+"'s sidecar", cmd, e.ports["8080"], 3*time.Minute, try < 5)
 		if !ok {
 			continue

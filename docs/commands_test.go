@@ -35,6 +35,9 @@ type example struct {
 	path  string            // PATH for the commands, the sidecar first
 	src   []byte            // examples/python/sidecar.yaml
 	out   *syncBuffer       // what the sidecar and the agent wrote
+	// within bounds each command, 30s when zero: a command that builds
+	// an agent (tsc on a busy machine) is given longer.
+	within time.Duration
 }
 
 // pickPorts picks a free port per doc port, all different (testports):
@@ -360,7 +363,11 @@ func (e *example) workdir(t *testing.T, config []string) string {
 
 func (e *example) check(t *testing.T, dir, page string, c command) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	within := e.within
+	if within == 0 {
+		within = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", e.toRun(c.text))
 	cmd.Dir = dir
