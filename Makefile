@@ -54,15 +54,23 @@ run: build
 # What the tests need, installed before any test starts (no test installs:
 # one that finds its packages missing fails at once, naming `make deps`):
 # python3, node, npm, chromium, curl (the docs' examples) and redis-server
-# (the state store's tests, a Redis on a free loopback port) (from apt-get
-# when one is missing and we are root, else a message naming them), then
-# every testdata/*/install.sh, whose npm package sets (and actionlint, for
-# the workflows' test) go into $${SIDECAR_CACHE:-.cache} (a no-op while the
+# (the state store's tests, a Redis on a free loopback port), and the
+# Python modules of docs/quickstart-python.md's FastAPI agent (DEPS_PYTHON,
+# Debian's packages: present when python3 or Debian's own /usr/bin/python3,
+# which the tests fall back to, imports them) (from apt-get when one is
+# missing and we are root, else a message naming them), then every
+# testdata/*/install.sh, whose npm package sets (and actionlint, for the
+# workflows' test) go into $${SIDECAR_CACHE:-.cache} (a no-op while the
 # cache is current; a cold one takes a few minutes).
 DEPS_TOOLS := python3:python3 node:nodejs npm:npm chromium:chromium curl:curl redis-server:redis-server
+DEPS_PYTHON := fastapi:python3-fastapi uvicorn:python3-uvicorn
 deps:
 	@missing=; for t in $(DEPS_TOOLS); do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
+	done; \
+	for m in $(DEPS_PYTHON); do \
+	  python3 -c "import $${m%%:*}" >/dev/null 2>&1 || /usr/bin/python3 -c "import $${m%%:*}" >/dev/null 2>&1 \
+	    || missing="$$missing $${m#*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

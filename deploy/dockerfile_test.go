@@ -454,7 +454,10 @@ func deployGuideUser(t *testing.T) string {
 
 // baseUserHomes are the non-root users base images bring, by base name and
 // uid, with their home directories.
-var baseUserHomes = map[string]map[string]string{"node": {"1000": "/home/node"}}
+var baseUserHomes = map[string]map[string]string{
+	"node":                              {"1000": "/home/node"},
+	"gcr.io/distroless/static-debian12": {"65532": "/home/nonroot"},
+}
 
 // checkUserHome: the USER an example runs as has a home directory, and
 // HOME names it: libraries that keep caches or settings under ~ fail

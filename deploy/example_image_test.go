@@ -219,17 +219,22 @@ func TestNodeExampleImage(t *testing.T) {
 		}
 		argv = append(argv, a)
 	}
-	runImage(t, ctx, final.dir, argv)
+	out := runImage(t, ctx, final.dir, argv, os.Getenv("PATH"))
+	// The sidecar probed the agent's /health before it was ready: the
+	// agent logs its calls, not those probes.
+	if strings.Contains(out, "/health ") || !strings.Contains(out, "agent: POST /query 200") {
+		t.Errorf("the agent's log: want POST /query and no health probe:\n%s", out)
+	}
 }
 
 // runImage runs argv (an image's ENTRYPOINT and CMD) in dir with $PORT=0,
-// as the platform starts it, and calls it: /healthz, query, stream_query,
-// then SIGTERM.
-func runImage(t *testing.T, ctx context.Context, dir string, argv []string) {
+// as the platform starts it, and PATH path, and calls it: /healthz, query,
+// stream_query, then SIGTERM. It returns what the image logged.
+func runImage(t *testing.T, ctx context.Context, dir string, argv []string, path string) string {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PORT=0"}
+	cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), "PORT=0"}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -317,12 +322,7 @@ func runImage(t *testing.T, ctx context.Context, dir string, argv []string) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit after SIGTERM: %v, want 0\n%s", err, logged())
 	}
-	out := logged()
-	// The sidecar probed the agent's /health before it was ready: the
-	// agent logs its calls, not those probes.
-	if strings.Contains(out, "/health ") || !strings.Contains(out, "agent: POST /query 200") {
-		t.Errorf("the agent's log: want POST /query and no health probe:\n%s", out)
-	}
+	return logged()
 }
 
 // readIgnore is a .dockerignore's patterns (none when there is no file).

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type example struct {
 	path  string            // PATH for the commands, the sidecar first
 	src   []byte            // examples/python/sidecar.yaml
 	out   *syncBuffer       // what the sidecar and the agent wrote
+	// within bounds each command, 30s when zero: a command that builds
+	// an agent (tsc on a busy machine) is given longer.
+	within time.Duration
 }
 
 // pickPorts picks a free port per doc port, all different (testports):
@@ -89,8 +93,23 @@ protocols:
 		"--listen", "127.0.0.1:"+e.ports["8080"], "--dev-listen", "127.0.0.1:"+e.ports["8081"],
 		"--", "python3", "agent.py")
 	cmd.Dir = "../examples/python"
-	out := &syncBuffer{}
+	out, ok := runSidecar(t, "the examples' sidecar", cmd, e.ports["8080"], 30*time.Second, retry)
+	if !ok {
+		return nil
+	}
 	e.out = out
+	return e
+}
+
+// runSidecar starts cmd, a sidecar whose platform listener is on port,
+// and waits until the agent behind it is ready (the sidecar's /healthz
+// answers 200); the test's cleanup stops it by its pid (SIGTERM: it
+// drains, then stops the agent it started). A sidecar that exits, or an
+// agent not ready within the bound, fails the test, but for a port found
+// taken when retry is set: then it reports false, for a try on others.
+func runSidecar(t *testing.T, name string, cmd *exec.Cmd, port string, within time.Duration, retry bool) (*syncBuffer, bool) {
+	t.Helper()
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -104,44 +123,41 @@ protocols:
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
 			<-exited
-			t.Errorf("the examples' sidecar did not exit 20s after SIGTERM")
+			t.Errorf("%s did not exit 20s after SIGTERM", name)
 		}
 		if t.Failed() {
-			t.Logf("the examples' sidecar:\n%s", out.String())
+			t.Logf("%s:\n%s", name, out.String())
 		}
 	})
-	// Ready: the agent answers its probe. A sidecar that exits, or an
-	// agent never ready, fails the test at once or after 30s.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(within)
 	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
 	for {
 		select {
 		case err := <-exited:
 			exited <- err
 			if retry && testports.InUse(out.String()) {
-				return nil
+				return nil, false
 			}
-			t.Fatalf("the examples' sidecar exited: %v\n%s", err, out.String())
+			t.Fatalf("%s exited: %v\n%s", name, err, out.String())
 		default:
 		}
-		resp, err := client.Get("http://127.0.0.1:" + e.ports["8080"] + "/healthz")
+		resp, err := client.Get("http://127.0.0.1:" + port + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				break
+				return out, true
 			}
 		}
 		if retry && testports.InUse(out.String()) { // the agent's, which it restarts
 			cmd.Process.Kill()
-			return nil
+			return nil, false
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the examples' sidecar not ready after 30s: %v\n%s", err, out.String())
+			t.Fatalf("%s not ready after %v: %v\n%s", name, within, err, out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	client.CloseIdleConnections()
-	return e
 }
 
 // syncBuffer is a bytes.Buffer the process's writers share.
@@ -170,8 +186,11 @@ func (e *example) toRun(cmd string) string {
 	return docAddr.ReplaceAllStringFunc(cmd, func(s string) string {
 		m := docAddr.FindStringSubmatch(s)
 		port := e.ports[m[2]]
-		if m[2] == "8080" && (strings.HasPrefix(m[3], "/invocations") || strings.HasPrefix(m[3], "/ping")) {
+		if m[2] == "8080" && e.ports["agentcore"] != "" && (strings.HasPrefix(m[3], "/invocations") || strings.HasPrefix(m[3], "/ping")) {
 			port = e.ports["agentcore"]
+		}
+		if port == "" {
+			return s // a port this sidecar does not serve: left as shown, so the call fails
 		}
 		return m[1] + ":" + port + m[3]
 	})
@@ -258,12 +277,21 @@ func openQuote(s string) bool {
 // the sidecar's. A command whose output the page shows must print it
 // (stdout and stderr, compared as matches does); one with none shown
 // must exit 0. Blocks marked `<!-- doctest: skip: REASON -->` are skipped.
+// The blocks below a `<!-- doctest: agent: DIR… -->` line run against
+// each of those agents instead, as runAgent says.
 func TestCommands(t *testing.T) {
 	var todo []block
+	var agents []agentBlocks
 	for _, page := range pages(t) {
 		for _, b := range blocks(t, page) {
-			if b.lang == "sh" {
+			switch {
+			case b.lang != "sh":
+			case b.agents == nil:
 				todo = append(todo, b)
+			case len(agents) == 0 || agents[len(agents)-1].page != page || !slices.Equal(agents[len(agents)-1].dirs, b.agents):
+				agents = append(agents, agentBlocks{page: page, dirs: b.agents, blocks: []block{b}})
+			default:
+				agents[len(agents)-1].blocks = append(agents[len(agents)-1].blocks, b)
 			}
 		}
 	}
@@ -296,6 +324,11 @@ func TestCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+	for _, a := range agents {
+		for _, dir := range a.dirs {
+			t.Run(filepath.Base(a.page)+":"+dir, func(t *testing.T) { runAgent(t, a.page, dir, a.blocks) })
+		}
 	}
 }
 
@@ -330,7 +363,11 @@ func (e *example) workdir(t *testing.T, config []string) string {
 
 func (e *example) check(t *testing.T, dir, page string, c command) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	within := e.within
+	if within == 0 {
+		within = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", e.toRun(c.text))
 	cmd.Dir = dir

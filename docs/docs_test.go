@@ -76,6 +76,11 @@ type block struct {
 	mark string
 	// config is the last yaml block above it on its page, nil for none.
 	config []string
+	// agents are the directories (from the repository's root) of the
+	// agents the block belongs to: those of the last `<!-- doctest: agent:
+	// DIR… -->` line above it on its page, or none for the examples'
+	// shared sidecar.
+	agents []string
 }
 
 func (b block) name() string {
@@ -86,7 +91,10 @@ func (b block) name() string {
 	return fmt.Sprintf("%s:%d", name, b.line)
 }
 
-var docMark = regexp.MustCompile(`^<!-- doctest: (.+) -->$`)
+var (
+	docMark   = regexp.MustCompile(`^<!-- doctest: (.+) -->$`)
+	agentMark = regexp.MustCompile(`^<!-- doctest: agent: (.+) -->$`)
+)
 
 // blocks are a page's fenced code blocks.
 func blocks(t *testing.T, page string) []block {
@@ -98,6 +106,7 @@ func blocks(t *testing.T, page string) []block {
 	var out []block
 	var cur *block
 	var config []string
+	var agents []string
 	lines := strings.Split(string(src), "\n")
 	for i, l := range lines {
 		if cur != nil {
@@ -112,10 +121,14 @@ func blocks(t *testing.T, page string) []block {
 			cur.text = append(cur.text, l)
 			continue
 		}
+		if m := agentMark.FindStringSubmatch(l); m != nil {
+			agents = strings.Fields(m[1])
+			continue
+		}
 		if lang, ok := strings.CutPrefix(l, "```"); ok {
-			cur = &block{page: page, line: i + 1, lang: strings.TrimSpace(lang), config: config}
+			cur = &block{page: page, line: i + 1, lang: strings.TrimSpace(lang), config: config, agents: agents}
 			if i > 0 {
-				if m := docMark.FindStringSubmatch(lines[i-1]); m != nil {
+				if m := docMark.FindStringSubmatch(lines[i-1]); m != nil && !agentMark.MatchString(lines[i-1]) {
 					if reason, ok := strings.CutPrefix(m[1], "skip: "); ok {
 						cur.skip = reason
 					} else {

@@ -1,3 +1,5 @@
-// Package examples holds the example agents (python/, node/) and the map
-// of the ADK preset (adk/); its tests run the agents as a user would.
+// Package examples holds the example agents (python/, node/), the map of
+// the ADK preset (adk/) and the quickstarts' smallest agents (quickstart/,
+// run by docs' tests as docs/quickstart-*.md show them); its tests run the
+// agents as a user would.
 package examples
