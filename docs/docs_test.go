@@ -416,3 +416,66 @@ var (
 	testFunc  = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)\w+)\(`)
 	citedTest = regexp.MustCompile("`((?:Test|Fuzz)[A-Z][A-Za-z0-9_]*\\*?)`")
 )
+
+// appendix is the page that says which tests hold what the user pages
+// claim; it and development.md are the pages written for contributors.
+const appendix = "verification.md"
+
+// TestUserPagesNameNoTests: the pages written for users (the README, the
+// deploy guides and every page here but development.md and the appendix)
+// name no test in their prose, so a reader meets what the sidecar does, not how it is
+// checked; the tests that hold a page's claims are the appendix's rows.
+func TestUserPagesNameNoTests(t *testing.T) {
+	named := regexp.MustCompile(`\b(?:Test|Fuzz)[A-Z]\w*`)
+	for _, page := range pages(t) {
+		if page == "development.md" || page == appendix {
+			continue
+		}
+		src, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fence := false
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(l, "```") {
+				fence = !fence
+				continue
+			}
+			if fence {
+				continue
+			}
+			for _, m := range named.FindAllString(l, -1) {
+				t.Errorf("%s:%d: names the test %s: a user page says what holds, %s says which test holds it", page, i+1, m, appendix)
+			}
+		}
+	}
+}
+
+// TestAppendixRows: every row of the appendix's tables names the claim's
+// page and section as a link (TestLinks holds the link to a heading that
+// exists) and at least one test (TestCitedTestsExist holds that it exists),
+// so a row cannot lose its claim or its test unnoticed.
+func TestAppendixRows(t *testing.T) {
+	src, err := os.ReadFile(appendix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	ls := strings.Split(string(src), "\n")
+	for i, l := range ls {
+		header := i+1 < len(ls) && strings.HasPrefix(ls[i+1], "|---")
+		if !strings.HasPrefix(l, "| ") || header {
+			continue
+		}
+		rows++
+		if !regexp.MustCompile(`\]\([a-z0-9-]+\.md#[a-z0-9_-]+\)|\]\(\.\./README\.md#[a-z0-9_-]+\)`).MatchString(l) {
+			t.Errorf("%s:%d: the row links no page#section", appendix, i+1)
+		}
+		if !citedTest.MatchString(l) {
+			t.Errorf("%s:%d: the row names no test", appendix, i+1)
+		}
+	}
+	if rows == 0 {
+		t.Fatalf("%s: no rows", appendix)
+	}
+}
