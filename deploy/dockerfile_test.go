@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/imagetest"
 )
 
 // A Dockerfile read just enough to check it: instructions with their
@@ -360,7 +361,10 @@ func TestExampleDockerfiles(t *testing.T) {
 			if d.args["SIDECAR_IMAGE"] == "" {
 				t.Error("ARG SIDECAR_IMAGE has no default")
 			}
-			ignore := readIgnore(t, filepath.Join(ctx, ".dockerignore"))
+			ignore, err := imagetest.ReadIgnore(filepath.Join(ctx, ".dockerignore"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			contextCopy := func(c copyInstr) {
 				for _, src := range c.srcs {
 					names, err := sources(ctx, src)
@@ -368,7 +372,7 @@ func TestExampleDockerfiles(t *testing.T) {
 						t.Errorf("line %d: %v", c.line, err)
 					}
 					for _, name := range names {
-						if dockerignored(ignore, name) {
+						if imagetest.Ignored(ignore, name) {
 							t.Errorf("line %d: COPY %s: the context's .dockerignore leaves %s out", c.line, src, name)
 						}
 					}
@@ -519,32 +523,6 @@ func checkUserHome(t *testing.T, s *stage) {
 	}
 }
 
-// dockerignored reports whether .dockerignore's patterns leave path
-// (slash-separated, relative to the context) out of the build context: a
-// pattern matches the path or one of its parent directories, as Docker's
-// do ("**" any number of directories, "*" and "?" within one).
-func dockerignored(patterns []string, path string) bool {
-	for _, p := range patterns {
-		re := regexp.QuoteMeta(strings.TrimPrefix(p, "/"))
-		re = strings.ReplaceAll(re, `\*\*/`, `(.*/)?`)
-		re = strings.ReplaceAll(re, `\*\*`, `.*`)
-		re = strings.ReplaceAll(re, `\*`, `[^/]*`)
-		re = strings.ReplaceAll(re, `\?`, `[^/]`)
-		rx := regexp.MustCompile("^" + re + "$")
-		for prefix := path; ; {
-			if rx.MatchString(prefix) {
-				return true
-			}
-			i := strings.LastIndex(prefix, "/")
-			if i < 0 {
-				break
-			}
-			prefix = prefix[:i]
-		}
-	}
-	return false
-}
-
 // TestDockerignore: every file the image's build reads survives
 // .dockerignore, and the usual bulk does not.
 func TestDockerignore(t *testing.T) {
@@ -583,14 +561,14 @@ func TestDockerignore(t *testing.T) {
 		t.Fatalf("go list found only %v", needed)
 	}
 	for _, p := range needed {
-		if dockerignored(patterns, p) {
+		if imagetest.Ignored(patterns, p) {
 			t.Errorf(".dockerignore leaves out %s, which the build needs", p)
 		}
 	}
 	for _, p := range []string{".git/config", ".cache/adk/x", "bin/sidecar", "testdata/agents/a.py",
 		"upstream/testdata/x", "examples/node/node_modules/x/index.js", "Dockerfile",
 		"dist/sidecar_v1.0.0_linux_amd64.tar.gz"} {
-		if !dockerignored(patterns, p) {
+		if !imagetest.Ignored(patterns, p) {
 			t.Errorf(".dockerignore lets %s into the context", p)
 		}
 	}
