@@ -26,10 +26,12 @@ type Dockerfile struct {
 
 // Stage is what one FROM begins.
 type Stage struct {
-	Base   string // FROM's image, the ARGs before the first FROM expanded
-	Name   string // FROM's AS name, or ""
-	Line   int
-	Instrs []Instr
+	Base     string            // FROM's image, the ARGs before the first FROM expanded
+	Name     string            // FROM's AS name, or ""
+	Platform string            // FROM's --platform, as written
+	Args     map[string]string // the stage's ARGs, with their defaults
+	Line     int
+	Instrs   []Instr
 }
 
 // Instr is one instruction: its name upper case, the rest of its line.
@@ -74,11 +76,13 @@ func Parse(name, text string) (*Dockerfile, error) {
 		in := Instr{Cmd: strings.ToUpper(op), Args: strings.TrimSpace(args), Line: start}
 		switch {
 		case in.Cmd == "FROM":
-			s := &Stage{Line: in.Line}
+			s := &Stage{Line: in.Line, Args: map[string]string{}}
 			fields := strings.Fields(in.Args)
 			for i := 0; i < len(fields); i++ {
 				switch f := fields[i]; {
-				case strings.HasPrefix(f, "--"): // --platform: the machine's own
+				case strings.HasPrefix(f, "--platform="):
+					s.Platform = strings.TrimPrefix(f, "--platform=")
+				case strings.HasPrefix(f, "--"):
 				case strings.EqualFold(f, "AS") && i+1 < len(fields):
 					s.Name = fields[i+1]
 					i++
@@ -94,6 +98,12 @@ func Parse(name, text string) (*Dockerfile, error) {
 			return nil, fmt.Errorf("%s:%d: %s before the first FROM", name, in.Line, in.Cmd)
 		default:
 			s := d.Stages[len(d.Stages)-1]
+			if in.Cmd == "ARG" {
+				for _, a := range strings.Fields(in.Args) {
+					k, v, _ := strings.Cut(a, "=")
+					s.Args[k] = v
+				}
+			}
 			s.Instrs = append(s.Instrs, in)
 		}
 	}
