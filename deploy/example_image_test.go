@@ -54,8 +54,9 @@ func TestNodeExampleImage(t *testing.T) {
 		t.Fatalf("want three stages: sidecar, build and the final one")
 	}
 	var ranCI, ranBuild bool
+	npmCI := regexp.MustCompile(`^npm ci(\s|$)`)
 	for _, in := range d.Stages[1].All("RUN") {
-		ranCI = ranCI || regexp.MustCompile(`^npm ci(\s|$)`).MatchString(in.Args)
+		ranCI = ranCI || npmCI.MatchString(in.Args)
 		ranBuild = ranBuild || strings.Contains(in.Args, "build") || strings.Contains(in.Args, "tsc")
 	}
 	if !ranCI || !ranBuild {

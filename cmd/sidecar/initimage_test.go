@@ -94,6 +94,9 @@ func TestInitImages(t *testing.T) {
 			if len(img.Entrypoint) == 0 || img.Entrypoint[0] != "sidecar" {
 				t.Fatalf("ENTRYPOINT %q: want the sidecar", img.Entrypoint)
 			}
+			if _, err := os.Lstat(img.Path("/usr/local/bin/sidecar")); err != nil {
+				t.Fatalf("the image has no /usr/local/bin/sidecar: want COPY --from=%s /sidecar /usr/local/bin/sidecar", sidecarImage)
+			}
 			image := imagetest.Start(ctx, t, img)
 			base := image.URL
 			t.Cleanup(func() {
