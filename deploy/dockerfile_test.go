@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"debug/buildinfo"
 	"debug/elf"
 	"encoding/json"
@@ -19,10 +18,12 @@ import (
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/imagetest"
 )
 
-// A Dockerfile read just enough to check it: instructions with their
-// continuation lines joined and comments dropped, grouped in stages.
+// A Dockerfile read just enough to check it (imagetest reads it):
+// instructions with their continuation lines joined and comments dropped,
+// grouped in stages.
 type dockerfile struct {
 	args   map[string]string // ARGs before the first FROM, with defaults
 	stages []*stage
@@ -43,85 +44,19 @@ type instr struct {
 
 func readDockerfile(t *testing.T, path string) *dockerfile {
 	t.Helper()
-	f, err := os.Open(path)
+	d, err := imagetest.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	d := &dockerfile{args: map[string]string{}}
-	var cur strings.Builder
-	start, n := 0, 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "#") || (line == "" && cur.Len() == 0) {
-			continue
+	out := &dockerfile{args: d.Args}
+	for _, s := range d.Stages {
+		st := &stage{base: s.Base, name: s.Name, platform: s.Platform, args: s.Args}
+		for _, in := range s.Instrs {
+			st.instrs = append(st.instrs, instr{cmd: in.Cmd, args: in.Args, line: in.Line})
 		}
-		if cur.Len() == 0 {
-			start = n
-		}
-		if strings.HasSuffix(line, `\`) {
-			cur.WriteString(strings.TrimSuffix(line, `\`) + " ")
-			continue
-		}
-		cur.WriteString(line)
-		text := strings.TrimSpace(cur.String())
-		cur.Reset()
-		if text == "" {
-			continue
-		}
-		cmd, rest, _ := strings.Cut(text, " ")
-		in := instr{cmd: strings.ToUpper(cmd), args: strings.TrimSpace(rest), line: start}
-		switch {
-		case in.cmd == "FROM":
-			fields := strings.Fields(in.args)
-			var base, name, platform string
-			for i := 0; i < len(fields); i++ {
-				switch {
-				case strings.HasPrefix(fields[i], "--platform="):
-					platform = strings.TrimPrefix(fields[i], "--platform=")
-				case strings.HasPrefix(fields[i], "--"):
-				case strings.EqualFold(fields[i], "AS") && i+1 < len(fields):
-					name = fields[i+1]
-					i++
-				default:
-					base = fields[i]
-				}
-			}
-			d.stages = append(d.stages, &stage{base: expand(base, d.args), name: name, platform: platform, args: map[string]string{}})
-		case in.cmd == "ARG" && len(d.stages) == 0:
-			k, v, _ := strings.Cut(in.args, "=")
-			d.args[k] = v
-		case len(d.stages) == 0:
-			t.Fatalf("%s:%d: %s before the first FROM", path, in.line, in.cmd)
-		default:
-			s := d.stages[len(d.stages)-1]
-			if in.cmd == "ARG" {
-				for _, a := range strings.Fields(in.args) {
-					k, v, _ := strings.Cut(a, "=")
-					s.args[k] = v
-				}
-			}
-			s.instrs = append(s.instrs, in)
-		}
+		out.stages = append(out.stages, st)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
-
-func expand(s string, vars map[string]string) string {
-	return varRE.ReplaceAllStringFunc(s, func(m string) string {
-		name := strings.Trim(m, "${}")
-		if v, ok := vars[name]; ok {
-			return v
-		}
-		return m
-	})
+	return out
 }
 
 func (s *stage) all(cmd string) []instr {
@@ -360,7 +295,10 @@ func TestExampleDockerfiles(t *testing.T) {
 			if d.args["SIDECAR_IMAGE"] == "" {
 				t.Error("ARG SIDECAR_IMAGE has no default")
 			}
-			ignore := readIgnore(t, filepath.Join(ctx, ".dockerignore"))
+			ignore, err := imagetest.ReadIgnore(filepath.Join(ctx, ".dockerignore"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			contextCopy := func(c copyInstr) {
 				for _, src := range c.srcs {
 					names, err := sources(ctx, src)
@@ -368,7 +306,7 @@ func TestExampleDockerfiles(t *testing.T) {
 						t.Errorf("line %d: %v", c.line, err)
 					}
 					for _, name := range names {
-						if dockerignored(ignore, name) {
+						if imagetest.Ignored(ignore, name) {
 							t.Errorf("line %d: COPY %s: the context's .dockerignore leaves %s out", c.line, src, name)
 						}
 					}
@@ -519,32 +457,6 @@ func checkUserHome(t *testing.T, s *stage) {
 	}
 }
 
-// dockerignored reports whether .dockerignore's patterns leave path
-// (slash-separated, relative to the context) out of the build context: a
-// pattern matches the path or one of its parent directories, as Docker's
-// do ("**" any number of directories, "*" and "?" within one).
-func dockerignored(patterns []string, path string) bool {
-	for _, p := range patterns {
-		re := regexp.QuoteMeta(strings.TrimPrefix(p, "/"))
-		re = strings.ReplaceAll(re, `\*\*/`, `(.*/)?`)
-		re = strings.ReplaceAll(re, `\*\*`, `.*`)
-		re = strings.ReplaceAll(re, `\*`, `[^/]*`)
-		re = strings.ReplaceAll(re, `\?`, `[^/]`)
-		rx := regexp.MustCompile("^" + re + "$")
-		for prefix := path; ; {
-			if rx.MatchString(prefix) {
-				return true
-			}
-			i := strings.LastIndex(prefix, "/")
-			if i < 0 {
-				break
-			}
-			prefix = prefix[:i]
-		}
-	}
-	return false
-}
-
 // TestDockerignore: every file the image's build reads survives
 // .dockerignore, and the usual bulk does not.
 func TestDockerignore(t *testing.T) {
@@ -583,14 +495,14 @@ func TestDockerignore(t *testing.T) {
 		t.Fatalf("go list found only %v", needed)
 	}
 	for _, p := range needed {
-		if dockerignored(patterns, p) {
+		if imagetest.Ignored(patterns, p) {
 			t.Errorf(".dockerignore leaves out %s, which the build needs", p)
 		}
 	}
 	for _, p := range []string{".git/config", ".cache/adk/x", "bin/sidecar", "testdata/agents/a.py",
 		"upstream/testdata/x", "examples/node/node_modules/x/index.js", "Dockerfile",
 		"dist/sidecar_v1.0.0_linux_amd64.tar.gz"} {
-		if !dockerignored(patterns, p) {
+		if !imagetest.Ignored(patterns, p) {
 			t.Errorf(".dockerignore lets %s into the context", p)
 		}
 	}

@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/internal/imagetest"
 	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
@@ -64,13 +64,16 @@ func TestQuickstartDockerfiles(t *testing.T) {
 			if len(d.stages) != 1+min(len(tt.build), 1) {
 				t.Fatalf("%d stages, want %d", len(d.stages), 1+min(len(tt.build), 1))
 			}
-			ignore := readIgnore(t, filepath.Join(ctx, ".dockerignore"))
+			ignore, err := imagetest.ReadIgnore(filepath.Join(ctx, ".dockerignore"))
+			if err != nil {
+				t.Fatal(err)
+			}
 			contextCopy := func(c copyInstr) {
 				for _, src := range c.srcs {
 					if _, err := os.Stat(filepath.Join(ctx, src)); err != nil {
 						t.Errorf("line %d: COPY %s: not in the build context examples/quickstart/%s", c.line, src, tt.dir)
 					}
-					if dockerignored(ignore, src) {
+					if imagetest.Ignored(ignore, src) {
 						t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", c.line, src)
 					}
 				}
@@ -165,15 +168,13 @@ const debianPython = "/usr/bin/python3"
 // this machine allows, without a Docker engine, and runs it as the
 // container would, as TestNodeExampleImage does the Node example's:
 //
-//   - a build stage in a folder standing for its WORKDIR: the context
-//     files it COPYs, then each RUN with sh -c in an environment of the
-//     stage's ENVs. `npm ci` alone is not run (no test installs): the
+//   - imagetest builds each stage in a folder standing for its root: the
+//     context files it COPYs, then each RUN with sh -c in an environment
+//     of the stage's ENVs. `npm ci` is not run (no test installs): the
 //     node_modules testdata/quickstart-<name>/install.sh installed from
-//     the same package.json and package-lock.json stands for it;
-//   - the final stage's COPYs, from the context and the build stage, into
-//     a folder standing for /; its RUNs (pip's install, for which Debian's
-//     python3-fastapi and python3-uvicorn stand, and the user's creation)
-//     are not run;
+//     the same package.json and package-lock.json stands for it; nor are
+//     pip's install, for which Debian's python3-fastapi and
+//     python3-uvicorn stand, and the user's creation;
 //   - its ENTRYPOINT and CMD, the sidecar built here standing for the one
 //     copied from the published image and the agent on a free port: the
 //     same calls, and SIGTERM, as the Node example's image.
@@ -188,125 +189,40 @@ func TestQuickstartImages(t *testing.T) {
 	for _, dir := range []string{"node", "node-http", "python-fastapi", "python-stdlib", "go"} {
 		t.Run(dir, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
+			t.Cleanup(cancel) // after the image's cleanup, which it bounds
 			runQuickstartImage(t, ctx, dir, bin)
 		})
 	}
 }
 
+// runQuickstartImage builds examples/quickstart/name's image with
+// imagetest and runs it, bin standing for the sidecar's image.
 func runQuickstartImage(t *testing.T, ctx context.Context, name, bin string) {
 	work := t.TempDir()
 	ctxDir := filepath.Join("..", "examples", "quickstart", name)
-	ignore := readIgnore(t, filepath.Join(ctxDir, ".dockerignore"))
-	d := readDockerfile(t, filepath.Join(ctxDir, "Dockerfile"))
-	path := os.Getenv("PATH")
+	d, err := imagetest.Read(filepath.Join(ctxDir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := imagetest.Builder{Context: ctxDir, Dir: filepath.Join(work, "image"),
+		Images: map[string]map[string]string{sidecarImage: {"/sidecar": bin}}}
 	if name == "python-fastapi" {
-		path = pythonWith(t, work, path, "fastapi", "uvicorn")
+		b.Path = pythonWith(t, work, os.Getenv("PATH"), "fastapi", "uvicorn")
 	}
-
-	stages := map[string]*stageDir{}
-	copyIn := func(to *stageDir, in instr) {
-		t.Helper()
-		c := copies(&stage{instrs: []instr{in}})[0]
-		dest, ok := to.path(c.dest)
-		if !ok {
-			t.Fatalf("line %d: COPY %s: outside the WORKDIR", in.line, in.args)
-		}
-		from := &stageDir{workdir: "/", dir: ctxDir}
-		if c.from != "" {
-			if from = stages[c.from]; from == nil {
-				t.Fatalf("line %d: COPY --from=%s: no such stage", in.line, c.from)
-			}
-		}
-		for _, src := range c.srcs {
-			p, ok := from.path(src)
-			if !ok {
-				t.Fatalf("line %d: COPY %s: outside the stage's WORKDIR", in.line, src)
-			}
-			if c.from == "" && dockerignored(ignore, src) {
-				t.Errorf("line %d: COPY %s: the context's .dockerignore leaves it out", in.line, src)
-			}
-			copyInto(t, p, dest, strings.HasSuffix(c.dest, "/") || c.dest == "." || len(c.srcs) > 1)
-		}
-	}
-	for _, s := range d.stages[:len(d.stages)-1] {
-		build := &stageDir{workdir: "/", dir: filepath.Join(work, "stage-"+s.name), env: []string{
-			"PATH=" + path, "HOME=" + filepath.Join(work, "home"), "GOCACHE=" + goEnv(t, "GOCACHE"), "GOTOOLCHAIN=local",
-			"npm_config_cache=" + filepath.Join(work, "npm-cache"), "npm_config_offline=true",
-			"npm_config_update_notifier=false",
-		}}
-		for _, in := range s.instrs {
-			switch in.cmd {
-			case "WORKDIR":
-				build.workdir = in.args
-			case "ENV":
-				build.env = append(build.env, strings.Fields(in.args)...)
-			case "COPY":
-				copyIn(build, in)
-			case "RUN":
-				if npmCI.MatchString(in.args) {
-					copyInto(t, deps.NPM(t, "quickstart-"+name), filepath.Join(build.dir, "node_modules"), false)
-					continue
-				}
-				cmd := exec.CommandContext(ctx, "sh", "-c", in.args)
-				cmd.Dir, cmd.Env = build.dir, build.env
-				if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("line %d: RUN %s: %v\n%s", in.line, in.args, err, out)
-				}
-			default:
-				t.Fatalf("line %d: %s in a build stage: this test does not know it", in.line, in.cmd)
-			}
-		}
-		stages[s.name] = build
-	}
-
-	final := &stageDir{workdir: "/", dir: filepath.Join(work, "final")}
-	root := &stageDir{workdir: "/", dir: final.dir} // the image's /
-	conf := filepath.Join(work, "sidecar.yaml")
-	for _, in := range d.stages[len(d.stages)-1].instrs {
-		switch in.cmd {
-		case "WORKDIR":
-			final = &stageDir{workdir: in.args, dir: filepath.Join(root.dir, in.args)}
-			if err := os.MkdirAll(final.dir, 0o755); err != nil { // as Docker's WORKDIR does
-				t.Fatal(err)
-			}
-		case "COPY":
-			c := copies(&stage{instrs: []instr{in}})[0]
-			switch {
-			case c.from == sidecarImage: // bin, below
-			case c.dest == "/etc/sidecar.yaml":
-				// The image's config, the agent on a free port of this test.
-				b, err := os.ReadFile(filepath.Join(ctxDir, c.srcs[0]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				b = bytes.ReplaceAll(b, []byte("127.0.0.1:8000"), []byte("127.0.0.1:"+strconv.Itoa(testports.Free(t))))
-				if err := os.WriteFile(conf, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			case filepath.IsAbs(c.dest):
-				copyIn(root, in)
-			default:
-				copyIn(final, in)
+	for _, s := range d.Stages {
+		for _, in := range s.All("RUN") {
+			if strings.HasPrefix(in.Args, "npm ci") {
+				b.NodeModules = deps.NPM(t, "quickstart-"+name)
 			}
 		}
 	}
-	var argv []string
-	for _, a := range append(jsonForm(t, d.stages[len(d.stages)-1].one(t, "ENTRYPOINT")), jsonForm(t, d.stages[len(d.stages)-1].one(t, "CMD"))...) {
-		switch {
-		case a == "/usr/local/bin/sidecar":
-			a = bin
-		case a == "/etc/sidecar.yaml":
-			a = conf
-		case filepath.IsAbs(a):
-			a, _ = root.path(a)
-		}
-		argv = append(argv, a)
+	img, err := b.Build(ctx, d)
+	if err != nil {
+		t.Fatal(err)
 	}
-	runImage(t, ctx, final.dir, argv, path)
+	// The image's config, the agent on a free port of this test.
+	replaceInFile(t, img.Path("/etc/sidecar.yaml"), regexp.MustCompile(`127\.0\.0\.1:8000`), "127.0.0.1:"+strconv.Itoa(testports.Free(t)))
+	runImage(t, ctx, img)
 }
 
 // pythonWith returns path, with a folder of work holding a python3 first
@@ -328,14 +244,4 @@ func pythonWith(t *testing.T, work, path string, modules ...string) string {
 		t.Fatal(err)
 	}
 	return dir + string(os.PathListSeparator) + path
-}
-
-// goEnv is `go env NAME`.
-func goEnv(t *testing.T, name string) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", name).Output()
-	if err != nil {
-		t.Fatalf("go env %s: %v", name, err)
-	}
-	return strings.TrimSpace(string(out))
 }
