@@ -23,6 +23,9 @@ func routeOf(stream bool) int {
 // serves reports whether m is served on the streaming (stream) or the
 // unary route.
 func (m *Method) serves(stream bool) bool {
+	if m.Mode == ModeBidi {
+		return false // a conversation: only the doors that converse reach it (Bidi)
+	}
 	return m.AllRoutes || m.Mode.Streaming() == stream
 }
 
