@@ -86,7 +86,7 @@ func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 			break
 		}
 	}
-	for _, k := range []string{"reply", "dialect", "emit", "output", "body", "parameters", "example"} {
+	for _, k := range []string{"reply", "dialect", "emit", "output", "body", "parameters", "example", "headers"} {
 		if l, ok := keys[k]; ok {
 			p.addf(l, join(path, k), "does not apply to a bidi method (its frames are relayed as they are)")
 		}
