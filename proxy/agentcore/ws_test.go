@@ -17,6 +17,7 @@ import (
 	"github.com/sidecar-dev/sidecar/auth"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/idptest"
+	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
 	"github.com/sidecar-dev/sidecar/quota"
@@ -111,7 +112,8 @@ func dialWS(t *testing.T, url string, header http.Header) (*websocket.Conn, *htt
 func TestWS(t *testing.T) {
 	const session = "X-Amzn-Bedrock-Agentcore-Runtime-Session-Id"
 	agent := newWSAgent(t)
-	url, _, logs := wsSidecar(t, agent, "", "converse")
+	m := metrics.New(Name)
+	url, _, logs := wsSidecar(t, agent, "", "converse", func(s *proxy.Server) { s.Metrics = m })
 	c, _, err := dialWS(t, url, http.Header{session: {strings.Repeat("s", 33)}, customPrefix + "Tone": {"dry"}, "X-Other": {"no"}})
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +144,18 @@ func TestWS(t *testing.T) {
 	f := line.ContextMap()
 	if f["route"] != RouteWS || f["frames_in"] != int64(2) || f["frames_out"] != int64(2) || f["ended_by"] != "caller" || f["close_code"] != int64(1000) || f["class_method"] != "converse" {
 		t.Errorf("call log line = %v, want route /ws, 2 frames each way, ended by the caller with 1000", f)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		`sidecar_live_frames_total{class_method="converse",direction="in"} 2`,
+		`sidecar_live_frames_total{class_method="converse",direction="out"} 2`,
+		`sidecar_live_connections 0`,
+		`sidecar_calls_total{class_method="converse",outcome="ok",route="/ws"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
 
@@ -293,3 +307,32 @@ func status(resp *http.Response) any {
 }
 
 var _ proxy.Conversing = (*Door)(nil)
+
+// TestWSOutlivesRequestDeadlines: the public server's read and write
+// deadlines bound a request until it is a call (the binary sets them); a
+// conversation, which lasts for minutes, must not inherit them on its
+// hijacked connection (net/http clears them on Hijack).
+func TestWSOutlivesRequestDeadlines(t *testing.T) {
+	agent := newWSAgent(t)
+	cfg, err := config.Parse("test.yaml", []byte("upstream: {url: \""+agent.URL+"\"}\nmethods:\n  query: {}\n  converse: {mode: bidi, call: GET /live}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &proxy.Server{Config: cfg}
+	srv := httptest.NewUnstartedServer(s.HandlerFor(newDoor(t, Options{Method: "query", WS: "converse", InFlight: s.InFlight})))
+	const deadline = 200 * time.Millisecond
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = deadline, deadline
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, _, err := dialWS(t, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * deadline) // past both deadlines
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte("still there?"))
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "still there?" {
+		t.Errorf("echo after the server's deadlines = %q, %v; want the frame back", b, err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}
