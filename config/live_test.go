@@ -83,3 +83,39 @@ func TestParseBidiProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandedBidi: validate --print writes a bidi method and limits.live
+// so that they parse back the same.
+func TestExpandedBidi(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte(`upstream: {url: "http://127.0.0.1:8000"}
+limits: {live: {frame_bytes: 64KiB, idle: 30s}}
+methods:
+  converse: {mode: bidi, call: GET /live, timeouts: {first_byte: 10s}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse("printed.yaml", c.Expanded())
+	if err != nil {
+		t.Fatalf("the printed map does not parse: %v\n%s", err, c.Expanded())
+	}
+	if got, want := *again.Bidi("converse"), *c.Bidi("converse"); got.Verb != want.Verb || got.Path != want.Path || got.Timeouts != want.Timeouts {
+		t.Errorf("printed bidi method = %+v, want %+v", got, want)
+	}
+	if again.Limits.Live != c.Limits.Live {
+		t.Errorf("printed limits.live = %+v, want %+v", again.Limits.Live, c.Limits.Live)
+	}
+}
+
+// TestSummaryBidi: validate's line counts conversations apart from the
+// calls.
+func TestSummaryBidi(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  query: {}\n  converse: {mode: bidi, call: GET /live}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sidecar.yaml: ok: 2 methods (1 unary, 0 streaming, 1 bidi), upstream http://127.0.0.1:8000"
+	if got := c.Summary("sidecar.yaml"); got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}
