@@ -119,8 +119,9 @@ func agentClient(u config.Upstream) *http.Client {
 }
 
 // converse is the handler of a door's route that carries conversations:
-// refused while draining, without an upgrade, past limits.live.connections
-// or when the agent's WebSocket does not open (502, or 504 when the
+// refused while draining, without an upgrade, past limits.live.connections,
+// while the agent is not ready (after ReadyWait, as a call) or when the
+// agent's WebSocket does not open (502, or 504 when the
 // method's connect and first_byte run out), each before the caller's
 // upgrade; else relayed until either side closes, counted in flight (so
 // a drain waits for it, and EndCalls closes it with 1001), with one log
@@ -153,6 +154,10 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 		defer s.talks.release()
 		s.inFlight.Add(1)
 		defer s.inFlight.Add(-1)
+		if err := s.waitReady(r.Context()); err != nil {
+			refuse(w, r, route, err) // 503, as a call's
+			return
+		}
 
 		start := time.Now()
 		m := call.Method

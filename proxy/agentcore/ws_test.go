@@ -250,6 +250,14 @@ func TestWSAdmission(t *testing.T) {
 		}
 		first.Close(websocket.StatusNormalClosure, "")
 	})
+	t.Run("agent not ready", func(t *testing.T) {
+		url, _, _ := wsSidecar(t, newWSAgent(t), "", "converse", func(s *proxy.Server) {
+			s.Prober = &doortest.Prober{} // not ready; ReadyWait 0: no wait
+		})
+		if _, resp, err := dialWS(t, url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("upgrade while the agent is not ready = %v, %v; want 503", status(resp), err)
+		}
+	})
 	t.Run("plain GET", func(t *testing.T) {
 		url, _, _ := wsSidecar(t, newWSAgent(t), "", "converse")
 		resp, err := http.Get(url + RouteWS)
