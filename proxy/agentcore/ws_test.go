@@ -3,8 +3,10 @@ package agentcore
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -343,4 +345,39 @@ func TestWSOutlivesRequestDeadlines(t *testing.T) {
 		t.Errorf("echo after the server's deadlines = %q, %v; want the frame back", b, err)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestWSUnixSocket: an agent on a Unix socket (upstream.url unix://) is
+// reached for its WebSocket as for its calls.
+func TestWSUnixSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		typ, b, err := c.Read(context.Background())
+		if err == nil {
+			c.Write(context.Background(), typ, append([]byte("unix: "), b...))
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	url, _, _ := wsSidecar(t, &wsAgent{URL: "unix://" + sock}, "", "converse")
+	c, _, err := dialWS(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(context.Background(), websocket.MessageText, []byte("hi"))
+	if _, b, err := c.Read(context.Background()); err != nil || string(b) != "unix: hi" {
+		t.Errorf("through the socket: %q, %v; want %q", b, err, "unix: hi")
+	}
 }
