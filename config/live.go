@@ -18,7 +18,7 @@ type Live struct {
 	// QueueFrames and QueueBytes cap the frames read from one side and
 	// not yet written to the other (a slow reader's backlog): past either
 	// the slow side is closed with 1008, so that memory stays bounded.
-	// Defaults: 64 frames, 4 MiB.
+	// Defaults: 64 frames, 1 MiB.
 	QueueFrames int
 	QueueBytes  int64
 	// Connections caps the conversations open at once on every door;
@@ -36,7 +36,7 @@ type Live struct {
 var DefaultLive = Live{
 	FrameBytes:  1 << 20,
 	QueueFrames: 64,
-	QueueBytes:  4 << 20,
+	QueueBytes:  1 << 20,
 	Connections: 100,
 	Idle:        5 * time.Minute,
 	MaxDuration: 9 * time.Minute,
@@ -100,6 +100,8 @@ func (p *parser) live(e entry, path string, l *Live) {
 	if !p.mapping(e.val, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
+	queueLine := 0
+	var queueText string
 	for _, f := range p.entries(e.val, path) {
 		key := join(path, f.name)
 		switch f.name {
@@ -119,7 +121,7 @@ func (p *parser) live(e entry, path string, l *Live) {
 			if f.name == "frame_bytes" {
 				l.FrameBytes = v
 			} else {
-				l.QueueBytes = v
+				l.QueueBytes, queueLine, queueText = v, f.val.Line, f.val.Value
 			}
 		case "queue_frames", "connections":
 			v, ok := p.count(f, key, "")
@@ -152,5 +154,12 @@ func (p *parser) live(e entry, path string, l *Live) {
 		default:
 			p.unknown(f, path, keys...)
 		}
+	}
+	if l.QueueBytes < l.FrameBytes {
+		line, text := queueLine, queueText
+		if line == 0 {
+			line, text = e.val.Line, sizeName(l.QueueBytes)
+		}
+		p.addf(line, join(path, "queue_bytes"), "%s is less than frame_bytes (%d bytes): a frame of that size could never be queued", text, l.FrameBytes)
 	}
 }

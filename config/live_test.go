@@ -75,6 +75,10 @@ func TestParseBidiProblems(t *testing.T) {
 			}
 		})
 	}
+	small := "upstream: {url: \"http://127.0.0.1:8000\"}\nlimits: {live: {queue_bytes: 64KiB}}\nmethods:\n  a: {}\n"
+	if _, err := Parse("sidecar.yaml", []byte(small)); err == nil || !strings.Contains(err.Error(), "limits.live.queue_bytes: 64KiB is less than frame_bytes (1048576 bytes): a frame of that size could never be queued") {
+		t.Errorf("Parse(%q) error = %v, want queue_bytes below frame_bytes refused", small, err)
+	}
 	yaml := "upstream: {url: \"http://127.0.0.1:8000\"}\nlimits: {live: {queue_frames: 0, idle: 0, bogus: 1}}\nmethods:\n  a: {}\n"
 	_, err := Parse("sidecar.yaml", []byte(yaml))
 	for _, want := range []string{"limits.live.queue_frames: must be at least 1", "limits.live.idle: must be positive", "limits.live.bogus: unknown key"} {
