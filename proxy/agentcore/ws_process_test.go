@@ -53,3 +53,31 @@ protocols:
 		t.Errorf("closed %v after SIGTERM, want within shutdown.drain (%v)", d, drain)
 	}
 }
+
+// TestWSMounted: AgentCore's door mounted on the platform's listener
+// claims /ws there too, and converses on it.
+func TestWSMounted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := doortest.BuildSidecar(t)
+	agent := newWSAgent(t)
+	p := doortest.StartSidecar(t, bin, `upstream: {url: "`+agent.URL+`"}
+methods:
+  query: {}
+  converse: {mode: bidi, call: GET /live}
+protocols:
+  agentcore: {mount: /, method: query, ws: converse}
+`, "agent_platform")
+	c, _, err := websocket.Dial(context.Background(), "ws://"+p.Addr["agent_platform"]+RouteWS, nil)
+	if err != nil {
+		t.Fatalf("dialing /ws on the platform's listener: %v", err)
+	}
+	defer c.CloseNow()
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte("mounted"))
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "mounted" {
+		t.Errorf("echo through the mounted door = %q, %v", b, err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}
