@@ -230,6 +230,8 @@ type Limits struct {
 	// PerCaller limits each caller's calls on the front doors; zero
 	// fields: no such limit.
 	PerCaller PerCaller
+	// Live caps the conversations of bidi methods (limits.live).
+	Live Live
 }
 
 // PerCaller is limits.per_caller: each caller (a token's subject, an API
@@ -279,6 +281,10 @@ const (
 	ModeAsync       Mode = "async"
 	ModeStream      Mode = "stream"
 	ModeAsyncStream Mode = "async_stream"
+	// ModeBidi is a conversation, not a platform api_mode: frames each
+	// way over a WebSocket until either side closes (docs/live.md). It
+	// serves neither call route; the doors that converse name it.
+	ModeBidi Mode = "bidi"
 )
 
 // Streaming reports whether the mode is served on the streaming route.

@@ -139,8 +139,11 @@ func (d Decoder) Strings(e Entry, path, what string) (list []string, ok bool) {
 // the map lists, or any name when it has "*".
 func (d Decoder) CheckMethods(c *Config, line int, key string, names []string) {
 	for _, name := range names {
-		if c.methodNamed(name) == nil {
+		switch m := c.methodNamed(name); {
+		case m == nil:
 			d.p.addf(line, key, "%q is not a method of the map (want %s)", name, c.methodNames())
+		case m.Mode == ModeBidi:
+			d.p.addf(line, key, "%q is a bidi method, a conversation: its calls cannot go to it (a door that converses names it: docs/live.md)", name)
 		}
 	}
 }

@@ -71,7 +71,7 @@ func (p *parser) method(e entry, path string) methodDraft {
 						// The platform's bidi route is a WebSocket-style
 						// exchange the sidecar does not speak.
 						p.addf(f.val.Line, key, "bidi streaming is not supported (want %s)", oneOf(modes, true))
-					} else if !slices.Contains(modes, s) {
+					} else if s != string(ModeBidi) && !slices.Contains(modes, s) {
 						p.addf(f.val.Line, key, "unknown mode %q (want %s)", s, oneOf(modes, true))
 					}
 					m.Mode = Mode(s)
@@ -157,6 +157,10 @@ func (p *parser) method(e entry, path string) methodDraft {
 		}
 	}
 	m.AllRoutes = m.Name == "*" && !modeSet
+	if m.Mode == ModeBidi {
+		p.checkBidi(e, path, m, callSet)
+		return d
+	}
 	p.checkDialect(m, path, dialectLine)
 	if outputLine > 0 && !m.AllRoutes && m.Mode.Streaming() {
 		p.addf(outputLine, join(path, "output"), "applies to unary methods only (mode %q is served on /api/stream_reasoning_engine)", m.Mode)

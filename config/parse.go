@@ -46,6 +46,7 @@ var defaultLimits = Limits{
 	MCPSessions:    10000,
 	Subscriptions:  256,
 	PerCaller:      PerCaller{Per: time.Minute},
+	Live:           DefaultLive,
 }
 
 // Load reads and parses the method map at path; kinds are the protocols

@@ -96,8 +96,23 @@ func (c *Config) Expanded() []byte {
 		root.Content = append(root.Content, scalar("trusted_proxies"), Strings(l))
 	}
 	methods := mapping()
+	bidi := false
 	for _, m := range c.Methods {
 		methods.Content = append(methods.Content, scalar(m.Name), methodNode(m))
+		bidi = bidi || m.Mode == ModeBidi
+	}
+	if bidi { // limits.live applies to conversations only
+		l := c.Limits.Live
+		live := mapping(
+			"frame_bytes", value(l.FrameBytes),
+			"queue_frames", value(l.QueueFrames),
+			"queue_bytes", value(l.QueueBytes),
+			"connections", value(l.Connections),
+			"idle", scalar(l.Idle.String()),
+			"max_duration", scalar(l.MaxDuration.String()))
+		live.Style = yaml.FlowStyle
+		limits := root.Content[slices.IndexFunc(root.Content, func(n *yaml.Node) bool { return n.Value == "limits" })+1]
+		limits.Content = append(limits.Content, scalar("live"), live)
 	}
 	root.Content = append(root.Content, scalar("methods"), methods)
 	var b bytes.Buffer
@@ -148,9 +163,12 @@ func methodNode(m *Method) *yaml.Node {
 	if !m.AllRoutes {
 		n.Content = append(n.Content, scalar("mode"), quoted(string(m.Mode)))
 	}
-	if m.Handler != "" {
+	switch {
+	case m.Handler != "":
 		n.Content = append(n.Content, scalar("handler"), scalar(m.Handler))
-	} else {
+	case m.Mode == ModeBidi: // frames as they are: no body, reply or output
+		n.Content = append(n.Content, scalar("call"), quoted(m.Verb+" "+m.Path))
+	default:
 		n.Content = append(n.Content, scalar("call"), quoted(m.Verb+" "+m.Path))
 		switch m.Body {
 		case BodyTemplate:

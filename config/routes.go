@@ -23,6 +23,9 @@ func routeOf(stream bool) int {
 // serves reports whether m is served on the streaming (stream) or the
 // unary route.
 func (m *Method) serves(stream bool) bool {
+	if m.Mode == ModeBidi {
+		return false // a conversation: only the doors that converse reach it (Bidi)
+	}
 	return m.AllRoutes || m.Mode.Streaming() == stream
 }
 
@@ -64,14 +67,17 @@ func (c *Config) RouteMethods(stream bool) []string {
 
 // Summary is the line `sidecar validate` prints for a valid file, e.g.
 // "sidecar.yaml: ok: 3 methods (2 unary, 1 streaming), upstream unix:///run/agent.sock".
-// A "*" method is not counted among the methods but named with its routes.
+// A "*" method is not counted among the methods but named with its routes;
+// bidi methods, when there are any, are counted apart ("1 bidi").
 func (c *Config) Summary(name string) string {
-	var unary, streaming int
+	var unary, streaming, bidi int
 	var wildcard *Method
 	for _, m := range c.Methods {
 		switch {
 		case m.Name == "*":
 			wildcard = m
+		case m.Mode == ModeBidi:
+			bidi++
 		case m.Mode.Streaming():
 			streaming++
 		default:
@@ -79,10 +85,14 @@ func (c *Config) Summary(name string) string {
 		}
 	}
 	noun := "methods"
-	if unary+streaming == 1 {
+	if unary+streaming+bidi == 1 {
 		noun = "method"
 	}
-	s := fmt.Sprintf("%s: ok: %d %s (%d unary, %d streaming)", name, unary+streaming, noun, unary, streaming)
+	s := fmt.Sprintf("%s: ok: %d %s (%d unary, %d streaming", name, unary+streaming+bidi, noun, unary, streaming)
+	if bidi > 0 {
+		s += fmt.Sprintf(", %d bidi", bidi)
+	}
+	s += ")"
 	switch {
 	case wildcard == nil:
 	case wildcard.AllRoutes:

@@ -73,6 +73,10 @@ func (d Decoder) CheckTarget(c *Config, door *Door, t *Target) {
 		d.p.addf(door.Line, "protocols."+door.Name+".method", "%q is not a method of the map (want %s)", t.Method, c.methodNames())
 		return
 	}
+	if m.Mode == ModeBidi {
+		d.p.addf(door.Line, "protocols."+door.Name+".method", "%q is a bidi method, a conversation: its calls cannot go to it (a door that converses names it: docs/live.md)", t.Method)
+		return
+	}
 	t.Stream = m.Mode.Streaming()
 }
 

@@ -24,7 +24,10 @@ type ClassMethod struct {
 func ClassMethods(cfg *config.Config) []ClassMethod {
 	out := make([]ClassMethod, 0, len(cfg.Methods))
 	for _, m := range cfg.Methods {
-		if m.Name == "*" {
+		if m.Name == "*" || m.Mode == config.ModeBidi {
+			// A bidi method is reached through the WebSocket passthrough,
+			// not a class method: the container side of the platform's
+			// bidi_stream route is unpublished.
 			continue
 		}
 		cm := ClassMethod{Name: m.Name, APIMode: m.Mode, Description: m.Description, Parameters: m.Parameters}

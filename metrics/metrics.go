@@ -31,6 +31,7 @@ type Metrics struct {
 	timeouts   *prometheus.CounterVec
 	restarts   prometheus.Counter
 	protocols  *prometheus.CounterVec
+	frames     *prometheus.CounterVec
 
 	// series are the label lookups of Call resolved once per set of
 	// labels (a closed set: method map entries, routes, outcomes,
@@ -130,11 +131,14 @@ func New(protocols ...string) *Metrics {
 		protocols: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_protocol_calls_total", Help: "Calls served, by front door protocol (" + strings.Join(append(slices.Clip(protocols), "other"), ", ") + ") and outcome.",
 		}, []string{"protocol", "outcome"}),
+		frames: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_live_frames_total", Help: "Frames relayed in conversations (bidi methods), by method map entry and direction: in (caller to agent), out (agent to caller).",
+		}, []string{"class_method", "direction"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_agent_restarts_total", Help: "Times a started agent was restarted after it failed.",
 		}),
 	}
-	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.timeouts, m.restarts, m.protocols)
+	r.MustRegister(m.calls, m.duration, m.firstLine, m.records, m.bytes, m.retries, m.streamEnds, m.timeouts, m.restarts, m.protocols, m.frames)
 	return m
 }
 
@@ -204,6 +208,15 @@ func (m *Metrics) seriesOf(k seriesKey) *series {
 	next[k] = s
 	m.series.Store(&next)
 	return s
+}
+
+// Frames counts the frames of a finished conversation of method: in,
+// caller to agent; out, agent to caller.
+func (m *Metrics) Frames(method string, in, out int64) {
+	if m != nil {
+		m.frames.WithLabelValues(method, "in").Add(float64(in))
+		m.frames.WithLabelValues(method, "out").Add(float64(out))
+	}
 }
 
 // AgentRestarted counts a restart of the agent process.

@@ -76,6 +76,8 @@ type Server struct {
 	liveMu sync.Mutex
 	live   *call
 	ended  error
+	// talks are the conversations (converse.go).
+	talks conversations
 	// storeHealth is the store's last ping, shared by /healthz's probes.
 	storeHealth storeHealth
 }
@@ -127,10 +129,12 @@ func (s *Server) WaitIdle(deadline time.Time) bool {
 }
 
 // EndCalls ends every call still in flight: a stream gets a final
-// "shutting_down" error line, a call not yet answered a 503. The agent's
+// "shutting_down" error line, a call not yet answered a 503, a
+// conversation a 1001 close on both sides. The agent's
 // requests are cancelled.
 func (s *Server) EndCalls() {
 	s.endCalls(ErrShuttingDown)
+	s.talks.endAll() // each closed with 1001
 	s.liveMu.Lock()
 	s.ended = ErrShuttingDown
 	var live []*call
@@ -162,6 +166,9 @@ func (s *Server) HandlerFor(door Door) http.Handler {
 	protocol := ProtocolOf(door, s.Protocols)
 	refuse := s.refuser(door, protocol)
 	h := door.Handler(func(route string, stream bool) http.Handler {
+		if c, ok := door.(Conversing); ok && c.Converses(route) {
+			return s.converse(door, c, protocol, route, refuse)
+		}
 		call := s.handle(door, protocol, route, stream)
 		if jsonOnly(door, route) {
 			return jsonBody(route, refuse, call)
@@ -199,6 +206,8 @@ func (s *Server) setup() {
 		})
 	}
 	s.slots = newSlots(Concurrency(s.Config), s.Config.Limits.Queue)
+	s.talks.client = agentClient(s.Config.Upstream)
+	s.Metrics.Gauge("sidecar_live_connections", "Conversations open (bidi methods).", func() float64 { return float64(s.talks.liveCount()) })
 }
 
 // Ready reports whether calls are being taken: the agent is ready (or

@@ -20,6 +20,9 @@ import (
 const (
 	RouteInvocations = "/invocations"
 	RoutePing        = "/ping"
+	// RouteWS is the runtime's WebSocket: a conversation with the bidi
+	// method the door's ws option names.
+	RouteWS = "/ws"
 )
 
 // Door is the AgentCore front door for one method of the map. Build it
@@ -27,6 +30,7 @@ const (
 type Door struct {
 	method string
 	stream bool
+	ws     string // the bidi method of /ws; "": not served
 	ping   *pinger
 }
 
@@ -47,13 +51,21 @@ func (d *Door) Handler(call func(route string, stream bool) http.Handler, _ http
 	r := mux.NewRouter().SkipClean(true)
 	r.Handle(RouteInvocations, call(RouteInvocations, d.stream)).Methods(http.MethodPost)
 	r.HandleFunc(RoutePing, d.ping.serve).Methods(http.MethodGet, http.MethodHead)
+	served := "POST " + RouteInvocations + " and GET " + RoutePing
+	if d.ws != "" {
+		r.Handle(RouteWS, call(RouteWS, false)).Methods(http.MethodGet)
+		served = "POST " + RouteInvocations + ", GET " + RoutePing + " and GET " + RouteWS
+	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		refuse(w, r, "", core.NoRoute(r.URL.Path, "POST "+RouteInvocations+" and GET "+RoutePing))
+		refuse(w, r, "", core.NoRoute(r.URL.Path, served))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		allow := http.MethodPost
-		if r.URL.Path == RoutePing {
+		switch r.URL.Path {
+		case RoutePing:
 			allow = "GET, HEAD"
+		case RouteWS:
+			allow = http.MethodGet
 		}
 		w.Header().Set("Allow", allow)
 		// mux calls it only for a path it routes: one of the door's.
@@ -96,6 +108,25 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	}
 	c := core.Call{Method: m, Name: d.method, Input: core.Input{Raw: in}, Header: r.Header, Pass: core.Passed(r.Header, names, customPrefix), Route: route}
 	return core.Exchange{Call: c, Stream: d.stream, Writer: d}, nil
+}
+
+// Converses reports whether route is /ws, the conversations of the bidi
+// method the door's ws option names (proxy.Conversing).
+func (d *Door) Converses(route string) bool { return d.ws != "" && route == RouteWS }
+
+// Converse opens a conversation on /ws: the door's bidi method, with the
+// runtime's headers passed to the agent as for /invocations (the session
+// id picks the conversation's microVM).
+func (d *Door) Converse(cfg *config.Config, route string, r *http.Request) (core.Call, error) {
+	m := cfg.Bidi(d.ws)
+	if m == nil {
+		return core.Call{}, &core.RequestError{Status: http.StatusNotFound, Msg: fmt.Sprintf("method %q is not a bidi method of the map", d.ws)}
+	}
+	names := passed
+	if cfg.Auth.Protects(Name) {
+		names = passed[:len(passed)-1]
+	}
+	return core.Call{Method: m, Name: d.ws, Header: r.Header, Pass: core.Passed(r.Header, names, customPrefix), Route: route}, nil
 }
 
 // passed are the runtime's headers the agent receives as they are

@@ -195,7 +195,7 @@ func methodsJSON(cfg *config.Config) []byte {
 	}{Project: "local", Location: "us-central1", Engine: "local", API: "v1",
 		Preset: cfg.Preset, ADKApp: cfg.ADK.App, Methods: []methodInfo{}}
 	for _, m := range cfg.Methods {
-		if m.Name == "*" {
+		if m.Name == "*" || m.Mode == config.ModeBidi { // no live panel yet (docs/live.md)
 			continue
 		}
 		out.Methods = append(out.Methods, methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example, Description: m.Description})

@@ -55,7 +55,7 @@ func TestPlaygroundFiles(t *testing.T) {
 }
 
 // TestMethodsJSON: the method map as the playground reads it, in the
-// map's order, without "*", each with its description when the map
+// map's order, without "*" nor a conversation (no live panel yet), each with its description when the map
 // gives one.
 func TestMethodsJSON(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
@@ -68,6 +68,7 @@ upstream: {url: AGENT}
 methods:
   b: {mode: async_stream, example: [1, "two"]}
   a: {mode: async, example: "text", description: "Says a."}
+  c: {mode: bidi, call: GET /live}
   "*": {}
 `, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
 			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text","description":"Says a."}]}`},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/a2a"
+	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
@@ -35,7 +36,7 @@ protocols:
 	}
 	ps := c.Protocols
 	agentCore, foundry, a2aDoor := ps.Door("agentcore"), ps.Door("foundry"), ps.Door("a2a")
-	if !ps.AgentPlatform || agentCore == nil || agentCore.Listen != ":8081" || !agentCore.Options.(*config.Target).Stream ||
+	if !ps.AgentPlatform || agentCore == nil || agentCore.Listen != ":8081" || !agentCore.Options.(*agentcore.Section).Stream ||
 		foundry == nil || foundry.Listen != ":8088" || foundry.Options.(*config.Target).Stream || foundry.Options.(*config.Target).Method != "query" ||
 		a2aDoor == nil || a2aOf(c).Card.Name != "Price agent" || a2aOf(c).Card.Description != "Prices things" || a2aDoor.Listen != ":9000" || a2aOf(c).URL != "https://agents.example/price/" {
 		t.Fatalf("Protocols = %+v", ps)
@@ -126,7 +127,7 @@ protocols:
   a2a: {method: query, url: "agents.example/price"}`, `protocols.a2a.url: "agents.example/price" is not an absolute http or https URL`},
 		{"url on agentcore", `
 protocols:
-  agentcore: {listen: ":8081", method: query, url: "https://x.example/"}`, `protocols.agentcore.url: unknown key (want listen, mount or method)`},
+  agentcore: {listen: ":8081", method: query, url: "https://x.example/"}`, `protocols.agentcore.url: unknown key (want listen, mount, method or ws)`},
 		{"enabled not a bool", `
 protocols:
   agent_platform: {enabled: maybe}`, `protocols.agent_platform.enabled: want true or false, not "maybe"`},

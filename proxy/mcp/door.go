@@ -80,7 +80,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	names := opts.Methods
 	if names == nil {
 		for _, m := range cfg.Methods {
-			if m.Name != "*" {
+			if m.Name != "*" && m.Mode != config.ModeBidi { // a conversation is no tool
 				names = append(names, m.Name)
 			}
 		}

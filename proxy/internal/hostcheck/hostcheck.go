@@ -13,7 +13,7 @@
 //     and a tunnel changes it: kubectl port-forward and ssh -L reach
 //     127.0.0.1:8080 with Host localhost:9000.
 //   - A request that changes something (every method but GET, HEAD and
-//     OPTIONS) with an Origin other than its own page's under a loopback
+//     OPTIONS, and a WebSocket upgrade whatever its method: Upgrade) with an Origin other than its own page's under a loopback
 //     name, or a trusted name's page (browsers send one on every
 //     cross-origin POST, no-cors ones included): the page cannot read the
 //     answer, but the agent would run the call. An Origin that merely
@@ -67,7 +67,7 @@ func (g Guard) Check(r *http.Request) (core.Failure, bool) {
 			"localhost and the loopback IPs (127.0.0.1, [::1]), with any port, and the names of trusted_hosts " +
 			"(a page under another name may be DNS rebinding)"), false
 	}
-	if Safe(r.Method) || !loopback && !g.OriginEverywhere {
+	if Safe(r.Method) && !Upgrade(r) || !loopback && !g.OriginEverywhere {
 		return core.Failure{}, true
 	}
 	origin, sent := r.Header["Origin"]
@@ -118,6 +118,22 @@ func Forbidden(msg string) core.Failure {
 // a foreign Origin may send.
 func Safe(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// Upgrade reports whether r asks to become a WebSocket. A browser applies
+// no same-origin policy to a WebSocket: the page of any site may open one
+// and read what comes back (cross-site WebSocket hijacking), so an
+// upgrade is held to the Origin rule of a request that changes
+// something, though it is a GET.
+func Upgrade(r *http.Request) bool {
+	for _, v := range r.Header["Upgrade"] {
+		for p := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(p), "websocket") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Local is the port of the TCP connection r came in on, and whether its

@@ -54,6 +54,11 @@ func TestCheck(t *testing.T) {
 		{"a name ending like a trusted one", on("GET", "evil-agents.example.com", lo, 8080), false},
 		{"any Host off loopback", on("POST", "rebind.test", pub, 8080), true},
 		{"own Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:8080"), true},
+		// A WebSocket upgrade is a GET a page reads the answers of.
+		{"a GET with another site's Origin", on("GET", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example"), true},
+		{"an upgrade with another site's Origin", on("GET", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example", "Upgrade", "websocket"), false},
+		{"an upgrade listed among others", on("GET", "127.0.0.1:8080", lo, 8080, "Origin", "https://evil.example", "Upgrade", "h2c, WebSocket"), false},
+		{"an upgrade from its own page", on("GET", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:8080", "Upgrade", "websocket"), true},
 		{"own Origin through a tunnel", on("POST", "localhost:9000", lo, 8080, "Origin", "http://localhost:9000"), true},
 		{"own Origin under [::1] with no port", on("POST", "[::1]", lo6, 8080, "Origin", "http://[::1]"), true},
 		{"another local site's Origin", on("POST", "127.0.0.1:8080", lo, 8080, "Origin", "http://127.0.0.1:3000"), false},

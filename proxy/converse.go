@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
+	"github.com/sidecar-dev/sidecar/proxy/live"
+)
+
+// Conversing is a Door with routes that carry conversations: a bidi
+// method's frames each way over a WebSocket, relayed to the agent's
+// (proxy/live, docs/live.md). The door's Handler serves such a route with
+// the handler call(route, false) gives, for GET; the Server upgrades it
+// after the guard and admit, as every call is admitted.
+type Conversing interface {
+	// Converses reports whether route carries conversations.
+	Converses(route string) bool
+	// Converse opens a conversation's request on route into its call: its
+	// Method (a bidi method of cfg), Name, Header, Pass and Route. An
+	// error refuses the upgrade.
+	Converse(cfg *config.Config, route string, r *http.Request) (core.Call, error)
+}
+
+// conversations are the conversations in progress, for the cap on them
+// and for EndCalls.
+type conversations struct {
+	mu    sync.Mutex
+	open  map[*live.Relay]struct{}
+	count int // open, and those still dialing the agent
+	ended bool
+	// client reaches the agent's address (its TCP port or Unix socket).
+	client *http.Client
+}
+
+// take counts one more conversation unless max are open.
+func (cs *conversations) take(max int) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.count >= max {
+		return false
+	}
+	cs.count++
+	return true
+}
+
+// release uncounts a conversation take counted.
+func (cs *conversations) release() {
+	cs.mu.Lock()
+	cs.count--
+	cs.mu.Unlock()
+}
+
+// track adds rl to the conversations EndCalls ends; false when EndCalls
+// already ran.
+func (cs *conversations) track(rl *live.Relay) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.ended {
+		return false
+	}
+	if cs.open == nil {
+		cs.open = make(map[*live.Relay]struct{})
+	}
+	cs.open[rl] = struct{}{}
+	return true
+}
+
+func (cs *conversations) untrack(rl *live.Relay) {
+	cs.mu.Lock()
+	delete(cs.open, rl)
+	cs.mu.Unlock()
+}
+
+// endAll ends every conversation with 1001, and every later one at once.
+func (cs *conversations) endAll() {
+	cs.mu.Lock()
+	cs.ended = true
+	open := make([]*live.Relay, 0, len(cs.open))
+	for rl := range cs.open {
+		open = append(open, rl)
+	}
+	cs.mu.Unlock()
+	for _, rl := range open {
+		rl.Shutdown()
+	}
+}
+
+// liveCount is the number of conversations open, for the gauge.
+func (cs *conversations) liveCount() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.open)
+}
+
+// agentClient is the client of the agent's WebSockets: its address
+// however the URL names it, no timeout of its own (a conversation's clocks
+// are the relay's; the dial is bounded by the method's connect and
+// first_byte).
+func agentClient(u config.Upstream) *http.Client {
+	var d net.Dialer
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, u.Network, u.Address)
+		},
+		DisableCompression: true,
+	}}
+}
+
+// converse is the handler of a door's route that carries conversations:
+// refused while draining, without an upgrade, past limits.live.connections,
+// while the agent is not ready (after ReadyWait, as a call) or when the
+// agent's WebSocket does not open (502, or 504 when the
+// method's connect and first_byte run out), each before the caller's
+// upgrade; else relayed until either side closes, counted in flight (so
+// a drain waits for it, and EndCalls closes it with 1001), with one log
+// line.
+func (s *Server) converse(door Door, c Conversing, protocol, route string, refuse core.Refuse) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			refuse(w, r, route, ErrShuttingDown)
+			return
+		}
+		if !hostcheck.Upgrade(r) {
+			w.Header().Set("Upgrade", "websocket")
+			refuse(w, r, route, core.Failure{Status: http.StatusUpgradeRequired, Reason: "UPGRADE_REQUIRED", Outcome: metrics.BadRequest,
+				Message: route + " carries conversations: open it as a WebSocket (GET with Upgrade: websocket)"})
+			return
+		}
+		call, err := c.Converse(s.Config, route, r)
+		if err != nil {
+			refuse(w, r, route, err)
+			return
+		}
+		lim := s.Config.Limits.Live
+		if !s.talks.take(lim.Connections) {
+			f := core.ReasonFailure("BUSY", "too many conversations at once (limits.live.connections)")
+			f.Status, f.RetryAfter, f.Outcome = http.StatusServiceUnavailable, 1, metrics.Busy
+			w.Header().Set("Retry-After", "1")
+			refuse(w, r, route, f)
+			return
+		}
+		defer s.talks.release()
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		if err := s.waitReady(r.Context()); err != nil {
+			refuse(w, r, route, err) // 503, as a call's
+			return
+		}
+
+		start := time.Now()
+		m := call.Method
+		agent, err := s.dialAgent(r, call)
+		if err != nil {
+			refuse(w, r, route, err)
+			return
+		}
+		rl, err := live.Accept(w, r, agent, lim)
+		if err != nil {
+			s.Logger.Info("conversation not opened", zap.String("class_method", call.Name), zap.String("protocol", protocol), zap.Error(err))
+			return
+		}
+		if !s.talks.track(rl) {
+			rl.Shutdown() // EndCalls ran while it opened
+		}
+		res := rl.Run()
+		s.talks.untrack(rl)
+		d := time.Since(start)
+		s.Metrics.Call(metrics.Call{Method: m.Name, Route: route, Protocol: protocol, Outcome: res.Outcome, Duration: d, Bytes: res.Out.Bytes})
+		s.Metrics.Frames(m.Name, res.In.Frames, res.Out.Frames)
+		if ce := s.Logger.Check(zap.InfoLevel, "call"); ce != nil {
+			ce.Write(
+				zap.String("class_method", call.Name),
+				zap.String("protocol", protocol),
+				zap.String("route", route),
+				zap.Int("status", http.StatusSwitchingProtocols),
+				zap.Int64("frames_in", res.In.Frames),
+				zap.Int64("frames_out", res.Out.Frames),
+				zap.Int64("bytes_in", res.In.Bytes),
+				zap.Int64("bytes_out", res.Out.Bytes),
+				zap.Duration("duration", d),
+				zap.String("outcome", string(res.Outcome)),
+				zap.String("ended_by", string(res.EndedBy)),
+				zap.Int("close_code", int(res.Code)),
+				zap.String("reason", res.Reason),
+			)
+		}
+	})
+}
+
+// dialAgent opens the agent's side of call: the WebSocket at its
+// method's path, with the headers the door passes, the caller's
+// subprotocols and the hop header, within the method's connect and
+// first_byte (or the caller leaving).
+func (s *Server) dialAgent(r *http.Request, call core.Call) (*websocket.Conn, error) {
+	m := call.Method
+	wait := m.Timeouts.Connect + m.Timeouts.FirstByte
+	ctx, cancel := context.WithCancel(r.Context())
+	if m.Timeouts.Connect > 0 && m.Timeouts.FirstByte > 0 {
+		ctx, cancel = context.WithTimeout(r.Context(), wait)
+	}
+	defer cancel()
+	h := call.Pass.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(core.HopHeader, "1")
+	var protocols []string
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				protocols = append(protocols, p)
+			}
+		}
+	}
+	url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + m.Path
+	c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
+	if err == nil {
+		return c, nil
+	}
+	switch {
+	case r.Context().Err() != nil:
+		return nil, context.Canceled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, &core.TimeoutError{Phase: "first_byte", After: wait.String()}
+	}
+	return nil, &core.DialError{Address: s.Config.Upstream.URL, Err: err}
+}

@@ -1,0 +1,20 @@
+// Package live relays conversations: a caller's WebSocket to the agent's,
+// frame for frame, text and binary, until either side closes (a bidi
+// method of the map, docs/live.md). It owns one conversation's caps and
+// clocks: one frame's bytes, the backlog read from one side and not yet
+// written to the other, idle and maximum duration. It does not admit
+// callers: the Host and Origin guard, tokens, per-caller limits and the
+// count of conversations at once are the proxy's, before Accept.
+//
+// The invariants:
+//
+//   - Memory is bounded: each direction holds at most
+//     config.Live.QueueFrames frames and QueueBytes bytes read and not yet
+//     written; a reader slower than that is closed with 1008 rather than
+//     buffered for.
+//   - A conversation ends once, for one reason (Result), and both sides
+//     are then closed at once: the side that ended it with the close
+//     frame it sent (or none), the other with a code saying why.
+//   - Run returns only when every goroutine it started has ended and
+//     both connections are closed.
+package live

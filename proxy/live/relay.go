@@ -1,0 +1,393 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/metrics"
+)
+
+// Side names who ended a conversation: a Result's EndedBy.
+type Side string
+
+// The sides.
+const (
+	Caller  Side = "caller"
+	Agent   Side = "agent"
+	Sidecar Side = "sidecar" // a cap, a clock or the shutdown
+)
+
+// Count is what crossed in one direction.
+type Count struct {
+	Frames int64
+	Bytes  int64
+}
+
+// Result is how a conversation went, for its log line and metrics.
+type Result struct {
+	// In is caller to agent, Out agent to caller.
+	In, Out Count
+	// EndedBy is who ended it; Code and Reason are the close the caller
+	// got (or sent, when it ended it), Outcome the metrics' word for it.
+	EndedBy Side
+	Code    websocket.StatusCode
+	Reason  string
+	Outcome metrics.Outcome
+}
+
+// Dial opens the agent's side of a conversation: the WebSocket at url
+// (ws://), through client (the agent's transport: its Unix socket or TCP
+// address), with header and the caller's subprotocols. ctx bounds the
+// dial and the upgrade only.
+func Dial(ctx context.Context, url string, client *http.Client, header http.Header, subprotocols []string) (*websocket.Conn, error) {
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client, HTTPHeader: header, Subprotocols: subprotocols})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, fmt.Errorf("upgrading the agent's %s: it answered %s, not 101 Switching Protocols", url, resp.Status)
+		}
+		return nil, fmt.Errorf("dialing the agent's %s: %w", url, err)
+	}
+	return c, nil
+}
+
+// Relay is one conversation: the caller's connection and the agent's.
+// Build it with Accept, then Run it.
+type Relay struct {
+	caller, agent *websocket.Conn
+	lim           config.Live
+
+	in, out pipe // in: caller to agent; out: agent to caller
+
+	done   chan struct{} // closed by end
+	once   sync.Once
+	ending ending
+	// last is when a frame last crossed, in nanoseconds since start, for
+	// the idle clock.
+	start time.Time
+	last  atomic.Int64
+}
+
+// ending is why a conversation ended and the close each side gets.
+type ending struct {
+	by                        Side
+	callerCode, agentCode     websocket.StatusCode
+	callerReason, agentReason string
+	outcome                   metrics.Outcome
+	// flush is set when a side ended it with its close frame: the frames
+	// it sent before are written to the other side before that closes.
+	flush bool
+}
+
+// pipe is one direction: frames read from src, queued, written to dst.
+type pipe struct {
+	src, dst Side
+	q        chan frame
+	queued   atomic.Int64 // bytes in q
+	count    struct{ frames, bytes atomic.Int64 }
+	// stopped is closed when the writer returns.
+	stopped chan struct{}
+}
+
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// Accept upgrades r, the caller's request, and pairs its connection with
+// agent's under lim. The caller is offered the subprotocol the agent
+// chose, if any. The Origin is not checked here: the proxy's guard did,
+// before (an upgrade is held to the rule of a request that changes
+// something). On an error the upgrade was answered with an HTTP error and
+// agent is closed.
+func Accept(w http.ResponseWriter, r *http.Request, agent *websocket.Conn, lim config.Live) (*Relay, error) {
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
+	if p := agent.Subprotocol(); p != "" {
+		opts.Subprotocols = []string{p}
+	}
+	caller, err := websocket.Accept(w, r, opts)
+	if err != nil {
+		agent.Close(websocket.StatusInternalError, "the caller's upgrade failed")
+		return nil, fmt.Errorf("upgrading the caller: %w", err)
+	}
+	caller.SetReadLimit(lim.FrameBytes)
+	agent.SetReadLimit(lim.FrameBytes)
+	rl := &Relay{caller: caller, agent: agent, lim: lim, done: make(chan struct{}), start: time.Now()}
+	rl.in = pipe{src: Caller, dst: Agent, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
+	rl.out = pipe{src: Agent, dst: Caller, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
+	return rl, nil
+}
+
+// Shutdown ends the conversation for the sidecar's shutdown: both sides
+// get 1001. Run returns once they are closed.
+func (rl *Relay) Shutdown() {
+	rl.end(ending{by: Sidecar, outcome: metrics.ShuttingDown,
+		callerCode: websocket.StatusGoingAway, callerReason: "the sidecar is shutting down",
+		agentCode: websocket.StatusGoingAway, agentReason: "the sidecar is shutting down"})
+}
+
+// Run relays until the conversation ends, closes both sides and returns
+// how it went.
+func (rl *Relay) Run() Result {
+	var wg sync.WaitGroup
+	for _, p := range []*pipe{&rl.in, &rl.out} {
+		wg.Go(func() { rl.read(p) })
+		wg.Go(func() { rl.write(p) })
+	}
+	idle := rl.idleClock()
+	most := time.AfterFunc(rl.lim.MaxDuration, func() {
+		reason := "the conversation reached limits.live.max_duration (" + rl.lim.MaxDuration.String() + ")"
+		rl.end(ending{by: Sidecar, outcome: metrics.Timeout,
+			callerCode: websocket.StatusGoingAway, callerReason: reason, agentCode: websocket.StatusGoingAway, agentReason: reason})
+	})
+	<-rl.done
+	idle.Stop()
+	most.Stop()
+	if e := rl.ending; e.flush {
+		p := &rl.in
+		if e.by == Agent {
+			p = &rl.out
+		}
+		<-p.stopped // its frames written before the other side closes
+	}
+	rl.close()
+	wg.Wait()
+	e := rl.ending
+	return Result{
+		In:      Count{rl.in.count.frames.Load(), rl.in.count.bytes.Load()},
+		Out:     Count{rl.out.count.frames.Load(), rl.out.count.bytes.Load()},
+		EndedBy: e.by, Code: e.callerCode, Reason: e.callerReason, Outcome: e.outcome,
+	}
+}
+
+// idleClock ends the conversation once no frame crossed for lim.Idle. It
+// re-arms itself for what is left rather than being reset on every frame.
+func (rl *Relay) idleClock() *stopper {
+	s := &stopper{}
+	var check func()
+	check = func() {
+		left := rl.lim.Idle - (time.Since(rl.start) - time.Duration(rl.last.Load()))
+		if left > 0 {
+			s.rearm(left, check)
+			return
+		}
+		reason := "no frame either way for limits.live.idle (" + rl.lim.Idle.String() + ")"
+		rl.end(ending{by: Sidecar, outcome: metrics.Timeout,
+			callerCode: websocket.StatusGoingAway, callerReason: reason, agentCode: websocket.StatusGoingAway, agentReason: reason})
+	}
+	s.rearm(rl.lim.Idle, check)
+	return s
+}
+
+// stopper is a timer that re-arms itself until stopped.
+type stopper struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (s *stopper) rearm(d time.Duration, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped {
+		s.t = time.AfterFunc(d, f)
+	}
+}
+
+func (s *stopper) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.t != nil {
+		s.t.Stop()
+	}
+}
+
+// end ends the conversation for e's reason; only the first call counts.
+func (rl *Relay) end(e ending) {
+	rl.once.Do(func() {
+		rl.ending = e
+		close(rl.done)
+	})
+}
+
+// conn is side's connection.
+func (rl *Relay) conn(s Side) *websocket.Conn {
+	if s == Caller {
+		return rl.caller
+	}
+	return rl.agent
+}
+
+// read reads p.src's frames into p.q until it fails or the conversation
+// ends; a full queue ends it (the reader at p.dst is too slow).
+func (rl *Relay) read(p *pipe) {
+	src := rl.conn(p.src)
+	for {
+		typ, data, err := src.Read(context.Background())
+		if err != nil {
+			rl.end(readEnding(p.src, err))
+			return
+		}
+		n := int64(len(data))
+		if len(p.q) == cap(p.q) || p.queued.Load()+n > rl.lim.QueueBytes {
+			rl.end(slowEnding(p.dst, len(p.q), p.queued.Load()))
+			return
+		}
+		rl.last.Store(int64(time.Since(rl.start)))
+		p.queued.Add(n)
+		p.q <- frame{typ, data} // never blocks: this is q's only sender, and it has room
+	}
+}
+
+// write writes p.q's frames to p.dst until it fails or the conversation
+// ends.
+func (rl *Relay) write(p *pipe) {
+	defer close(p.stopped)
+	dst := rl.conn(p.dst)
+	for {
+		select {
+		case <-rl.done:
+			if e := rl.ending; e.flush && e.by == p.src {
+				rl.flush(p, dst)
+			}
+			return
+		case f := <-p.q:
+			n := int64(len(f.data))
+			p.queued.Add(-n)
+			if err := dst.Write(context.Background(), f.typ, f.data); err != nil {
+				rl.end(writeEnding(p.dst, err))
+				return
+			}
+			p.count.frames.Add(1)
+			p.count.bytes.Add(n)
+			rl.last.Store(int64(time.Since(rl.start)))
+		}
+	}
+}
+
+// flush writes the frames left in p.q to dst, each within flushWait: what
+// a side sent before its close frame.
+func (rl *Relay) flush(p *pipe, dst *websocket.Conn) {
+	for {
+		select {
+		case f := <-p.q:
+			ctx, cancel := context.WithTimeout(context.Background(), flushWait)
+			err := dst.Write(ctx, f.typ, f.data)
+			cancel()
+			if err != nil {
+				return
+			}
+			p.count.frames.Add(1)
+			p.count.bytes.Add(int64(len(f.data)))
+		default:
+			return
+		}
+	}
+}
+
+// flushWait bounds writing one frame left over when a side closed, as
+// the library bounds its close handshake.
+const flushWait = 5 * time.Second
+
+// close closes both sides at once, each with its close frame: the
+// handshake waits for the peer's at most 5 s (the library's bound), and
+// a side that is already gone is closed at once.
+func (rl *Relay) close() {
+	e := rl.ending
+	var wg sync.WaitGroup
+	wg.Go(func() { rl.caller.Close(e.callerCode, clip(e.callerReason)) })
+	wg.Go(func() { rl.agent.Close(e.agentCode, clip(e.agentReason)) })
+	wg.Wait()
+}
+
+// readEnding is the end of a conversation whose read from side failed
+// with err: the side closed (its code relayed to the other), sent a frame
+// over the cap, or went away without a close.
+func readEnding(side Side, err error) ending {
+	var ce websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		code := ce.Code
+		if !sendable(code) {
+			code = websocket.StatusNormalClosure
+		}
+		return relayed(side, code, ce.Reason)
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		if side == Caller {
+			return ending{by: Caller, outcome: metrics.BadRequest,
+				callerCode: websocket.StatusMessageTooBig, callerReason: "a frame over limits.live.frame_bytes",
+				agentCode: websocket.StatusGoingAway, agentReason: "the caller sent a frame over limits.live.frame_bytes"}
+		}
+		return ending{by: Agent, outcome: metrics.AgentError,
+			callerCode: websocket.StatusInternalError, callerReason: "the agent sent a frame over limits.live.frame_bytes",
+			agentCode: websocket.StatusMessageTooBig, agentReason: "a frame over limits.live.frame_bytes"}
+	}
+	return lost(side)
+}
+
+// writeEnding is the end of a conversation whose write to side failed:
+// it is gone.
+func writeEnding(side Side, _ error) ending { return lost(side) }
+
+// relayed is the end by side's close frame, code and reason passed on.
+func relayed(side Side, code websocket.StatusCode, reason string) ending {
+	return ending{by: side, outcome: metrics.OK, flush: true, callerCode: code, callerReason: reason, agentCode: code, agentReason: reason}
+}
+
+// lost is the end by side's connection ending without a close frame.
+func lost(side Side) ending {
+	if side == Caller {
+		return ending{by: Caller, outcome: metrics.CallerLeft,
+			callerCode: websocket.StatusGoingAway, callerReason: "the connection ended without a close frame",
+			agentCode: websocket.StatusGoingAway, agentReason: "the caller went away"}
+	}
+	return ending{by: Agent, outcome: metrics.AgentDisconnected,
+		callerCode: websocket.StatusInternalError, callerReason: "the agent's connection ended without a close frame",
+		agentCode: websocket.StatusGoingAway, agentReason: "the connection ended without a close frame"}
+}
+
+// slowEnding is the end of a conversation whose reader at side let
+// frames frames, queued bytes, pile up to the cap.
+func slowEnding(side Side, frames int, queued int64) ending {
+	why := fmt.Sprintf("too slow a reader: %d frames (%d bytes) waiting, the most limits.live allows", frames, queued)
+	if side == Caller {
+		return ending{by: Sidecar, outcome: metrics.CallerLeft,
+			callerCode: websocket.StatusPolicyViolation, callerReason: why,
+			agentCode: websocket.StatusGoingAway, agentReason: "the caller reads too slowly"}
+	}
+	return ending{by: Sidecar, outcome: metrics.AgentError,
+		callerCode: websocket.StatusInternalError, callerReason: "the agent reads too slowly",
+		agentCode: websocket.StatusPolicyViolation, agentReason: why}
+}
+
+// sendable reports whether code may be sent in a close frame: 1005, 1006
+// and 1015 only say what a receiver saw (RFC 6455 §7.4.1).
+func sendable(code websocket.StatusCode) bool {
+	switch code {
+	case websocket.StatusNoStatusRcvd, websocket.StatusAbnormalClosure, websocket.StatusTLSHandshake:
+		return false
+	}
+	return code >= 1000 && code < 5000
+}
+
+// clip is reason cut to the 123 bytes a close frame carries (RFC 6455
+// §5.5: 125 with the code), on a character boundary.
+func clip(reason string) string {
+	if len(reason) <= 123 {
+		return reason
+	}
+	n := 123
+	for n > 0 && !utf8.RuneStart(reason[n]) {
+		n--
+	}
+	return reason[:n]
+}
