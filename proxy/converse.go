@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -17,6 +21,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
 	"github.com/sidecar-dev/sidecar/proxy/live"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // Conversing is a Door with routes that carry conversations: a bidi
@@ -42,6 +47,9 @@ type conversations struct {
 	ended bool
 	// client reaches the agent's address (its TCP port or Unix socket).
 	client *http.Client
+	// headers are those the agent's upgrade carries as a call's request
+	// would (headers.forward, headers.set, …).
+	headers upstream.Headers
 }
 
 // take counts one more conversation unless max are open.
@@ -161,13 +169,27 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 
 		start := time.Now()
 		m := call.Method
-		agent, err := s.dialAgent(r, call)
+		ctx := r.Context()
+		var span trace.Span
+		if s.Tracer != nil {
+			ctx, span = s.serverSpan(ctx, r, route, protocol, start)
+			span.SetAttributes(attribute.String("sidecar.class_method", call.Name))
+		}
+		agent, err := s.dialAgent(ctx, r, call)
 		if err != nil {
+			if span != nil {
+				span.SetStatus(codes.Error, err.Error())
+				span.End()
+			}
 			refuse(w, r, route, err)
 			return
 		}
 		rl, err := live.Accept(w, r, agent, lim)
 		if err != nil {
+			if span != nil {
+				span.SetStatus(codes.Error, err.Error())
+				span.End()
+			}
 			s.Logger.Info("conversation not opened", zap.String("class_method", call.Name), zap.String("protocol", protocol), zap.Error(err))
 			return
 		}
@@ -177,6 +199,9 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 		res := rl.Run()
 		s.talks.untrack(rl)
 		d := time.Since(start)
+		if span != nil {
+			endTalkSpan(span, res)
+		}
 		s.Metrics.Call(metrics.Call{Method: m.Name, Route: route, Protocol: protocol, Outcome: res.Outcome, Duration: d, Bytes: res.Out.Bytes})
 		s.Metrics.Frames(m.Name, res.In.Frames, res.Out.Frames)
 		if ce := s.Logger.Check(zap.InfoLevel, "call"); ce != nil {
@@ -200,22 +225,26 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 }
 
 // dialAgent opens the agent's side of call: the WebSocket at its
-// method's path, with the headers the door passes, the caller's
+// method's path, with the headers a call's request would carry (the
+// caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
-// first_byte (or the caller leaving).
-func (s *Server) dialAgent(r *http.Request, call core.Call) (*websocket.Conn, error) {
+// first_byte (or the caller leaving, or ctx ending). When ctx carries the
+// conversation's span, the upgrade's traceparent names it.
+func (s *Server) dialAgent(ctx context.Context, r *http.Request, call core.Call) (*websocket.Conn, error) {
 	m := call.Method
 	wait := m.Timeouts.Connect + m.Timeouts.FirstByte
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	if m.Timeouts.Connect > 0 && m.Timeouts.FirstByte > 0 {
-		ctx, cancel = context.WithTimeout(r.Context(), wait)
+		ctx, cancel = context.WithTimeout(ctx, wait)
 	}
 	defer cancel()
-	h := call.Pass.Clone()
-	if h == nil {
-		h = http.Header{}
+	h := http.Header{core.HopHeader: {"1"}}
+	s.talks.headers.Apply(h, r.Header, call.Pass)
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		// The conversation's span, in place of the caller's: the agent's
+		// own spans join the trace under it.
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	}
-	h.Set(core.HopHeader, "1")
 	var protocols []string
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for p := range strings.SplitSeq(v, ",") {
@@ -236,4 +265,27 @@ func (s *Server) dialAgent(r *http.Request, call core.Call) (*websocket.Conn, er
 		return nil, &core.TimeoutError{Phase: "first_byte", After: wait.String()}
 	}
 	return nil, &core.DialError{Address: s.Config.Upstream.URL, Err: err}
+}
+
+// endTalkSpan ends a conversation's SERVER span with how it went: the
+// frames and bytes each way, who ended it, the close code the caller got
+// (or sent) and the outcome, status Error unless it ended ok.
+func endTalkSpan(span trace.Span, res live.Result) {
+	span.SetAttributes(
+		attribute.Int("http.response.status_code", http.StatusSwitchingProtocols),
+		attribute.Int64("sidecar.frames_in", res.In.Frames),
+		attribute.Int64("sidecar.frames_out", res.Out.Frames),
+		attribute.Int64("sidecar.bytes_in", res.In.Bytes),
+		attribute.Int64("sidecar.bytes_out", res.Out.Bytes),
+		attribute.String("sidecar.ended_by", string(res.EndedBy)),
+		attribute.Int("sidecar.close_code", int(res.Code)),
+		attribute.String("sidecar.outcome", string(res.Outcome)),
+	)
+	if res.Outcome != metrics.OK {
+		if res.Reason != "" {
+			span.SetAttributes(attribute.String("sidecar.reason", res.Reason))
+		}
+		span.SetStatus(codes.Error, res.Reason)
+	}
+	span.End()
 }

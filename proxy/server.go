@@ -16,6 +16,7 @@ import (
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/quota"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // Server serves front doors in front of one agent. Fill its fields, then
@@ -207,6 +208,7 @@ func (s *Server) setup() {
 	}
 	s.slots = newSlots(Concurrency(s.Config), s.Config.Limits.Queue)
 	s.talks.client = agentClient(s.Config.Upstream)
+	s.talks.headers = upstream.NewHeaders(s.Config)
 	s.Metrics.Gauge("sidecar_live_connections", "Conversations open (bidi methods).", func() float64 { return float64(s.talks.liveCount()) })
 }
 

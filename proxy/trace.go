@@ -110,20 +110,28 @@ func (s *Server) startSpan(ctx context.Context, r *http.Request, c *call) contex
 	if s.Tracer == nil {
 		return ctx
 	}
+	ctx, c.span = s.serverSpan(ctx, r, c.route, c.protocol, c.start)
+	return ctx
+}
+
+// serverSpan starts a SERVER span of s.Tracer (which must be set) for r,
+// served on route by protocol since start, a child of the caller's span
+// when r names one.
+func (s *Server) serverSpan(ctx context.Context, r *http.Request, route, protocol string, start time.Time) (context.Context, trace.Span) {
 	if parent := callerSpan(r.Header); parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
-	ctx, c.span = s.Tracer.Start(ctx, r.Method+" "+c.route, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(c.start),
+	ctx, span := s.Tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
-			attribute.String("http.route", c.route),
-			attribute.String("sidecar.protocol", c.protocol),
+			attribute.String("http.route", route),
+			attribute.String("sidecar.protocol", protocol),
 		))
 	if caller := s.callerOf(r); caller != nil {
-		c.span.SetAttributes(attribute.String("enduser.id", caller.Subject))
+		span.SetAttributes(attribute.String("enduser.id", caller.Subject))
 	}
-	return ctx
+	return ctx, span
 }
 
 // endSpan ends the call's SERVER span, if it has one, at the call's end,

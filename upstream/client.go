@@ -22,9 +22,7 @@ import (
 // use; build it once with New.
 type Client struct {
 	up        config.Upstream
-	forward   []string          // inbound headers passed on
-	identity  []string          // the verified caller's (identityHeaders)
-	set       map[string]string // headers added to every request
+	headers   Headers
 	base      *url.URL
 	transport *transport
 	retrying  *retryablehttp.Client
@@ -51,6 +49,53 @@ func identityHeaders(cfg *config.Config) []string {
 	return names
 }
 
+// Headers are the headers the agent receives on top of the sidecar's
+// own, on a call's request and on a conversation's upgrade alike: the
+// allow-listed and headers.forward ones of the caller's, the verified
+// caller's identity, a door's own, and headers.set.
+type Headers struct {
+	forward  []string          // inbound headers passed on
+	identity []string          // the verified caller's (identityHeaders)
+	set      map[string]string // headers added to every request
+}
+
+// NewHeaders builds the Headers cfg's headers and auth sections say.
+func NewHeaders(cfg *config.Config) Headers {
+	return Headers{
+		forward:  append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
+		identity: identityHeaders(cfg),
+		set:      cfg.Headers.Set,
+	}
+}
+
+// Apply sets on out the headers of the caller's request in that the
+// agent receives, then pass (a door's own, as they are), then headers.set,
+// which wins. A header the caller's Connection header names is its hop's
+// and is not passed on.
+func (h Headers) Apply(out, in, pass http.Header) {
+	for _, name := range h.forward {
+		if namedInConnection(in, name) {
+			continue
+		}
+		if v := in.Values(name); len(v) > 0 {
+			out[name] = v
+		}
+	}
+	// The sidecar's own, after the caller's hop-by-hop headers are gone:
+	// a caller's Connection header names its hop's headers, never these.
+	for _, name := range h.identity {
+		if v := in.Values(name); len(v) > 0 {
+			out[name] = v
+		}
+	}
+	for name, v := range pass {
+		out[name] = v
+	}
+	for name, v := range h.set {
+		out.Set(name, v)
+	}
+}
+
 // New builds the client for cfg's upstream.
 func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	base, err := url.Parse(cfg.Upstream.BaseURL)
@@ -70,9 +115,7 @@ func New(cfg *config.Config, logger *zap.Logger) (*Client, error) {
 	}
 	c := &Client{
 		up: cfg.Upstream, base: base, transport: t, logger: logger, limits: cfg.Limits,
-		forward:      append(slices.Clone(forwardHeaders), cfg.Headers.Forward...),
-		identity:     identityHeaders(cfg),
-		set:          cfg.Headers.Set,
+		headers:      NewHeaders(cfg),
 		methodValues: map[string][]string{},
 	}
 	for _, m := range cfg.Methods {
@@ -257,27 +300,7 @@ func (c *Client) Send(ctx context.Context, r Request) (*Response, error) {
 	default:
 		req.Header.Set("Accept", r.Accept)
 	}
-	for _, h := range c.forward {
-		if namedInConnection(r.Header, h) {
-			continue
-		}
-		if v := r.Header.Values(h); len(v) > 0 {
-			req.Header[h] = v
-		}
-	}
-	// The sidecar's own, after the caller's hop-by-hop headers are gone:
-	// a caller's Connection header names its hop's headers, never these.
-	for _, h := range c.identity {
-		if v := r.Header.Values(h); len(v) > 0 {
-			req.Header[h] = v
-		}
-	}
-	for name, v := range r.Pass {
-		req.Header[name] = v
-	}
-	for name, v := range c.set {
-		req.Header.Set(name, v)
-	}
+	c.headers.Apply(req.Header, r.Header, r.Pass)
 	for name, v := range r.Set {
 		req.Header.Set(name, v)
 	}

@@ -295,7 +295,7 @@ func TestPing(t *testing.T) {
 }
 
 // newDoor is New's door of opts.
-func newDoor(t *testing.T, opts Options) *Door {
+func newDoor(t testing.TB, opts Options) *Door {
 	t.Helper()
 	d, err := New(nil, opts)
 	if err != nil {

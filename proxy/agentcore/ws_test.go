@@ -13,6 +13,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -40,7 +45,7 @@ func (a *wsAgent) last() (http.Header, int) {
 	return a.header, a.upgrades
 }
 
-func newWSAgent(t *testing.T) *wsAgent {
+func newWSAgent(t testing.TB) *wsAgent {
 	a := &wsAgent{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -75,7 +80,7 @@ func newWSAgent(t *testing.T) *wsAgent {
 
 // wsSidecar is a Server in front of agent serving an AgentCore door whose
 // /ws converses with ws; head goes before the methods (limits, …).
-func wsSidecar(t *testing.T, agent *wsAgent, head, ws string, setup ...func(*proxy.Server)) (url string, s *proxy.Server, logs *observer.ObservedLogs) {
+func wsSidecar(t testing.TB, agent *wsAgent, head, ws string, setup ...func(*proxy.Server)) (url string, s *proxy.Server, logs *observer.ObservedLogs) {
 	t.Helper()
 	yaml := "upstream: {url: \"" + agent.URL + "\"}\n" + head + `methods:
   query: {}
@@ -379,5 +384,94 @@ func TestWSUnixSocket(t *testing.T) {
 	c.Write(context.Background(), websocket.MessageText, []byte("hi"))
 	if _, b, err := c.Read(context.Background()); err != nil || string(b) != "unix: hi" {
 		t.Errorf("through the socket: %q, %v; want %q", b, err, "unix: hi")
+	}
+}
+
+// TestWSHeaders: headers.forward and headers.set apply to the agent's
+// upgrade as to a call's request: the listed caller header and the trace
+// headers pass, headers.set wins over the caller's, and a header neither
+// lists stays behind.
+func TestWSHeaders(t *testing.T) {
+	agent := newWSAgent(t)
+	url, _, _ := wsSidecar(t, agent, "headers: {forward: [X-Tenant], set: {X-Caller: sidecar}}\n", "converse")
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	c, _, err := dialWS(t, url, http.Header{"X-Tenant": {"acme"}, "X-Caller": {"forged"}, "X-Other": {"no"}, "Traceparent": {tp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	h, n := agent.last()
+	if n != 1 {
+		t.Fatalf("agent upgrades = %d, want 1", n)
+	}
+	for name, want := range map[string]string{"X-Tenant": "acme", "X-Caller": "sidecar", "X-Other": "", "Traceparent": tp} {
+		if got := h.Get(name); got != want {
+			t.Errorf("agent's upgrade %s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestWSSpan: a conversation is one SERVER span, a child of the caller's
+// trace, whose attributes say its method, the frames and bytes each way,
+// who ended it and with which code; the agent's upgrade carries a
+// traceparent naming that span, in place of the caller's.
+func TestWSSpan(t *testing.T) {
+	agent := newWSAgent(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	url, _, _ := wsSidecar(t, agent, "", "converse", func(s *proxy.Server) { s.Tracer = tp.Tracer("test") })
+	const traceID, callerSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	c, _, err := dialWS(t, url, http.Header{"Traceparent": {"00-" + traceID + "-" + callerSpan + "-01"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c.Write(ctx, websocket.MessageText, []byte("hello"))
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "hello" {
+		t.Fatalf("echo = %q, %v", b, err)
+	}
+	c.Close(4000, "bye")
+	var spans []sdktrace.ReadOnlySpan
+	for deadline := time.Now().Add(10 * time.Second); len(spans) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		spans = rec.Ended()
+	}
+	if len(spans) != 1 {
+		t.Fatalf("%d spans ended, want 1", len(spans))
+	}
+	sp := spans[0]
+	if sp.SpanKind() != trace.SpanKindServer || sp.Name() != "GET "+RouteWS {
+		t.Errorf("span = %v %q, want a SERVER span GET %s", sp.SpanKind(), sp.Name(), RouteWS)
+	}
+	if sp.SpanContext().TraceID().String() != traceID || sp.Parent().SpanID().String() != callerSpan {
+		t.Errorf("span's trace %s parent %s, want the caller's %s %s", sp.SpanContext().TraceID(), sp.Parent().SpanID(), traceID, callerSpan)
+	}
+	got := map[attribute.Key]attribute.Value{}
+	for _, kv := range sp.Attributes() {
+		got[kv.Key] = kv.Value
+	}
+	for key, want := range map[attribute.Key]any{
+		"http.request.method":       "GET",
+		"http.route":                RouteWS,
+		"sidecar.protocol":          Name,
+		"sidecar.class_method":      "converse",
+		"http.response.status_code": int64(http.StatusSwitchingProtocols),
+		"sidecar.frames_in":         int64(1),
+		"sidecar.frames_out":        int64(1),
+		"sidecar.bytes_in":          int64(5),
+		"sidecar.bytes_out":         int64(5),
+		"sidecar.ended_by":          "caller",
+		"sidecar.close_code":        int64(4000),
+		"sidecar.outcome":           "ok",
+	} {
+		if v, ok := got[key]; !ok || v.AsInterface() != want {
+			t.Errorf("span's %s = %v, want %v", key, v.AsInterface(), want)
+		}
+	}
+	if sp.Status().Code == codes.Error {
+		t.Errorf("span's status = %v, want not an error", sp.Status())
+	}
+	h, _ := agent.last()
+	if want := "00-" + traceID + "-" + sp.SpanContext().SpanID().String() + "-01"; h.Get("Traceparent") != want {
+		t.Errorf("agent's upgrade traceparent = %q, want %q (the conversation's span)", h.Get("Traceparent"), want)
 	}
 }
