@@ -240,10 +240,14 @@ func (s *Server) dialAgent(ctx context.Context, r *http.Request, call core.Call)
 	defer cancel()
 	h := http.Header{core.HopHeader: {"1"}}
 	s.talks.headers.Apply(h, r.Header, call.Pass)
-	if trace.SpanContextFromContext(ctx).IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		// The conversation's span, in place of the caller's: the agent's
-		// own spans join the trace under it.
+		// own spans join the trace under it. An X-Cloud-Trace-Context
+		// passed on names it too, as a call's does.
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+		if len(h["X-Cloud-Trace-Context"]) > 0 {
+			h["X-Cloud-Trace-Context"] = []string{upstream.CloudTrace(sc)}
+		}
 	}
 	var protocols []string
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {

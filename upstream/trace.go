@@ -56,7 +56,7 @@ func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(out.Header))
 	if len(out.Header["X-Cloud-Trace-Context"]) > 0 {
 		// Passed on, it names the same span, for agents that read it.
-		out.Header["X-Cloud-Trace-Context"] = []string{cloudTrace(span.SpanContext())}
+		out.Header["X-Cloud-Trace-Context"] = []string{CloudTrace(span.SpanContext())}
 	}
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
@@ -74,9 +74,9 @@ func (t *tracedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// cloudTrace is sc as an X-Cloud-Trace-Context: TRACE_ID/SPAN_ID;o=1,
+// CloudTrace is sc as an X-Cloud-Trace-Context: TRACE_ID/SPAN_ID;o=1,
 // the span id in decimal, o=1 when sampled.
-func cloudTrace(sc trace.SpanContext) string {
+func CloudTrace(sc trace.SpanContext) string {
 	id := sc.SpanID()
 	sampled := "0"
 	if sc.IsSampled() {

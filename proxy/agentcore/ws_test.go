@@ -2,7 +2,9 @@ package agentcore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -37,6 +39,14 @@ type wsAgent struct {
 	mu       sync.Mutex
 	header   http.Header
 	upgrades int
+	open     int // /live connections not yet ended
+}
+
+// opened is the number of /live connections not yet ended.
+func (a *wsAgent) opened() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.open
 }
 
 func (a *wsAgent) last() (http.Header, int) {
@@ -52,7 +62,13 @@ func newWSAgent(t testing.TB) *wsAgent {
 		case "/live":
 			a.mu.Lock()
 			a.header, a.upgrades = r.Header.Clone(), a.upgrades+1
+			a.open++
 			a.mu.Unlock()
+			defer func() {
+				a.mu.Lock()
+				a.open--
+				a.mu.Unlock()
+			}()
 			c, err := websocket.Accept(w, r, nil)
 			if err != nil {
 				return
@@ -421,7 +437,8 @@ func TestWSSpan(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	url, _, _ := wsSidecar(t, agent, "", "converse", func(s *proxy.Server) { s.Tracer = tp.Tracer("test") })
 	const traceID, callerSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
-	c, _, err := dialWS(t, url, http.Header{"Traceparent": {"00-" + traceID + "-" + callerSpan + "-01"}})
+	c, _, err := dialWS(t, url, http.Header{"Traceparent": {"00-" + traceID + "-" + callerSpan + "-01"},
+		"X-Cloud-Trace-Context": {traceID + "/13235353014750950193;o=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,5 +490,9 @@ func TestWSSpan(t *testing.T) {
 	h, _ := agent.last()
 	if want := "00-" + traceID + "-" + sp.SpanContext().SpanID().String() + "-01"; h.Get("Traceparent") != want {
 		t.Errorf("agent's upgrade traceparent = %q, want %q (the conversation's span)", h.Get("Traceparent"), want)
+	}
+	id := sp.SpanContext().SpanID()
+	if want := fmt.Sprintf("%s/%d;o=1", traceID, binary.BigEndian.Uint64(id[:])); h.Get("X-Cloud-Trace-Context") != want {
+		t.Errorf("agent's upgrade X-Cloud-Trace-Context = %q, want %q (the conversation's span)", h.Get("X-Cloud-Trace-Context"), want)
 	}
 }
