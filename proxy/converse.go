@@ -205,7 +205,7 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 		s.Metrics.Call(metrics.Call{Method: m.Name, Route: route, Protocol: protocol, Outcome: res.Outcome, Duration: d, Bytes: res.Out.Bytes})
 		s.Metrics.Frames(m.Name, res.In.Frames, res.Out.Frames)
 		if ce := s.Logger.Check(zap.InfoLevel, "call"); ce != nil {
-			ce.Write(
+			fields := []zap.Field{
 				zap.String("class_method", call.Name),
 				zap.String("protocol", protocol),
 				zap.String("route", route),
@@ -219,7 +219,14 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 				zap.String("ended_by", string(res.EndedBy)),
 				zap.Int("close_code", int(res.Code)),
 				zap.String("reason", res.Reason),
-			)
+			}
+			// The fields that group the line with its trace, as a call's.
+			if span != nil {
+				fields = append(fields, spanFields(span.SpanContext(), s.Project)...)
+			} else {
+				fields = append(fields, traceFields(r.Header, s.Project)...)
+			}
+			ce.Write(fields...)
 		}
 	})
 }

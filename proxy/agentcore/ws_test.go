@@ -435,7 +435,7 @@ func TestWSSpan(t *testing.T) {
 	agent := newWSAgent(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	url, _, _ := wsSidecar(t, agent, "", "converse", func(s *proxy.Server) { s.Tracer = tp.Tracer("test") })
+	url, _, logs := wsSidecar(t, agent, "", "converse", func(s *proxy.Server) { s.Tracer = tp.Tracer("test") })
 	const traceID, callerSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 	c, _, err := dialWS(t, url, http.Header{"Traceparent": {"00-" + traceID + "-" + callerSpan + "-01"},
 		"X-Cloud-Trace-Context": {traceID + "/13235353014750950193;o=1"}})
@@ -490,6 +490,15 @@ func TestWSSpan(t *testing.T) {
 	h, _ := agent.last()
 	if want := "00-" + traceID + "-" + sp.SpanContext().SpanID().String() + "-01"; h.Get("Traceparent") != want {
 		t.Errorf("agent's upgrade traceparent = %q, want %q (the conversation's span)", h.Get("Traceparent"), want)
+	}
+	var line map[string]any
+	for deadline := time.Now().Add(10 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if l := logs.FilterMessage("call").All(); len(l) > 0 {
+			line = l[0].ContextMap()
+		}
+	}
+	if line["logging.googleapis.com/trace"] != traceID || line["logging.googleapis.com/spanId"] != sp.SpanContext().SpanID().String() {
+		t.Errorf("call log line = %v, want the trace %s and the conversation's span %s", line, traceID, sp.SpanContext().SpanID())
 	}
 	id := sp.SpanContext().SpanID()
 	if want := fmt.Sprintf("%s/%d;o=1", traceID, binary.BigEndian.Uint64(id[:])); h.Get("X-Cloud-Trace-Context") != want {
