@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -175,7 +174,7 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 			ctx, span = s.serverSpan(ctx, r, route, protocol, start)
 			span.SetAttributes(attribute.String("sidecar.class_method", call.Name))
 		}
-		agent, err := s.dialAgent(ctx, r, call)
+		agent, err := s.openAgent(ctx, r, call)
 		if err != nil {
 			if span != nil {
 				span.SetStatus(codes.Error, err.Error())
@@ -231,13 +230,13 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 	})
 }
 
-// dialAgent opens the agent's side of call: the WebSocket at its
+// openAgent opens the agent's side of call: the WebSocket at its
 // method's path, with the headers a call's request would carry (the
 // caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
 // first_byte (or the caller leaving, or ctx ending). When ctx carries the
 // conversation's span, the upgrade's traceparent names it.
-func (s *Server) dialAgent(ctx context.Context, r *http.Request, call core.Call) (*websocket.Conn, error) {
+func (s *Server) openAgent(ctx context.Context, r *http.Request, call core.Call) (live.Conn, error) {
 	m := call.Method
 	wait := m.Timeouts.Connect + m.Timeouts.FirstByte
 	ctx, cancel := context.WithCancel(ctx)

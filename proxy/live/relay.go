@@ -59,10 +59,32 @@ func Dial(ctx context.Context, url string, client *http.Client, header http.Head
 	return c, nil
 }
 
+// Conn is one side of a conversation as the relay sees it: a WebSocket
+// (*websocket.Conn), or a door's framing around one (frames unwrapped as
+// they are read and wrapped as they are written), or an agent side that
+// is no WebSocket at all. Read returns a *FrameError for a frame the side
+// sent that cannot be carried; Close is called once, when the
+// conversation ends, with the code and reason that side gets.
+type Conn interface {
+	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Write(ctx context.Context, typ websocket.MessageType, data []byte) error
+	Close(code websocket.StatusCode, reason string) error
+}
+
+// FrameError is a frame a side sent that its framing cannot carry (a
+// door's framing it does not follow): the conversation ends, the side
+// that sent it is closed with Code and Reason.
+type FrameError struct {
+	Code   websocket.StatusCode
+	Reason string
+}
+
+func (e *FrameError) Error() string { return e.Reason }
+
 // Relay is one conversation: the caller's connection and the agent's.
-// Build it with Accept, then Run it.
+// Build it with Accept (or Upgrade and New), then Run it.
 type Relay struct {
-	caller, agent *websocket.Conn
+	caller, agent Conn
 	lim           config.Live
 
 	in, out pipe // in: caller to agent; out: agent to caller
@@ -108,22 +130,48 @@ type frame struct {
 // before (an upgrade is held to the rule of a request that changes
 // something). On an error the upgrade was answered with an HTTP error and
 // agent is closed.
-func Accept(w http.ResponseWriter, r *http.Request, agent *websocket.Conn, lim config.Live) (*Relay, error) {
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
-	if p := agent.Subprotocol(); p != "" {
-		opts.Subprotocols = []string{p}
+func Accept(w http.ResponseWriter, r *http.Request, agent Conn, lim config.Live) (*Relay, error) {
+	var chosen string
+	if p, ok := agent.(interface{ Subprotocol() string }); ok {
+		chosen = p.Subprotocol()
 	}
-	caller, err := websocket.Accept(w, r, opts)
+	caller, err := Upgrade(w, r, lim, chosen)
 	if err != nil {
 		agent.Close(websocket.StatusInternalError, "the caller's upgrade failed")
+		return nil, err
+	}
+	return New(caller, agent, lim), nil
+}
+
+// Upgrade upgrades r, the caller's request, to a WebSocket whose frames
+// are capped at lim.FrameBytes, offering subprotocol ("": none). As in
+// Accept, the Origin was the proxy's to check. On an error the upgrade
+// was answered with an HTTP error.
+func Upgrade(w http.ResponseWriter, r *http.Request, lim config.Live, subprotocol string) (*websocket.Conn, error) {
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
+	if subprotocol != "" {
+		opts.Subprotocols = []string{subprotocol}
+	}
+	c, err := websocket.Accept(w, r, opts)
+	if err != nil {
 		return nil, fmt.Errorf("upgrading the caller: %w", err)
 	}
-	caller.SetReadLimit(lim.FrameBytes)
-	agent.SetReadLimit(lim.FrameBytes)
+	c.SetReadLimit(lim.FrameBytes)
+	return c, nil
+}
+
+// New pairs the caller's side with the agent's under lim: a side that
+// can cap what it reads (a WebSocket) is capped at lim.FrameBytes.
+func New(caller, agent Conn, lim config.Live) *Relay {
+	for _, c := range []Conn{caller, agent} {
+		if l, ok := c.(interface{ SetReadLimit(int64) }); ok {
+			l.SetReadLimit(lim.FrameBytes)
+		}
+	}
 	rl := &Relay{caller: caller, agent: agent, lim: lim, done: make(chan struct{}), start: time.Now()}
 	rl.in = pipe{src: Caller, dst: Agent, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
 	rl.out = pipe{src: Agent, dst: Caller, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
-	return rl, nil
+	return rl
 }
 
 // Shutdown ends the conversation for the sidecar's shutdown: both sides
@@ -220,7 +268,7 @@ func (rl *Relay) end(e ending) {
 }
 
 // conn is side's connection.
-func (rl *Relay) conn(s Side) *websocket.Conn {
+func (rl *Relay) conn(s Side) Conn {
 	if s == Caller {
 		return rl.caller
 	}
@@ -276,7 +324,7 @@ func (rl *Relay) write(p *pipe) {
 
 // flush writes the frames left in p.q to dst, each within flushWait: what
 // a side sent before its close frame.
-func (rl *Relay) flush(p *pipe, dst *websocket.Conn) {
+func (rl *Relay) flush(p *pipe, dst Conn) {
 	for {
 		select {
 		case f := <-p.q:
@@ -311,10 +359,21 @@ func (rl *Relay) close() {
 
 // readEnding is the end of a conversation whose read from side failed
 // with err: the side closed (its code relayed to the other), sent a frame
-// over the cap, or went away without a close.
+// over the cap or one its framing cannot carry, or went away without a
+// close.
 func readEnding(side Side, err error) ending {
 	var ce websocket.CloseError
+	var fe *FrameError
 	switch {
+	case errors.As(err, &fe):
+		if side == Caller {
+			return ending{by: Caller, outcome: metrics.BadRequest,
+				callerCode: fe.Code, callerReason: fe.Reason,
+				agentCode: websocket.StatusGoingAway, agentReason: "the caller sent a frame that could not be carried"}
+		}
+		return ending{by: Agent, outcome: metrics.AgentError,
+			callerCode: websocket.StatusInternalError, callerReason: "the agent sent a frame that could not be carried: " + fe.Reason,
+			agentCode: fe.Code, agentReason: fe.Reason}
 	case errors.As(err, &ce):
 		code := ce.Code
 		if !sendable(code) {

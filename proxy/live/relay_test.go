@@ -309,3 +309,79 @@ func TestClip(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// upper is a door's framing around the caller's side: frames read are
+// upper-cased, and a frame "bad" cannot be carried.
+type upper struct{ *websocket.Conn }
+
+func (u upper) Read(ctx context.Context) (websocket.MessageType, []byte, error) {
+	typ, b, err := u.Conn.Read(ctx)
+	if err == nil && string(b) == "bad" {
+		return 0, nil, &FrameError{Code: websocket.StatusInvalidFramePayloadData, Reason: "bad is not a frame of this door"}
+	}
+	return typ, bytes.ToUpper(b), err
+}
+
+// TestRelayFraming: a side wrapped by a door's framing (Upgrade, then
+// New) has its frames reshaped on the way, and a frame its framing
+// cannot carry ends the conversation: the sender gets the FrameError's
+// code and reason, the agent 1001.
+func TestRelayFraming(t *testing.T) {
+	agentGot := make(chan error, 1)
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			typ, b, err := c.Read(context.Background())
+			if err != nil {
+				agentGot <- err
+				return
+			}
+			c.Write(context.Background(), typ, b)
+		}
+	}))
+	t.Cleanup(as.Close)
+	results := make(chan Result, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := Upgrade(w, r, small, "")
+		if err != nil {
+			return
+		}
+		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
+		if err != nil {
+			caller.Close(websocket.StatusInternalError, err.Error())
+			return
+		}
+		results <- New(upper{caller}, a, small).Run()
+	}))
+	t.Cleanup(front.Close)
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(front.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ctx := context.Background()
+	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "HELLO" {
+		t.Fatalf("echo through the framing: %q, %v; want HELLO", b, err)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("bad")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.Read(ctx)
+	if s := websocket.CloseStatus(err); s != websocket.StatusInvalidFramePayloadData || !strings.Contains(err.Error(), "bad is not a frame") {
+		t.Fatalf("caller got %v (status %d), want 1007 with the framing's reason", err, s)
+	}
+	if s := websocket.CloseStatus(<-agentGot); s != websocket.StatusGoingAway {
+		t.Errorf("agent got close %d, want 1001", s)
+	}
+	res := <-results
+	if res.EndedBy != Caller || res.Outcome != metrics.BadRequest || res.Code != websocket.StatusInvalidFramePayloadData {
+		t.Errorf("result %+v, want ended by the caller, bad_request, 1007", res)
+	}
+}
