@@ -37,6 +37,37 @@ type Conversing interface {
 	Converse(cfg *config.Config, route string, r *http.Request) (core.Call, error)
 }
 
+// handoff is what admit holds for an upgrade's caller (its per-caller
+// place), released when its handler returns unless the conversation took
+// it, to release when it ends.
+type handoff struct {
+	release func()
+	taken   bool
+}
+
+type handoffKey struct{}
+
+// take hands the release to the conversation.
+func (h *handoff) take() func() {
+	h.taken = true
+	return h.release
+}
+
+func (h *handoff) end() {
+	if !h.taken {
+		h.release()
+	}
+}
+
+// held is the caller's place admit holds for r, handed to its
+// conversation: released when the conversation ends.
+func held(r *http.Request) func() {
+	if h, ok := r.Context().Value(handoffKey{}).(*handoff); ok {
+		return h.take()
+	}
+	return func() {}
+}
+
 // conversations are the conversations in progress, for the cap on them
 // and for EndCalls.
 type conversations struct {
@@ -158,9 +189,14 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 			refuse(w, r, route, f)
 			return
 		}
-		defer s.talks.release()
 		s.inFlight.Add(1)
-		defer s.inFlight.Add(-1)
+		relaying := false
+		defer func() {
+			if !relaying { // else the conversation's goroutine releases them
+				s.talks.release()
+				s.inFlight.Add(-1)
+			}
+		}()
 		if err := s.waitReady(r.Context()); err != nil {
 			refuse(w, r, route, err) // 503, as a call's
 			return
@@ -195,39 +231,65 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 		if !s.talks.track(rl) {
 			rl.Shutdown() // EndCalls ran while it opened
 		}
-		res := rl.Run()
-		s.talks.untrack(rl)
-		d := time.Since(start)
-		if span != nil {
-			endTalkSpan(span, res)
-		}
-		s.Metrics.Call(metrics.Call{Method: m.Name, Route: route, Protocol: protocol, Outcome: res.Outcome, Duration: d, Bytes: res.Out.Bytes})
-		s.Metrics.Frames(m.Name, res.In.Frames, res.Out.Frames)
-		if ce := s.Logger.Check(zap.InfoLevel, "call"); ce != nil {
-			fields := []zap.Field{
-				zap.String("class_method", call.Name),
-				zap.String("protocol", protocol),
-				zap.String("route", route),
-				zap.Int("status", http.StatusSwitchingProtocols),
-				zap.Int64("frames_in", res.In.Frames),
-				zap.Int64("frames_out", res.Out.Frames),
-				zap.Int64("bytes_in", res.In.Bytes),
-				zap.Int64("bytes_out", res.Out.Bytes),
-				zap.Duration("duration", d),
-				zap.String("outcome", string(res.Outcome)),
-				zap.String("ended_by", string(res.EndedBy)),
-				zap.Int("close_code", int(res.Code)),
-				zap.String("reason", res.Reason),
-			}
-			// The fields that group the line with its trace, as a call's.
-			if span != nil {
-				fields = append(fields, spanFields(span.SpanContext(), s.Project)...)
-			} else {
-				fields = append(fields, traceFields(r.Header, s.Project)...)
-			}
-			ce.Write(fields...)
-		}
+		// The handler returns while the conversation goes on in its own
+		// goroutine: the caller's connection is hijacked, and this
+		// goroutine's stack, grown by the upgrade and the agent's dial,
+		// is not held for as long as the conversation lasts.
+		relaying = true
+		go s.relay(rl, talk{name: call.Name, method: m.Name, protocol: protocol, route: route, header: r.Header, start: start, span: span, release: held(r)})
 	})
+}
+
+// talk is what a conversation's log line, metrics and span need once it
+// is relayed.
+type talk struct {
+	name, method, protocol, route string
+	header                        http.Header
+	start                         time.Time
+	span                          trace.Span // nil: tracing is off
+	// release gives back the caller's place (limits.per_caller).
+	release func()
+}
+
+// relay runs rl until the conversation ends, then releases its places
+// (the caller's, the count of conversations, in flight), ends its span, counts it and
+// writes its one log line.
+func (s *Server) relay(rl *live.Relay, t talk) {
+	defer t.release()
+	defer s.talks.release()
+	defer s.inFlight.Add(-1)
+	res := rl.Run()
+	s.talks.untrack(rl)
+	d := time.Since(t.start)
+	if t.span != nil {
+		endTalkSpan(t.span, res)
+	}
+	s.Metrics.Call(metrics.Call{Method: t.method, Route: t.route, Protocol: t.protocol, Outcome: res.Outcome, Duration: d, Bytes: res.Out.Bytes})
+	s.Metrics.Frames(t.method, res.In.Frames, res.Out.Frames)
+	if ce := s.Logger.Check(zap.InfoLevel, "call"); ce != nil {
+		fields := []zap.Field{
+			zap.String("class_method", t.name),
+			zap.String("protocol", t.protocol),
+			zap.String("route", t.route),
+			zap.Int("status", http.StatusSwitchingProtocols),
+			zap.Int64("frames_in", res.In.Frames),
+			zap.Int64("frames_out", res.Out.Frames),
+			zap.Int64("bytes_in", res.In.Bytes),
+			zap.Int64("bytes_out", res.Out.Bytes),
+			zap.Duration("duration", d),
+			zap.String("outcome", string(res.Outcome)),
+			zap.String("ended_by", string(res.EndedBy)),
+			zap.Int("close_code", int(res.Code)),
+			zap.String("reason", res.Reason),
+		}
+		// The fields that group the line with its trace, as a call's.
+		if t.span != nil {
+			fields = append(fields, spanFields(t.span.SpanContext(), s.Project)...)
+		} else {
+			fields = append(fields, traceFields(t.header, s.Project)...)
+		}
+		ce.Write(fields...)
+	}
 }
 
 // openAgent opens the agent's side of call: the WebSocket at its

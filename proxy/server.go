@@ -15,6 +15,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/internal/hostcheck"
 	"github.com/sidecar-dev/sidecar/quota"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
@@ -186,7 +187,15 @@ func (s *Server) HandlerFor(door Door) http.Handler {
 		if !ok {
 			return
 		}
-		defer release()
+		if hostcheck.Upgrade(r) {
+			// A conversation holds the caller's place until it ends,
+			// past its handler's return (converse.go).
+			h := &handoff{release: release}
+			r = r.WithContext(context.WithValue(r.Context(), handoffKey{}, h))
+			defer h.end()
+		} else {
+			defer release()
+		}
 		h.ServeHTTP(w, r)
 	})
 }

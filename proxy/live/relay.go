@@ -83,15 +83,29 @@ func (e *FrameError) Error() string { return e.Reason }
 
 // Relay is one conversation: the caller's connection and the agent's.
 // Build it with Accept (or Upgrade and New), then Run it.
+//
+// An idle conversation costs two goroutines: Run's caller, which reads
+// the caller's frames, and one that reads the agent's. A direction's
+// writer exists only while frames wait in its queue, and the goroutine
+// that closes both sides only once the conversation ends.
 type Relay struct {
 	caller, agent Conn
 	lim           config.Live
 
 	in, out pipe // in: caller to agent; out: agent to caller
 
-	done   chan struct{} // closed by end
-	once   sync.Once
-	ending ending
+	done     chan struct{} // closed by end
+	finished chan struct{} // closed once both sides are closed
+	once     sync.Once
+	ending   ending
+	// writes bounds every write: cancelled when the conversation ends,
+	// once the frames a closing side sent are written (or flushWait
+	// passed), so that no writer outlives it however slow its reader.
+	writes context.Context
+	stop   context.CancelFunc
+	// wg counts the goroutines Run started: the agent's reader and the
+	// writers.
+	wg sync.WaitGroup
 	// last is when a frame last crossed, in nanoseconds since start, for
 	// the idle clock.
 	start time.Time
@@ -109,14 +123,18 @@ type ending struct {
 	flush bool
 }
 
-// pipe is one direction: frames read from src, queued, written to dst.
+// pipe is one direction: frames read from src, queued, written to dst by
+// a writer started when the queue stops being empty.
 type pipe struct {
 	src, dst Side
 	q        chan frame
 	queued   atomic.Int64 // bytes in q
 	count    struct{ frames, bytes atomic.Int64 }
-	// stopped is closed when the writer returns.
-	stopped chan struct{}
+	// writing is set while a writer runs (or is about to); held holds
+	// the writer's place for its whole run, so that the end's flush
+	// starts only once the writer is gone.
+	writing atomic.Bool
+	held    sync.Mutex
 }
 
 type frame struct {
@@ -168,9 +186,10 @@ func New(caller, agent Conn, lim config.Live) *Relay {
 			l.SetReadLimit(lim.FrameBytes)
 		}
 	}
-	rl := &Relay{caller: caller, agent: agent, lim: lim, done: make(chan struct{}), start: time.Now()}
-	rl.in = pipe{src: Caller, dst: Agent, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
-	rl.out = pipe{src: Agent, dst: Caller, q: make(chan frame, lim.QueueFrames), stopped: make(chan struct{})}
+	rl := &Relay{caller: caller, agent: agent, lim: lim, done: make(chan struct{}), finished: make(chan struct{}), start: time.Now()}
+	rl.writes, rl.stop = context.WithCancel(context.Background())
+	rl.in = pipe{src: Caller, dst: Agent, q: make(chan frame, lim.QueueFrames)}
+	rl.out = pipe{src: Agent, dst: Caller, q: make(chan frame, lim.QueueFrames)}
 	return rl
 }
 
@@ -183,31 +202,20 @@ func (rl *Relay) Shutdown() {
 }
 
 // Run relays until the conversation ends, closes both sides and returns
-// how it went.
+// how it went. It reads the caller's frames itself.
 func (rl *Relay) Run() Result {
-	var wg sync.WaitGroup
-	for _, p := range []*pipe{&rl.in, &rl.out} {
-		wg.Go(func() { rl.read(p) })
-		wg.Go(func() { rl.write(p) })
-	}
+	rl.wg.Go(func() { rl.read(&rl.out) })
 	idle := rl.idleClock()
 	most := time.AfterFunc(rl.lim.MaxDuration, func() {
 		reason := "the conversation reached limits.live.max_duration (" + rl.lim.MaxDuration.String() + ")"
 		rl.end(ending{by: Sidecar, outcome: metrics.Timeout,
 			callerCode: websocket.StatusGoingAway, callerReason: reason, agentCode: websocket.StatusGoingAway, agentReason: reason})
 	})
-	<-rl.done
+	rl.read(&rl.in)
+	<-rl.finished
 	idle.Stop()
 	most.Stop()
-	if e := rl.ending; e.flush {
-		p := &rl.in
-		if e.by == Agent {
-			p = &rl.out
-		}
-		<-p.stopped // its frames written before the other side closes
-	}
-	rl.close()
-	wg.Wait()
+	rl.wg.Wait()
 	e := rl.ending
 	return Result{
 		In:      Count{rl.in.count.frames.Load(), rl.in.count.bytes.Load()},
@@ -260,11 +268,36 @@ func (s *stopper) Stop() {
 }
 
 // end ends the conversation for e's reason; only the first call counts.
+// The goroutine it starts closes both sides: the readers return once
+// their side is closed.
 func (rl *Relay) end(e ending) {
 	rl.once.Do(func() {
 		rl.ending = e
 		close(rl.done)
+		go rl.finish()
 	})
+}
+
+// finish closes both sides once the conversation ended: first, when a
+// side ended it with its close frame, the frames it sent before are
+// written to the other (within flushWait in all), then every write still
+// blocked is cancelled and both sides get their close.
+func (rl *Relay) finish() {
+	defer close(rl.finished)
+	defer rl.stop()
+	if e := rl.ending; e.flush {
+		p := &rl.in
+		if e.by == Agent {
+			p = &rl.out
+		}
+		t := time.AfterFunc(flushWait, rl.stop)
+		p.held.Lock() // the writer, if one runs, finishes its frame and returns
+		rl.flush(p)
+		p.held.Unlock()
+		t.Stop()
+	}
+	rl.stop()
+	rl.close()
 }
 
 // conn is side's connection.
@@ -276,7 +309,8 @@ func (rl *Relay) conn(s Side) Conn {
 }
 
 // read reads p.src's frames into p.q until it fails or the conversation
-// ends; a full queue ends it (the reader at p.dst is too slow).
+// ends, starting p's writer when none runs; a full queue ends it (the
+// reader at p.dst is too slow).
 func (rl *Relay) read(p *pipe) {
 	src := rl.conn(p.src)
 	for {
@@ -293,56 +327,73 @@ func (rl *Relay) read(p *pipe) {
 		rl.last.Store(int64(time.Since(rl.start)))
 		p.queued.Add(n)
 		p.q <- frame{typ, data} // never blocks: this is q's only sender, and it has room
-	}
-}
-
-// write writes p.q's frames to p.dst until it fails or the conversation
-// ends.
-func (rl *Relay) write(p *pipe) {
-	defer close(p.stopped)
-	dst := rl.conn(p.dst)
-	for {
-		select {
-		case <-rl.done:
-			if e := rl.ending; e.flush && e.by == p.src {
-				rl.flush(p, dst)
-			}
-			return
-		case f := <-p.q:
-			n := int64(len(f.data))
-			p.queued.Add(-n)
-			if err := dst.Write(context.Background(), f.typ, f.data); err != nil {
-				rl.end(writeEnding(p.dst, err))
-				return
-			}
-			p.count.frames.Add(1)
-			p.count.bytes.Add(n)
-			rl.last.Store(int64(time.Since(rl.start)))
+		if p.writing.CompareAndSwap(false, true) {
+			rl.wg.Go(func() { rl.write(p) })
 		}
 	}
 }
 
-// flush writes the frames left in p.q to dst, each within flushWait: what
-// a side sent before its close frame.
-func (rl *Relay) flush(p *pipe, dst Conn) {
+// write writes p.q's frames to p.dst until the queue is empty, the
+// conversation ends or a write fails. Only one runs at a time for p: the
+// reader starts one when none is writing, and one that finds the queue
+// empty hands back its place before it returns (taking it again if a
+// frame came in meanwhile).
+func (rl *Relay) write(p *pipe) {
+	p.held.Lock()
+	defer p.held.Unlock()
+	dst := rl.conn(p.dst)
+	for {
+		select {
+		case <-rl.done:
+			return // finish writes what a closing side sent
+		default:
+		}
+		select {
+		case f := <-p.q:
+			if !rl.send(p, dst, f) {
+				return
+			}
+		default:
+			p.writing.Store(false)
+			if len(p.q) == 0 || !p.writing.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}
+}
+
+// send writes f to dst for p and counts it; false when the write failed,
+// which ends the conversation (dst is gone) unless it already ended.
+func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
+	n := int64(len(f.data))
+	p.queued.Add(-n)
+	if err := dst.Write(rl.writes, f.typ, f.data); err != nil {
+		rl.end(writeEnding(p.dst, err))
+		return false
+	}
+	p.count.frames.Add(1)
+	p.count.bytes.Add(n)
+	rl.last.Store(int64(time.Since(rl.start)))
+	return true
+}
+
+// flush writes the frames left in p.q: what a side sent before its close
+// frame. finish bounds it with flushWait.
+func (rl *Relay) flush(p *pipe) {
+	dst := rl.conn(p.dst)
 	for {
 		select {
 		case f := <-p.q:
-			ctx, cancel := context.WithTimeout(context.Background(), flushWait)
-			err := dst.Write(ctx, f.typ, f.data)
-			cancel()
-			if err != nil {
+			if !rl.send(p, dst, f) {
 				return
 			}
-			p.count.frames.Add(1)
-			p.count.bytes.Add(int64(len(f.data)))
 		default:
 			return
 		}
 	}
 }
 
-// flushWait bounds writing one frame left over when a side closed, as
+// flushWait bounds writing the frames left over when a side closed, as
 // the library bounds its close handshake.
 const flushWait = 5 * time.Second
 
