@@ -127,7 +127,7 @@ type ending struct {
 // a writer started when the queue stops being empty.
 type pipe struct {
 	src, dst Side
-	q        chan frame
+	q        queue
 	queued   atomic.Int64 // bytes in q
 	count    struct{ frames, bytes atomic.Int64 }
 	// writing is set while a writer runs (or is about to); held holds
@@ -140,6 +140,47 @@ type pipe struct {
 type frame struct {
 	typ  websocket.MessageType
 	data []byte
+}
+
+// queue is a direction's frames read and not yet written, first in first
+// out. It holds room only for the backlog it has had lately (an idle
+// conversation's holds none); the reader caps it (limits.live).
+type queue struct {
+	mu     sync.Mutex
+	frames []frame
+	head   int
+}
+
+func (q *queue) push(f frame) {
+	q.mu.Lock()
+	q.frames = append(q.frames, f)
+	q.mu.Unlock()
+}
+
+// pop takes the oldest frame; false when there is none.
+func (q *queue) pop() (frame, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.frames) {
+		return frame{}, false
+	}
+	f := q.frames[q.head]
+	q.frames[q.head] = frame{}
+	q.head++
+	if q.head == len(q.frames) { // empty: start over, keeping little room
+		q.head = 0
+		q.frames = q.frames[:0]
+		if cap(q.frames) > 4 {
+			q.frames = nil
+		}
+	}
+	return f, true
+}
+
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.frames) - q.head
 }
 
 // Accept upgrades r, the caller's request, and pairs its connection with
@@ -188,8 +229,8 @@ func New(caller, agent Conn, lim config.Live) *Relay {
 	}
 	rl := &Relay{caller: caller, agent: agent, lim: lim, done: make(chan struct{}), finished: make(chan struct{}), start: time.Now()}
 	rl.writes, rl.stop = context.WithCancel(context.Background())
-	rl.in = pipe{src: Caller, dst: Agent, q: make(chan frame, lim.QueueFrames)}
-	rl.out = pipe{src: Agent, dst: Caller, q: make(chan frame, lim.QueueFrames)}
+	rl.in = pipe{src: Caller, dst: Agent}
+	rl.out = pipe{src: Agent, dst: Caller}
 	return rl
 }
 
@@ -320,13 +361,13 @@ func (rl *Relay) read(p *pipe) {
 			return
 		}
 		n := int64(len(data))
-		if len(p.q) == cap(p.q) || p.queued.Load()+n > rl.lim.QueueBytes {
-			rl.end(slowEnding(p.dst, len(p.q), p.queued.Load()))
+		if p.q.len() >= rl.lim.QueueFrames || p.queued.Load()+n > rl.lim.QueueBytes {
+			rl.end(slowEnding(p.dst, p.q.len(), p.queued.Load()))
 			return
 		}
 		rl.last.Store(int64(time.Since(rl.start)))
 		p.queued.Add(n)
-		p.q <- frame{typ, data} // never blocks: this is q's only sender, and it has room
+		p.q.push(frame{typ, data})
 		if p.writing.CompareAndSwap(false, true) {
 			rl.wg.Go(func() { rl.write(p) })
 		}
@@ -348,16 +389,15 @@ func (rl *Relay) write(p *pipe) {
 			return // finish writes what a closing side sent
 		default:
 		}
-		select {
-		case f := <-p.q:
+		if f, ok := p.q.pop(); ok {
 			if !rl.send(p, dst, f) {
 				return
 			}
-		default:
-			p.writing.Store(false)
-			if len(p.q) == 0 || !p.writing.CompareAndSwap(false, true) {
-				return
-			}
+			continue
+		}
+		p.writing.Store(false)
+		if p.q.len() == 0 || !p.writing.CompareAndSwap(false, true) {
+			return
 		}
 	}
 }
@@ -382,12 +422,8 @@ func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 func (rl *Relay) flush(p *pipe) {
 	dst := rl.conn(p.dst)
 	for {
-		select {
-		case f := <-p.q:
-			if !rl.send(p, dst, f) {
-				return
-			}
-		default:
+		f, ok := p.q.pop()
+		if !ok || !rl.send(p, dst, f) {
 			return
 		}
 	}
