@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -503,5 +504,71 @@ func TestWSSpan(t *testing.T) {
 	id := sp.SpanContext().SpanID()
 	if want := fmt.Sprintf("%s/%d;o=1", traceID, binary.BigEndian.Uint64(id[:])); h.Get("X-Cloud-Trace-Context") != want {
 		t.Errorf("agent's upgrade X-Cloud-Trace-Context = %q, want %q (the conversation's span)", h.Get("X-Cloud-Trace-Context"), want)
+	}
+}
+
+// TestWSThousandIdle: 1,000 idle conversations open at once through /ws
+// cost the sidecar two goroutines each (one reading each side; a
+// direction's writer exists only while frames wait), and all end when
+// their callers leave.
+func TestWSThousandIdle(t *testing.T) {
+	const n = 1000
+	agent := newWSAgent(t)
+	url, s, _ := wsSidecar(t, agent, "limits: {live: {connections: 2000}}\n", "converse")
+	ctx := context.Background()
+	// The count without the sidecar: the callers' ends and the agent's
+	// (one goroutine reading each agent connection).
+	direct := func(url string) int {
+		before := runtime.NumGoroutine()
+		open := make([]*websocket.Conn, 0, n/10)
+		for range n / 10 {
+			c, _, err := websocket.Dial(ctx, url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Write(ctx, websocket.MessageText, []byte("hi"))
+			if _, _, err := c.Read(ctx); err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, c)
+		}
+		grew := runtime.NumGoroutine() - before
+		for _, c := range open {
+			c.Close(websocket.StatusNormalClosure, "")
+		}
+		return grew
+	}
+	ends := direct("ws"+strings.TrimPrefix(agent.URL, "http")+"/live") * 10
+	waitFor(t, func() bool { return agent.opened() == 0 })
+
+	before := runtime.NumGoroutine()
+	open := make([]*websocket.Conn, 0, n)
+	for range n {
+		c, _, err := websocket.Dial(ctx, wsURL(url), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(ctx, websocket.MessageText, []byte("hi"))
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	if per := float64(runtime.NumGoroutine()-before-ends) / n; per > 2.05 {
+		t.Errorf("the sidecar holds %.2f goroutines per idle conversation, want 2", per)
+	}
+	for _, c := range open {
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+	waitFor(t, func() bool { return s.InFlight() == 0 && agent.opened() == 0 })
+}
+
+// waitFor waits until ok, failing after a generous bound.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("still waiting after 30s")
+		}
 	}
 }

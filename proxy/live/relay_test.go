@@ -3,6 +3,8 @@ package live
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -383,5 +385,52 @@ func TestRelayFraming(t *testing.T) {
 	res := <-results
 	if res.EndedBy != Caller || res.Outcome != metrics.BadRequest || res.Code != websocket.StatusInvalidFramePayloadData {
 		t.Errorf("result %+v, want ended by the caller, bad_request, 1007", res)
+	}
+}
+
+// TestRelayAgentClosesMidFrame: an agent whose connection ends inside a
+// frame (its header promised more bytes than came) is an agent gone: the
+// caller gets 1011, and nothing of the partial frame.
+func TestRelayAgentClosesMidFrame(t *testing.T) {
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The upgrade by hand, so that the frame can be cut short.
+		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+			base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n")
+		brw.Write([]byte{0x81, 100})  // a final text frame of 100 bytes…
+		brw.WriteString("only ten b") // …of which ten come
+		brw.Flush()
+	}))
+	t.Cleanup(as.Close)
+	results := make(chan Result, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		rl, err := Accept(w, r, a, small)
+		if err != nil {
+			return
+		}
+		results <- rl.Run()
+	}))
+	t.Cleanup(front.Close)
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(front.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	typ, b, err := c.Read(context.Background())
+	if s := websocket.CloseStatus(err); s != websocket.StatusInternalError {
+		t.Errorf("caller's read = %v %q, %v; want a 1011 close", typ, b, err)
+	}
+	if r := <-results; r.EndedBy != Agent || r.Outcome != metrics.AgentDisconnected || r.Out.Frames != 0 {
+		t.Errorf("Result = %+v, want ended by the agent, agent_disconnected, no frame out", r)
 	}
 }
