@@ -34,6 +34,8 @@ type liveAgent struct {
 	mu     sync.Mutex
 	urls   []string
 	frames []string
+	// offered is the subprotocols each upgrade offered.
+	offered []string
 }
 
 func (a *liveAgent) got() ([]string, []string) {
@@ -51,6 +53,7 @@ func newLiveAgent(t testing.TB) *liveAgent {
 		}
 		a.mu.Lock()
 		a.urls = append(a.urls, r.URL.RequestURI())
+		a.offered = append(a.offered, r.Header.Get("Sec-WebSocket-Protocol"))
 		a.mu.Unlock()
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -182,14 +185,15 @@ func callLine(t *testing.T, logs *observer.ObservedLogs) map[string]any {
 // input is the agent's first frame, each bidi_stream_input's contents
 // (ProtoJSON's bidiStreamInput too) the next, verbatim; the agent's frames
 // come back as bidiStreamOutput, JSON as it is, other text as a string,
-// binary as inline_data; the caller's close reaches the agent; one log
-// line names the method the setup named.
+// binary as inline_data; the caller's close reaches the agent; neither
+// the caller nor the agent is offered a subprotocol; one log line names
+// the method the setup named.
 func TestPlatformFraming(t *testing.T) {
 	for _, section := range []string{`{mount: /live, method: talk}`, `{listen: "127.0.0.1:0", method: talk, framing: platform}`} {
 		t.Run(section, func(t *testing.T) {
 			agent := newLiveAgent(t)
 			url, _, logs := liveSidecar(t, agent.URL, "", section)
-			c, resp, err := dial(t, url, nil)
+			c, resp, err := dial(t, url, http.Header{"Sec-WebSocket-Protocol": {"chat"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,6 +221,12 @@ func TestPlatformFraming(t *testing.T) {
 			}
 			if len(urls) != 1 || urls[0] != "/live/other" {
 				t.Errorf("the agent's upgrades = %q, want one at /live/other (the setup's class_method)", urls)
+			}
+			agent.mu.Lock()
+			offered := agent.offered
+			agent.mu.Unlock()
+			if len(offered) != 1 || offered[0] != "" {
+				t.Errorf("the agent's upgrade offered subprotocols %q, want none: the caller got none", offered)
 			}
 			f := callLine(t, logs)
 			if f["class_method"] != "other" || f["protocol"] != Name || f["frames_in"] != int64(4) || f["frames_out"] != int64(4) || f["ended_by"] != "caller" || f["close_code"] != int64(1000) {
