@@ -2,9 +2,10 @@
 // the contract, not a front door. It serves the platform's REST surface
 // (reasoningEngines/{id}:query and :streamQuery, as the platform's
 // clients call them), its generic passthrough (…/api/{path}, any verb, to
-// the contract listener's /{path}: passthrough.go) and the playground
-// page on a loopback listener, in front of the sidecar's own contract
-// routes.
+// the contract listener's /{path}: passthrough.go), its WebSocket routes
+// (the passthrough's /reasoningEngines/ws/… twin, and the public bidi
+// endpoint relayed to the live door: live.go) and the playground page on
+// a loopback listener, in front of the sidecar's own contract routes.
 //
 // It calls the contract listener over HTTP, as the platform calls the
 // container: what it shows is what the container answers. It
@@ -16,8 +17,8 @@
 //
 // It has no authentication: besides its loopback address, it refuses
 // what only another site's page in the user's browser would send (a
-// foreign Host or Origin, a REST call not declared JSON; on the
-// passthrough, the Host and Origin rules only) and forbids
+// foreign Host or Origin, an upgrade included, a REST call not declared
+// JSON; on the passthrough, the Host and Origin rules only) and forbids
 // framing its page (guard.go).
 package devapi
 

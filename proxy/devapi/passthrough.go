@@ -40,9 +40,11 @@ func PassthroughPath(mount string) string {
 	return passthroughPrefix + "v1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(mount, "/")
 }
 
-// WSPassthroughPath is PassthroughPath's WebSocket passthrough path to
-// the path p on the contract listener (a mount, then a door's route: "/live",
-// "/ws"), the version the platform documents for it (v1beta1).
+// WSPassthroughPath is the dev listener's WebSocket passthrough path to
+// p, a path on the contract listener (a mount, then a door's route:
+// "/live", "/ws"), under the same project, location and engine as
+// PassthroughPath's, in the version the platform documents for it
+// (v1beta1).
 func WSPassthroughPath(p string) string {
 	return passthroughPrefix + wsSegment + "v1beta1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(p, "/")
 }
@@ -172,8 +174,8 @@ func newProxy(base string, transport http.RoundTripper, route func(in *http.Requ
 			// something, or on an upgrade, is the dev listener's own
 			// page's (guard): the page calls the platform's URL, the
 			// platform calls the container, so the container sees no
-			// page. A foreign Origin (on GET, HEAD, OPTIONS) goes on for
-			// the door to judge.
+			// page. A foreign Origin (on GET, HEAD, OPTIONS, not an
+			// upgrade) goes on for the door to judge.
 			if o := h.Values("Origin"); len(o) == 1 && ownOrigin(o[0], pr.In.Host, localPort(pr.In)) {
 				h.Del("Origin")
 			}
