@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/devapi"
+	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
 
 // echoAgent is an agent's WebSocket server at GET /live: it echoes every
@@ -201,6 +207,16 @@ func TestDevWebSocketPassthrough(t *testing.T) {
 	}
 	drainFrames(got)
 
+	// A cross-site page's upgrade is the dev listener's 403, in its
+	// shape, before the sidecar is reached.
+	_, resp, err := websocket.Dial(ctx, ws+engineWS("v1beta1", "/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"http://evil.example"}}})
+	if err == nil || resp == nil || resp.StatusCode != 403 {
+		t.Fatalf("an upgrade with a cross-site Origin: %v, %v; want 403", resp, err)
+	}
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `"status":"PERMISSION_DENIED"`) {
+		t.Errorf("an upgrade with a cross-site Origin: %s, want the dev API's PERMISSION_DENIED", b)
+	}
+
 	// The live door's mount, in the platform's framing.
 	c = dialWS(t, ctx, ws+engineWS("v1beta1", "/live"))
 	defer c.CloseNow()
@@ -267,5 +283,51 @@ func TestDevBidiEndpoint(t *testing.T) {
 			}
 		}
 		c.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// TestDevLiveListed: sidecar dev gives each door's conversations to the
+// dev listener with their URL on the door's listener and, for a door
+// mounted on the platform's port, their path on the WebSocket
+// passthrough: the live door at its mount (under the platform's framing
+// every bidi method, the section's first; raw, the section's only) and
+// AgentCore's /ws, mounted at "/" or on its own listener.
+func TestDevLiveListed(t *testing.T) {
+	const methods = "upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  query: {}\n  a: {mode: bidi, call: GET /a}\n  b: {mode: bidi, call: GET /b}\nprotocols:\n"
+	for _, tt := range []struct {
+		doors string
+		want  []devapi.Live
+	}{
+		{"  live: {mount: /live, method: b}\n  agentcore: {mount: /, method: query, ws: a}\n", []devapi.Live{
+			{URL: "http://127.0.0.1:8080/ws", Passthrough: devapi.WSPassthroughPath("/ws")},
+			{URL: "http://127.0.0.1:8080/live", Passthrough: devapi.WSPassthroughPath("/live")},
+		}},
+		{"  live: {listen: \"127.0.0.1:8082\", method: b, framing: raw}\n  agentcore: {listen: \"127.0.0.1:9000\", method: query, ws: a}\n", []devapi.Live{
+			{URL: "http://127.0.0.1:9000/ws"},
+			{URL: "http://127.0.0.1:8082/"},
+		}},
+	} {
+		cfg, err := config.Parse("sidecar.yaml", []byte(methods+tt.doors), doors.Kinds(doors.All)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []devapi.Live
+		var summary []string
+		for _, d := range devDoors(cfg, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "http://127.0.0.1:8081", noEnv) {
+			for _, l := range d.Live {
+				got = append(got, devapi.Live{URL: l.URL, Passthrough: l.Passthrough})
+				summary = append(summary, fmt.Sprintf("%s %s %v %v", d.Protocol, l.Path, l.Methods, l.Platform))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: conversations at %+v\nwant %+v", tt.doors, got, tt.want)
+		}
+		wantSummary := "agentcore /ws [a] false|live / [b a] true"
+		if strings.Contains(tt.doors, "raw") {
+			wantSummary = "agentcore /ws [a] false|live / [b] false"
+		}
+		if s := strings.Join(summary, "|"); s != wantSummary {
+			t.Errorf("%s: conversations %s, want %s", tt.doors, s, wantSummary)
+		}
 	}
 }
