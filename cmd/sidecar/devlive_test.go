@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/proxy/devapi"
 	"github.com/sidecar-dev/sidecar/proxy/doors"
 )
@@ -328,6 +330,31 @@ func TestDevLiveListed(t *testing.T) {
 		}
 		if s := strings.Join(summary, "|"); s != wantSummary {
 			t.Errorf("%s: conversations %s, want %s", tt.doors, s, wantSummary)
+		}
+	}
+}
+
+// TestDevWebSocketNode: the `ws` npm package as the caller through sidecar
+// dev: client.mjs through the WebSocket passthrough to AgentCore's /ws
+// (text and binary echoed, the agent's close 4000 relayed), and
+// platform.mjs, the SDK's frames as json.dumps writes them, through the
+// bidi endpoint and through the passthrough to the live door's mount.
+func TestDevWebSocketNode(t *testing.T) {
+	agent, _, _ := echoAgent(t)
+	ws := "ws" + strings.TrimPrefix(startDev(t, devLiveMap, agent), "http")
+	got := deps.Node(t, "ws", "client.mjs", ws+engineWS("v1beta1", "/ws"))
+	if want := []string{`text {"say":"héllo"}`, "binary 000102ff", "close 4000 agent done"}; !slices.Equal(got, want) {
+		t.Errorf("client.mjs through the passthrough printed %q, want %q", got, want)
+	}
+	want := []string{
+		`text {"bidiStreamOutput":{"query": "hello"}}`,
+		`text {"bidiStreamOutput":{"query": "héllo again", "n": [1, 2]}}`,
+		`close 1000 caller done`,
+	}
+	for _, url := range []string{ws + "/ws/google.cloud.aiplatform.v1beta1.ReasoningEngineExecutionService/BidiQueryReasoningEngine",
+		ws + engineWS("v1beta1", "/live")} {
+		if got := deps.Node(t, "ws", "platform.mjs", url, "bidi_stream_query"); !slices.Equal(got, want) {
+			t.Errorf("platform.mjs at %s printed %q, want %q", url, got, want)
 		}
 	}
 }
