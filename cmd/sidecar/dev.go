@@ -164,6 +164,7 @@ func devDoors(cfg *config.Config, contract net.Addr, dev string, getenv func(str
 				door.Platform = d.URL(platform, section)
 			}
 		}
+		door.Live = devLive(cfg, name, listener, section)
 		list = append(list, door)
 	}
 	if cfg.Protocols.AgentPlatform {
@@ -177,6 +178,40 @@ func devDoors(cfg *config.Config, contract net.Addr, dev string, getenv func(str
 		}
 	}
 	return list
+}
+
+// devLive are the conversations of the door name with section (nil for
+// agent_platform) on listener (its own, or the contract listener's when it
+// is mounted), each with its URL there and, mounted, its path on the dev
+// listener's WebSocket passthrough.
+func devLive(cfg *config.Config, name, listener string, section *config.Door) []devapi.Live {
+	var list []devapi.Live
+	for _, d := range doors.All {
+		if d.Name != name || d.Live == nil || section == nil {
+			continue
+		}
+		for _, c := range d.Live(cfg, section) {
+			// The door's URL holds its mount; a route at its root is it.
+			live := devapi.Live{Conversation: c, URL: strings.TrimSuffix(listener, "/") + mounted(section.Mount, c.Path)}
+			if section.Mount != "" {
+				live.Passthrough = devapi.WSPassthroughPath(mounted(section.Mount, c.Path))
+			}
+			list = append(list, live)
+		}
+	}
+	return list
+}
+
+// mounted is the path p of a door mounted at mount ("" or "/": not
+// under one) on its listener: "/live" for "/" under /live.
+func mounted(mount, p string) string {
+	if mount == "" || mount == "/" {
+		return p
+	}
+	if p == "/" {
+		return mount
+	}
+	return mount + p
 }
 
 // listenURL is the URL of a listen address (":8090", "127.0.0.1:8090"),

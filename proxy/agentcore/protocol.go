@@ -51,6 +51,12 @@ var Protocol = core.Protocol[Options]{
 	},
 	Probe:   probe,
 	Example: example,
+	Live: func(_ *config.Config, door *config.Door) []core.Conversation {
+		if s := door.Options.(*Section); s.WS != "" {
+			return []core.Conversation{{Path: RouteWS, Methods: []string{s.WS}}}
+		}
+		return nil
+	},
 }
 
 // Section is the door's protocols section: listen and method, and ws.

@@ -44,6 +44,11 @@ type Protocol[O any] struct {
 	// for cfg, advertising url when not "", and the advice for it; an
 	// error when cfg's door cannot be declared. Nil: none.
 	DeployCard func(cfg *config.Config, url string) (card json.RawMessage, warnings []string, err error)
+	// Live lists the conversations the door serves for its section door
+	// in cfg (nil: none): where sidecar dev's playground opens them, and
+	// where its public bidi endpoint sends a conversation in the
+	// platform's framing.
+	Live func(cfg *config.Config, door *config.Door) []Conversation
 	// Commands are the subcommands of the sidecar binary the door brings
 	// (A2A's `sidecar a2a-card`): the program lists and runs them as it
 	// finds them here, naming no door. Nil: none.
@@ -68,6 +73,22 @@ type Command struct {
 	// Agent Platform, the variables it injects), its output to stdout. An
 	// error it returns is the command's failure, exit status 1.
 	Flags func(fs *flag.FlagSet) func(cfg *config.Config, getenv func(string) string, stdout io.Writer) error
+}
+
+// Conversation is a WebSocket endpoint where a door converses with bidi
+// methods of the map.
+type Conversation struct {
+	// Path is where it is under the door's URL: "/ws", or "/" for the
+	// URL itself.
+	Path string
+	// Methods are the bidi methods it reaches, the one a conversation
+	// that names none goes to first.
+	Methods []string
+	// Platform is whether its callers speak Agent Platform's bidi
+	// framing: a setup frame naming the method (and its first input),
+	// then {"bidi_stream_input": …} frames, answered by
+	// {"bidiStreamOutput": …} frames. False: frames go as they are.
+	Platform bool
 }
 
 // Example is a copy-paste call of a door: a curl command and a client

@@ -2,9 +2,10 @@
 // the contract, not a front door. It serves the platform's REST surface
 // (reasoningEngines/{id}:query and :streamQuery, as the platform's
 // clients call them), its generic passthrough (…/api/{path}, any verb, to
-// the contract listener's /{path}: passthrough.go) and the playground
-// page on a loopback listener, in front of the sidecar's own contract
-// routes.
+// the contract listener's /{path}: passthrough.go), its WebSocket routes
+// (the passthrough's /reasoningEngines/ws/… twin, and the public bidi
+// endpoint relayed to the live door: live.go) and the playground page on
+// a loopback listener, in front of the sidecar's own contract routes.
 //
 // It calls the contract listener over HTTP, as the platform calls the
 // container: what it shows is what the container answers. It
@@ -16,8 +17,8 @@
 //
 // It has no authentication: besides its loopback address, it refuses
 // what only another site's page in the user's browser would send (a
-// foreign Host or Origin, a REST call not declared JSON; on the
-// passthrough, the Host and Origin rules only) and forbids
+// foreign Host or Origin, an upgrade included, a REST call not declared
+// JSON; on the passthrough, the Host and Origin rules only) and forbids
 // framing its page (guard.go).
 package devapi
 
@@ -86,6 +87,10 @@ type Door struct {
 	// (core.PlatformBase, then the mount), when the platform's variables
 	// are set: "" elsewhere, as on a laptop.
 	Platform string
+	// Live are the conversations the door serves: the playground's live
+	// panel opens them, and the public bidi endpoint goes to the first in
+	// the platform's framing.
+	Live []Live
 }
 
 // emulator is the dev listener's handler.
@@ -98,6 +103,10 @@ type emulator struct {
 	methods  []byte       // GET /playground/methods.json
 	doors    []byte       // GET /playground/doors.json
 	proxy    http.Handler // the passthrough (passthrough.go)
+	// bidiProxy relays the public bidi endpoint (live.go); nil: none,
+	// refused with noBidi.
+	bidiProxy http.Handler
+	noBidi    string
 }
 
 // New returns the dev listener's handler for cfg, in front of the
@@ -120,9 +129,10 @@ func New(cfg *config.Config, contractURL string, opts Options) http.Handler {
 		transport = passthroughTransport()
 	}
 	contract := strings.TrimRight(contractURL, "/")
+	bidi, noBidi := newBidi(cfg, opts.Doors, transport)
 	return &emulator{cfg: cfg, contract: contract, opts: opts,
-		client: client, files: files, methods: methodsJSON(cfg), doors: doorsJSON(opts.Doors),
-		proxy: newPassthrough(contract, transport)}
+		client: client, files: files, methods: methodsJSON(cfg, opts.Doors), doors: doorsJSON(opts.Doors),
+		proxy: newPassthrough(contract, transport), bidiProxy: bidi, noBidi: noBidi}
 }
 
 // doorInfo is one door of GET /playground/doors.json.
@@ -179,11 +189,15 @@ type methodInfo struct {
 	// Description is the map's description of the method, which the page
 	// shows with it; left out when the map gives none.
 	Description string `json:"description,omitempty"`
+	// Live are the ways to open a bidi method (api_mode "bidi"), none
+	// when no door converses with it; absent for other methods.
+	Live []liveInfo `json:"live,omitempty"`
 }
 
 // methodsJSON describes the method map to the playground: every class
-// method in the map's order ("*" is no method a page can list).
-func methodsJSON(cfg *config.Config) []byte {
+// method in the map's order ("*" is no method a page can list), a bidi
+// method with the conversations of doors that reach it.
+func methodsJSON(cfg *config.Config, doors []Door) []byte {
 	out := struct {
 		Project  string       `json:"project"`
 		Location string       `json:"location"`
@@ -195,10 +209,14 @@ func methodsJSON(cfg *config.Config) []byte {
 	}{Project: "local", Location: "us-central1", Engine: "local", API: "v1",
 		Preset: cfg.Preset, ADKApp: cfg.ADK.App, Methods: []methodInfo{}}
 	for _, m := range cfg.Methods {
-		if m.Name == "*" || m.Mode == config.ModeBidi { // no live panel yet (docs/live.md)
+		if m.Name == "*" {
 			continue
 		}
-		out.Methods = append(out.Methods, methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example, Description: m.Description})
+		info := methodInfo{Name: m.Name, APIMode: string(m.Mode), Example: m.Example, Description: m.Description}
+		if m.Mode == config.ModeBidi {
+			info.Live = liveOf(doors, m.Name)
+		}
+		out.Methods = append(out.Methods, info)
 	}
 	b, _ := json.Marshal(out)
 	return append(b, '\n')
@@ -222,16 +240,22 @@ func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.static(w, r)
 		return
 	}
-	if inner, ok := passthroughPath(r.URL.EscapedPath()); ok {
+	if inner, ws, ok := passthroughPath(r.URL.EscapedPath()); ok {
 		// Any verb, any body type: the door behind holds its own rules.
-		e.passthrough(w, r, inner)
+		e.passthrough(w, r, inner, ws)
+		return
+	}
+	if bidiRoute(r.URL.EscapedPath()) {
+		e.bidi(w, r)
 		return
 	}
 	verb, ok := restVerb(p)
 	if !ok {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+clip([]byte(p))+" was not found on this server. "+
 			"Known: POST /{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}:query or :streamQuery, "+
-			"and any verb on /reasoningEngines/{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}/api/{path}")
+			"any verb on /reasoningEngines/{v1|v1beta1}/projects/{project}/locations/{location}/reasoningEngines/{engine}/api/{path}, "+
+			"a WebSocket at /reasoningEngines/ws/{v1beta1|v1}/… (the same) and at "+
+			"/ws/google.cloud.aiplatform.{v1beta1|v1}.ReasoningEngineExecutionService/BidiQueryReasoningEngine")
 		return
 	}
 	if r.Method != http.MethodPost {

@@ -21,9 +21,12 @@ import (
 //     same-origin with its own name, and could otherwise read the
 //     listener's answers;
 //   - a request that changes something (every method but GET, HEAD and
-//     OPTIONS) with an Origin other than the listener's own page's (http,
-//     the request's own loopback Host): a page of another origin can send
-//     a no-cors POST, unread but run (CSRF);
+//     OPTIONS), or a WebSocket's upgrade, with an Origin other than the
+//     listener's own page's (http, the request's own loopback Host): a
+//     page of another origin can send a no-cors POST, unread but run
+//     (CSRF), and can open a WebSocket and read it, which a browser
+//     never holds to the same-origin policy (cross-site WebSocket
+//     hijacking);
 //   - a REST call whose Content-Type is not JSON: the types a page can
 //     send without a CORS preflight (text/plain, forms) never call the
 //     agent, and a preflight is never answered;
@@ -46,7 +49,7 @@ var securityHeaders = map[string]string{
 
 // guard answers 403 and reports false for a request a web page of
 // another origin could have sent: a foreign Host, or a foreign Origin on
-// a method that changes something. The predicates are every listener's
+// a method that changes something or on an upgrade. The predicates are every listener's
 // (hostcheck); the listener's own rules are stricter than a door's: its
 // Host is checked whatever the connection (it listens on loopback only),
 // no name is trusted, and an Origin must be its own page's: http, under
@@ -59,7 +62,7 @@ func guard(w http.ResponseWriter, r *http.Request) bool {
 			" (a page under another name may be DNS rebinding)")
 		return false
 	}
-	if hostcheck.Safe(r.Method) {
+	if hostcheck.Safe(r.Method) && !hostcheck.Upgrade(r) {
 		return true
 	}
 	origin, sent := r.Header["Origin"]

@@ -20,6 +20,17 @@ import (
 // address its clients will use in production: only the scheme, the host
 // and the port change.
 
+// The WebSocket passthrough (bidiInvokeReasoningEngine, PROTOCOLS.md
+// §1.9) is the same URL with "ws/" after /reasoningEngines/:
+//
+//	/reasoningEngines/ws/{v1beta1|v1}/projects/P/locations/L/reasoningEngines/ID/api/{path}
+//
+// reaches the container's /{path} as a WebSocket: the upgrade, then the
+// frames both ways, relayed as bytes. Each passthrough takes only its own
+// kind of request: an upgrade on the HTTP one, or a plain request on the
+// WebSocket one, is refused naming the other, as the platform's front end
+// routes them apart.
+
 // PassthroughPath is the dev listener's passthrough path to mount, a
 // path on the contract listener ("/a2a", "/"), under the project,
 // location and engine the playground shows (methods.json's):
@@ -29,18 +40,40 @@ func PassthroughPath(mount string) string {
 	return passthroughPrefix + "v1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(mount, "/")
 }
 
-// passthroughPrefix is how the passthrough's paths begin.
-const passthroughPrefix = "/reasoningEngines/"
+// WSPassthroughPath is the dev listener's WebSocket passthrough path to
+// p, a path on the contract listener (a mount, then a door's route:
+// "/live", "/ws"), under the same project, location and engine as
+// PassthroughPath's, in the version the platform documents for it
+// (v1beta1).
+func WSPassthroughPath(p string) string {
+	return passthroughPrefix + wsSegment + "v1beta1/projects/local/locations/us-central1/reasoningEngines/local/api/" + strings.TrimPrefix(p, "/")
+}
+
+// passthroughPrefix is how the passthrough's paths begin; wsSegment
+// follows it on the WebSocket passthrough's.
+const (
+	passthroughPrefix = "/reasoningEngines/"
+	wsSegment         = "ws/"
+)
 
 // passthroughPath is the container path of a passthrough URL's escaped
-// path (r.URL.EscapedPath()): "/{path}", still escaped, and true; false
-// when p is not the passthrough's shape. {path} may be empty ("…/api"
-// and "…/api/" both reach "/").
-func passthroughPath(p string) (string, bool) {
+// path (r.URL.EscapedPath()): "/{path}", still escaped, whether it is the
+// WebSocket passthrough's, and true; false when p is not either
+// passthrough's shape. {path} may be empty ("…/api" and "…/api/" both
+// reach "/").
+func passthroughPath(p string) (inner string, ws, ok bool) {
 	rest, ok := strings.CutPrefix(p, passthroughPrefix)
 	if !ok {
-		return "", false
+		return "", false, false
 	}
+	rest, ws = strings.CutPrefix(rest, wsSegment)
+	inner, ok = httpPassthroughPath(rest)
+	return inner, ws, ok
+}
+
+// httpPassthroughPath is passthroughPath of rest, the path after the
+// prefix (and "ws/").
+func httpPassthroughPath(rest string) (string, bool) {
 	// version, "projects", P, "locations", L, "reasoningEngines", ID, "api", then {path}.
 	seg := strings.SplitN(rest, "/", 9)
 	if len(seg) < 8 || (seg[0] != "v1" && seg[0] != "v1beta1") ||
@@ -82,13 +115,27 @@ func dotSegment(p string) bool {
 }
 
 // newPassthrough is the reverse proxy to the contract listener at
-// contract (its base URL) through transport. Every verb and body goes
-// on, the answer comes back as it is written: FlushInterval -1 flushes
-// after every write, so SSE and ndjson are never held in a buffer.
+// contract (its base URL) through transport, for both passthroughs: the
+// container path of the passthrough URL on the contract listener.
 func newPassthrough(contract string, transport http.RoundTripper) *httputil.ReverseProxy {
-	target, err := url.Parse(contract)
+	return newProxy(contract, transport, func(in *http.Request) (string, string) {
+		p := in.URL.EscapedPath()
+		inner, _, _ := passthroughPath(p) // ServeHTTP checked it
+		return inner, passthroughPrefixOf(p, inner)
+	})
+}
+
+// newProxy is the reverse proxy to the listener at base (its URL, a path
+// allowed) through transport: route gives the escaped path a request in
+// goes to there and the prefix a proxy in front says it took off ("": it
+// says none). Every verb and body goes on, the answer comes back as it is
+// written: FlushInterval -1 flushes after every write, so SSE and ndjson
+// are never held in a buffer. An upgrade (a WebSocket's) is relayed as
+// bytes both ways once the listener answers 101.
+func newProxy(base string, transport http.RoundTripper, route func(in *http.Request) (path, prefix string)) *httputil.ReverseProxy {
+	target, err := url.Parse(base)
 	if err != nil {
-		panic("devapi: the contract listener's URL " + contract + ": " + err.Error()) // the caller builds it from an address
+		panic("devapi: the listener's URL " + base + ": " + err.Error()) // the caller builds it from an address
 	}
 	return &httputil.ReverseProxy{
 		// Rewrite (not Director): the hop-by-hop headers (RFC 9110 §7.6.1:
@@ -96,9 +143,9 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 		// Transfer-Encoding, Upgrade but for a WebSocket's) and any
 		// X-Forwarded-* a client sent are dropped before it runs.
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			inner, _ := passthroughPath(pr.In.URL.EscapedPath()) // ServeHTTP checked it
+			inner, prefix := route(pr.In)
 			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
-			pr.Out.Host = "" // the contract listener's own address: its Host rule holds
+			pr.Out.Host = "" // the listener's own address: its Host rule holds
 			plain, _ := url.PathUnescape(inner)
 			pr.Out.URL.Path, pr.Out.URL.RawPath = plain, ""
 			if plain != inner {
@@ -116,16 +163,19 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 			// (core.PlatformBase), so a client that follows it stays on
 			// the passthrough.
 			pr.SetXForwarded()
-			pr.Out.Header.Set("X-Forwarded-Prefix", passthroughPrefixOf(pr.In.URL.EscapedPath(), inner))
+			if prefix != "" {
+				pr.Out.Header.Set("X-Forwarded-Prefix", prefix)
+			}
 			h := pr.Out.Header
 			// The browser's cookies for localhost are every local
 			// service's (cookies ignore the port): none is the agent's.
 			h.Del("Cookie")
 			// An Origin that reached here on a method that changes
-			// something is the dev listener's own page's (guard): the
-			// page calls the platform's URL, the platform calls the
-			// container, so the container sees no page. A foreign Origin
-			// (on GET, HEAD, OPTIONS) goes on for the door to judge.
+			// something, or on an upgrade, is the dev listener's own
+			// page's (guard): the page calls the platform's URL, the
+			// platform calls the container, so the container sees no
+			// page. A foreign Origin (on GET, HEAD, OPTIONS, not an
+			// upgrade) goes on for the door to judge.
 			if o := h.Values("Origin"); len(o) == 1 && ownOrigin(o[0], pr.In.Host, localPort(pr.In)) {
 				h.Del("Origin")
 			}
@@ -153,12 +203,23 @@ func newPassthrough(contract string, transport http.RoundTripper) *httputil.Reve
 }
 
 // passthrough serves a passthrough URL, whose container path is inner
-// (escaped): a path with dot segments is refused before the sidecar is
-// called.
-func (e *emulator) passthrough(w http.ResponseWriter, r *http.Request, inner string) {
+// (escaped), on the WebSocket passthrough when ws: a path with dot
+// segments, or a request of the other passthrough's kind, is refused
+// before the sidecar is called.
+func (e *emulator) passthrough(w http.ResponseWriter, r *http.Request, inner string, ws bool) {
 	if dotSegment(inner) {
 		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "The path "+clip([]byte(inner))+
 			" after /api has a . or .. segment: give the container's path as it is, without dot segments")
+		return
+	}
+	switch upgrade := hostcheck.Upgrade(r); {
+	case ws && !upgrade:
+		notWebSocket(w, r)
+		return
+	case !ws && upgrade:
+		p := r.URL.EscapedPath()
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "The HTTP passthrough takes no WebSocket: open it at "+
+			clip([]byte(passthroughPrefix+wsSegment+strings.TrimPrefix(p, passthroughPrefix)))+", the WebSocket passthrough")
 		return
 	}
 	// Full duplex: the contract's answer may begin before the caller's
@@ -170,6 +231,13 @@ func (e *emulator) passthrough(w http.ResponseWriter, r *http.Request, inner str
 	// stream cut after its first record (Go issue 15527).
 	http.NewResponseController(w).EnableFullDuplex()
 	e.proxy.ServeHTTP(w, r)
+}
+
+// notWebSocket refuses a request that is not an upgrade on a WebSocket
+// route of the dev listener.
+func notWebSocket(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", r.Method+" "+clip([]byte(r.URL.Path))+
+		" takes WebSockets only: open it as a WebSocket (GET with Upgrade: websocket)")
 }
 
 // localPort is the port of the connection r came in on, 0 if unknown.

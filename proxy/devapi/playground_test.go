@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 func get(t *testing.T, url string) (int, http.Header, string) {
@@ -55,8 +56,9 @@ func TestPlaygroundFiles(t *testing.T) {
 }
 
 // TestMethodsJSON: the method map as the playground reads it, in the
-// map's order, without "*" nor a conversation (no live panel yet), each with its description when the map
-// gives one.
+// map's order, without "*", each with its description when the map gives
+// one; a bidi method with the conversations of the doors that reach it
+// (none here: see TestMethodsJSONLive).
 func TestMethodsJSON(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{testMap, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
@@ -71,7 +73,8 @@ methods:
   c: {mode: bidi, call: GET /live}
   "*": {}
 `, `{"project":"local","location":"us-central1","engine":"local","api":"v1","preset":"","adk_app":"","methods":[` +
-			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text","description":"Says a."}]}`},
+			`{"name":"b","api_mode":"async_stream","example":[1,"two"]},{"name":"a","api_mode":"async","example":"text","description":"Says a."},` +
+			`{"name":"c","api_mode":"bidi","example":null}]}`},
 	} {
 		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(tt.yaml, "AGENT", "http://127.0.0.1:9")))
 		if err != nil {
@@ -98,5 +101,37 @@ methods:
 		if !strings.Contains(body, want) {
 			t.Errorf("the ADK preset: no %s in %s", want, body)
 		}
+	}
+}
+
+// TestMethodsJSONLive: a bidi method lists each door's conversation that
+// reaches it, with its framing, its path on the WebSocket passthrough
+// when the door is mounted, and its ws:// URL on its listener; a method
+// no conversation reaches lists none.
+func TestMethodsJSONLive(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte(`
+upstream: {url: "http://127.0.0.1:9"}
+methods:
+  talk: {mode: bidi, call: GET /live}
+  other: {mode: bidi, call: GET /other}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doors := []Door{
+		{Protocol: "live", Mount: "/live", Live: []Live{{Conversation: core.Conversation{Path: "/", Methods: []string{"talk"}, Platform: true},
+			URL: "http://127.0.0.1:8080/live", Passthrough: WSPassthroughPath("/live")}}},
+		{Protocol: "agentcore", Live: []Live{{Conversation: core.Conversation{Path: "/ws", Methods: []string{"talk"}},
+			URL: "http://127.0.0.1:9000/ws"}}},
+	}
+	dev := httptest.NewServer(New(cfg, "http://127.0.0.1:9", Options{Doors: doors}))
+	defer dev.Close()
+	_, _, body := get(t, dev.URL+"/playground/methods.json")
+	want := `"methods":[{"name":"talk","api_mode":"bidi","example":null,"live":[` +
+		`{"protocol":"live","framing":"platform","path":"/reasoningEngines/ws/v1beta1/projects/local/locations/us-central1/reasoningEngines/local/api/live","url":"ws://127.0.0.1:8080/live"},` +
+		`{"protocol":"agentcore","framing":"raw","url":"ws://127.0.0.1:9000/ws"}]},` +
+		`{"name":"other","api_mode":"bidi","example":null}]}`
+	if !strings.HasSuffix(strings.TrimSpace(body), want) {
+		t.Errorf("methods.json = %s\nwant it to end %s", body, want)
 	}
 }

@@ -51,6 +51,9 @@ type Door struct {
 	// Example is how a user calls the door at its URL with its section
 	// door (the Protocol's; nil: none).
 	Example func(base string, door *config.Door) core.Example
+	// Live lists the conversations it serves for its section (the
+	// Protocol's; nil: none).
+	Live func(cfg *config.Config, door *config.Door) []core.Conversation
 	// Commands are the subcommands it brings to the binary (the
 	// Protocol's).
 	Commands []core.Command
@@ -85,7 +88,7 @@ func (d Door) URL(listener string, door *config.Door) string {
 // Register is the entry of a door whose package declares p and the
 // constructor newDoor, the one shape every door's New has.
 func Register[O any, D proxy.Door](p core.Protocol[O], newDoor func(*config.Config, O) (D, error)) Door {
-	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, Commands: p.Commands, DeployCard: p.DeployCard, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
+	return Door{Kind: p.Kind, Probe: p.Probe, Path: p.Path, Example: p.Example, Live: p.Live, Commands: p.Commands, DeployCard: p.DeployCard, New: func(cfg *config.Config, door *config.Door, host core.Host) (proxy.Door, error) {
 		d, err := newDoor(cfg, p.Options(door, host))
 		if err != nil {
 			return nil, fmt.Errorf("protocols.%s: %w", p.Name, err)

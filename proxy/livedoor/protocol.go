@@ -53,6 +53,23 @@ var Protocol = core.Protocol[Options]{
 		return Options{Method: s.Method, Framing: s.Framing}
 	},
 	Probe: probe,
+	Live:  conversations,
+}
+
+// conversations is the door's one conversation, at its root: under the
+// platform's framing every bidi method of the map (a setup names its
+// method), the section's first; raw, the section's.
+func conversations(cfg *config.Config, door *config.Door) []core.Conversation {
+	s := door.Options.(*Section)
+	c := core.Conversation{Path: Route, Methods: []string{s.Method}, Platform: s.Framing == FramingPlatform}
+	if c.Platform {
+		for _, m := range cfg.Methods {
+			if m.Mode == config.ModeBidi && m.Name != s.Method {
+				c.Methods = append(c.Methods, m.Name)
+			}
+		}
+	}
+	return []core.Conversation{c}
 }
 
 // Section is the door's protocols section: listen (or mount), method and

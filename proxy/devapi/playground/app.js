@@ -18,6 +18,7 @@ function el(tag, attrs, ...kids) {
 }
 
 const streaming = (m) => m.api_mode === "stream" || m.api_mode === "async_stream";
+const live = (m) => m.api_mode === "bidi";
 const verb = (m) => (streaming(m) ? ":streamQuery" : ":query");
 const isADK = () => state.info && state.info.preset === "adk";
 
@@ -119,11 +120,19 @@ function copyDoor(id) {
 }
 
 function pick(m) {
-  if (state.method) state.inputs[state.method.name] = $("input").value;
+  if (state.method && !live(state.method)) state.inputs[state.method.name] = $("input").value;
   state.method = m;
   for (const b of document.querySelectorAll("#methods button")) {
     b.classList.toggle("active", b.dataset.method === m.name);
   }
+  // A bidi method is a conversation: the live panel (live.js), not a call.
+  $("method-view").hidden = live(m);
+  $("live-view").hidden = !live(m);
+  if (live(m)) {
+    window.Live.show(m, resourcePath());
+    return;
+  }
+  window.Live.leave();
   $("method-title").textContent = m.name;
   $("method-mode").replaceWith(Object.assign(window.Transcript.mode(m), { id: "method-mode" }));
   $("method-route").textContent = "POST " + verb(m) + (streaming(m) ? "?alt=sse" : "");

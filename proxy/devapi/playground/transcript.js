@@ -26,6 +26,9 @@
   // gives the mode as the map takes it and the route it is served on.
   function mode(m) {
     const label = m.api_mode || "unary";
+    if (m.api_mode === "bidi") {
+      return el("span", { class: "mode", title: "mode: bidi, a conversation over a WebSocket (the live panel)" }, label);
+    }
     const route = m.api_mode === "stream" || m.api_mode === "async_stream" ? ":streamQuery" : ":query";
     const as = m.api_mode ? m.api_mode : '"" (the default)';
     return el("span", { class: "mode", title: `mode: ${as}, served on ${route}` }, label);
