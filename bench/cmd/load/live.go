@@ -291,6 +291,7 @@ func (s *suite) liveMemory(name string, lr *liveResults) error {
 		}
 		s.track(pr)
 		if _, err := waitListening(addr, pr, 10*time.Second); err != nil {
+			pr.stop(syscall.SIGKILL, time.Second)
 			return err
 		}
 		time.Sleep(100 * time.Millisecond) // the workers
