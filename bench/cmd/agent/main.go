@@ -19,6 +19,9 @@
 // Every event is one line of JSON {"t":<ns>,"seq":<i>,"pad":"xxx…"}: as SSE
 // "data: …\n\n", as ndjson "…\n", as text the same line as text/plain.
 // Each is flushed as it is written.
+//
+// GET /live is a WebSocket echo (live.go): every frame, text or binary,
+// sent back as it came, for the live rows (issue 39).
 package main
 
 import (
@@ -55,6 +58,7 @@ func run(ctx context.Context, args []string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/query", a.query)
 	mux.HandleFunc("/stream", a.stream)
+	mux.HandleFunc("/live", live)
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	fmt.Fprintln(os.Stderr, "agent listening on", ln.Addr())
 	return cli.Serve(ctx, ln, mux)

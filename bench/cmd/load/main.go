@@ -15,6 +15,11 @@
 //
 //	load idle   -addr 127.0.0.1:8080 -contract -n 1000 -d 20s
 //
+// and two put it on a WebSocket (the live rows' echo, live.go):
+//
+//	load frames -addr 127.0.0.1:8080 -path /ws -c 32 -window 16 -d 20s
+//	load wsidle -addr 127.0.0.1:8080 -path /ws -n 1000 -d 20s
+//
 // "load dialects" runs package dialect's benchmark (see dialects.go), and
 // "load ports N" prints N free loopback addresses.
 package main
@@ -32,7 +37,7 @@ func main() { cli.Main("load", run) }
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: load run|unary|stream|firstline|idle|dialects|ports [flags]")
+		return fmt.Errorf("usage: load run|unary|stream|firstline|idle|frames|wsidle|dialects|ports [flags]")
 	}
 	switch args[0] {
 	case "run":
@@ -45,6 +50,10 @@ func run(ctx context.Context, args []string) error {
 		return runFirstLine(args[1:])
 	case "idle":
 		return runIdle(args[1:])
+	case "frames":
+		return runFrames(args[1:])
+	case "wsidle":
+		return runWSIdle(args[1:])
 	case "dialects":
 		return runDialects(ctx, args[1:])
 	case "ports":
@@ -62,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, firstline, idle, dialects or ports)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want run, unary, stream, firstline, idle, frames, wsidle, dialects or ports)", args[0])
 }
 
 // runUnary puts closed-loop unary load on one address and prints what it
@@ -157,5 +166,50 @@ func runIdle(args []string) error {
 	fmt.Printf("open %d\n", len(conns))
 	time.Sleep(*dur)
 	closeAll(conns)
+	return nil
+}
+
+// runFrames echoes frames on WebSockets, a window of them in flight on
+// each, for a duration, and prints the frames/s it got.
+func runFrames(args []string) error {
+	fs := flag.NewFlagSet("load frames", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to load")
+	path := fs.String("path", "/ws", "the WebSocket's path (the agent's own: /live)")
+	conns := fs.Int("c", 32, "connections")
+	window := fs.Int("window", 16, "frames in flight on each connection")
+	size := fs.Int("size", 100, "bytes per text frame")
+	dur := fs.Duration("d", 10*time.Second, "duration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *conns < 1 || *window < 1 || *size < 0 || *size > wsMaxMessage {
+		return fmt.Errorf("frames: -c and -window must be at least 1, and -size 0 to %d", wsMaxMessage)
+	}
+	r, err := frameLoad(*addr, *path, *conns, *window, *size, 200*time.Millisecond, *dur, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("frames c=%d window=%d: %.0f frames/s\n", *conns, *window, r.fps)
+	return nil
+}
+
+// runWSIdle opens n idle WebSockets (one frame echoed on each), says
+// "open" on stdout, holds them for a duration and closes them.
+func runWSIdle(args []string) error {
+	fs := flag.NewFlagSet("load wsidle", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to open WebSockets on")
+	path := fs.String("path", "/ws", "the WebSocket's path (the agent's own: /live)")
+	n := fs.Int("n", 1000, "idle WebSockets")
+	dur := fs.Duration("d", 10*time.Second, "how long to hold them")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	conns, err := openIdleWS(*addr, *path, *n, 64, 100)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("open %d\n", len(conns))
+	time.Sleep(*dur)
+	closeAllWS(conns)
 	return nil
 }

@@ -221,7 +221,8 @@ methods:
 
 // nginxConfig is a plain reverse proxy to the agent: no buffering of the
 // reply, HTTP/1.1 with keep-alive to the upstream, access log on (the
-// sidecar logs one line per call too).
+// sidecar logs one line per call too); /ws is the agent's WebSocket at
+// /live, upgraded.
 func nginxConfig(prefix, listen, agentAddr string, conns int) string {
 	return fmt.Sprintf(`# written by bench/cmd/load
 daemon off;
@@ -256,6 +257,17 @@ http {
             proxy_set_header Connection "";
             proxy_buffering off;
             proxy_read_timeout 900s;
+        }
+        # The live rows' WebSocket: the upgrade passed on (hop-by-hop
+        # headers are not, unless set), then bytes both ways, unbuffered.
+        location = /ws {
+            proxy_pass http://agent/live;
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection "upgrade";
+            proxy_buffering off;
+            proxy_read_timeout 900s;
+            proxy_send_timeout 900s;
         }
     }
 }

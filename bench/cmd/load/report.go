@@ -17,6 +17,7 @@ import (
 // round.
 type results struct {
 	agentAddr string
+	nginxAddr string
 	nginxPID  int
 
 	unary   []unaryRow
@@ -32,6 +33,7 @@ type results struct {
 	ways    string // the ways rows' table (ways.go), "" when not run
 	state   string // the state rows' table (state.go), "" when not run
 	auth    string // the auth rows' table (auth.go), "" when not run
+	live    string // the live rows' table (live.go), "" when not run
 }
 
 type unaryRow struct {

@@ -35,7 +35,7 @@ func (s *suite) setUp() error {
 	if _, err := waitListening(nginxAddr, ng, 10*time.Second); err != nil {
 		return fmt.Errorf("%w (see %s)", err, filepath.Join(s.dir, "nginx"))
 	}
-	s.res.nginxPID = ng.pid()
+	s.res.nginxAddr, s.res.nginxPID = nginxAddr, ng.pid()
 	time.Sleep(100 * time.Millisecond) // the workers
 	nginxPIDs := family(ng.pid())
 
