@@ -55,8 +55,11 @@ func (c *Config) Bidi(name string) *Method {
 
 // checkBidi reports the keys of bidi method m (at path, entry e) that a
 // conversation cannot have. Its agent side is a WebSocket the agent
-// serves at a fixed path, upgraded from a GET: frames are relayed as they
-// are, so nothing shapes a body or reads a reply.
+// serves, upgraded from a GET: frames are relayed as they are, so nothing
+// shapes a body or reads a reply. Its path may take {field}s: a
+// conversation fills them once, as it opens, from the live door's setup
+// input or from the upgrade URL's query parameters of the same names
+// (docs/live.md).
 func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 	if m.Name == "*" {
 		p.addf(e.key.Line, join(path, "mode"), `a "*" method cannot be bidi (name the conversation's method)`)
@@ -79,12 +82,6 @@ func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 		p.addf(line, join(path, "call"), "missing: a bidi method's agent side is a WebSocket it serves (want e.g. call: GET /live)")
 	case m.Verb != "GET":
 		p.addf(line, join(path, "call"), "a bidi method is called with GET (the agent's WebSocket, upgraded); POST with reply: ndjson, the full-duplex ndjson agent side, is not supported yet")
-	}
-	for _, s := range append(m.Segments, m.Query...) {
-		if s.Field != "" {
-			p.addf(line, join(path, "call"), "a bidi method's path takes no {field} (a conversation has no input to fill it)")
-			break
-		}
 	}
 	for _, k := range []string{"reply", "dialect", "emit", "output", "body", "parameters", "example", "headers"} {
 		if l, ok := keys[k]; ok {

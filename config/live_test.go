@@ -59,7 +59,6 @@ func TestParseBidiProblems(t *testing.T) {
 		{"reply", "{mode: bidi, call: GET /live, reply: sse}", `methods.a.reply: does not apply to a bidi method (its frames are relayed as they are)`},
 		{"dialect", "{mode: bidi, call: GET /live, dialect: openai}", `methods.a.dialect: does not apply to a bidi method (its frames are relayed as they are)`},
 		{"body", "{mode: bidi, call: GET /live, body: envelope}", `methods.a.body: does not apply to a bidi method`},
-		{"placeholder", "{mode: bidi, call: \"GET /live/{user_id}\"}", `methods.a.call: a bidi method's path takes no {field} (a conversation has no input to fill it)`},
 		{"wildcard", "{mode: bidi, call: GET /live}", `methods.*.mode: a "*" method cannot be bidi (name the conversation's method)`},
 	}
 	for _, tt := range tests {
@@ -85,6 +84,26 @@ func TestParseBidiProblems(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) error = %v, want one containing %q", yaml, err, want)
 		}
+	}
+}
+
+// TestParseBidiFields: a bidi method's path and query may take {field}
+// placeholders, filled per conversation (from the live door's setup input,
+// or from the upgrade URL's query parameters of the same names).
+func TestParseBidiFields(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  talk: {mode: bidi, call: \"GET /run_live/{app}?user_id={user_id}&session_id={session_id}\"}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	m := c.Bidi("talk")
+	var fields []string
+	for _, s := range append(m.Segments, m.Query...) {
+		if s.Field != "" {
+			fields = append(fields, s.Field)
+		}
+	}
+	if got := strings.Join(fields, ","); got != "app,user_id,session_id" {
+		t.Errorf("Bidi(talk)'s fields = %q, want app,user_id,session_id", got)
 	}
 }
 

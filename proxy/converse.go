@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/coder/websocket"
+
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/core"
@@ -35,6 +37,27 @@ type Conversing interface {
 	// Method (a bidi method of cfg), Name, Header, Pass and Route. An
 	// error refuses the upgrade.
 	Converse(cfg *config.Config, route string, r *http.Request) (core.Call, error)
+}
+
+// Opening is a Conversing door whose conversations on some routes name
+// their method in their first frame (the live door's platform framing,
+// whose setup frame names a class_method). On such a route the Server
+// admits the upgrade as every conversation's, then upgrades the caller
+// first, with no subprotocol, reads its first frame within
+// limits.header_timeout (setupWait), hands it to Setup, and only then
+// dials the agent at the method Setup named.
+type Opening interface {
+	Conversing
+	// Opens reports whether route's conversations name their method in
+	// their first frame; Converse is not called for it.
+	Opens(route string) bool
+	// Setup opens a conversation on route of its first frame, typ and
+	// data, read from caller: its call (Method, a bidi method of cfg;
+	// Name; Header; Pass; Route; Input, which fills the method's path
+	// fields) and the caller's side as the relay sees it (the door's
+	// framing around caller). A *live.FrameError closes the caller with
+	// its code and reason; any other error with 1008 and its text.
+	Setup(cfg *config.Config, route string, r *http.Request, caller *websocket.Conn, typ websocket.MessageType, data []byte) (core.Call, live.Conn, error)
 }
 
 // handoff is what admit holds for an upgrade's caller (its per-caller
@@ -176,10 +199,15 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 				Message: route + " carries conversations: open it as a WebSocket (GET with Upgrade: websocket)"})
 			return
 		}
-		call, err := c.Converse(s.Config, route, r)
-		if err != nil {
-			refuse(w, r, route, err)
-			return
+		o, opens := c.(Opening)
+		opens = opens && o.Opens(route)
+		var call core.Call
+		if !opens {
+			var err error
+			if call, err = c.Converse(s.Config, route, r); err != nil {
+				refuse(w, r, route, err)
+				return
+			}
 		}
 		lim := s.Config.Limits.Live
 		if !s.talks.take(lim.Connections) {
@@ -199,6 +227,11 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 		}()
 		if err := s.waitReady(r.Context()); err != nil {
 			refuse(w, r, route, err) // 503, as a call's
+			return
+		}
+
+		if opens {
+			relaying = s.opening(w, r, o, protocol, route)
 			return
 		}
 
@@ -251,15 +284,131 @@ type talk struct {
 	release func()
 }
 
+// opening opens a conversation on a route of o's that names its method
+// in its first frame (Opening), once admitted: the caller upgraded, its
+// first frame read within setupWait and given to o.Setup, the agent
+// dialled at the method it named; then relayed in a goroutine of its own,
+// as converse's, reporting true. A conversation that does not open is
+// closed (1008 for a setup frame missing, late or refused, 1011 and the
+// reason for an agent that cannot be reached) and has its one log line,
+// metrics and span as every conversation has; opening reports false.
+func (s *Server) opening(w http.ResponseWriter, r *http.Request, o Opening, protocol, route string) bool {
+	lim := s.Config.Limits.Live
+	start := time.Now()
+	conn, err := live.Upgrade(w, r, lim, "")
+	if err != nil {
+		s.Logger.Info("conversation not opened", zap.String("protocol", protocol), zap.Error(err))
+		return false
+	}
+	ctx := r.Context()
+	t := talk{protocol: protocol, route: route, header: r.Header, start: start}
+	if s.Tracer != nil {
+		ctx, t.span = s.serverSpan(ctx, r, route, protocol, start)
+	}
+	// unopened closes the caller with code and reason and ends the
+	// conversation that never was.
+	unopened := func(by live.Side, outcome metrics.Outcome, code websocket.StatusCode, reason string) bool {
+		reason = live.Clip(reason)
+		conn.Close(code, reason)
+		s.endTalk(t, live.Result{EndedBy: by, Code: code, Reason: reason, Outcome: outcome})
+		return false
+	}
+	wait := setupWait(s.Config)
+	typ, data, err := firstFrame(conn, wait)
+	switch {
+	case errors.Is(err, errSetupLate):
+		return unopened(live.Sidecar, metrics.Timeout, websocket.StatusPolicyViolation,
+			"no first frame within "+wait.String()+" (limits.header_timeout): a conversation opens with its setup frame")
+	case err != nil:
+		return unopened(live.Caller, metrics.CallerLeft, websocket.StatusGoingAway, "the caller left before its setup frame")
+	}
+	call, caller, err := o.Setup(s.Config, route, r, conn, typ, data)
+	t.name = call.Name
+	if t.span != nil && call.Name != "" {
+		t.span.SetAttributes(attribute.String("sidecar.class_method", call.Name))
+	}
+	if err != nil {
+		var fe *live.FrameError
+		if errors.As(err, &fe) {
+			return unopened(live.Caller, metrics.BadRequest, fe.Code, fe.Reason)
+		}
+		return unopened(live.Caller, metrics.BadRequest, websocket.StatusPolicyViolation, err.Error())
+	}
+	t.method = call.Method.Name
+	agent, err := s.openAgent(ctx, r, call)
+	if err != nil {
+		var ie *core.InputError
+		if errors.As(err, &ie) {
+			return unopened(live.Caller, metrics.BadRequest, websocket.StatusPolicyViolation, err.Error())
+		}
+		f := core.FailureOf(err)
+		return unopened(live.Agent, f.Outcome, websocket.StatusInternalError, f.Message)
+	}
+	rl := live.New(caller, agent, lim)
+	if !s.talks.track(rl) {
+		rl.Shutdown() // EndCalls ran while it opened
+	}
+	t.release = held(r)
+	go s.relay(rl, t)
+	return true
+}
+
+// setupWait bounds the wait for a conversation's first frame on an
+// Opening route: limits.header_timeout, the bound of a request's head,
+// which the setup frame is to a conversation, so that a caller that
+// upgrades and says nothing cannot hold a place.
+func setupWait(cfg *config.Config) time.Duration { return cfg.Limits.HeaderTimeout }
+
+// errSetupLate is a first frame that did not come within setupWait.
+var errSetupLate = errors.New("no first frame in time")
+
+// firstFrame reads c's first frame within wait. Past it c is closed
+// (the closing handshake ends the read): a read's own context would
+// drop the connection without a close frame, and the caller would not
+// learn why.
+func firstFrame(c *websocket.Conn, wait time.Duration) (websocket.MessageType, []byte, error) {
+	late := make(chan struct{})
+	timer := time.AfterFunc(wait, func() { close(late) })
+	type read struct {
+		typ  websocket.MessageType
+		data []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() {
+		typ, data, err := c.Read(context.Background())
+		done <- read{typ, data, err}
+	}()
+	select {
+	case got := <-done:
+		if timer.Stop() {
+			return got.typ, got.data, got.err
+		}
+		<-late
+		if got.err == nil {
+			return got.typ, got.data, nil
+		}
+		return 0, nil, errSetupLate
+	case <-late:
+		return 0, nil, errSetupLate
+	}
+}
+
 // relay runs rl until the conversation ends, then releases its places
-// (the caller's, the count of conversations, in flight), ends its span, counts it and
-// writes its one log line.
+// (the caller's, the count of conversations, in flight) and ends it
+// (endTalk).
 func (s *Server) relay(rl *live.Relay, t talk) {
 	defer t.release()
 	defer s.talks.release()
 	defer s.inFlight.Add(-1)
 	res := rl.Run()
 	s.talks.untrack(rl)
+	s.endTalk(t, res)
+}
+
+// endTalk ends a conversation's span, counts it and writes its one log
+// line.
+func (s *Server) endTalk(t talk, res live.Result) {
 	d := time.Since(t.start)
 	if t.span != nil {
 		endTalkSpan(t.span, res)
@@ -293,7 +442,8 @@ func (s *Server) relay(rl *live.Relay, t talk) {
 }
 
 // openAgent opens the agent's side of call: the WebSocket at its
-// method's path, with the headers a call's request would carry (the
+// method's path (its {field}s filled from call.Input, a field missing an
+// InputError), with the headers a call's request would carry (the
 // caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
 // first_byte (or the caller leaving, or ctx ending). When ctx carries the
@@ -325,7 +475,11 @@ func (s *Server) openAgent(ctx context.Context, r *http.Request, call core.Call)
 			}
 		}
 	}
-	url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + m.Path
+	path, err := upstream.Target(m, call.Name, call.Input, call.Route) // its {field}s filled from the call's input
+	if err != nil {
+		return nil, err // a *core.InputError: the caller's to mend
+	}
+	url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + path
 	c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
 	if err == nil {
 		return c, nil

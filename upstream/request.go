@@ -56,6 +56,21 @@ func buildPath(m *config.Method, name string, in core.Input, route string) (path
 	return p.String(), r.String(), q.String(), nil
 }
 
+// Target is the path and query, escaped, that a call of m named name with
+// input in on route requests (as buildPath fills them): where a
+// conversation's agent WebSocket is dialled. A field missing from in, or
+// cannot fill its place, is a *core.InputError.
+func Target(m *config.Method, name string, in core.Input, route string) (string, error) {
+	_, raw, query, err := buildPath(m, name, in, route)
+	if err != nil {
+		return "", err
+	}
+	if query != "" {
+		raw += "?" + query
+	}
+	return raw, nil
+}
+
 // routeOf is the route a call came on: the one the front door says (a
 // front door always says), else the contract's route of the method's mode.
 func routeOf(m *config.Method, route string) string {

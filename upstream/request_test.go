@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -240,5 +241,28 @@ func TestDotSegmentValues(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("user_id %q: error %v, the agent saw %s; want %q", tt.value, err, got, tt.want)
 		}
+	}
+}
+
+// TestTarget: a conversation's agent WebSocket is dialled at the path a
+// call's request would take, fields escaped in their segment and query
+// component; a field missing is an InputError naming it.
+func TestTarget(t *testing.T) {
+	in, err := core.ParseInput(json.RawMessage(`{"user_id":"a/b c"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Target(pathMethod(), "m", in, "/live")
+	if want := "/users/a%2Fb%20c/s?q=a%2Fb+c&x=1&r=%2Flive"; got != want || err != nil {
+		t.Errorf("Target = %q, %v; want %q", got, err, want)
+	}
+	_, err = Target(pathMethod(), "m", core.Input{Raw: json.RawMessage(`{}`)}, "/live")
+	var ie *core.InputError
+	if !errors.As(err, &ie) || ie.Field != "user_id" {
+		t.Errorf("Target without user_id = %v, want an InputError naming it", err)
+	}
+	plain := &config.Method{Name: "m", Verb: "GET", Path: "/live?x=1", Segments: []config.PathSegment{{Literal: "/live"}}, Query: []config.PathSegment{{Literal: "x=1"}}}
+	if got, err := Target(plain, "m", core.Input{}, "/"); got != "/live?x=1" || err != nil {
+		t.Errorf("Target of a path without fields = %q, %v; want /live?x=1", got, err)
 	}
 }

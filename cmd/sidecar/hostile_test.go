@@ -50,6 +50,9 @@ func otherPort(port string) int {
 func TestHostileDoors(t *testing.T) {
 	for _, d := range doors.All {
 		spec := d.Probe
+		if spec.Conversations {
+			continue // no calls: its conversations are its package's to try
+		}
 		if spec.Request == nil || spec.Refusal == nil || spec.Errors == nil {
 			t.Errorf("door %s is registered without a Probe (its Protocol's Request, Refusal and Errors): the hostile-input table cannot call it", d.Name)
 			continue

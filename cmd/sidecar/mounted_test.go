@@ -26,8 +26,8 @@ func mountEveryDoor(method string) (string, []doors.Door) {
 	var mounted []doors.Door
 	b.WriteString("protocols:\n")
 	for _, d := range doors.All {
-		if d.Probe.Section == nil {
-			continue // agent_platform: the listener they mount on
+		if d.Probe.Section == nil || d.Probe.Conversations {
+			continue // agent_platform: the listener they mount on; the live door: no calls
 		}
 		mounted = append(mounted, d)
 		fmt.Fprintf(&b, "  %s: %s\n", d.Name, d.Probe.Section(core.At{Mount: "/" + d.Name}, method))

@@ -116,7 +116,8 @@ func (d *Door) Converses(route string) bool { return d.ws != "" && route == Rout
 
 // Converse opens a conversation on /ws: the door's bidi method, with the
 // runtime's headers passed to the agent as for /invocations (the session
-// id picks the conversation's microVM).
+// id picks the conversation's microVM), its path's {field}s filled from
+// the upgrade URL's query parameters of the same names.
 func (d *Door) Converse(cfg *config.Config, route string, r *http.Request) (core.Call, error) {
 	m := cfg.Bidi(d.ws)
 	if m == nil {
@@ -126,7 +127,7 @@ func (d *Door) Converse(cfg *config.Config, route string, r *http.Request) (core
 	if cfg.Auth.Protects(Name) {
 		names = passed[:len(passed)-1]
 	}
-	return core.Call{Method: m, Name: d.ws, Header: r.Header, Pass: core.Passed(r.Header, names, customPrefix), Route: route}, nil
+	return core.Call{Method: m, Name: d.ws, Header: r.Header, Pass: core.Passed(r.Header, names, customPrefix), Input: core.QueryInput(m, r.URL.Query()), Route: route}, nil
 }
 
 // passed are the runtime's headers the agent receives as they are

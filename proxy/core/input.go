@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
@@ -84,4 +85,34 @@ func (in Input) Lookup(path string) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return v, ok
+}
+
+// QueryInput is the input whose fields are the query parameters of q that
+// m's path and query name ({field}), each a JSON string: how the
+// conversation of a door whose upgrade carries no input fills its bidi
+// method's path (the live door's raw framing, AgentCore's /ws). A
+// parameter absent, or a dotted field, is a field missing: the agent's
+// dial refuses it, naming it.
+func QueryInput(m *config.Method, q url.Values) Input {
+	fields := map[string]json.RawMessage{}
+	for _, segs := range [2][]config.PathSegment{m.Segments, m.Query} {
+		for _, seg := range segs {
+			f := seg.Field
+			if f == "" || f == config.FieldClassMethod || f == config.FieldRoute || strings.Contains(f, ".") || !q.Has(f) {
+				continue
+			}
+			v, _ := json.Marshal(q.Get(f))
+			fields[f] = v
+		}
+	}
+	b := []byte{'{'}
+	for k, v := range fields {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		key, _ := json.Marshal(k)
+		b = append(append(append(b, key...), ':'), v...)
+	}
+	b = append(b, '}')
+	return Input{Raw: b, Fields: fields}
 }

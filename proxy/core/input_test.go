@@ -2,9 +2,12 @@ package core
 
 import (
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/config"
 )
 
 // TestParseInputBounded: indexing an input copies no values and stops at
@@ -41,5 +44,26 @@ func TestParseInputBounded(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() { in.Lookup("a.y") })
 	if allocs > 5 {
 		t.Errorf("lookup in a 200,000-key object made %v allocations, want a few", allocs)
+	}
+}
+
+// TestQueryInput: the query parameters a bidi method's path names become
+// its input's fields, as JSON strings; others, and absent ones, do not.
+func TestQueryInput(t *testing.T) {
+	m := &config.Method{Segments: []config.PathSegment{{Literal: "/run/"}, {Field: "app"}}, Query: []config.PathSegment{{Literal: "u="}, {Field: "user_id"}, {Literal: "&s="}, {Field: "session_id"}}}
+	in := QueryInput(m, url.Values{"app": {"a\"1"}, "user_id": {"u 1"}, "other": {"x"}})
+	if v, ok := in.Lookup("app"); !ok || string(v) != `"a\"1"` {
+		t.Errorf("Lookup(app) = %s, %v; want \"a\\\"1\"", v, ok)
+	}
+	if v, ok := in.Lookup("user_id"); !ok || string(v) != `"u 1"` {
+		t.Errorf("Lookup(user_id) = %s, %v; want \"u 1\"", v, ok)
+	}
+	for _, f := range []string{"session_id", "other"} {
+		if v, ok := in.Lookup(f); ok {
+			t.Errorf("Lookup(%s) = %s, want no such field", f, v)
+		}
+	}
+	if !json.Valid(in.Raw) {
+		t.Errorf("Raw = %s, not JSON", in.Raw)
 	}
 }

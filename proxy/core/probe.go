@@ -18,6 +18,11 @@ type Probe struct {
 	// Writing at's entry (At.String) is all a door does to be tried both
 	// ways.
 	Section func(at At, method string) string
+	// Conversations is set for a door that carries conversations only
+	// (the live door): it takes no call, so Request, Refusal and Errors
+	// are nil and the call rows do not apply; its conversations are tried
+	// by its own package's tests.
+	Conversations bool
 	// Request is a call of method, which streams or not, with a small
 	// input, at base: the door's URL (proxy/doors.Door.URL: its listener,
 	// its mount, its endpoint's path), the same wherever it is served.

@@ -18,6 +18,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/agentcore"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/foundry"
+	"github.com/sidecar-dev/sidecar/proxy/livedoor"
 	"github.com/sidecar-dev/sidecar/proxy/mcp"
 	"github.com/sidecar-dev/sidecar/proxy/openai"
 	"github.com/sidecar-dev/sidecar/proxy/platform"
@@ -32,6 +33,7 @@ var All = []Door{
 	Register(a2a.Protocol, a2a.New),
 	Register(mcp.Protocol, mcp.New),
 	Register(openai.Protocol, openai.New),
+	Register(livedoor.Protocol, livedoor.New),
 }
 
 // Door is one registered door: its config Kind and its constructor.

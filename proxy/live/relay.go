@@ -439,8 +439,8 @@ const flushWait = 5 * time.Second
 func (rl *Relay) close() {
 	e := rl.ending
 	var wg sync.WaitGroup
-	wg.Go(func() { rl.caller.Close(e.callerCode, clip(e.callerReason)) })
-	wg.Go(func() { rl.agent.Close(e.agentCode, clip(e.agentReason)) })
+	wg.Go(func() { rl.caller.Close(e.callerCode, Clip(e.callerReason)) })
+	wg.Go(func() { rl.agent.Close(e.agentCode, Clip(e.agentReason)) })
 	wg.Wait()
 }
 
@@ -525,9 +525,9 @@ func sendable(code websocket.StatusCode) bool {
 	return code >= 1000 && code < 5000
 }
 
-// clip is reason cut to the 123 bytes a close frame carries (RFC 6455
+// Clip is reason cut to the 123 bytes a close frame carries (RFC 6455
 // §5.5: 125 with the code), on a character boundary.
-func clip(reason string) string {
+func Clip(reason string) string {
 	if len(reason) <= 123 {
 		return reason
 	}

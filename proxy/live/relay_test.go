@@ -305,8 +305,8 @@ func TestRelayShutdown(t *testing.T) {
 
 func TestClip(t *testing.T) {
 	long := strings.Repeat("é", 100)
-	if got := clip(long); len(got) > 123 || !strings.HasPrefix(long, got) || !utf8Valid(got) {
-		t.Errorf("clip(200 bytes of é) = %d bytes %q, want ≤ 123 bytes of whole characters", len(got), got)
+	if got := Clip(long); len(got) > 123 || !strings.HasPrefix(long, got) || !utf8Valid(got) {
+		t.Errorf("Clip(200 bytes of é) = %d bytes %q, want ≤ 123 bytes of whole characters", len(got), got)
 	}
 }
 
