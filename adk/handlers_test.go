@@ -21,6 +21,10 @@ func TestHandlers(t *testing.T) {
 		switch streaming := config.Mode(am.Mode).Streaming(); {
 		case !ok:
 			t.Errorf("%s: handler %s has no function", am.Name, am.Handler)
+		case config.Mode(am.Mode) == config.ModeBidi:
+			if h.talk == nil {
+				t.Errorf("%s (mode bidi): handler %s has no conversation's function", am.Name, am.Handler)
+			}
 		case streaming && h.stream == nil:
 			t.Errorf("%s (mode %q): handler %s has no streaming function", am.Name, am.Mode, am.Handler)
 		case !streaming && h.unary == nil:
@@ -33,8 +37,8 @@ func TestHandlers(t *testing.T) {
 		if !served[name] {
 			t.Errorf("handler %s serves no method of adkapp.Methods", name)
 		}
-		if (h.unary == nil) == (h.stream == nil) {
-			t.Errorf("handler %s: want one function, unary or streaming", name)
+		if n := btoi(h.unary != nil) + btoi(h.stream != nil) + btoi(h.talk != nil); n != 1 {
+			t.Errorf("handler %s: want one function, unary, streaming or a conversation's", name)
 		}
 	}
 }
@@ -140,4 +144,11 @@ func serveErr(a *App, handler string, in core.Input) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
