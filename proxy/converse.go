@@ -9,13 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-
-	"github.com/coder/websocket"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -355,6 +354,9 @@ func (s *Server) opening(w http.ResponseWriter, r *http.Request, o Opening, prot
 		return unopened(live.Caller, metrics.BadRequest, websocket.StatusPolicyViolation, err.Error())
 	}
 	t.method = call.Method.Name
+	// The caller was upgraded with no subprotocol: the agent is offered
+	// none either, so that both speak the same.
+	r.Header.Del("Sec-WebSocket-Protocol")
 	agent, err := s.openAgent(ctx, r, call)
 	if err != nil {
 		var ie *core.InputError

@@ -39,6 +39,7 @@ type wsAgent struct {
 	URL      string
 	mu       sync.Mutex
 	header   http.Header
+	uri      string // the last /live upgrade's
 	upgrades int
 	open     int // /live connections not yet ended
 }
@@ -62,7 +63,7 @@ func newWSAgent(t testing.TB) *wsAgent {
 		switch r.URL.Path {
 		case "/live":
 			a.mu.Lock()
-			a.header, a.upgrades = r.Header.Clone(), a.upgrades+1
+			a.header, a.uri, a.upgrades = r.Header.Clone(), r.URL.RequestURI(), a.upgrades+1
 			a.open++
 			a.mu.Unlock()
 			defer func() {
@@ -103,6 +104,7 @@ func wsSidecar(t testing.TB, agent *wsAgent, head, ws string, setup ...func(*pro
   query: {}
   converse: {mode: bidi, call: GET /live}
   stall: {mode: bidi, call: GET /never, timeouts: {connect: 1s, first_byte: 300ms}}
+  fields: {mode: bidi, call: "GET /live?user={user_id}"}
 `
 	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
@@ -180,6 +182,31 @@ func TestWS(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestWSFields: the bidi method's path {field}s are filled from the
+// upgrade URL's query parameters of the same names; one missing is
+// refused 400 before the upgrade, the agent never reached.
+func TestWSFields(t *testing.T) {
+	agent := newWSAgent(t)
+	url, _, _ := wsSidecar(t, agent, "", "fields")
+	c, _, err := websocket.Dial(context.Background(), wsURL(url)+"?user_id=a%20b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	agent.mu.Lock()
+	uri := agent.uri
+	agent.mu.Unlock()
+	if uri != "/live?user=a+b" {
+		t.Errorf("the agent's upgrade was at %q, want /live?user=a+b", uri)
+	}
+	if _, resp, err := dialWS(t, url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("an upgrade without user_id = %v, %v; want 400", status(resp), err)
+	}
+	if _, n := agent.last(); n != 1 {
+		t.Errorf("the agent had %d upgrades, want 1", n)
 	}
 }
 

@@ -3,7 +3,8 @@
 # package-lock.json; its engines allow Node 20) into
 #   ${SIDECAR_CACHE:-<repo>/.cache}/ws/
 # for the conversations' tests (bidi methods, docs/live.md): client.mjs is
-# a caller through the sidecar's WebSocket routes, agent.mjs an agent's
+# a caller through the sidecar's WebSocket routes, platform.mjs one of the
+# live door in the platform's bidi framing, agent.mjs an agent's
 # WebSocket server. They run with NODE_PATH the node_modules directory
 # this prints.
 #
