@@ -145,9 +145,9 @@ func (s *liveADK) runLive(w http.ResponseWriter, r *http.Request) {
 
 // adkLiveSidecar is a sidecar with the ADK preset in front of url and the
 // live door mounted at /live; it returns the door's ws:// URL.
-func adkLiveSidecar(t *testing.T, url, framing string) string {
+func adkLiveSidecar(t *testing.T, url, framing string, adk ...string) string {
 	t.Helper()
-	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather}\n"+
+	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: weather"+strings.Join(adk, "")+"}\n"+
 		"protocols:\n  live: {mount: /live, method: bidi_stream_query"+framing+"}\n")
 	return "ws" + strings.TrimPrefix(base, "http") + "/live"
 }
@@ -270,6 +270,16 @@ func TestADKLive(t *testing.T) {
 			t.Errorf("/run_live was dialled for a setup without user_id")
 		}
 	})
+}
+
+// TestADKLiveSnake: under adk.keys: snake the Events' keys are AdkApp's
+// snake_case, as a stream's are.
+func TestADKLiveSnake(t *testing.T) {
+	_, agentURL := startLiveADK(t)
+	c := talk(t, adkLiveSidecar(t, agentURL, "", ", keys: snake"), `{"user_id":"u1","live_request":`+sayHi+`}`)
+	if got := heard(t, c); !strings.Contains(got, `"invocation_id":"i1"`) || strings.Contains(got, "invocationId") {
+		t.Errorf("frame = %s, want its keys snake_case", got)
+	}
 }
 
 // TestADKLiveRaw: the live door's raw framing has no setup frame to carry
