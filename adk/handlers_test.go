@@ -2,12 +2,14 @@ package adk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/live"
 )
 
 // TestHandlers: every handler adkapp.Methods names has a function, unary
@@ -87,6 +89,12 @@ func TestInputErrors(t *testing.T) {
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","session_id":1}}`, "input.request_json.session_id: must be a string"},
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","events":{}}}`, "input.request_json.events: must be a list of events"},
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","events":[],"session_id":"s"}}`, "input.request_json.events: seed a new session: they cannot be used together with session_id"},
+		{"adk.bidi_stream_query", `{}`, "input.user_id: is required"},
+		{"adk.bidi_stream_query", `{"user_id":"u","session_id":3}`, "input.session_id: must be a string"},
+		{"adk.bidi_stream_query", `{"user_id":"..","session_id":"s"}`, `input.user_id: must not be "." or "..", nor hold one between "/": it names a segment of the ADK api server's path`},
+		{"adk.bidi_stream_query", `{"user_id":"u","live_request":"hi"}`, "input.live_request: must be a LiveRequest object (content, blob, close, activity_start or activity_end)"},
+		{"adk.bidi_stream_query", `{"user_id":"u","run_config":[]}`, "input.run_config: must be a RunConfig object"},
+		{"adk.bidi_stream_query", `{"user_id":"u","run_config":{"response_modalities":"TEXT"}}`, `input.run_config.response_modalities: must be a list of modalities ("TEXT", "AUDIO")`},
 	}
 	a := &App{Name: "app"}
 	for _, tt := range tests {
@@ -137,6 +145,10 @@ func serveErr(a *App, handler string, in core.Input) string {
 	switch handler {
 	case "adk.stream_query", "adk.async_stream_query", "adk.streaming_agent_run_with_events":
 		_, _, err = a.stream(c)
+	case "adk.bidi_stream_query": // refused before any request: a dial is a failure
+		_, err = a.Talk(c.ctx, core.Call{Method: c.m, Name: c.name, Input: in}, func(context.Context, string) (live.Conn, error) {
+			return nil, errors.New("dialled")
+		})
 	default:
 		_, err = a.unary(c)
 	}
