@@ -378,7 +378,8 @@ func (s *Server) opening(w http.ResponseWriter, r *http.Request, o Opening, prot
 // setupWait bounds the wait for a conversation's first frame on an
 // Opening route: limits.header_timeout, the bound of a request's head,
 // which the setup frame is to a conversation, so that a caller that
-// upgrades and says nothing cannot hold a place.
+// upgrades and says nothing cannot hold a place (a parsed config's is
+// always positive: validate refuses 0).
 func setupWait(cfg *config.Config) time.Duration { return cfg.Limits.HeaderTimeout }
 
 // errSetupLate is a first frame that did not come within setupWait.
