@@ -5,14 +5,17 @@ import (
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/live"
 	"github.com/sidecar-dev/sidecar/upstream"
 )
 
-// handler serves one adk.* handler of adkapp.Methods: a unary or a
-// streaming function, and the inputs the table requires of every call.
+// handler serves one adk.* handler of adkapp.Methods: a unary, a
+// streaming or a conversation's function, and the inputs the table
+// requires of every call (of a conversation's first input).
 type handler struct {
 	unary    func(*App, call) (json.RawMessage, error)
 	stream   func(*App, call) (core.Records, func(), error)
+	talk     func(*App, call, Dial) (live.Conn, error)
 	required []string
 }
 
@@ -31,6 +34,7 @@ var handlers = withRequired(map[string]handler{
 	"adk.stream_query":                    {stream: (*App).streamQuery},
 	"adk.async_stream_query":              {stream: (*App).asyncStreamQuery},
 	"adk.streaming_agent_run_with_events": {stream: (*App).runWithEvents},
+	"adk.bidi_stream_query":               {talk: (*App).bidiStreamQuery},
 })
 
 // withRequired gives each handler the inputs adkapp.Methods requires of

@@ -2,12 +2,14 @@ package adk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/adk/adkapp"
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/live"
 )
 
 // TestHandlers: every handler adkapp.Methods names has a function, unary
@@ -21,6 +23,10 @@ func TestHandlers(t *testing.T) {
 		switch streaming := config.Mode(am.Mode).Streaming(); {
 		case !ok:
 			t.Errorf("%s: handler %s has no function", am.Name, am.Handler)
+		case config.Mode(am.Mode) == config.ModeBidi:
+			if h.talk == nil {
+				t.Errorf("%s (mode bidi): handler %s has no conversation's function", am.Name, am.Handler)
+			}
 		case streaming && h.stream == nil:
 			t.Errorf("%s (mode %q): handler %s has no streaming function", am.Name, am.Mode, am.Handler)
 		case !streaming && h.unary == nil:
@@ -33,8 +39,8 @@ func TestHandlers(t *testing.T) {
 		if !served[name] {
 			t.Errorf("handler %s serves no method of adkapp.Methods", name)
 		}
-		if (h.unary == nil) == (h.stream == nil) {
-			t.Errorf("handler %s: want one function, unary or streaming", name)
+		if n := btoi(h.unary != nil) + btoi(h.stream != nil) + btoi(h.talk != nil); n != 1 {
+			t.Errorf("handler %s: want one function, unary, streaming or a conversation's", name)
 		}
 	}
 }
@@ -83,6 +89,12 @@ func TestInputErrors(t *testing.T) {
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","session_id":1}}`, "input.request_json.session_id: must be a string"},
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","events":{}}}`, "input.request_json.events: must be a list of events"},
 		{"adk.streaming_agent_run_with_events", `{"request_json":{"message":"hi","events":[],"session_id":"s"}}`, "input.request_json.events: seed a new session: they cannot be used together with session_id"},
+		{"adk.bidi_stream_query", `{}`, "input.user_id: is required"},
+		{"adk.bidi_stream_query", `{"user_id":"u","session_id":3}`, "input.session_id: must be a string"},
+		{"adk.bidi_stream_query", `{"user_id":"..","session_id":"s"}`, `input.user_id: must not be "." or "..", nor hold one between "/": it names a segment of the ADK api server's path`},
+		{"adk.bidi_stream_query", `{"user_id":"u","live_request":"hi"}`, "input.live_request: must be a LiveRequest object (content, blob, close, activity_start or activity_end)"},
+		{"adk.bidi_stream_query", `{"user_id":"u","run_config":[]}`, "input.run_config: must be a RunConfig object"},
+		{"adk.bidi_stream_query", `{"user_id":"u","run_config":{"response_modalities":"TEXT"}}`, `input.run_config.response_modalities: must be a list of modalities ("TEXT", "AUDIO")`},
 	}
 	a := &App{Name: "app"}
 	for _, tt := range tests {
@@ -133,6 +145,10 @@ func serveErr(a *App, handler string, in core.Input) string {
 	switch handler {
 	case "adk.stream_query", "adk.async_stream_query", "adk.streaming_agent_run_with_events":
 		_, _, err = a.stream(c)
+	case "adk.bidi_stream_query": // refused before any request: a dial is a failure
+		_, err = a.Talk(c.ctx, core.Call{Method: c.m, Name: c.name, Input: in}, func(context.Context, string) (live.Conn, error) {
+			return nil, errors.New("dialled")
+		})
 	default:
 		_, err = a.unary(c)
 	}
@@ -140,4 +156,11 @@ func serveErr(a *App, handler string, in core.Input) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -62,7 +62,7 @@ type Config struct {
 	// any, is last and serves every name not listed.
 	Methods []*Method
 
-	// Preset is "adk" or "". The ADK preset adds the 13 AdkApp methods the
+	// Preset is "adk" or "". The ADK preset adds the 14 AdkApp methods the
 	// file does not declare itself, each served by an "adk.*" handler.
 	Preset string
 

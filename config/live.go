@@ -65,7 +65,13 @@ func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 		p.addf(e.key.Line, join(path, "mode"), `a "*" method cannot be bidi (name the conversation's method)`)
 	}
 	if m.Handler != "" {
-		p.addf(e.key.Line, join(path, "handler"), "does not apply to a bidi method")
+		// A handler that converses (adk.bidi_stream_query) builds its own
+		// agent side: no call to check. Method has refused a call beside it.
+		if want := handlerModes[m.Handler]; want != ModeBidi {
+			p.addf(e.key.Line, join(path, "handler"), "%s serves mode %q, not a conversation (want %s, or no handler)", m.Handler, want, oneOf(bidiHandlers(), false))
+		}
+		m.Body = BodyNone
+		return
 	}
 	line := e.key.Line
 	keys := map[string]int{}
@@ -89,6 +95,17 @@ func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 		}
 	}
 	m.Body = BodyNone
+}
+
+// bidiHandlers are the handlers that serve conversations.
+func bidiHandlers() []string {
+	var names []string
+	for _, n := range handlerNames() {
+		if handlerModes[n] == ModeBidi {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // live decodes limits.live over its defaults.

@@ -60,6 +60,9 @@ func TestParseBidiProblems(t *testing.T) {
 		{"dialect", "{mode: bidi, call: GET /live, dialect: openai}", `methods.a.dialect: does not apply to a bidi method (its frames are relayed as they are)`},
 		{"body", "{mode: bidi, call: GET /live, body: envelope}", `methods.a.body: does not apply to a bidi method`},
 		{"wildcard", "{mode: bidi, call: GET /live}", `methods.*.mode: a "*" method cannot be bidi (name the conversation's method)`},
+		{"call handler", "{mode: bidi, handler: adk.stream_query, call: GET /live}", `methods.a.handler: adk.stream_query serves mode "stream", not a conversation (want adk.bidi_stream_query, or no handler)`},
+		{"handler and call", "{handler: adk.bidi_stream_query, call: GET /live}", `methods.a.call: does not apply to a method with a handler (adk.bidi_stream_query builds its own requests)`},
+		{"handler not bidi", "{mode: stream, handler: adk.bidi_stream_query}", `methods.a.mode: adk.bidi_stream_query serves conversations only (want mode: bidi, or none)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +86,22 @@ func TestParseBidiProblems(t *testing.T) {
 	for _, want := range []string{"limits.live.queue_frames: must be at least 1", "limits.live.idle: must be positive", "limits.live.bogus: unknown key"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) error = %v, want one containing %q", yaml, err, want)
+		}
+	}
+}
+
+// TestParseBidiHandler: a bidi method may name a handler that serves
+// conversations (the ADK preset's adk.bidi_stream_query) in place of a
+// call; its mode is bidi unless the file says otherwise.
+func TestParseBidiHandler(t *testing.T) {
+	for _, method := range []string{"{handler: adk.bidi_stream_query}", "{mode: bidi, handler: adk.bidi_stream_query}"} {
+		yaml := "upstream: {url: \"http://127.0.0.1:8000\"}\nadk: {app: weather}\nmethods:\n  talk: " + method + "\n"
+		c, err := Parse("sidecar.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", yaml, err)
+		}
+		if m := c.Bidi("talk"); m == nil || m.Handler != "adk.bidi_stream_query" || m.Path != "" {
+			t.Errorf("Parse(%q): Bidi(talk) = %+v, want a bidi method of handler adk.bidi_stream_query, no call", yaml, m)
 		}
 	}
 }

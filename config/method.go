@@ -154,6 +154,8 @@ func (p *parser) method(e entry, path string) methodDraft {
 		}
 		if want, ok := handlerModes[m.Handler]; ok && !modeSet {
 			m.Mode = want // the handler's natural mode, unless the file says otherwise
+		} else if ok && want == ModeBidi && m.Mode != ModeBidi {
+			p.addf(handlerLine, join(path, "mode"), "%s serves conversations only (want mode: bidi, or none)", m.Handler)
 		}
 	}
 	m.AllRoutes = m.Name == "*" && !modeSet

@@ -336,7 +336,7 @@ var problemTests = []struct {
 			"sidecar.yaml:4: adk.keys: unknown key case \"camel\" (want \"as_is\" or \"snake\")\n" +
 			"sidecar.yaml:4: adk.model: unknown key (want app or keys)"},
 	{"handler problems", "upstream: {url: 'http://127.0.0.1:8000'}\nmethods:\n  q: {handler: adk.nope, call: POST /x}\n  \"*\": {handler: adk.get_session}\n",
-		"sidecar.yaml:3: methods.q.handler: unknown handler \"adk.nope\" (want \"adk.add_session_to_memory\", \"adk.async_stream_query\", \"adk.create_session\", \"adk.delete_session\", \"adk.get_session\", \"adk.list_sessions\", \"adk.search_memory\", \"adk.stream_query\" or \"adk.streaming_agent_run_with_events\")\n" +
+		"sidecar.yaml:3: methods.q.handler: unknown handler \"adk.nope\" (want \"adk.add_session_to_memory\", \"adk.async_stream_query\", \"adk.bidi_stream_query\", \"adk.create_session\", \"adk.delete_session\", \"adk.get_session\", \"adk.list_sessions\", \"adk.search_memory\", \"adk.stream_query\" or \"adk.streaming_agent_run_with_events\")\n" +
 			"sidecar.yaml:3: methods.q.call: does not apply to a method with a handler (adk.nope builds its own requests)\n" +
 			"sidecar.yaml:3: adk.app: missing: the ADK handlers need the ADK app name (want adk: {app: my_agent})\n" +
 			"sidecar.yaml:4: methods.*.handler: a \"*\" method cannot have a handler"},

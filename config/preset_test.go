@@ -25,7 +25,7 @@ methods:
 	for _, m := range c.Methods {
 		names = append(names, m.Name)
 	}
-	want := "get_session my_tool create_session async_create_session async_get_session list_sessions async_list_sessions delete_session async_delete_session async_add_session_to_memory async_search_memory stream_query async_stream_query streaming_agent_run_with_events *"
+	want := "get_session my_tool create_session async_create_session async_get_session list_sessions async_list_sessions delete_session async_delete_session async_add_session_to_memory async_search_memory stream_query async_stream_query streaming_agent_run_with_events bidi_stream_query *"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("methods = %s\nwant      %s", got, want)
 	}
@@ -63,15 +63,18 @@ func TestPresetADKOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(c.Methods) != 13 {
-		t.Errorf("preset alone gives %d methods, want 13", len(c.Methods))
+	if len(c.Methods) != 14 {
+		t.Errorf("preset alone gives %d methods, want 14", len(c.Methods))
+	}
+	if m := c.Bidi("bidi_stream_query"); m == nil || m.Handler != "adk.bidi_stream_query" {
+		t.Errorf("Bidi(bidi_stream_query) = %+v, want the bidi method of handler adk.bidi_stream_query", m)
 	}
 }
 
 // TestPresetADKModes: every mode in adkapp.Methods is one config knows.
 func TestPresetADKModes(t *testing.T) {
 	for _, am := range adkapp.Methods {
-		if !slices.Contains(modes, am.Mode) {
+		if !slices.Contains(modes, am.Mode) && am.Mode != string(ModeBidi) {
 			t.Errorf("adkapp.Methods: %s has mode %q (want %s)", am.Name, am.Mode, oneOf(modes, true))
 		}
 	}

@@ -59,6 +59,21 @@ type Opening interface {
 	Setup(cfg *config.Config, route string, r *http.Request, caller *websocket.Conn, typ websocket.MessageType, data []byte) (core.Call, live.Conn, error)
 }
 
+// Talker opens the agent's side of a conversation whose bidi method names
+// a handler (adk.App: the ADK preset's bidi_stream_query), in place of a
+// dial of the method's path. Such a conversation opens only on an Opening
+// route: call.Input is the setup's input, and the conversation's first
+// frame toward the agent is that input again (the door's framing reads it
+// first), for the side Talk returns to write or drop. Talk may make
+// requests of its own, then dials the agent's WebSocket at a path of its
+// choosing with dial, which carries the headers, clocks and transport of
+// every conversation's dial and returns its errors (a *live.UpgradeError,
+// wrapped, for an agent that answered the upgrade with an HTTP response).
+// Its errors are openAgent's: an InputError is the caller's to mend.
+type Talker interface {
+	Talk(ctx context.Context, call core.Call, dial func(ctx context.Context, path string) (live.Conn, error)) (live.Conn, error)
+}
+
 // handoff is what admit holds for an upgrade's caller (its per-caller
 // place), released when its handler returns unless the conversation took
 // it, to release when it ends.
@@ -205,6 +220,11 @@ func (s *Server) converse(door Door, c Conversing, protocol, route string, refus
 			var err error
 			if call, err = c.Converse(s.Config, route, r); err != nil {
 				refuse(w, r, route, err)
+				return
+			}
+			if call.Method.Handler != "" { // Talker: its first input comes in a setup frame
+				refuse(w, r, route, &core.RequestError{Status: http.StatusBadRequest, Msg: call.Name +
+					" opens with a setup frame naming its first input: open it on the live door with the platform's framing"})
 				return
 			}
 		}
@@ -446,7 +466,7 @@ func (s *Server) endTalk(t talk, res live.Result) {
 
 // openAgent opens the agent's side of call: the WebSocket at its
 // method's path (its {field}s filled from call.Input, a field missing an
-// InputError), with the headers a call's request would carry (the
+// InputError), or where its handler's Talker says, with the headers a call's request would carry (the
 // caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
 // first_byte (or the caller leaving, or ctx ending). When ctx carries the
@@ -478,22 +498,31 @@ func (s *Server) openAgent(ctx context.Context, r *http.Request, call core.Call)
 			}
 		}
 	}
+	dial := func(ctx context.Context, path string) (live.Conn, error) {
+		url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + path
+		c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
+		if err == nil {
+			return c, nil
+		}
+		switch {
+		case r.Context().Err() != nil:
+			return nil, context.Canceled
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, &core.TimeoutError{Phase: "first_byte", After: wait.String()}
+		}
+		return nil, &core.DialError{Address: s.Config.Upstream.URL, Err: err}
+	}
+	if m.Handler != "" {
+		if s.Talker == nil {
+			return nil, core.ErrNoHandler
+		}
+		return s.Talker.Talk(ctx, call, dial)
+	}
 	path, err := upstream.Target(m, call.Name, call.Input, call.Route) // its {field}s filled from the call's input
 	if err != nil {
 		return nil, err // a *core.InputError: the caller's to mend
 	}
-	url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + path
-	c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
-	if err == nil {
-		return c, nil
-	}
-	switch {
-	case r.Context().Err() != nil:
-		return nil, context.Canceled
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, &core.TimeoutError{Phase: "first_byte", After: wait.String()}
-	}
-	return nil, &core.DialError{Address: s.Config.Upstream.URL, Err: err}
+	return dial(ctx, path)
 }
 
 // endTalkSpan ends a conversation's SERVER span with how it went: the

@@ -27,6 +27,11 @@ type Server struct {
 	Config *config.Config
 	// Agent answers the calls.
 	Agent core.Agent
+	// Talker opens the agent's side of the conversations whose bidi method
+	// names a handler (the ADK preset's bidi_stream_query). If nil, such a
+	// conversation is refused as a call of a handler method is without
+	// its handlers (core.ErrNoHandler).
+	Talker Talker
 	// Prober reports the agent's readiness. If nil, the agent is taken to
 	// be ready and /healthz reports only the sidecar.
 	Prober Prober

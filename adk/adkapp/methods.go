@@ -10,7 +10,9 @@ type Method struct {
 	// Name is AdkApp's name for the method, the class_method callers send.
 	Name string
 	// Mode is its api_mode as config.Mode spells it: "" (unary), "async",
-	// "stream" or "async_stream".
+	// "stream" or "async_stream"; "bidi" for bidi_stream_query, a
+	// conversation (config.ModeBidi), which the platform's classMethods
+	// leave out.
 	Mode string
 	// Handler is the adk.* handler that serves it; a deprecated
 	// synchronous name shares its async twin's handler.
@@ -24,9 +26,10 @@ type Method struct {
 	Description string
 }
 
-// Methods are AdkApp's 13 class methods, in the order the adk preset adds
-// them. A handler's first row gives its default mode and its required
-// inputs.
+// Methods are AdkApp's 14 class methods, in the order the adk preset adds
+// them: the 13 the platform's classMethods declare, then the conversation
+// bidi_stream_query. A handler's first row gives its default mode and its
+// required inputs.
 var Methods = []Method{
 	{"create_session", "", "adk.create_session", userID, "Deprecated: use async_create_session. " + createSession},
 	{"async_create_session", "async", "adk.create_session", userID, createSession},
@@ -48,6 +51,10 @@ var Methods = []Method{
 		"Runs the agent on message (text, or a Content as a dict) for user_id, in session_id or in a new session seeded with session_events (not both), with run_config (a RunConfig as a dict); yields each event as a dict."},
 	{"streaming_agent_run_with_events", "async_stream", "adk.streaming_agent_run_with_events", []string{"request_json"},
 		"Runs the agent on request_json, a JSON request (message, user_id, session_id, …) as Agentspace sends it, and yields the events; prefer async_stream_query."},
+	// Its required input is that of the conversation's first input, the
+	// live door's setup input.
+	{"bidi_stream_query", "bidi", "adk.bidi_stream_query", userID,
+		"Converses with the agent live: the first input is {user_id, session_id (else a new session), live_request, run_config}, every later one an ADK LiveRequest; yields each event as a dict."},
 }
 
 var (

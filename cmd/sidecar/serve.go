@@ -75,15 +75,16 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	// only name the author of emit: adk events, in front of an agent that
 	// has no /list-apps.
 	calls := core.Mux{Plain: client}
+	var talker proxy.Talker // the conversations of a handler's bidi method
 	if cfg.ServesADK() {
 		app := &adk.App{Client: client, Name: cfg.ADK.App, Limits: cfg.Limits, SnakeKeys: cfg.ADK.Keys == "snake"}
-		calls.Handlers, prober.Check = app.Agent(), app.Ready
+		calls.Handlers, prober.Check, talker = app.Agent(), app.Ready, app
 	}
 	// The mapping stage: a method that emits text or ADK events gets its
 	// agent's dialect mapped; the rest pass through untouched.
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
 		MaxRecord: cfg.Limits.RecordBytes}
-	s := &proxy.Server{Config: cfg, Agent: mapped, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
+	s := &proxy.Server{Config: cfg, Agent: mapped, Talker: talker, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT"), Tracer: spans.Tracer()}
 	if store != nil {
 		s.Store = store

@@ -52,11 +52,24 @@ func Dial(ctx context.Context, url string, client *http.Client, header http.Head
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client, HTTPHeader: header, Subprotocols: subprotocols})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("upgrading the agent's %s: it answered %s, not 101 Switching Protocols", url, resp.Status)
+			return nil, &UpgradeError{URL: url, Status: resp.StatusCode, Text: resp.Status}
 		}
 		return nil, fmt.Errorf("dialing the agent's %s: %w", url, err)
 	}
 	return c, nil
+}
+
+// UpgradeError is an agent that answered the upgrade of its WebSocket at
+// URL with an HTTP response, not 101 Switching Protocols: it serves no
+// WebSocket there (a 404), or refused this one.
+type UpgradeError struct {
+	URL    string
+	Status int    // its status code
+	Text   string // its status line's code and text, "404 Not Found"
+}
+
+func (e *UpgradeError) Error() string {
+	return fmt.Sprintf("upgrading the agent's %s: it answered %s, not 101 Switching Protocols", e.URL, e.Text)
 }
 
 // Conn is one side of a conversation as the relay sees it: a WebSocket
