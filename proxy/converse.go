@@ -293,7 +293,8 @@ func (s *Server) relay(rl *live.Relay, t talk) {
 }
 
 // openAgent opens the agent's side of call: the WebSocket at its
-// method's path, with the headers a call's request would carry (the
+// method's path (or, for call: POST /path with reply: ndjson, one
+// full-duplex request there, live.DialNDJSON), with the headers a call's request would carry (the
 // caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
 // first_byte (or the caller leaving, or ctx ending). When ctx carries the
@@ -317,16 +318,22 @@ func (s *Server) openAgent(ctx context.Context, r *http.Request, call core.Call)
 			h["X-Cloud-Trace-Context"] = []string{upstream.CloudTrace(sc)}
 		}
 	}
-	var protocols []string
-	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		for p := range strings.SplitSeq(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				protocols = append(protocols, p)
+	var c live.Conn
+	var err error
+	if m.Verb == http.MethodPost { // reply: ndjson, the only other agent side config allows
+		c, err = live.DialNDJSON(ctx, s.Config.Upstream.BaseURL+m.Path, s.talks.client, h)
+	} else {
+		var protocols []string
+		for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+			for p := range strings.SplitSeq(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					protocols = append(protocols, p)
+				}
 			}
 		}
+		url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + m.Path
+		c, err = live.Dial(ctx, url, s.talks.client, h, protocols)
 	}
-	url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + m.Path
-	c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
 	if err == nil {
 		return c, nil
 	}
