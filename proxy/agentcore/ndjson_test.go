@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/proxy"
 )
 
@@ -369,5 +372,52 @@ func TestNDJSONRefused(t *testing.T) {
 		if err == nil || resp == nil || resp.StatusCode != tt.want {
 			t.Errorf("%s: upgrade answered %v, %v; want %d", tt.method, status(resp), err, tt.want)
 		}
+	}
+}
+
+// TestNDJSONPython: examples/live-ndjson/agent.py, a standard-library
+// Python agent reading the chunked body line by line, converses through
+// /ws with a Go caller: each frame answered in turn, and its ending the
+// response on {"bye":true} is the caller's 1000.
+func TestNDJSONPython(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	cmd := exec.Command("python3", filepath.Join(deps.Repo(), "examples", "live-ndjson", "agent.py"), "0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	l, err := bufio.NewReader(out).ReadString('\n')
+	port, ok := strings.CutPrefix(strings.TrimSpace(l), "listening ")
+	if err != nil || !ok {
+		t.Fatalf("agent.py said %q, %v; want listening <port>", l, err)
+	}
+	agent := &ndjsonAgent{URL: "http://127.0.0.1:" + port}
+	url, _ := ndjsonLogged(t, agent, "", "live")
+	c, _, err := dialWS(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range []struct{ in, want string }{
+		{`{"say":"héllo"}`, `{"turn":1,"echo":{"say":"héllo"}}`},
+		{"[1,\n 2]", `{"turn":2,"echo":[1,2]}`},
+		{`{"bye":true}`, `{"turn":3,"bye":true}`},
+	} {
+		c.Write(context.Background(), websocket.MessageText, []byte(f.in))
+		if got, err := readText(t, c); err != nil || got != f.want {
+			t.Fatalf("frame %d: answer %q, %v; want %q", i, got, err, f.want)
+		}
+	}
+	if _, err := readText(t, c); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Errorf("after bye the caller read %v, want close 1000", err)
 	}
 }
