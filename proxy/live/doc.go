@@ -5,9 +5,9 @@
 // with a line per frame each way (DialNDJSON). It owns one
 // conversation's caps and clocks: one frame's bytes, the backlog read from
 // one side and not yet written to the other, idle and maximum duration.
-// It does not admit
-// callers: the Host and Origin guard, tokens, per-caller limits and the
-// count of conversations at once are the proxy's, before Accept.
+// It does not admit callers: the Host and Origin guard, tokens,
+// per-caller limits and the count of conversations at once are the
+// proxy's, before Accept.
 //
 // The invariants:
 //
