@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -378,7 +379,8 @@ func TestNDJSONRefused(t *testing.T) {
 // TestNDJSONPython: examples/live-ndjson/agent.py, a standard-library
 // Python agent reading the chunked body line by line, converses through
 // /ws with a Go caller: each frame answered in turn, and its ending the
-// response on {"bye":true} is the caller's 1000.
+// response on {"bye":true} is the caller's 1000; the `ws` npm package's
+// caller too.
 func TestNDJSONPython(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
@@ -419,5 +421,12 @@ func TestNDJSONPython(t *testing.T) {
 	}
 	if _, err := readText(t, c); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Errorf("after bye the caller read %v, want close 1000", err)
+	}
+
+	// The `ws` npm package as the caller.
+	got := deps.Node(t, "ws", "ndjson-client.mjs", wsURL(url))
+	want := []string{`text {"turn":1,"echo":{"say":"héllo"}}`, `text {"turn":2,"bye":true}`, "close 1000 the agent ended its response"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ndjson-client.mjs printed %q, want %q", got, want)
 	}
 }
