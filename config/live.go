@@ -55,11 +55,12 @@ func (c *Config) Bidi(name string) *Method {
 
 // checkBidi reports the keys of bidi method m (at path, entry e) that a
 // conversation cannot have. Its agent side is a WebSocket the agent
-// serves, upgraded from a GET: frames are relayed as they are, so nothing
-// shapes a body or reads a reply. Its path may take {field}s: a
-// conversation fills them once, as it opens, from the live door's setup
-// input or from the upgrade URL's query parameters of the same names
-// (docs/live.md).
+// serves, upgraded from a GET, or one POST there whose body and response
+// stay open with a line per frame (reply: ndjson): frames are relayed as
+// they are, so nothing shapes a body or reads a reply. Its path may take
+// {field}s: a conversation fills them once, as it opens, from the live
+// door's setup input or from the upgrade URL's query parameters of the
+// same names (docs/live.md).
 func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 	if m.Name == "*" {
 		p.addf(e.key.Line, join(path, "mode"), `a "*" method cannot be bidi (name the conversation's method)`)
@@ -83,14 +84,21 @@ func (p *parser) checkBidi(e entry, path string, m *Method, callSet bool) {
 	if l, ok := keys["call"]; ok {
 		line = l
 	}
+	// The one other agent side: a POST whose body and response stay open,
+	// a line per frame each way (proxy/live's NDJSON).
+	_, replySet := keys["reply"]
 	switch {
 	case !callSet:
-		p.addf(line, join(path, "call"), "missing: a bidi method's agent side is a WebSocket it serves (want e.g. call: GET /live)")
-	case m.Verb != "GET":
-		p.addf(line, join(path, "call"), "a bidi method is called with GET (the agent's WebSocket, upgraded); POST with reply: ndjson, the full-duplex ndjson agent side, is not supported yet")
+		p.addf(line, join(path, "call"), "missing: a bidi method's agent side is a WebSocket it serves (want e.g. call: GET /live), or a POST with reply: ndjson")
+	case m.Verb == "POST" && !replySet:
+		p.addf(line, join(path, "call"), "a bidi method called with POST needs reply: ndjson (its request's body and response carry a line per frame); for the agent's WebSocket, call: GET %s", m.Path)
+	case m.Verb == "POST" && m.Reply != ReplyNDJSON:
+		p.addf(keys["reply"], join(path, "reply"), "a bidi method called with POST takes reply: ndjson only (a line per frame each way), not %s", m.Reply)
+	case m.Verb != "GET" && m.Verb != "POST":
+		p.addf(line, join(path, "call"), "a bidi method is called with GET (the agent's WebSocket, upgraded) or with POST and reply: ndjson (one full-duplex request), not %s", m.Verb)
 	}
 	for _, k := range []string{"reply", "dialect", "emit", "output", "body", "parameters", "example", "headers"} {
-		if l, ok := keys[k]; ok {
+		if l, ok := keys[k]; ok && (k != "reply" || m.Verb != "POST") {
 			p.addf(l, join(path, k), "does not apply to a bidi method (its frames are relayed as they are)")
 		}
 	}

@@ -49,13 +49,29 @@ methods:
 	}
 }
 
+// TestParseBidiNDJSON: a bidi method's agent side may be one POST whose
+// body and response carry a line per frame (reply: ndjson).
+func TestParseBidiNDJSON(t *testing.T) {
+	c, err := Parse("sidecar.yaml", []byte("upstream: {url: \"http://127.0.0.1:8000\"}\nmethods:\n  talk: {mode: bidi, call: POST /live, reply: ndjson}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	m := c.Bidi("talk")
+	if m == nil || m.Verb != "POST" || m.Path != "/live" || m.Reply != ReplyNDJSON || m.Body != BodyNone {
+		t.Fatalf("Bidi(%q) = %+v, want the POST /live bidi method with reply ndjson", "talk", m)
+	}
+}
+
 func TestParseBidiProblems(t *testing.T) {
 	tests := []struct {
 		name, method, want string
 	}{
-		{"default call", "{mode: bidi}", `methods.a.call: missing: a bidi method's agent side is a WebSocket it serves (want e.g. call: GET /live)`},
-		{"post without ndjson", "{mode: bidi, call: POST /live}", `methods.a.call: a bidi method is called with GET (the agent's WebSocket, upgraded); POST with reply: ndjson, the full-duplex ndjson agent side, is not supported yet`},
-		{"ndjson side", "{mode: bidi, call: POST /live, reply: ndjson}", `the full-duplex ndjson agent side, is not supported yet`},
+		{"default call", "{mode: bidi}", `methods.a.call: missing: a bidi method's agent side is a WebSocket it serves (want e.g. call: GET /live), or a POST with reply: ndjson`},
+		{"post without ndjson", "{mode: bidi, call: POST /live}", `methods.a.call: a bidi method called with POST needs reply: ndjson (its request's body and response carry a line per frame); for the agent's WebSocket, call: GET /live`},
+		{"post with sse", "{mode: bidi, call: POST /live, reply: sse}", `methods.a.reply: a bidi method called with POST takes reply: ndjson only (a line per frame each way), not sse`},
+		{"put", "{mode: bidi, call: PUT /live}", `methods.a.call: a bidi method is called with GET (the agent's WebSocket, upgraded) or with POST and reply: ndjson (one full-duplex request), not PUT`},
+		{"get with ndjson", "{mode: bidi, call: GET /live, reply: ndjson}", `methods.a.reply: does not apply to a bidi method (its frames are relayed as they are)`},
+		{"ndjson body", "{mode: bidi, call: POST /live, reply: ndjson, body: envelope}", `methods.a.body: does not apply to a bidi method`},
 		{"reply", "{mode: bidi, call: GET /live, reply: sse}", `methods.a.reply: does not apply to a bidi method (its frames are relayed as they are)`},
 		{"dialect", "{mode: bidi, call: GET /live, dialect: openai}", `methods.a.dialect: does not apply to a bidi method (its frames are relayed as they are)`},
 		{"body", "{mode: bidi, call: GET /live, body: envelope}", `methods.a.body: does not apply to a bidi method`},

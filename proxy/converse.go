@@ -466,7 +466,9 @@ func (s *Server) endTalk(t talk, res live.Result) {
 
 // openAgent opens the agent's side of call: the WebSocket at its
 // method's path (its {field}s filled from call.Input, a field missing an
-// InputError), or where its handler's Talker says, with the headers a call's request would carry (the
+// InputError; for call: POST /path with reply: ndjson, one full-duplex
+// request there, live.DialNDJSON), or where its handler's Talker says,
+// with the headers a call's request would carry (the
 // caller's allow-listed ones, the door's, headers.set), the caller's
 // subprotocols and the hop header, within the method's connect and
 // first_byte (or the caller leaving, or ctx ending). When ctx carries the
@@ -499,8 +501,14 @@ func (s *Server) openAgent(ctx context.Context, r *http.Request, call core.Call)
 		}
 	}
 	dial := func(ctx context.Context, path string) (live.Conn, error) {
-		url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + path
-		c, err := live.Dial(ctx, url, s.talks.client, h, protocols)
+		var c live.Conn
+		var err error
+		if m.Verb == http.MethodPost { // reply: ndjson, the only other agent side config allows
+			c, err = live.DialNDJSON(ctx, s.Config.Upstream.BaseURL+path, s.talks.client, h)
+		} else {
+			url := "ws" + strings.TrimPrefix(s.Config.Upstream.BaseURL, "http") + path
+			c, err = live.Dial(ctx, url, s.talks.client, h, protocols)
+		}
 		if err == nil {
 			return c, nil
 		}

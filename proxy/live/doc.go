@@ -1,10 +1,13 @@
 // Package live relays conversations: a caller's WebSocket to the agent's,
 // frame for frame, text and binary, until either side closes (a bidi
-// method of the map, docs/live.md). It owns one conversation's caps and
-// clocks: one frame's bytes, the backlog read from one side and not yet
-// written to the other, idle and maximum duration. It does not admit
-// callers: the Host and Origin guard, tokens, per-caller limits and the
-// count of conversations at once are the proxy's, before Accept.
+// method of the map, docs/live.md). The agent's side is its WebSocket
+// (Dial) or, for an agent with none, one full-duplex HTTP/1.1 request
+// with a line per frame each way (DialNDJSON). It owns one
+// conversation's caps and clocks: one frame's bytes, the backlog read from
+// one side and not yet written to the other, idle and maximum duration.
+// It does not admit callers: the Host and Origin guard, tokens,
+// per-caller limits and the count of conversations at once are the
+// proxy's, before Accept.
 //
 // The invariants:
 //

@@ -494,8 +494,19 @@ func readEnding(side Side, err error) ending {
 }
 
 // writeEnding is the end of a conversation whose write to side failed:
-// it is gone.
-func writeEnding(side Side, _ error) ending { return lost(side) }
+// it is gone, or its framing cannot carry the frame (a *FrameError), which
+// ends it as that frame's sender, the other side, sending one it could not
+// carry.
+func writeEnding(side Side, err error) ending {
+	var fe *FrameError
+	if errors.As(err, &fe) {
+		if side == Agent {
+			return readEnding(Caller, err)
+		}
+		return readEnding(Agent, err)
+	}
+	return lost(side)
+}
 
 // relayed is the end by side's close frame, code and reason passed on.
 func relayed(side Side, code websocket.StatusCode, reason string) ending {
