@@ -232,6 +232,8 @@ type Limits struct {
 	PerCaller PerCaller
 	// Live caps the conversations of bidi methods (limits.live).
 	Live Live
+	// Questions caps the questions agents ask (limits.questions).
+	Questions Questions
 }
 
 // PerCaller is limits.per_caller: each caller (a token's subject, an API

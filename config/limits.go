@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions", "per_caller", "live"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions", "per_caller", "live", "questions"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -164,6 +164,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			p.perCaller(e, key, &l.PerCaller)
 		case "live":
 			p.live(e, key, &l.Live)
+		case "questions":
+			p.questions(e, key, &l.Questions)
 		default:
 			p.unknown(e, path, keys...)
 		}

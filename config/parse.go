@@ -47,6 +47,7 @@ var defaultLimits = Limits{
 	Subscriptions:  256,
 	PerCaller:      PerCaller{Per: time.Minute},
 	Live:           DefaultLive,
+	Questions:      DefaultQuestions,
 }
 
 // Load reads and parses the method map at path; kinds are the protocols

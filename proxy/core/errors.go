@@ -106,6 +106,9 @@ var (
 	// ErrRecordTooLarge ends a stream whose next record is larger than the
 	// configured limit; the record is dropped rather than grown in memory.
 	ErrRecordTooLarge = errors.New("agent record exceeds the record size limit")
+	// ErrQuestionTooLarge is an agent's question (an input_required
+	// record) larger than limits.questions.bytes.
+	ErrQuestionTooLarge = errors.New("the agent's question exceeds limits.questions.bytes")
 	// ErrReplyTooLarge is a unary reply larger than the reply size limit.
 	ErrReplyTooLarge = errors.New("agent reply exceeds the reply size limit")
 	// ErrNoHandler is a method whose entry names a built-in handler on a

@@ -96,6 +96,7 @@ var reasons = map[string]struct {
 	"AGENT_ERROR":        {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"RECORD_TOO_LARGE":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"REPLY_TOO_LARGE":    {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
+	"QUESTION_TOO_LARGE": {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"BAD_REPLY":          {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"DIALECT_MISMATCH":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"AGENT_FAILED":       {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
@@ -217,6 +218,8 @@ func FailureOf(err error) Failure {
 		return agentFailure(agentErr)
 	case errors.Is(err, ErrRecordTooLarge):
 		return ReasonFailure("RECORD_TOO_LARGE", ErrRecordTooLarge.Error())
+	case errors.Is(err, ErrQuestionTooLarge):
+		return ReasonFailure("QUESTION_TOO_LARGE", ErrQuestionTooLarge.Error())
 	case errors.Is(err, ErrReplyTooLarge):
 		return ReasonFailure("REPLY_TOO_LARGE", ErrReplyTooLarge.Error())
 	case errors.As(err, &replyErr):
