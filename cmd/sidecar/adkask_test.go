@@ -92,6 +92,27 @@ func testADKQuestions(t *testing.T, url string) {
 			t.Errorf("the natively answered run ends %q, want the transfer made", text)
 		}
 	})
+	t.Run("the adk dialect's question", func(t *testing.T) {
+		// A plain method in front of /run_sse, emit text: the confirmation
+		// is one input_required line, the schema ADK's answer needs.
+		plain := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\nmethods:\n"+
+			"  new_session: {call: POST /apps/transfer/users/d1/sessions, body: {}}\n"+
+			"  ask: {mode: stream, call: POST /run_sse, dialect: adk, emit: text, body: {appName: transfer, userId: d1, "+
+			"sessionId: \"{input.session_id}\", newMessage: {role: user, parts: [{text: \"{input.message}\"}]}}}\n")
+		s := unaryCall(t, plain, "new_session", `{}`)
+		var sess struct{ ID string }
+		json.Unmarshal(s.output, &sess)
+		got := streamCall(t, plain, "ask", `{"session_id":"`+sess.ID+`","message":"approve 3"}`)
+		want := []string{`{"tool_call":{"id":"adk-`, `{"input_required":{"id":"adk-`, `{"end":{}}`}
+		ok := len(got) == len(want)
+		for i := 0; ok && i < len(want); i++ {
+			ok = strings.HasPrefix(got[i], want[i])
+		}
+		if !ok || !strings.Contains(got[1], `"kind":"form","message":"Please approve or reject the tool call transfer_money()`) ||
+			!strings.Contains(got[1], `"schema":{"type":"object","properties":{"confirmed":{"type":"boolean"},"payload":{}},"required":["confirmed"]}`) {
+			t.Errorf("ask = %q, want the transfer_money call, the confirmation's question, the end", got)
+		}
+	})
 	t.Run("hostile answers", func(t *testing.T) {
 		sid, input, id := paused("q5", "approve 9", "adk_request_confirmation")
 		tests := []struct {
