@@ -40,6 +40,8 @@ func TestQuestionWhateverTheDialect(t *testing.T) {
 			[]string{questionLine, `{"end":{}}`}},
 		{"auto, the question first", config.DialectAuto, config.EmitText, []string{question, chat},
 			[]string{questionLine, `{"text":"Let me check."}`, `{"end":{}}`}},
+		{"auto, the question then records of no dialect", config.DialectAuto, config.EmitText, []string{question, `{"message":"hello"}`},
+			[]string{questionLine, `{"message":"hello"}`}},
 		{"emit adk", config.DialectOpenAIChat, config.EmitADK, []string{question},
 			[]string{questionLine}},
 	}
@@ -65,6 +67,8 @@ func TestQuestionCollected(t *testing.T) {
 	}{
 		{config.DialectOpenAIChat, []string{chat, question},
 			`{"text":"Let me check.","input_required":{"id":"q1","kind":"form","message":"Which account?","schema":{"type":"object","properties":{"account":{"type":"string"}}}}}`},
+		{config.DialectAuto, []string{question, `{"message":"hello"}`},
+			`[` + questionLine + `,{"message":"hello"}]`},
 		{config.DialectAuto, []string{question},
 			`{"text":"","input_required":{"id":"q1","kind":"form","message":"Which account?","schema":{"type":"object","properties":{"account":{"type":"string"}}}}}`},
 	} {

@@ -344,12 +344,13 @@ func (r *Records) BeforeWait(f func()) {
 // form: see docs/dialects.md), capped by what that output
 // keeps: the lines of a stream are not kept. A stream that passes through
 // is the array of its records, as a unary reply in SSE or ndjson is, or
-// its one record when the reply was one JSON value.
+// its one record when the reply was one JSON value; a question before
+// the stream was placed is one of those records.
 func (r *Records) Collect() (json.RawMessage, error) {
 	var lines [][]byte
 	var n int64
 	for r.Next() {
-		if !r.pass {
+		if !r.pass && r.placed {
 			if r.maxReply > 0 && r.emit.kept() > r.maxReply {
 				return nil, core.ErrReplyTooLarge
 			}
