@@ -2,14 +2,19 @@ package devapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/internal/testports"
 )
 
 // askingAgent streams ndjson: a call without reply gets a text event then
@@ -132,4 +137,63 @@ func sameJSON(a, b string) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
+}
+
+// TestPlaygroundADKConfirmation: with the ADK preset in front of the
+// real TypeScript ADK api server, a tool that requires confirmation
+// pauses the run; the page shows ADK's confirmation as a question, and
+// the approval, sent as the next call with reply, resumes the run in the
+// session: the tool's result is the agent's answer.
+func TestPlaygroundADKConfirmation(t *testing.T) {
+	deps.NPM(t, "adk")
+	port := testports.Free(t)
+	adk := fmt.Sprintf("http://127.0.0.1:%d", port)
+	_, exited := startProcess(t, nil, func(line string) string {
+		if strings.Contains(line, "ADK API Server started") {
+			return adk
+		}
+		return ""
+	}, "bash", "../../testdata/adk/start.sh", fmt.Sprint(port))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(adk + "/list-apps")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"transfer"`) {
+				break
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatal("the ADK api server exited")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ADK api server did not list the transfer app")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	contract, cfg := startSidecar(t, "upstream: {url: "+adk+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: transfer}\n")
+	dev := devListener(t, cfg, contract)
+	ctx := browser(t)
+
+	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#session-bar`))
+	run(t, ctx, "New session", chromedp.Click(`#new-session`))
+	waitJS(t, ctx, "the new session picked", `document.getElementById("session").value !== ""`)
+	run(t, ctx, "asking for a transfer", chromedp.Click(`#methods button[data-method="stream_query"]`),
+		setInput(`{"message": "approve 100"}`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the confirmation", lastCall+`?.querySelector(".question [data-field=confirmed]")`)
+	if got := evalString(t, ctx, lastCall+`.querySelector(".question .message").textContent`); !strings.HasPrefix(got, "Please approve or reject the tool call transfer_money()") {
+		t.Errorf("question = %q, want ADK's hint", got)
+	}
+	run(t, ctx, "approving", script(`{
+		const q = `+lastCall+`.querySelector(".question");
+		q.querySelector("[data-field=confirmed]").checked = true;
+		q.querySelector("button.answer").click();
+	}`))
+	waitJS(t, ctx, "the resumed run", `document.querySelectorAll("#calls > article.call").length === 2 && `+lastCall+`.dataset.state !== "running"`)
+	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".msg.model .text, .error")].map(e => e.textContent).join("|")`); got != `transfer_money: {"transferred":100}` {
+		t.Errorf("the resumed run shows %q, want the transfer made", got)
+	}
 }
