@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 )
 
 // adkMapper reads ADK events (PROTOCOLS.md §2.6), in either key case:
@@ -208,15 +210,22 @@ func (a *adkMapper) Flush(out []Event) []Event { return out }
 // its function response, {confirmed, payload}.
 const ConfirmationCall = "adk_request_confirmation"
 
+// InputCall is the name of the function call of ADK's own request_input
+// tool (a long-running tool): the model asks the person its message, the
+// answer shaped as its response_schema, and the run goes on when the next
+// user message carries the call's function response.
+const InputCall = "adk_request_input"
+
 // ConfirmationSchema is the schema of a tool confirmation's answer, the
 // response ADK reads (ToolConfirmation).
 const ConfirmationSchema = `{"type":"object","properties":{"confirmed":{"type":"boolean"},"payload":{}},"required":["confirmed"]}`
 
 // ADKQuestion is the input_required record of an ADK function call that
 // pauses the run (id, name, args): a tool confirmation (ConfirmationCall)
-// asks for {confirmed, payload}, its message the hint; any other call, a
-// long-running tool's, asks for the tool's response, any object, its
-// message naming the call. Its id is the call's, which the answer's
+// asks for {confirmed, payload}, its message the hint; ADK's request_input
+// (InputCall) asks its message, shaped as its response_schema when that is
+// an object's; any other call, a long-running tool's, asks for the tool's
+// response, any object, its message naming the call. Its id is the call's, which the answer's
 // function response names. The ADK preset checks an answer against it.
 func ADKQuestion(id, name string, args json.RawMessage) json.RawMessage {
 	q := struct {
@@ -225,10 +234,32 @@ func ADKQuestion(id, name string, args json.RawMessage) json.RawMessage {
 		Message string          `json:"message"`
 		Schema  json.RawMessage `json:"schema"`
 	}{ID: id, Kind: "form"}
-	if name != ConfirmationCall {
+	switch name {
+	default:
 		q.Message = name + "(" + string(orEmpty(compact(args))) + ") waits for its result"
 		q.Schema = json.RawMessage(`{"type":"object"}`)
-	} else {
+	case InputCall:
+		var in struct {
+			Message string          `json:"message"`
+			Schema  json.RawMessage `json:"response_schema"`
+		}
+		json.Unmarshal(args, &in)
+		q.Message = strings.TrimSpace(in.Message)
+		if q.Message == "" {
+			q.Message = "The agent asks for input"
+		}
+		q.Schema = json.RawMessage(`{"type":"object"}`)
+		if c := compact(in.Schema); c != nil {
+			// The model wrote it: taken only when it is an object's
+			// schema the answer can be checked against.
+			q.Schema = c
+			if _, err := ask.Parse(marshal(struct {
+				Q any `json:"input_required"`
+			}{q}), 0); err != nil {
+				q.Schema = json.RawMessage(`{"type":"object"}`)
+			}
+		}
+	case ConfirmationCall:
 		var confirm struct {
 			Original *adkFunction `json:"originalFunctionCall"`
 			Confirm  struct {

@@ -1,12 +1,14 @@
 package dialect
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -122,5 +124,37 @@ func TestQuestionBounded(t *testing.T) {
 				t.Errorf("Err() = %v, want a ReplyError saying %q", err, tt.reply)
 			}
 		})
+	}
+}
+
+// TestADKQuestion: the question each ADK pause becomes. ADK's own
+// adk_request_input (a long-running tool the model calls with a message
+// and a response_schema) asks its message, with its schema when that is
+// an object's, else any object.
+func TestADKQuestion(t *testing.T) {
+	tests := []struct {
+		name, args, want string
+	}{
+		{ConfirmationCall, `{"originalFunctionCall":{"id":"t1","name":"pay","args":{"n":1}},"toolConfirmation":{"hint":" Pay? ","confirmed":false}}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"Pay?","schema":` + ConfirmationSchema + `}}`},
+		{ConfirmationCall, `{"originalFunctionCall":{"id":"t1","name":"pay","args":{"n":1}},"toolConfirmation":{}}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"Approve pay({\"n\":1})?","schema":` + ConfirmationSchema + `}}`},
+		{"open_ticket", `{"what":"x"}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"open_ticket({\"what\":\"x\"}) waits for its result","schema":{"type":"object"}}}`},
+		{"adk_request_input", `{"message":"Which city?","response_schema":{"type":"object","properties":{"city":{"type":"string"}}}}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"Which city?","schema":{"type":"object","properties":{"city":{"type":"string"}}}}}`},
+		{"adk_request_input", `{"message":"Which city?","response_schema":{"type":"string"}}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"Which city?","schema":{"type":"object"}}}`},
+		{"adk_request_input", `{"message":"Which city?","response_schema":{"type":"object","$ref":"https://example.com/s.json"}}`,
+			`{"input_required":{"id":"c1","kind":"form","message":"Which city?","schema":{"type":"object"}}}`},
+	}
+	for _, tt := range tests {
+		got := ADKQuestion("c1", tt.name, json.RawMessage(tt.args))
+		if string(got) != tt.want {
+			t.Errorf("ADKQuestion(%s, %s) =\n%s\nwant\n%s", tt.name, tt.args, got, tt.want)
+		}
+		if _, err := ask.Parse(got, 0); err != nil {
+			t.Errorf("ADKQuestion(%s, %s) is no question: %v", tt.name, tt.args, err)
+		}
 	}
 }
