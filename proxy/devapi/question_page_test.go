@@ -33,6 +33,9 @@ func askingAgent(t *testing.T) (url string, replies func() []string) {
 		"/confirm": `{"author":"transfer","content":{"role":"user","parts":[{"functionCall":{"id":"adk-c1","name":"adk_request_confirmation",` +
 			`"args":{"originalFunctionCall":{"id":"adk-t1","name":"transfer_money","args":{"amount":100}},"toolConfirmation":{"hint":"Approve the transfer?","confirmed":false}}}}]},` +
 			`"longRunningToolIds":["adk-c1"],"id":"e1"}`,
+		"/input": `{"author":"agent","content":{"role":"model","parts":[{"functionCall":{"id":"adk-i1","name":"adk_request_input",` +
+			`"args":{"message":"Which city?","response_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}}]},` +
+			`"longRunningToolIds":["adk-i1"],"id":"e2"}`,
 	}
 	text := func(s string) string {
 		b, _ := json.Marshal(s)
@@ -65,7 +68,8 @@ func askingAgent(t *testing.T) (url string, replies func() []string) {
 // form built from its schema (an enum, an integer, a boolean, a string);
 // filled and answered, the answer is the next call, the same input plus
 // reply, and the agent's answer shows after it. A url question shows its
-// link and is declined; ADK's tool confirmation event is a question too.
+// link and is declined; ADK's tool confirmation event and its
+// request_input call are questions too.
 func TestPlaygroundQuestion(t *testing.T) {
 	agentURL, replies := askingAgent(t)
 	contract, cfg := startSidecar(t, `upstream: {url: `+agentURL+`}
@@ -73,6 +77,7 @@ methods:
   form: {mode: stream, call: POST /form, reply: ndjson, example: {message: pay}}
   signin: {mode: stream, call: POST /url, reply: ndjson, example: {message: go}}
   confirm: {mode: stream, call: POST /confirm, reply: ndjson, example: {message: transfer}}
+  input: {mode: stream, call: POST /input, reply: ndjson, example: {message: weather}}
 `)
 	dev := devListener(t, cfg, contract)
 	ctx := browser(t)
@@ -125,6 +130,21 @@ methods:
 	waitJS(t, ctx, "the approval's call", `document.querySelectorAll("#calls > article.call").length === 6 && `+lastCall+`.dataset.state === "done"`)
 	if got := replies(); len(got) != 3 || !sameJSON(got[2], `{"action":"accept","id":"adk-c1","content":{"confirmed":true}}`) {
 		t.Errorf("the agent got the replies %q, want the confirmation accepted last", got)
+	}
+
+	run(t, ctx, "running input", chromedp.Click(`#methods button[data-method="input"]`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "ADK's request for input", lastCall+`?.querySelector(".question [data-field=city]")`)
+	if got := evalString(t, ctx, lastCall+`.querySelector(".question .message").textContent`); got != "Which city?" {
+		t.Errorf("request_input question = %q, want its message", got)
+	}
+	run(t, ctx, "answering", script(`{
+		const q = `+lastCall+`.querySelector(".question");
+		q.querySelector("[data-field=city]").value = "Oslo";
+		q.querySelector("button.answer").click();
+	}`))
+	waitJS(t, ctx, "the input's call", `document.querySelectorAll("#calls > article.call").length === 8 && `+lastCall+`.dataset.state === "done"`)
+	if got := replies(); len(got) != 4 || !sameJSON(got[3], `{"action":"accept","id":"adk-i1","content":{"city":"Oslo"}}`) {
+		t.Errorf("the agent got the replies %q, want the city last", got)
 	}
 }
 

@@ -45,6 +45,12 @@
           const orig = args.originalFunctionCall || args.original_function_call || {};
           out.push({ id: fc.id, kind: "form", schema: CONFIRMATION,
             message: (conf.hint || "").trim() || `Approve ${orig.name || "the tool call"}?` });
+        } else if (fc.name === "adk_request_input" && long.includes(fc.id)) {
+          // ADK's own request_input: the model's message and response_schema.
+          const args = fc.args || {};
+          const rs = args.response_schema;
+          out.push({ id: fc.id, kind: "form", message: String(args.message || "The agent asks for input"),
+            schema: rs && rs.type === "object" ? rs : { type: "object" } });
         } else if (long.includes(fc.id)) {
           out.push({ id: fc.id, kind: "form", schema: { type: "object" },
             message: `${fc.name}(${JSON.stringify(fc.args || {})}) waits for its result` });
