@@ -63,7 +63,16 @@ func (a *App) query(c call, async bool) (core.Records, func(), error) {
 	case events != nil && events[0] != '[':
 		return nil, nil, &core.InputError{Field: "session_events", Msg: "must be a list of events"}
 	}
-	if sid == "" {
+	reply, err := replyOf(c.in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if reply != nil {
+		// An answer to the run's question resumes the session's run.
+		if msg, err = a.answer(c, user, sid, reply); err != nil {
+			return nil, nil, err
+		}
+	} else if sid == "" {
 		if sid, err = a.newSession(c, user, events, "session_events"); err != nil {
 			return nil, nil, err
 		}

@@ -2,14 +2,20 @@ package dialect
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 )
 
 // adkMapper reads ADK events (PROTOCOLS.md §2.6), in either key case:
 // text from partial events, or from a complete event no partial text came
 // before (the complete event after partials repeats them), thoughts as
 // reasoning, function calls and responses as tool calls and results, an
-// event with an error code as an error.
+// event with an error code as an error. A run that pauses for a person
+// asks a question (adkQuestion): a tool confirmation
+// (adk_request_confirmation), or a long-running tool's call (its id in
+// the event's longRunningToolIds).
 type adkMapper struct {
 	partials bool // partial text seen since the last complete event
 }
@@ -139,6 +145,8 @@ func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 		ErrorMessageSnake string          `json:"error_message"`
 		FinishReason      string          `json:"finishReason"`
 		UsageMetadata     json.RawMessage `json:"usageMetadata"`
+		LongRunning       []string        `json:"longRunningToolIds"`
+		LongRunningSnake  []string        `json:"long_running_tool_ids"`
 	}
 	if json.Unmarshal(rec, &e) != nil {
 		return out
@@ -169,7 +177,14 @@ func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 			if f == nil {
 				f = p.FunctionCallSnake
 			}
+			if f.Name == ConfirmationCall {
+				out = append(out, Event{Kind: Question, JSON: ADKQuestion(f.ID, f.Name, f.Args)})
+				continue
+			}
 			out = append(out, Event{Kind: ToolCall, ID: f.ID, Name: f.Name, JSON: orEmpty(compact(f.Args))})
+			if f.ID != "" && (slices.Contains(e.LongRunning, f.ID) || slices.Contains(e.LongRunningSnake, f.ID)) {
+				out = append(out, Event{Kind: Question, JSON: ADKQuestion(f.ID, f.Name, f.Args)})
+			}
 		case p.FunctionResponse != nil || p.FunctionResponseSnake != nil:
 			f := p.FunctionResponse
 			if f == nil {
@@ -186,3 +201,82 @@ func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 }
 
 func (a *adkMapper) Flush(out []Event) []Event { return out }
+
+// ConfirmationCall is the name of the function call by which ADK asks a
+// person to approve a tool's call (a FunctionTool with
+// requireConfirmation, or one that calls toolContext.requestConfirmation):
+// its args are {originalFunctionCall, toolConfirmation: {hint, payload,
+// confirmed}}, and the run goes on when the next user message carries
+// its function response, {confirmed, payload}.
+const ConfirmationCall = "adk_request_confirmation"
+
+// InputCall is the name of the function call of ADK's own request_input
+// tool (a long-running tool): the model asks the person its message, the
+// answer shaped as its response_schema, and the run goes on when the next
+// user message carries the call's function response.
+const InputCall = "adk_request_input"
+
+// ConfirmationSchema is the schema of a tool confirmation's answer, the
+// response ADK reads (ToolConfirmation).
+const ConfirmationSchema = `{"type":"object","properties":{"confirmed":{"type":"boolean"},"payload":{}},"required":["confirmed"]}`
+
+// ADKQuestion is the input_required record of an ADK function call that
+// pauses the run (id, name, args): a tool confirmation (ConfirmationCall)
+// asks for {confirmed, payload}, its message the hint; ADK's request_input
+// (InputCall) asks its message, shaped as its response_schema when that is
+// an object's; any other call, a long-running tool's, asks for the tool's
+// response, any object, its message naming the call. Its id is the call's, which the answer's
+// function response names. The ADK preset checks an answer against it.
+func ADKQuestion(id, name string, args json.RawMessage) json.RawMessage {
+	q := struct {
+		ID      string          `json:"id,omitempty"`
+		Kind    string          `json:"kind"`
+		Message string          `json:"message"`
+		Schema  json.RawMessage `json:"schema"`
+	}{ID: id, Kind: "form"}
+	switch name {
+	default:
+		q.Message = name + "(" + string(orEmpty(compact(args))) + ") waits for its result"
+		q.Schema = json.RawMessage(`{"type":"object"}`)
+	case InputCall:
+		var in struct {
+			Message string          `json:"message"`
+			Schema  json.RawMessage `json:"response_schema"`
+		}
+		json.Unmarshal(args, &in)
+		q.Message = strings.TrimSpace(in.Message)
+		if q.Message == "" {
+			q.Message = "The agent asks for input"
+		}
+		q.Schema = json.RawMessage(`{"type":"object"}`)
+		if c := compact(in.Schema); c != nil {
+			// The model wrote it: taken only when it is an object's
+			// schema the answer can be checked against.
+			q.Schema = c
+			if _, err := ask.Parse(marshal(struct {
+				Q any `json:"input_required"`
+			}{q}), 0); err != nil {
+				q.Schema = json.RawMessage(`{"type":"object"}`)
+			}
+		}
+	case ConfirmationCall:
+		var confirm struct {
+			Original *adkFunction `json:"originalFunctionCall"`
+			Confirm  struct {
+				Hint string `json:"hint"`
+			} `json:"toolConfirmation"`
+		}
+		json.Unmarshal(args, &confirm)
+		q.Message = strings.TrimSpace(confirm.Confirm.Hint)
+		if q.Message == "" && confirm.Original != nil {
+			q.Message = "Approve " + confirm.Original.Name + "(" + string(orEmpty(compact(confirm.Original.Args))) + ")?"
+		}
+		if q.Message == "" {
+			q.Message = "Approve the tool call?"
+		}
+		q.Schema = json.RawMessage(ConfirmationSchema)
+	}
+	return marshal(struct {
+		Q any `json:"input_required"`
+	}{q})
+}

@@ -179,6 +179,15 @@ func (a *adkEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 			return lines, err
 		}
 		return a.completeEvent(lines, a.functionEvent(*e))
+	case Question:
+		// The question as the agent asked it, its input_required record:
+		// the one shape every caller of the contract reads, whatever the
+		// emit (an ADK confirmation comes out so too).
+		lines, err := a.flush(lines)
+		if err != nil {
+			return lines, err
+		}
+		return a.completeEvent(lines, e.Question.Record())
 	}
 	return lines, nil
 }

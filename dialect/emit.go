@@ -35,6 +35,7 @@ var errLineTooLarge = fmt.Errorf("a mapped line: %w", core.ErrRecordTooLarge)
 //	{"reasoning":"…"}                              a piece of the reasoning
 //	{"tool_call":{"id":…,"name":…,"args":…}}       a whole tool call
 //	{"tool_result":{"id":…,"name":…,"output":…}}   a tool's result
+//	{"input_required":{"message":…,"kind":…,…}}     the agent's question
 //	{"end":{"finish_reason":…,"usage":…}}          last, at a clean end
 type textEmitter struct {
 	max  int  // the longest line
@@ -49,6 +50,7 @@ type textEmitter struct {
 	size            int64
 	finish          string
 	usage           json.RawMessage
+	question        json.RawMessage // the last question's input_required object
 }
 
 func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
@@ -81,6 +83,13 @@ func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 			t.size += int64(len(r))
 		}
 		return t.fit(lines, wrapLine("tool_result", r))
+	case Question:
+		rec := e.Question.Record()
+		if t.keep {
+			t.size += int64(len(rec) - len(t.question))
+			t.question = rec[len(`{"input_required":`) : len(rec)-1]
+		}
+		return t.fit(lines, rec)
 	case End:
 		if e.Finish != "" {
 			t.finish = e.Finish
@@ -186,7 +195,9 @@ func (t *textEmitter) close(lines [][]byte) ([][]byte, error) {
 }
 
 // whole is {"text":…, "reasoning":…, "tool_calls":[…], "tool_results":[…],
-// "finish_reason":…, "usage":…}, empty keys left out but text. The text,
+// "input_required":{…}, "finish_reason":…, "usage":…}, empty keys left out
+// but text: a unary call that asked has its question beside the text
+// that came before it. The text,
 // up to limits.reply_bytes, is copied once from its blocks into the
 // answer, made at its size: marshal would hold it three times over (a
 // string, its encoder's buffer, the bytes.Buffer), and one growing slice
@@ -196,9 +207,10 @@ func (t *textEmitter) whole() json.RawMessage {
 	rest := marshal(struct {
 		ToolCalls    []json.RawMessage `json:"tool_calls,omitempty"`
 		ToolResults  []json.RawMessage `json:"tool_results,omitempty"`
+		Question     json.RawMessage   `json:"input_required,omitempty"`
 		FinishReason string            `json:"finish_reason,omitempty"`
 		Usage        json.RawMessage   `json:"usage,omitempty"`
-	}{t.calls, t.results, t.finish, t.usage})
+	}{t.calls, t.results, t.question, t.finish, t.usage})
 	const textHead, reasoningHead = `{"text":"`, `","reasoning":"`
 	size := len(textHead) + t.text.len() + len(`"`) + len(rest)
 	if t.reasoning.len() > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -33,6 +34,11 @@ const (
 	// Err set it is the stage's own (a tool call's arguments past the
 	// cap), and Err is what the stream ends with.
 	Error
+	// Question is the agent asking a person (docs/questions.md): JSON is
+	// its input_required record, compact, from the agent or made by the
+	// mapper (ADK's tool confirmation); the stage reads it into Question,
+	// bounded by limits.questions.bytes, before it is written.
+	Question
 )
 
 // Event is one event of the normalized model every dialect maps into.
@@ -45,6 +51,8 @@ type Event struct {
 	Usage    json.RawMessage
 	Code     string
 	Err      error
+	// Question is the question read from JSON (Kind Question).
+	Question *ask.Question
 }
 
 // Mapper reads one dialect. It may keep state between records (tool call

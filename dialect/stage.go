@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -29,6 +30,10 @@ type Agent struct {
 	// arguments, a turn's text for its complete ADK event, a data stream
 	// line). Default: 8 MiB.
 	MaxRecord int
+	// MaxQuestion caps an agent's question, its input_required record
+	// (limits.questions.bytes): a larger one ends the call with
+	// QUESTION_TOO_LARGE. 0: no cap but MaxRecord.
+	MaxQuestion int64
 }
 
 // Stream answers c with the inner Agent's records, mapped as c's method
@@ -81,7 +86,7 @@ func (a Agent) mapped(c core.Call, r core.Records, whole bool) *Records {
 	default:
 		e = &textEmitter{max: max, keep: whole}
 	}
-	rs := &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes, max: max}
+	rs := &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes, max: max, maxQuestion: a.MaxQuestion}
 	rs.tools.max = max
 	if whole {
 		rs.maxReply = a.MaxReply
@@ -111,15 +116,18 @@ type Records struct {
 	notes   *core.Notes
 	m       Mapper
 	emit    emitter
-	max     int  // the longest line out, and what a mapper holds
-	placed  bool // the dialect is known (m set) or the stream passes through
-	pass    bool
+	max     int // the longest line out, and what a mapper holds
+	// maxQuestion caps a question record (limits.questions.bytes).
+	maxQuestion int64
+	placed      bool // the dialect is known (m set) or the stream passes through
+	pass        bool
 
 	events []Event // the events of the last record mapped
 	next   int     // the first of events not written yet
 	mapped int     // events mapped so far
 	read   int     // records mapped so far
 	shaped bool    // a record had the dialect's shape (Detect)
+	asked  bool    // a record was a question
 	tools  table[string]
 	lines  [][]byte // lines ready
 	line   int      // the first of lines not taken yet
@@ -158,6 +166,10 @@ func (r *Records) Next() bool {
 			if !r.placed && r.dialect != config.DialectAuto {
 				r.place(nil)
 			}
+			if !r.placed && r.asked {
+				// Only questions came: a reply in no dialect but ours.
+				r.placed, r.m, r.dialect = true, textMapper{}, dialectText
+			}
 			if r.err = r.in.Err(); r.err != nil || r.m == nil {
 				r.done = true
 				continue
@@ -167,6 +179,14 @@ func (r *Records) Next() bool {
 			continue
 		}
 		rec := r.in.Record()
+		if ask.Is(rec) && !r.pass {
+			// The one shape of a question, whatever the dialect: it does
+			// not place the stream.
+			r.read++
+			r.asked = true
+			r.mapEvents(append(r.events[:0], Event{Kind: Question, JSON: rec}))
+			continue
+		}
 		if !r.placed {
 			r.place(rec)
 		}
@@ -249,8 +269,21 @@ func (r *Records) write(e *Event) {
 		r.tools.put(e.ID, e.Name, len(e.Name))
 	case e.Kind == ToolResult && e.Name == "":
 		e.Name, _ = r.tools.get(e.ID)
+	case e.Kind == Question:
+		if e.Question, r.err = ask.Parse(e.JSON, r.questionCap()); r.err != nil {
+			return
+		}
 	}
 	r.lines, r.err = r.emit.line(r.lines, e)
+}
+
+// questionCap is the most a question record may be: limits.questions.bytes,
+// and never more than a line out.
+func (r *Records) questionCap() int64 {
+	if r.maxQuestion > 0 && r.maxQuestion < int64(r.max) {
+		return r.maxQuestion
+	}
+	return int64(r.max)
 }
 
 // eventName is an SSE event type as a string: one a mapper reads is
@@ -311,12 +344,13 @@ func (r *Records) BeforeWait(f func()) {
 // form: see docs/dialects.md), capped by what that output
 // keeps: the lines of a stream are not kept. A stream that passes through
 // is the array of its records, as a unary reply in SSE or ndjson is, or
-// its one record when the reply was one JSON value.
+// its one record when the reply was one JSON value; a question before
+// the stream was placed is one of those records.
 func (r *Records) Collect() (json.RawMessage, error) {
 	var lines [][]byte
 	var n int64
 	for r.Next() {
-		if !r.pass {
+		if !r.pass && r.placed {
 			if r.maxReply > 0 && r.emit.kept() > r.maxReply {
 				return nil, core.ErrReplyTooLarge
 			}

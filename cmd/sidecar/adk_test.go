@@ -93,6 +93,7 @@ func TestADKTypeScript(t *testing.T) {
 	testADK(t, base, adkServer{seedEvents: false})
 	t.Run("an app the server lacks", func(t *testing.T) { testUnknownApp(t, url) })
 	t.Run("its stream mapped to text", func(t *testing.T) { testADKDialect(t, url) })
+	t.Run("questions answered through the contract", func(t *testing.T) { testADKQuestions(t, url) })
 
 	t.Run("memory on a server without memory routes", func(t *testing.T) {
 		r := sessionToMemory(t, base, "create_session")

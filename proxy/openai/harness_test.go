@@ -32,6 +32,8 @@ methods:
   big: {mode: stream, call: POST /big/64}
   hold: {mode: stream, call: POST /hold}
   down: {mode: stream, call: POST /down}
+  ask: {mode: stream, call: POST /ask}
+  ask_unary: {call: POST /ask_unary}
   replay_chat: {mode: stream, call: POST /replay/openai-chat/text}
   replay_vercel: {mode: stream, call: POST /replay/vercel-ui/text}
   replay_responses: {mode: stream, call: POST /replay/openai-responses/text}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
@@ -242,6 +243,11 @@ func pieceOf(record []byte) (piece, bool) {
 		}
 		return piece{text: record[1 : len(record)-1]}, true
 	case '{':
+		if ask.Is(record) {
+			if q, err := ask.Parse(record, 0); err == nil {
+				return piece{text: questionText(nil, q)}, true
+			}
+		}
 		var text, reasoning []byte
 		n, other := 0, false
 		rawjson.Members(record, func(key, value []byte) bool {
@@ -293,7 +299,11 @@ func textOf(out []byte) (text, reasoning []byte) {
 		// reasoning. Read in place: a string's contents are the same
 		// compact or not, and the answer is not copied.
 		found := false
+		var question []byte
 		rawjson.Members(o, func(key, value []byte) bool {
+			if rawjson.KeyIs(key, ask.Key) {
+				question = value
+			}
 			if len(value) > 1 && value[0] == '"' {
 				switch {
 				case rawjson.KeyIs(key, "text"):
@@ -304,6 +314,13 @@ func textOf(out []byte) (text, reasoning []byte) {
 			}
 			return true
 		})
+		if found && question != nil {
+			// The stage's whole answer of a call that asked: the
+			// question after the text.
+			if q, err := ask.Parse(wrapQuestion(question), 0); err == nil {
+				text = questionText(append([]byte(nil), text...), q)
+			}
+		}
 		if found {
 			return text, reasoning
 		}
@@ -332,6 +349,23 @@ func textOf(out []byte) (text, reasoning []byte) {
 	}
 	add(out)
 	return text, reasoning
+}
+
+// questionText appends the text a question is in an answer, escaped as
+// a JSON string's contents: its message, and for a url question a blank
+// line and the link. OpenAI's API has no pause: the question is the
+// assistant's text, and its answer the next user turn.
+func questionText(dst []byte, q *ask.Question) []byte {
+	dst = rawjson.AppendContents(dst, q.Message, rawjson.EscapeInvalid)
+	if q.Kind == ask.KindURL && q.URL != "" {
+		dst = rawjson.AppendContents(append(dst, `\n\n`...), q.URL, rawjson.EscapeInvalid)
+	}
+	return dst
+}
+
+// wrapQuestion is the record {"input_required": v}.
+func wrapQuestion(v []byte) []byte {
+	return append(append([]byte(`{"input_required":`), v...), '}')
 }
 
 // errorBody is OpenAI's error object: {"error": {"message", "type",

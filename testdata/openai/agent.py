@@ -17,6 +17,11 @@ chunk per event (HTTP/1.1 chunked):
   POST /big/<n>         Chat Completions SSE: n content deltas of 1 KiB each
   POST /hold            Chat Completions SSE: one content delta, then nothing
                         until the caller goes
+  POST /ask             Chat Completions SSE: "Let me check. " then the question
+                        {"input_required": …} (kind url); a body whose message
+                        is the answer (the next user turn) gets "answered:
+                        <message> after <the ids>"
+  POST /ask_unary       one JSON object: the question alone (kind form)
   POST /down            500 with an error body
   POST /replay/<d>/<c>  the capture testdata/dialects/captures/<d>/<c>.txt
                         (an HTTP response: its headers, then its body, one
@@ -108,6 +113,19 @@ class Handler(BaseHTTPRequestHandler):
             # Readable once the caller (the sidecar) closes the connection.
             select.select([self.connection], [], [], 120)
             self.close_connection = True
+        elif path == "/ask":
+            self.start("text/event-stream")
+            if message == "hi":
+                self.sse(chat_chunk({"role": "assistant", "content": "Let me check. "}),
+                         {"input_required": {"message": "Sign in to pick the account.", "kind": "url",
+                                             "url": "https://example.com/pick", "id": "q1"}}, "[DONE]")
+            else:
+                self.sse(chat_chunk({"content": "answered: %s after %s" % (message, json.dumps(sorted(body.get("ids", {}))))}),
+                         chat_chunk({}, "stop"), "[DONE]")
+            self.end()
+        elif path == "/ask_unary":
+            self.fixed({"input_required": {"message": "Which account?", "id": "q2",
+                                           "schema": {"type": "object", "properties": {"account": {"type": "string"}}}}})
         elif path == "/down":
             body = b'{"error": "the agent is down"}'
             self.send_response(500)

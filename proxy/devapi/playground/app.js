@@ -379,12 +379,19 @@ async function run() {
   const v = validate();
   if (!v || !state.method) return;
   const m = state.method;
-  const input = withSession(m.name, v);
+  await runCall(m, withSession(m.name, v));
+}
+
+// runCall makes one call of m with input and shows it in a card of its
+// own. An agent's question in it is answered by the next call: the same
+// method, the same input plus reply (docs/questions.md).
+async function runCall(m, input) {
   const view = window.Transcript.start(m, input, {
     curl: () => curlSnippet(m, input),
     python: () => pythonSnippet(m, input),
     node: () => nodeSnippet(m, input),
     copy: copyText,
+    answer: (reply) => runCall(m, { ...input, reply }),
   });
   $("run").disabled = true;
   const t0 = performance.now();

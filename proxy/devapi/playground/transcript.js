@@ -92,7 +92,8 @@
     const calls = document.getElementById("calls");
     calls.append(card);
 
-    const said = userText(input);
+    // An answer to a question shows as the user's turn: its action and content.
+    const said = input.reply ? `${input.reply.action}` + (input.reply.content !== undefined ? ` ${JSON.stringify(input.reply.content)}` : "") : userText(input);
     if (said != null) chat.append(el("div", { class: "msg user" }, el("div", { class: "who" }, "user"), el("div", { class: "text" }, said)));
     else chat.append(el("div", { class: "invocation" }, el("code", {}, `${m.name}(${JSON.stringify(input)})`)));
 
@@ -138,6 +139,10 @@
         else if (fr) block("tool result", `tool result · ${fr.name}`, fr.response != null ? fr.response : null, t);
       }
     }
+    // ask shows the agent's questions, each answered by the next call.
+    function ask(questions) {
+      for (const q of questions) window.Question.render(chat, q, snip.answer);
+    }
     function inband(e, t) {
       failed = true;
       const label = "error line in the stream" + (e.code ? ` · ${e.code}` : "") + (e.reason ? ` · ${e.reason}` : "") + (e.status ? ` · ${e.status}` : "");
@@ -155,9 +160,11 @@
         try { obj = JSON.parse(text); } catch (e) { block("line", "line (not JSON)", text, t); scroll(); return; }
         const err = errorOf(obj);
         const evs = events(obj);
+        const asked = window.Question.of(obj);
         if (err) inband(err, t);
         else if (evs) evs.forEach((ev) => render(ev, t));
-        else block("line", "line", obj, t);
+        else if (!asked.length) block("line", "line", obj, t);
+        ask(asked);
         status.textContent = `streaming… ${lines} line${lines === 1 ? "" : "s"}`;
         scroll();
       },
@@ -167,7 +174,11 @@
         const out = body && "output" in body ? body.output : body;
         const evs = events(out) || (Array.isArray(out) ? out.flatMap((x) => events(x) || []) : null);
         if (evs && evs.length) evs.forEach((ev) => render(ev, t));
-        else block("output", "output", out === undefined ? text : out, t);
+        else if (out && typeof out === "object" && out.input_required && typeof out.text === "string") {
+          if (out.text) modelText({}, out.text, t); // the text before the question
+        } else block("output", "output", out === undefined ? text : out, t);
+        ask(window.Question.of(out));
+        if (Array.isArray(out)) out.forEach((x) => ask(window.Question.of(x)));
         scroll();
       },
       httpError(code, body, text, t) {
