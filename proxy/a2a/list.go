@@ -84,8 +84,8 @@ func (c cursor) before(k cursor) bool {
 var states = map[string]string{
 	"TASK_STATE_SUBMITTED": stateSubmitted, "TASK_STATE_WORKING": stateWorking,
 	"TASK_STATE_COMPLETED": stateCompleted, "TASK_STATE_FAILED": stateFailed,
-	"TASK_STATE_CANCELED": stateCanceled, "TASK_STATE_INPUT_REQUIRED": "input-required",
-	"TASK_STATE_REJECTED": "rejected", "TASK_STATE_AUTH_REQUIRED": "auth-required",
+	"TASK_STATE_CANCELED": stateCanceled, "TASK_STATE_INPUT_REQUIRED": stateInputRequired,
+	"TASK_STATE_REJECTED": "rejected", "TASK_STATE_AUTH_REQUIRED": stateAuthRequired,
 }
 
 // readListFilter reads ListTasks' params: {"contextId", "status",
