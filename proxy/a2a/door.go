@@ -245,8 +245,10 @@ func (ex *exchange) open(c core.Call, stream, immediate bool) core.Exchange {
 // refused (a follow-up message, as followUp and the store say), err when
 // the shared store failed (nothing is kept then).
 func (d *Door) openTask(ctx context.Context, msg message, owner core.Owner) (*task, *ask.Reply, *rpcError, error) {
-	if rerr, err := d.followUp(ctx, msg, owner); err != nil || rerr != nil {
-		return nil, nil, rerr, err
+	if d.shared != nil && msg.taskID != "" {
+		if _, here := d.tasks.local(msg.taskID); !here {
+			return d.shared.resume(ctx, msg, owner) // Redis has it, if anyone
+		}
 	}
 	t, reply, rerr := d.tasks.open(msg, owner)
 	if rerr != nil {

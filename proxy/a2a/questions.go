@@ -84,6 +84,24 @@ func (s *store) ask(t *task, q *ask.Question, said []part) bool {
 	if !waiting(t.state) || t.question != q {
 		return true
 	}
+	if run := t.run; run != nil {
+		// Kept in Redis for every replica, and there only: not here.
+		history := append([]historyMsg(nil), t.history...)
+		s.mu.Unlock()
+		err := s.shared.park(t, run, q, history, s.questions.Wait)
+		s.mu.Lock()
+		t.run, t.parked = nil, true
+		for i, o := range s.order {
+			if o == t {
+				s.forget(i)
+				break
+			}
+		}
+		if err != nil {
+			t.state, t.message, t.question = stateFailed, parkFailed, nil
+			return true
+		}
+	}
 	turn := t.turn
 	wait := s.questions.Wait
 	t.expiry = time.AfterFunc(wait, func() { s.expire(t, turn, fmt.Sprintf(expiredMsg, wait)) })
@@ -107,6 +125,10 @@ func (s *store) expire(t *task, turn int, message string) {
 // task: the store is locked.
 func (s *store) expireLocked(t *task, message string) {
 	s.unwait(t)
+	if t.parked { // Redis holds it, whichever replica took it since
+		go s.shared.expire(t.id, t.owner, message)
+		return
+	}
 	t.state, t.message, t.updated, t.question = stateFailed, message, time.Now(), nil
 	if s.tasks[t.id] == t {
 		s.recount(t)

@@ -10,6 +10,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/dialect"
+	"github.com/sidecar-dev/sidecar/internal/redistest"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/state"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // askAgent is the agent of the question tests. /ask streams SSE records,
@@ -514,4 +524,111 @@ func checkAsk(t *testing.T, got []string) {
 			t.Errorf("the refused answer: %s, want the schema's complaint", line)
 		}
 	}
+}
+
+// startAskReplica runs a sidecar whose A2A door calls method of askMap
+// in front of a, its tasks in the Redis srv runs (its own client), its
+// limits.questions questions.
+func startAskReplica(t *testing.T, srv *redistest.Server, a *askAgent, method, questions string) *replica {
+	t.Helper()
+	store, err := state.Open(config.State{Store: config.StoreRedis, Redis: config.RedisState{
+		URL: srv.URL(), KeyPrefix: "sc", TaskTTL: time.Hour, Lease: 15 * time.Second}}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(strings.ReplaceAll(askMap, "AGENT", a.url), "QUESTIONS", questions)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := upstream.New(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	door := newDoor(t, cfg, Options{Method: method, Store: store, Card: CardInfo{Name: "Story agent", Description: "Tells stories."}})
+	t.Cleanup(func() { door.Close() })
+	s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}}
+	hs := httptest.NewServer(s.HandlerFor(door))
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		client.Close()
+	})
+	return &replica{url: hs.URL, door: door, store: store, srv: s}
+}
+
+// TestAskReplicas: with state.store: redis, a task whose agent asked on
+// replica A waits in Redis: B and C read it with its question; another
+// caller's answer is not found and one failing the schema refused on
+// any; the answer on B resumes it there, the agent called with the same
+// ids; A then reads it completed, with its history; a second answer is
+// refused. A task left waiting expires, read on another replica; one
+// canceled from another replica while waiting is canceled.
+func TestAskReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ag := startAskAgent(t)
+	a := startAskReplica(t, srv, ag, "ask", "{wait: 2s}")
+	b := startAskReplica(t, srv, ag, "ask", "{wait: 2s}")
+	c := startAskReplica(t, srv, ag, "ask", "{wait: 2s}")
+	task, e := sendTask(t, a.url, "", send1("1", "SendMessage", "pay bob"))
+	if e != nil || task.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("SendMessage on A: %+v %+v", task.Status, e)
+	}
+	for _, r := range []*replica{b, c, a} {
+		got := getAskTask(t, r.url, task.ID)
+		if got.Status.State != "TASK_STATE_INPUT_REQUIRED" || got.Status.Message == nil || len(got.Status.Message.Parts) != 2 ||
+			got.text() != "checking " || len(got.History) != 2 {
+			t.Errorf("GetTask on %s: %+v, history %d, text %q; want it waiting with its question", r.url, got.Status, len(got.History), got.text())
+		}
+	}
+	if _, e := sendTask(t, b.url, "Bearer someone-else", answer1("SendMessage", task.ID, "", `[{"data":{"approve":true}}]`)); e == nil || e.Code != codeTaskNotFound {
+		t.Errorf("another caller's answer on B: %+v, want %d", e, codeTaskNotFound)
+	}
+	if _, e := sendTask(t, c.url, "", answer1("SendMessage", task.ID, "", `[{"data":{"approve":1}}]`)); e == nil || e.Code != codeInvalidParams || !strings.Contains(e.Message, "schema") {
+		t.Errorf("an answer failing the schema on C: %+v, want %d", e, codeInvalidParams)
+	}
+	done, e := sendTask(t, b.url, "", answer1("SendMessage", task.ID, "", `[{"text":"ok"},{"data":{"approve":true}}]`))
+	if e != nil || done.Status.State != "TASK_STATE_COMPLETED" || done.text() != `checking got accept {"approve":true} for ok` {
+		t.Fatalf("the answer on B: %+v %q %+v", done.Status, done.text(), e)
+	}
+	calls := ag.calls()
+	if len(calls) != 2 || calls[1].IDs != calls[0].IDs || calls[1].Reply == nil {
+		t.Errorf("the agent's calls %+v, want two, the same ids, the second with the reply", calls)
+	}
+	got := getAskTask(t, a.url, task.ID)
+	if got.Status.State != "TASK_STATE_COMPLETED" || len(got.History) != 3 || got.text() != done.text() {
+		t.Errorf("GetTask on A after: %+v, history %d, text %q", got.Status, len(got.History), got.text())
+	}
+	if _, e := sendTask(t, c.url, "", answer1("SendMessage", task.ID, "", `[{"data":{"approve":true}}]`)); e == nil || e.Code != codeUnsupported {
+		t.Errorf("a second answer on C: %+v, want %d", e, codeUnsupported)
+	}
+
+	waited, _ := sendTask(t, a.url, "", send1("1", "SendMessage", "pay"))
+	canceled, _ := sendTask(t, a.url, "", send1("1", "SendMessage", "pay"))
+	if r := callBy(t, c.url, "", taskReq("CancelTask", canceled.ID)); r.Error != nil || !strings.Contains(string(r.Result), "TASK_STATE_CANCELED") {
+		t.Errorf("CancelTask on C of a task waiting: %s %+v", r.Result, r.Error)
+	}
+	waitFor(t, "the task waiting expires", 10*time.Second, func() bool {
+		return getAskTask(t, b.url, waited.ID).Status.State == "TASK_STATE_FAILED"
+	})
+	if m := getAskTask(t, c.url, waited.ID).Status.Message; m == nil || !strings.Contains(m.Parts[0].Text, "limits.questions.wait (2s)") {
+		t.Errorf("the expired task's message %+v", m)
+	}
+	if s := getAskTask(t, b.url, canceled.ID).Status.State; s != "TASK_STATE_CANCELED" {
+		t.Errorf("the canceled task on B: %s", s)
+	}
+}
+
+// TestJSClientAskReplicas: ask.mjs's steps over three replicas sharing
+// their tasks in Redis, each answer landing on another replica than its
+// question.
+func TestJSClientAskReplicas(t *testing.T) {
+	modules := sdkModules(t)
+	srv := redistest.Start(t)
+	ag := startAskAgent(t)
+	var urls []string
+	for range 3 {
+		urls = append(urls, startAskReplica(t, srv, ag, "ask", "{}").url)
+	}
+	checkAsk(t, runNode(t, modules, "ask.mjs", urls...))
 }

@@ -39,6 +39,7 @@ type task struct {
 	// in a new turn, with the answer.
 	turn    int
 	history []historyMsg // once it asked: its messages and questions
+	parked  bool         // waiting, kept in Redis alone (sharedask.go): this copy is stale
 }
 
 // taskOverhead is what the store counts for a task besides its ids,
