@@ -64,6 +64,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // its tasks' lease renewal and its cancel channel. Tasks still running
 // then end failed on every replica once their leases lapse.
 func (d *Door) Close() error {
+	d.tasks.stopClocks()
 	if d.shared != nil {
 		d.shared.close()
 	}

@@ -88,7 +88,7 @@ func (s *store) ask(t *task, q *ask.Question, said []part) bool {
 		// Kept in Redis for every replica, and there only: not here.
 		history := append([]historyMsg(nil), t.history...)
 		s.mu.Unlock()
-		err := s.shared.park(t, run, q, history, s.questions.Wait)
+		st, msg := s.shared.park(t, run, q, history, s.questions.Wait)
 		s.mu.Lock()
 		t.run, t.parked = nil, true
 		for i, o := range s.order {
@@ -97,8 +97,8 @@ func (s *store) ask(t *task, q *ask.Question, said []part) bool {
 				break
 			}
 		}
-		if err != nil {
-			t.state, t.message, t.question = stateFailed, parkFailed, nil
+		if !waiting(st) {
+			t.state, t.message, t.question = st, msg, nil
 			return true
 		}
 	}
@@ -136,6 +136,17 @@ func (s *store) expireLocked(t *task, message string) {
 	s.publishStatus(t)
 	if run := t.run; run != nil {
 		go s.shared.finish(t, run, stateFailed, message)
+	}
+}
+
+// stopClocks stops the clocks of the tasks waiting: the door closes.
+func (s *store) stopClocks() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.waiting {
+		if t.expiry != nil {
+			t.expiry.Stop()
+		}
 	}
 }
 

@@ -632,3 +632,39 @@ func TestJSClientAskReplicas(t *testing.T) {
 	}
 	checkAsk(t, runNode(t, modules, "ask.mjs", urls...))
 }
+
+// TestAskREST: over HTTP+JSON the answer that fails the schema is 400
+// INVALID_ARGUMENT with the schema's complaint; the task waits on, and
+// the answer resumes it.
+func TestAskREST(t *testing.T) {
+	a := startAskAgent(t)
+	url, _ := serveAsk(t, a, "ask", "{}")
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url+RouteSend, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	status, body := post(`{"message":{"role":"ROLE_USER","messageId":"m1","parts":[{"text":"pay"}]}}`)
+	var res struct{ Task askTask }
+	json.Unmarshal([]byte(body), &res)
+	if status != 200 || res.Task.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("message:send: %d %s", status, body)
+	}
+	answer := func(data string) string {
+		return `{"message":{"role":"ROLE_USER","messageId":"m2","taskId":` + quote(res.Task.ID) + `,"parts":[{"data":` + data + `}]}}`
+	}
+	if status, body := post(answer(`{"approve":"no"}`)); status != 400 || !strings.Contains(body, "INVALID_ARGUMENT") || !strings.Contains(body, "schema") {
+		t.Errorf("an answer failing the schema: %d %s, want 400 INVALID_ARGUMENT saying why", status, body)
+	}
+	if status, body := post(answer(`{"approve":true}`)); status != 200 || !strings.Contains(body, "TASK_STATE_COMPLETED") {
+		t.Errorf("the answer: %d %s, want the task completed", status, body)
+	}
+}

@@ -69,20 +69,25 @@ func readQuestion(s string) *ask.Question {
 // waiting in Redis: its events and state, q, its history and its
 // deadline (now plus wait), in one round trip; its flusher and lease
 // renewal stop. A write that fails ends the task failed, as the store's
-// failure says.
-func (sh *shared) park(t *task, run *running, q *ask.Question, history []historyMsg, wait time.Duration) error {
-	var err error
+// failure says. It returns the state the task is in: waiting, or ended
+// (canceled meanwhile by another replica, failed).
+func (sh *shared) park(t *task, run *running, q *ask.Question, history []historyMsg, wait time.Duration) (string, string) {
+	st, msg := stateOf(q), q.Message
 	run.endOnce.Do(func() {
 		close(run.stop)
 		<-run.done
 		sh.untrack(t)
 		deadline := time.Now().Add(wait).UnixMilli()
-		_, err = sh.writeMode(run.ctx, t, run, "park", "", "", string(q.Record()), historyJSON(history), deadline)
-		if err != nil {
+		res, err := sh.writeMode(run.ctx, t, run, "park", "", "", string(q.Record()), historyJSON(history), deadline)
+		switch {
+		case err != nil:
 			sh.write(run.ctx, t, run, stateFailed, parkFailed)
+			st, msg = stateFailed, parkFailed
+		case terminal(res.state):
+			st, msg = res.state, res.message
 		}
 	})
-	return err
+	return st, msg
 }
 
 // parkFailed is the status message of a task whose question could not be

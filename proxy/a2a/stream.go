@@ -436,10 +436,11 @@ func (o *one) Close()         {}
 // tasks/cancel ended answers canceled. The sidecar's refusals (a bad
 // input, busy, not ready, draining) are JSON-RPC errors, as the request
 // never became a running task: the store forgets it; unless its caller
-// was told the task is working (ack): then the task fails, kept.
+// was told the task is working (ack), or the call answered the task's
+// question (it was the caller's before): then the task fails, kept.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 	canceled := ex.tasks.copyOf(ex.task).state == stateCanceled
-	if canceled || ex.acked || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
+	if canceled || ex.acked || ex.reply != nil || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
 		if ex.stream && !ex.notify {
 			// The task ended before its stream began: its events, then
 			// its end.
