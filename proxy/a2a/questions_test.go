@@ -668,3 +668,42 @@ func TestAskREST(t *testing.T) {
 		t.Errorf("the answer: %d %s, want the task completed", status, body)
 	}
 }
+
+// TestAskRace: answers to one task sent at once, on one replica and on
+// two sharing Redis, resume it once: one is served, the others refused
+// -32004, and the agent is called again once.
+func TestAskRace(t *testing.T) {
+	srv := redistest.Start(t)
+	ag := startAskAgent(t)
+	a := startAskReplica(t, srv, ag, "ask", "{}")
+	b := startAskReplica(t, srv, ag, "ask", "{}")
+	local, _ := serveAsk(t, ag, "ask", "{}")
+	for _, urls := range [][]string{{local, local, local, local}, {a.url, b.url, a.url, b.url}} {
+		task, _ := sendTask(t, urls[0], "", send1("1", "SendMessage", "pay"))
+		before := len(ag.calls())
+		var wg sync.WaitGroup
+		codes := make([]int, len(urls))
+		for i, url := range urls {
+			wg.Go(func() {
+				_, e := sendTask(t, url, "", answer1("SendMessage", task.ID, "", `[{"data":{"approve":true}}]`))
+				if e != nil {
+					codes[i] = e.Code
+				}
+			})
+		}
+		wg.Wait()
+		served := 0
+		for _, c := range codes {
+			switch c {
+			case 0:
+				served++
+			case codeUnsupported:
+			default:
+				t.Errorf("an answer at once: %d, want served or %d", c, codeUnsupported)
+			}
+		}
+		if served != 1 || len(ag.calls()) != before+1 {
+			t.Errorf("%v: %d answers served (%v), the agent called %d times; want once each", urls, served, codes, len(ag.calls())-before)
+		}
+	}
+}

@@ -43,8 +43,8 @@ import "github.com/redis/go-redis/v9"
 // batch's events (JSON array, "" none), their number, the parts.
 //
 // It returns {state, message, updated, seq, ended}: the task as it is
-// after, ended "1" when this call ended it; state "" for no such task
-// (of the owner's).
+// after, ended "1" when this call ended it (for "claim": claimed it);
+// state "" for no such task (of the owner's).
 var writeScript = redis.NewScript(`
 local h, parts, owners, bytes, ended, costs = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mode, now, ttl, cap, prefix, id, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[7]
@@ -82,7 +82,7 @@ if mode == 'claim' then
   redis.call('HSET', h, 'state', 'working', 'message', '', 'updated', upd, 'seq', seq, 'replica', ARGV[10], 'lease', ARGV[11], 'history', ARGV[12], 'question', '')
   redis.call('ZADD', owners, now, id)
   redis.call('PUBLISH', prefix .. 'events:' .. id, seq .. ' ' .. cjson.encode({{s = true, st = 'working', m = '', u = now}}))
-  return {'working', '', upd, tostring(seq), '0'}
+  return {'working', '', upd, tostring(seq), '1'}
 end
 if mode == 'lease' then
   local lease = tonumber(redis.call('HGET', h, 'lease') or '0')

@@ -144,7 +144,10 @@ func (sh *shared) resume(ctx context.Context, m message, owner core.Owner) (*tas
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if res.state != stateWorking {
+	if !res.ended { // not waiting by then: answered first elsewhere, expired, canceled
+		if res.state == "" {
+			return nil, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(m.taskID))}, nil
+		}
 		t.state, t.message, t.question = res.state, res.message, nil
 		return nil, nil, refuseFollowUp(&t, m), nil
 	}

@@ -298,12 +298,10 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 
 // endAsked ends the task's turn waiting for the answer to the agent's
 // question, unless it ended already (canceled), and writes its answer
-// once: for message/send the Task, for a notification 204 and no body.
+// once, the task as it is then: for message/send the Task, for a
+// notification 204 and no body.
 func (ex *exchange) endAsked(w http.ResponseWriter) {
-	if !ex.tasks.ask(ex.task, ex.asked, ex.said) {
-		ex.end(w, stateCanceled, "") // it ended meanwhile: as it ended
-		return
-	}
+	ex.tasks.ask(ex.task, ex.asked, ex.said)
 	ex.end(w, "", "")
 }
 
