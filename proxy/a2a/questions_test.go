@@ -33,6 +33,7 @@ import (
 // inputs it was called with.
 type askAgent struct {
 	url    string
+	gate   chan struct{} // "gated": its question waits for a send on it
 	mu     sync.Mutex
 	inputs []askInput
 }
@@ -56,7 +57,7 @@ const approveSchema = `{"type":"object","properties":{"approve":{"type":"boolean
 
 func startAskAgent(t *testing.T) *askAgent {
 	t.Helper()
-	a := &askAgent{}
+	a := &askAgent{gate: make(chan struct{}, 1)}
 	answer := func(r *http.Request) []string {
 		var in askInput
 		json.NewDecoder(r.Body).Decode(&in)
@@ -71,7 +72,14 @@ func startAskAgent(t *testing.T) *askAgent {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ask", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, rec := range answer(r) {
+		for i, rec := range answer(r) {
+			if i == 1 && strings.Contains(rec, "Gated") {
+				select {
+				case <-a.gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
 			fmt.Fprintf(w, "data: %s\n\n", rec)
 			http.NewResponseController(w).Flush()
 		}
@@ -108,6 +116,8 @@ func questionFor(message string) string {
 		return `{"input_required":{"message":"Fill this in","schema":{"type":"object","description":"` + strings.Repeat("x", 10<<20) + `"}}}`
 	case "bad":
 		return `{"input_required":{"kind":"form"}}`
+	case "gated":
+		return `{"input_required":{"message":"Gated question","id":"q-gated"}}`
 	}
 	return `{"input_required":{"message":"Approve the transfer?","kind":"form","schema":` + approveSchema + `,"id":"q1"}}`
 }
@@ -705,5 +715,43 @@ func TestAskRace(t *testing.T) {
 		if served != 1 || len(ag.calls()) != before+1 {
 			t.Errorf("%v: %d answers served (%v), the agent called %d times; want once each", urls, served, codes, len(ag.calls())-before)
 		}
+	}
+}
+
+// TestAskSubscriber: a subscriber to a task whose agent then asks gets
+// the task's input-required status-update, with the question, and its
+// stream ends there.
+func TestAskSubscriber(t *testing.T) {
+	a := startAskAgent(t)
+	url, _ := serveAsk(t, a, "ask", "{}")
+	stream := newSSE(t, rpcBy(t, url, "", send1("1", "SendStreamingMessage", "gated")))
+	defer stream.resp.Body.Close()
+	var id string
+	for id == "" {
+		raw, ok := stream.next(t)
+		if !ok {
+			t.Fatal("the stream ended before its task")
+		}
+		if k, v := kind(raw); k == "task" {
+			id = v
+		}
+	}
+	sub := subscribe(t, url, "", "1.0", taskReq("SubscribeToTask", id))
+	first, _ := sub.next(t)
+	a.gate <- struct{}{}
+	var got []string
+	for {
+		r, ok := sub.next(t)
+		if !ok {
+			break
+		}
+		got = append(got, string(r.Result))
+	}
+	if len(first.Result) == 0 || len(got) == 0 {
+		t.Fatalf("the subscription: first %s, then %q", first.Result, got)
+	}
+	last := got[len(got)-1]
+	if !strings.Contains(last, "TASK_STATE_INPUT_REQUIRED") || !strings.Contains(last, "Gated question") || !strings.Contains(last, "q-gated") {
+		t.Errorf("the subscription's last event %s, want the input-required status-update with the question", last)
 	}
 }
