@@ -92,7 +92,11 @@ local ns, nm = ARGV[8], ARGV[9]
 if mode == 'run' or mode == 'park' then
   local n = tonumber(ARGV[12])
   if mode == 'park' then
-    redis.call('HSET', h, 'question', ARGV[15 + n], 'history', ARGV[16 + n], 'lease', ARGV[17 + n])
+    local deadline = tonumber(ARGV[17 + n])
+    redis.call('HSET', h, 'question', ARGV[15 + n], 'history', ARGV[16 + n], 'lease', deadline)
+    -- kept past its deadline by the TTL, however long it waits
+    redis.call('PEXPIREAT', h, deadline + ttl * 1000)
+    if redis.call('EXISTS', parts) == 1 then redis.call('PEXPIREAT', parts, deadline + ttl * 1000) end
   end
   if ARGV[11] == '1' then
     redis.call('DEL', parts)
