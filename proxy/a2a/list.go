@@ -135,8 +135,9 @@ func readListQuery(q url.Values) (listFilter, error) {
 // set reads one ListTasks parameter, its value as text (a string's
 // contents, a number's or a boolean's JSON). An unknown name is ignored,
 // as ProtoJSON readers may; historyLength is read and has nothing to
-// shorten: the door keeps no history of a task (its one message is not
-// kept); tenant names no tenant this door tells apart.
+// shorten: only a task whose agent asked keeps a history, its messages
+// and questions (questions.go); tenant names no tenant this door tells
+// apart.
 func (f *listFilter) set(name, value string) error {
 	var err error
 	switch name {

@@ -755,3 +755,18 @@ func TestAskSubscriber(t *testing.T) {
 		t.Errorf("the subscription's last event %s, want the input-required status-update with the question", last)
 	}
 }
+
+// TestAskCounted: a waiting task's question and history count toward
+// limits.task_store_bytes.
+func TestAskCounted(t *testing.T) {
+	a := startAskAgent(t)
+	url, door := serveAsk(t, a, "ask", "{}")
+	task, _ := sendTask(t, url, "", send1("1", "SendMessage", "pay"))
+	door.tasks.mu.Lock()
+	cost := door.tasks.tasks[task.ID].cost
+	door.tasks.mu.Unlock()
+	question := int64(len(questionFor("pay")))
+	if cost < taskOverhead+2*question {
+		t.Errorf("the waiting task counts %d bytes, want at least %d: the question, and its copy in the history", cost, taskOverhead+2*question)
+	}
+}

@@ -196,7 +196,8 @@ func immediate(configuration []byte) bool {
 // same text>}], "ids": {"context_id": …, "task_id": …}}, its context_id
 // the task's contextId scoped to its owner (core.Owner.Scope: a caller
 // naming another's contextId reaches a context of its own). The history is
-// the task's, as the door keeps it: one message per task. The text is the
+// this message alone: the agent keeps its own (an answer to its question
+// comes as the input's reply, exchange.input). The text is the
 // caller's JSON strings as they were sent, never decoded and encoded
 // again: the input is at most about twice what the caller sent.
 func (m message) input(t *task) json.RawMessage {
