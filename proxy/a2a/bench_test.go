@@ -34,7 +34,7 @@ func BenchmarkStream(b *testing.B) {
 			tasks := newStore(1<<30, 1<<30, 256)
 			b.ReportAllocs()
 			for b.Loop() {
-				t, _ := tasks.open(message{}, core.Owner{})
+				t, _, _ := tasks.open(message{}, core.Owner{})
 				ex := &exchange{v: v03, id: []byte("1"), stream: op == "stream", task: t, tasks: tasks}
 				e := ex.Encoder(&discard{h: http.Header{}})
 				e.Begin()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -37,6 +38,7 @@ type Door struct {
 // limits.task_store_bytes, each task's artifact at most limits.reply_bytes.
 func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes, cfg.Limits.Subscriptions)}
+	d.tasks.questions = cfg.Limits.Questions
 	if cfg.Auth.Protects(Name) {
 		d.auth = cfg.Auth
 	}
@@ -62,6 +64,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // its tasks' lease renewal and its cancel channel. Tasks still running
 // then end failed on every replica once their leases lapse.
 func (d *Door) Close() error {
+	d.tasks.stopClocks()
 	if d.shared != nil {
 		d.shared.close()
 	}
@@ -206,22 +209,23 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	case "subscribe":
 		return core.Exchange{Call: core.Call{Name: name}}, d.serveSubscribe(r.Context(), v, req, owner)
 	}
-	msg, err := readMessage(req.params)
+	msg, err := readMessage(req.params, v)
 	if err != nil {
 		return fail(codeInvalidParams, "%v", err)
 	}
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
-	t, rerr, err := d.openTask(r.Context(), msg, owner)
+	t, reply, rerr, err := d.openTask(r.Context(), msg, owner)
 	switch {
 	case err != nil:
 		return core.Exchange{Call: core.Call{Name: name}}, storeAnswer(req, err)
 	case rerr != nil:
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
-	ex := &exchange{v: v, id: req.id, notify: req.notify, stream: op == "stream", task: t, tasks: d.tasks}
-	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
+	ex := newExchange(v, t, d.tasks, msg, reply)
+	ex.id, ex.notify, ex.stream = req.id, req.notify, op == "stream"
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: ex.input(msg)}, Header: r.Header, Route: route}
 	return ex.open(c, d.stream, op == "send" && msg.immediate), nil
 }
 
@@ -237,24 +241,27 @@ func (ex *exchange) open(c core.Call, stream, immediate bool) core.Exchange {
 	return x
 }
 
-// openTask opens owner's task of msg, for both bindings: rerr when it is
+// openTask opens owner's task of msg, for both bindings, or resumes the
+// one msg answers (reply, what the agent is called with): rerr when it is
 // refused (a follow-up message, as followUp and the store say), err when
 // the shared store failed (nothing is kept then).
-func (d *Door) openTask(ctx context.Context, msg message, owner core.Owner) (*task, *rpcError, error) {
-	if rerr, err := d.followUp(ctx, msg, owner); err != nil || rerr != nil {
-		return nil, rerr, err
-	}
-	t, rerr := d.tasks.open(msg, owner)
-	if rerr != nil {
-		return nil, rerr, nil
-	}
-	if d.shared != nil {
-		if err := d.shared.open(ctx, t); err != nil {
-			d.tasks.remove(t)
-			return nil, nil, err
+func (d *Door) openTask(ctx context.Context, msg message, owner core.Owner) (*task, *ask.Reply, *rpcError, error) {
+	if d.shared != nil && msg.taskID != "" {
+		if _, here := d.tasks.local(msg.taskID); !here {
+			return d.shared.resume(ctx, msg, owner) // Redis has it, if anyone
 		}
 	}
-	return t, nil, nil
+	t, reply, rerr := d.tasks.open(msg, owner)
+	if rerr != nil {
+		return nil, nil, rerr, nil
+	}
+	if d.shared != nil && reply == nil {
+		if err := d.shared.open(ctx, t); err != nil {
+			d.tasks.remove(t)
+			return nil, nil, nil, err
+		}
+	}
+	return t, reply, nil, nil
 }
 
 // serveTask answers tasks/get and tasks/cancel of owner's task from the

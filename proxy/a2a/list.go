@@ -84,8 +84,8 @@ func (c cursor) before(k cursor) bool {
 var states = map[string]string{
 	"TASK_STATE_SUBMITTED": stateSubmitted, "TASK_STATE_WORKING": stateWorking,
 	"TASK_STATE_COMPLETED": stateCompleted, "TASK_STATE_FAILED": stateFailed,
-	"TASK_STATE_CANCELED": stateCanceled, "TASK_STATE_INPUT_REQUIRED": "input-required",
-	"TASK_STATE_REJECTED": "rejected", "TASK_STATE_AUTH_REQUIRED": "auth-required",
+	"TASK_STATE_CANCELED": stateCanceled, "TASK_STATE_INPUT_REQUIRED": stateInputRequired,
+	"TASK_STATE_REJECTED": "rejected", "TASK_STATE_AUTH_REQUIRED": stateAuthRequired,
 }
 
 // readListFilter reads ListTasks' params: {"contextId", "status",
@@ -135,8 +135,9 @@ func readListQuery(q url.Values) (listFilter, error) {
 // set reads one ListTasks parameter, its value as text (a string's
 // contents, a number's or a boolean's JSON). An unknown name is ignored,
 // as ProtoJSON readers may; historyLength is read and has nothing to
-// shorten: the door keeps no history of a task (its one message is not
-// kept); tenant names no tenant this door tells apart.
+// shorten: only a task whose agent asked keeps a history, its messages
+// and questions (questions.go); tenant names no tenant this door tells
+// apart.
 func (f *listFilter) set(name, value string) error {
 	var err error
 	switch name {

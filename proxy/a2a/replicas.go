@@ -80,23 +80,6 @@ func (d *Door) cancelTask(ctx context.Context, owner core.Owner, id string) (t t
 	return t, ok, ok, err
 }
 
-// followUp refuses a message naming task id that another replica ran, as
-// store.open refuses one of its own; nil when Redis holds no such task of
-// owner's (open answers TaskNotFound).
-func (d *Door) followUp(ctx context.Context, m message, owner core.Owner) (*rpcError, error) {
-	if d.shared == nil || m.taskID == "" {
-		return nil, nil
-	}
-	if _, here := d.tasks.local(m.taskID); here {
-		return nil, nil
-	}
-	t, _, ok, err := d.shared.load(ctx, owner, m.taskID, false)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return refuseFollowUp(&t, m), nil
-}
-
 // listTasks is a page of owner's tasks (store.list); with a shared store
 // from Redis: the owner's index, then the hashes of its tasks, then the
 // page's artifacts when asked, a round trip each. Index entries of tasks
@@ -153,7 +136,7 @@ func (d *Door) listTasks(ctx context.Context, owner core.Owner, f listFilter) ([
 	kept := found[:0]
 	for _, m := range found {
 		if !terminal(m.t.state) && now > m.lease {
-			res, err := sh.run(ctx, m.t.id, owner, "lease", stateFailed, sh.leaseMsg)
+			res, err := sh.run(ctx, m.t.id, owner, "lease", stateFailed, sh.lapsed(m.t.state))
 			if err != nil {
 				return nil, "", 0, err
 			}
@@ -276,7 +259,7 @@ func (sh *shared) subscribe(ctx context.Context, owner core.Owner, id string, st
 	case !ok:
 		r.end()
 		return task{}, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id))}, nil
-	case terminal(snap.state):
+	case settled(snap.state):
 		r.end()
 		return snap, nil, nil, nil
 	}
@@ -341,7 +324,7 @@ func (r *remoteSub) deliver(seq int64, events []wireEvent) {
 		}
 		sub.pending.Add(size)
 		sub.events <- e
-		if w.Status && terminal(w.State) {
+		if w.Status && settled(w.State) {
 			r.closed = true
 			close(sub.events)
 			return
@@ -370,7 +353,7 @@ func (r *remoteSub) dropLocked() {
 // end failed (load), and an end whose event was lost is delivered.
 func (r *remoteSub) poll(ctx context.Context) {
 	t, seq, ok, err := r.sh.load(ctx, r.owner, r.id, false)
-	if err != nil || !ok || !terminal(t.state) {
+	if err != nil || !ok || !settled(t.state) {
 		return
 	}
 	r.deliver(seq, []wireEvent{{Status: true, State: t.state, Message: t.message, Updated: t.updated.UnixMilli()}})

@@ -255,22 +255,23 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 			return fail(codeUnsupported, "this agent's card declares no streaming: use %s", RouteSend)
 		}
 	}
-	msg, err := readMessage(body)
+	msg, err := readMessage(body, shape)
 	if err != nil {
 		return fail(codeInvalidParams, "%v", err)
 	}
 	if d.method == nil {
 		return fail(codeInternal, "the A2A door's method %q is not in the method map", d.opts.Method)
 	}
-	t, rerr, err := d.openTask(r.Context(), msg, owner)
+	t, reply, rerr, err := d.openTask(r.Context(), msg, owner)
 	switch {
 	case err != nil:
 		return core.Exchange{Call: core.Call{Name: name}}, restStoreAnswer(shape, err)
 	case rerr != nil:
 		return fail(rerr.Code, "%s", rerr.Message)
 	}
-	ex := &exchange{v: shape, rest: true, stream: route == RouteStream, task: t, tasks: d.tasks}
-	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: msg.input(t)}, Header: r.Header, Route: route}
+	ex := newExchange(shape, t, d.tasks, msg, reply)
+	ex.rest, ex.stream = true, route == RouteStream
+	c := core.Call{Method: d.method, Name: d.opts.Method, Input: core.Input{Raw: ex.input(msg)}, Header: r.Header, Route: route}
 	return ex.open(c, d.stream, route == RouteSend && msg.immediate), nil
 }
 

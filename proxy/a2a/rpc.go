@@ -68,6 +68,7 @@ func idString(name string, value []byte) (string, error) {
 // JSON strings the caller sent, and the ids it names.
 type message struct {
 	texts                        [][]byte
+	data                         []json.RawMessage // its data parts' values: an answer's content (questions.go)
 	messageID, contextID, taskID string
 	// immediate: the caller asked to be answered at once, the task
 	// working (configuration.returnImmediately: true in 1.0,
@@ -80,8 +81,11 @@ type message struct {
 // {"kind": "text", "text": …} in 0.3, {"text": …} in 1.0. The parts may
 // be "content", as 0.3's HTTP+JSON binding names them (Gemini
 // Enterprise's messages); an HTTP+JSON body, a SendMessageRequest, is
-// params as they are.
-func readMessage(params json.RawMessage) (message, error) {
+// params as they are. A data part, {"kind": "data", "data": …} in 0.3,
+// {"data": …} in 1.0, {"data": {"data": …}} in 0.3's HTTP+JSON (v p03),
+// is read for the answer to a question: a message naming a task may have
+// no text part.
+func readMessage(params json.RawMessage, v version) (message, error) {
 	errShape := errors.New(`params must be {"message": {"role": …, "parts": […], "messageId": …}}`)
 	var m message
 	var raw []byte
@@ -121,17 +125,54 @@ func readMessage(params json.RawMessage) (message, error) {
 	}
 	for _, p := range list {
 		rawjson.Members(p, func(key, value []byte) bool {
-			if rawjson.KeyIs(key, "text") && value[0] == '"' {
+			switch {
+			case rawjson.KeyIs(key, "text") && value[0] == '"':
 				m.texts = append(m.texts, value)
+				return false
+			case rawjson.KeyIs(key, "data"):
+				if v == p03 {
+					value = memberOf(value, "data")
+				}
+				if len(value) > 0 {
+					m.data = append(m.data, value)
+				}
 				return false
 			}
 			return true
 		})
 	}
-	if len(m.texts) == 0 {
+	if len(m.texts) == 0 && (m.taskID == "" || len(m.data) == 0) {
 		return message{}, errors.New("the message has no text part; this agent reads text")
 	}
 	return m, nil
+}
+
+// memberOf is the value of obj's member name; nil for none.
+func memberOf(obj []byte, name string) []byte {
+	var v []byte
+	rawjson.Members(obj, func(key, value []byte) bool {
+		if rawjson.KeyIs(key, name) {
+			v = value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// parts are the message's parts as a task's history keeps them: its text
+// parts joined, then its data parts.
+func (m message) parts() []part {
+	var ps []part
+	if len(m.texts) > 0 {
+		var s string
+		json.Unmarshal(m.text(), &s)
+		ps = append(ps, part{Text: s})
+	}
+	for _, d := range m.data {
+		ps = append(ps, part{Data: d})
+	}
+	return ps
 }
 
 // immediate reports whether a SendMessageConfiguration asks for the
@@ -155,7 +196,8 @@ func immediate(configuration []byte) bool {
 // same text>}], "ids": {"context_id": …, "task_id": …}}, its context_id
 // the task's contextId scoped to its owner (core.Owner.Scope: a caller
 // naming another's contextId reaches a context of its own). The history is
-// the task's, as the door keeps it: one message per task. The text is the
+// this message alone: the agent keeps its own (an answer to its question
+// comes as the input's reply, exchange.input). The text is the
 // caller's JSON strings as they were sent, never decoded and encoded
 // again: the input is at most about twice what the caller sent.
 func (m message) input(t *task) json.RawMessage {
@@ -174,6 +216,9 @@ func (m message) input(t *task) json.RawMessage {
 // text is the message's text parts joined by newlines, as one JSON
 // string: the one part as it was sent, or the parts' contents joined.
 func (m message) text() []byte {
+	if len(m.texts) == 0 {
+		return []byte(`""`)
+	}
 	if len(m.texts) == 1 {
 		return m.texts[0]
 	}

@@ -17,6 +17,18 @@ import "github.com/redis/go-redis/v9"
 //     is past.
 //   - "forget": the task is deleted (a message refused before the agent
 //     was called).
+//   - "park": as "run", for a task whose agent asked a question and that
+//     now waits (input-required, auth-required): the question, the
+//     task's history and its deadline (in lease: limits.questions.wait)
+//     are written with its events and state (ARGV after the parts).
+//   - "claim": a waiting task is taken by the replica answering it:
+//     working again, its replica and lease that replica's, its history
+//     the one given (with the answer; ARGV 10-12: replica, lease,
+//     history), its status published; a task not waiting is left as it
+//     is, its state answered.
+//   - "expire": a waiting task ends failed with the message given, its
+//     deadline past or not (a replica's waiting tasks past
+//     limits.questions.waiting); any other is left as it is.
 //
 // Ending a task publishes its final status, gives its keys the TTL, counts
 // its bytes, and deletes ended tasks older than the TTL and then the
@@ -31,12 +43,13 @@ import "github.com/redis/go-redis/v9"
 // batch's events (JSON array, "" none), their number, the parts.
 //
 // It returns {state, message, updated, seq, ended}: the task as it is
-// after, ended "1" when this call ended it; state "" for no such task
-// (of the owner's).
+// after, ended "1" when this call ended it (for "claim": claimed it);
+// state "" for no such task (of the owner's).
 var writeScript = redis.NewScript(`
 local h, parts, owners, bytes, ended, costs = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mode, now, ttl, cap, prefix, id, owner = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[7]
 local function terminal(s) return s == 'completed' or s == 'failed' or s == 'canceled' end
+local function waiting(s) return s == 'input-required' or s == 'auth-required' end
 local function forget(x)
   local c = redis.call('HGET', costs, x)
   redis.call('DEL', prefix .. 'task:' .. x, prefix .. 'parts:' .. x)
@@ -60,13 +73,31 @@ if mode == 'forget' then
 end
 if not st or (mode == 'cancel' and f[5] ~= owner) then return {'', '', '0', '0', '0'} end
 if terminal(st) then return {st, msg, upd, tostring(seq), '0'} end
+if mode == 'claim' or mode == 'expire' then
+  if f[5] ~= owner or not waiting(st) then return {st, msg, upd, tostring(seq), '0'} end
+end
+if mode == 'claim' then
+  upd = tostring(now)
+  seq = seq + 1
+  redis.call('HSET', h, 'state', 'working', 'message', '', 'updated', upd, 'seq', seq, 'replica', ARGV[10], 'lease', ARGV[11], 'history', ARGV[12], 'question', '')
+  redis.call('ZADD', owners, now, id)
+  redis.call('PUBLISH', prefix .. 'events:' .. id, seq .. ' ' .. cjson.encode({{s = true, st = 'working', m = '', u = now}}))
+  return {'working', '', upd, tostring(seq), '1'}
+end
 if mode == 'lease' then
   local lease = tonumber(redis.call('HGET', h, 'lease') or '0')
   if lease >= now then return {st, msg, upd, tostring(seq), '0'} end
 end
 local ns, nm = ARGV[8], ARGV[9]
-if mode == 'run' then
+if mode == 'run' or mode == 'park' then
   local n = tonumber(ARGV[12])
+  if mode == 'park' then
+    local deadline = tonumber(ARGV[17 + n])
+    redis.call('HSET', h, 'question', ARGV[15 + n], 'history', ARGV[16 + n], 'lease', deadline)
+    -- kept past its deadline by the TTL, however long it waits
+    redis.call('PEXPIREAT', h, deadline + ttl * 1000)
+    if redis.call('EXISTS', parts) == 1 then redis.call('PEXPIREAT', parts, deadline + ttl * 1000) end
+  end
   if ARGV[11] == '1' then
     redis.call('DEL', parts)
   elseif n > 0 then
@@ -95,7 +126,7 @@ redis.call('PUBLISH', prefix .. 'events:' .. id, seq .. ' ' .. cjson.encode({{s 
 if mode == 'cancel' and f[8] then
   redis.call('PUBLISH', prefix .. 'cancel:' .. f[8], id)
 end
-local cost = 512 + #id + #(f[6] or '') + #nm + tonumber(f[7] or '0')
+local cost = 512 + #id + #(f[6] or '') + #nm + tonumber(f[7] or '0') + #(redis.call('HGET', h, 'history') or '')
 redis.call('EXPIRE', h, ttl)
 redis.call('EXPIRE', parts, ttl)
 redis.call('EXPIRE', owners, ttl)

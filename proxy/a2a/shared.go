@@ -235,6 +235,12 @@ type result struct {
 // (a terminal state, or "" for none). On a failure the events wait for
 // the next write.
 func (sh *shared) write(ctx context.Context, t *task, run *running, final, message string) (result, error) {
+	return sh.writeMode(ctx, t, run, "run", final, message)
+}
+
+// writeMode is write in writeScript's mode (run, park), extra the
+// arguments after the parts.
+func (sh *shared) writeMode(ctx context.Context, t *task, run *running, mode, final, message string, extra ...any) (result, error) {
 	run.mu.Lock()
 	events, parts, size, dropped, st, msg := run.events, run.parts, run.size, run.dropped, run.state, run.message
 	run.events, run.parts, run.bytes, run.state = nil, nil, 0, ""
@@ -254,7 +260,8 @@ func (sh *shared) write(ctx context.Context, t *task, run *running, final, messa
 	for _, p := range parts {
 		args = append(args, p)
 	}
-	res, err := sh.run(ctx, t.id, t.owner, "run", st, msg, args...)
+	args = append(args, extra...)
+	res, err := sh.run(ctx, t.id, t.owner, mode, st, msg, args...)
 	if err != nil {
 		run.mu.Lock() // put them back before whatever came since
 		run.events = append(events, run.events...)

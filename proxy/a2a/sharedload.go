@@ -35,6 +35,7 @@ func (sh *shared) load(ctx context.Context, owner core.Owner, id string, artifac
 		return task{}, 0, false, nil
 	}
 	t, seq = taskOf(id, owner, h)
+	parkedOf(&t, h)
 	if lc != nil {
 		for _, raw := range lc.Val() {
 			var w wirePart
@@ -44,7 +45,7 @@ func (sh *shared) load(ctx context.Context, owner core.Owner, id string, artifac
 		}
 	}
 	if lease, _ := strconv.ParseInt(h["lease"], 10, 64); !terminal(t.state) && time.Now().UnixMilli() > lease {
-		res, err := sh.run(ctx, id, owner, "lease", stateFailed, sh.leaseMsg)
+		res, err := sh.run(ctx, id, owner, "lease", stateFailed, sh.lapsed(t.state))
 		if err != nil {
 			return task{}, 0, false, err
 		}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // exchange is one JSON-RPC request that calls the method (a core.Writer):
@@ -29,6 +31,37 @@ type exchange struct {
 	wrote  int64          // the bytes of message/send's answer
 	done   bool           // the task's final answer was written
 	acked  bool           // the caller was answered at once, the task working (ack)
+
+	turn  int        // the task's turn this exchange's call is
+	said  []part     // the caller's message, for the task's history should the agent ask
+	reply *ask.Reply // the answer the call carries, when it resumes a task that asked
+	// asked is the question the agent ended its turn with; stopped why
+	// the exchange stopped reading its records: a question it could not
+	// take (too large, not well formed), which fails the task.
+	asked   *ask.Question
+	stopped error
+}
+
+// newExchange is the exchange of msg's call on t (resumed with reply,
+// when msg answers t's question).
+func newExchange(v version, t *task, tasks *store, msg message, reply *ask.Reply) *exchange {
+	tasks.mu.Lock()
+	defer tasks.mu.Unlock()
+	ex := &exchange{v: v, task: t, tasks: tasks, turn: t.turn, said: msg.parts(), reply: reply}
+	if reply != nil {
+		ex.parts = t.added // the artifact goes on from its parts before the question
+	}
+	return ex
+}
+
+// input is the method's input for msg: the one input shape (message.input),
+// with the answer as its reply when the call resumes a task.
+func (ex *exchange) input(msg message) json.RawMessage {
+	in := msg.input(ex.task)
+	if ex.reply != nil {
+		in = ask.WithReply(in, *ex.reply)
+	}
+	return in
 }
 
 // context is the call's context: tasks/cancel of the task ends it. When
@@ -43,7 +76,7 @@ func (ex *exchange) context(ctx context.Context) context.Context {
 	ex.tasks.bind(ex.task, cancel)
 	context.AfterFunc(ctx, func() {
 		if context.Cause(ctx) == context.Canceled {
-			ex.tasks.setState(ex.task, stateFailed, callerLeft)
+			ex.tasks.leave(ex.task, ex.turn)
 		}
 	})
 	return ctx
@@ -60,16 +93,22 @@ const callerLeft = "the caller of this task's message left before it ended: its 
 // answered once they end.
 func (ex *exchange) Encoder(w http.ResponseWriter) core.Encoder {
 	if ex.stream && !ex.notify {
-		return content{ex.events(w)}
+		return content{ex.events(w), ex}
 	}
 	return &gather{ex: ex, w: w}
 }
 
 // content is message/stream's encoder: the shared stream writer, fed the
-// records but the end record (contentOf).
-type content struct{ *frames.Writer }
+// records but the end record, up to a question (contentOf).
+type content struct {
+	*frames.Writer
+	ex *exchange
+}
 
-func (c content) Copy(r core.Records) error { return c.Writer.Copy(contentOf(r)) }
+func (c content) Copy(r core.Records) error { return c.Writer.Copy(c.ex.contentOf(r)) }
+
+// Stopped is the question the exchange could not take (core.Stopper).
+func (c content) Stopped() error { return c.ex.stopped }
 
 // events is message/stream's writer of the task's events, once made.
 func (ex *exchange) events(w http.ResponseWriter) *frames.Writer {
@@ -82,13 +121,16 @@ func (ex *exchange) events(w http.ResponseWriter) *frames.Writer {
 
 // begin moves the task to working: the stream's first events say how it
 // began, whatever it is by now (a unary method's task is already
-// completed when its stream opens): the Task (submitted) and its working
-// status-update.
+// completed when its stream opens): the Task (submitted; working again
+// when the message answered its question) and its working status-update.
 func (ex *exchange) begin() [][]byte {
 	t := ex.task
 	ex.tasks.setState(t, stateWorking, "")
 	c := ex.tasks.copyOf(t)
 	c.state, c.message = stateSubmitted, ""
+	if ex.reply != nil {
+		c.state = stateWorking
+	}
 	submitted := ex.frame(ex.v.wrap("task", ex.v.task(&task{id: c.id, contextID: c.contextID, state: c.state, updated: c.updated})))
 	c.state = stateWorking
 	return [][]byte{submitted, ex.frame(ex.v.statusUpdate(&c))}
@@ -110,6 +152,8 @@ func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
 func (ex *exchange) closing(err error) [][]byte {
 	var final []byte
 	switch {
+	case err == nil && ex.asked != nil:
+		final = ex.pause()
 	case err == nil:
 		final = ex.final(stateCompleted, "")
 	case ex.tasks.copyOf(ex.task).state == stateCanceled:
@@ -134,6 +178,19 @@ func (ex *exchange) failed(f core.Failure) []byte {
 // is its final status-update, once: nil after the first.
 func (ex *exchange) final(state, message string) []byte {
 	ex.tasks.setState(ex.task, state, message)
+	if ex.done {
+		return nil
+	}
+	ex.done = true
+	t := ex.tasks.copyOf(ex.task)
+	return ex.frame(ex.v.statusUpdate(&t))
+}
+
+// pause ends the task's turn waiting for the answer to the agent's
+// question, unless it ended already (canceled), and is its final
+// status-update, once: nil after the first.
+func (ex *exchange) pause() []byte {
+	ex.tasks.ask(ex.task, ex.asked, ex.said)
 	if ex.done {
 		return nil
 	}
@@ -173,7 +230,7 @@ func (g *gather) Begin() error {
 // cleanly the task is completed, and its answer written.
 func (g *gather) Copy(r core.Records) error {
 	ex := g.ex
-	r = contentOf(r)
+	r = ex.contentOf(r)
 	for r.Next() {
 		if !ex.tasks.addPart(ex.task, partOf(r.Record())) && !ex.stream {
 			ex.end(g.w, stateFailed, tooLarge(ex.tasks.partLimit))
@@ -184,9 +241,13 @@ func (g *gather) Copy(r core.Records) error {
 		}
 		g.records++
 	}
-	if r.Err() == nil {
+	switch {
+	case ex.stopped != nil: // the Server fails the task with it
+	case ex.asked != nil:
+		ex.endAsked(g.w)
+	case r.Err() == nil:
 		ex.end(g.w, stateCompleted, "")
-	} else if ex.tasks.copyOf(ex.task).state == stateCanceled {
+	case ex.tasks.copyOf(ex.task).state == stateCanceled:
 		ex.end(g.w, stateCanceled, "")
 	}
 	return nil
@@ -194,6 +255,9 @@ func (g *gather) Copy(r core.Records) error {
 
 // Fail ends the task failed, with the failure's message.
 func (g *gather) Fail(f core.Failure) { g.ex.end(g.w, stateFailed, f.Message) }
+
+// Stopped is the question the exchange could not take (core.Stopper).
+func (g *gather) Stopped() error { return g.ex.stopped }
 
 // Wrote is what went out: the records, the bytes, when the first record was.
 func (g *gather) Wrote() (records int, bytes int64, first time.Time) {
@@ -210,7 +274,9 @@ func tooLarge(limit int64) string {
 // writes its final answer once: for message/send the Task, for a
 // notification 204 and no body.
 func (ex *exchange) end(w http.ResponseWriter, state, message string) {
-	ex.tasks.setState(ex.task, state, message)
+	if state != "" { // "": as it is
+		ex.tasks.setState(ex.task, state, message)
+	}
 	if ex.done {
 		return
 	}
@@ -230,6 +296,15 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 	}
 }
 
+// endAsked ends the task's turn waiting for the answer to the agent's
+// question, unless it ended already (canceled), and writes its answer
+// once, the task as it is then: for message/send the Task, for a
+// notification 204 and no body.
+func (ex *exchange) endAsked(w http.ResponseWriter) {
+	ex.tasks.ask(ex.task, ex.asked, ex.said)
+	ex.end(w, "", "")
+}
+
 // ack is the answer to a message/send that asked to be answered at once
 // (core.Exchange.Detach): the task, working. Its final answer, once the
 // call ends, goes nowhere: the task keeps it for get and subscribe.
@@ -246,15 +321,31 @@ func (ex *exchange) ack() *core.Answer {
 // WriteOutput answers a unary method's call: its output becomes the
 // task's artifact, and the task is completed.
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
+	if bytes.Contains(out, []byte(`"`+ask.Key+`"`)) {
+		if c, ok := rawjson.AppendCompact(nil, out); ok && ask.Is(c) {
+			out = c // a question: contentOf reads it as one
+		}
+	}
 	if ex.stream && !ex.notify {
 		f := ex.events(w)
 		if err := f.Begin(); err != nil {
 			_, n, _ := f.Wrote()
 			return int(n), err
 		}
-		err := f.Copy(&one{record: out})
+		err := f.Copy(ex.contentOf(&one{record: out}))
+		if ex.stopped != nil {
+			f.Fail(core.FailureOf(ex.stopped))
+		}
 		_, n, _ := f.Wrote()
 		return int(n), err
+	}
+	if ask.Is(out) {
+		if ex.asked, ex.stopped = ex.tasks.question(out); ex.stopped != nil {
+			ex.end(w, stateFailed, core.FailureOf(ex.stopped).Message)
+		} else {
+			ex.endAsked(w)
+		}
+		return int(ex.wrote), nil
 	}
 	kept := ex.tasks.addPart(ex.task, partOf(out))
 	if !kept && !ex.stream {
@@ -268,24 +359,49 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 // contentOf is r but its end record: the mapping stage's last line
 // ({"end": {…}}, emit: text) closes the stream and is no content, so it
 // becomes no part of the artifact (isEnd); nor does a control record
-// (core.Control).
-func contentOf(r core.Records) core.Records {
-	c := &contentRecords{Records: r}
+// (core.Control). A question (ask.Is) ends them: the exchange keeps it
+// as asked, or as stopped when it cannot take it, and reads no further.
+func (ex *exchange) contentOf(r core.Records) core.Records {
+	c := &contentRecords{Records: r, ex: ex}
 	if w, ok := r.(core.Waiter); ok {
 		return &waitingContent{contentRecords: c, w: w}
 	}
 	return c
 }
 
-type contentRecords struct{ core.Records }
+type contentRecords struct {
+	core.Records
+	ex *exchange
+}
 
 func (c *contentRecords) Next() bool {
+	if c.ex.asked != nil || c.ex.stopped != nil {
+		return false
+	}
 	for c.Records.Next() {
-		if !isEnd(c.Record()) && !core.Control(c.Records) {
+		rec := c.Record()
+		if ask.Is(rec) {
+			c.ex.asked, c.ex.stopped = c.ex.tasks.question(rec)
+			return false
+		}
+		if !isEnd(rec) && !core.Control(c.Records) {
 			return true
 		}
 	}
 	return false
+}
+
+// Err is the records' error, but for a question: the records were not
+// read to their end, and are not said to have failed; unless the
+// exchange could not take it.
+func (c *contentRecords) Err() error {
+	switch {
+	case c.ex.stopped != nil:
+		return c.ex.stopped
+	case c.ex.asked != nil:
+		return nil
+	}
+	return c.Records.Err()
 }
 
 // waitingContent are contentRecords of records that say when they wait
@@ -318,10 +434,11 @@ func (o *one) Close()         {}
 // tasks/cancel ended answers canceled. The sidecar's refusals (a bad
 // input, busy, not ready, draining) are JSON-RPC errors, as the request
 // never became a running task: the store forgets it; unless its caller
-// was told the task is working (ack): then the task fails, kept.
+// was told the task is working (ack), or the call answered the task's
+// question (it was the caller's before): then the task fails, kept.
 func (ex *exchange) WriteError(w http.ResponseWriter, f core.Failure) {
 	canceled := ex.tasks.copyOf(ex.task).state == stateCanceled
-	if canceled || ex.acked || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
+	if canceled || ex.acked || ex.reply != nil || f.Outcome == metrics.AgentError || f.Outcome == metrics.Timeout || f.Outcome == metrics.AgentDisconnected {
 		if ex.stream && !ex.notify {
 			// The task ended before its stream began: its events, then
 			// its end.

@@ -76,7 +76,7 @@ func (s *store) subscribe(owner core.Owner, id string, stop func()) (snap task, 
 	switch {
 	case !ok || t.owner != owner:
 		return task{}, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", core.Clip(id))}
-	case terminal(t.state):
+	case settled(t.state):
 		return t.clone(), nil, nil
 	case len(t.subs) >= s.maxTaskSubs:
 		return task{}, nil, &rpcError{codeInternal, fmt.Sprintf("task %q has %d subscribers, the most this agent serves one task; try again once one leaves", t.id, s.maxTaskSubs)}
@@ -115,11 +115,11 @@ func (s *store) detach(sub *subscriber) bool {
 	return false
 }
 
-// publishStatus tells t's subscribers its status; once it is terminal,
+// publishStatus tells t's subscribers its status; once it is settled,
 // that was the last event, and they are let go. The store is locked.
 func (s *store) publishStatus(t *task) {
 	s.publish(t, event{head: t.head(), status: true})
-	if terminal(t.state) {
+	if settled(t.state) {
 		for _, sub := range t.subs {
 			close(sub.events)
 		}
@@ -343,7 +343,7 @@ func (d *Door) subscription(ctx context.Context, v version, owner core.Owner, id
 	switch {
 	case rerr != nil:
 		return nil, rerr, nil
-	case sub == nil && v == v10:
+	case sub == nil && v == v10 && terminal(snap.state):
 		return nil, &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state has no updates to subscribe to; GetTask answers it", snap.id, v.state(snap.state))}, nil
 	}
 	return func(ctx context.Context, w http.ResponseWriter) (int, int64) {

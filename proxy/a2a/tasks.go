@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 )
@@ -28,6 +30,16 @@ type task struct {
 	added         int           // the parts added: the first artifact-update does not append
 	subs          []*subscriber // told of each change until it ends (subscribe)
 	run           *running      // with a shared store, what its flusher writes (shared.go); nil: none
+	// question is the agent's question a waiting task (input-required,
+	// auth-required) waits for the answer to; expiry its clock
+	// (questions.go).
+	question *ask.Question
+	expiry   *time.Timer
+	// turn counts the task's calls: a task that asked is called again,
+	// in a new turn, with the answer.
+	turn    int
+	history []historyMsg // once it asked: its messages and questions
+	parked  bool         // waiting, kept in Redis alone (sharedask.go): this copy is stale
 }
 
 // taskOverhead is what the store counts for a task besides its ids,
@@ -55,12 +67,16 @@ type store struct {
 	// shared keeps the tasks in Redis for every replica; nil: memory
 	// only.
 	shared *shared
+	// questions are the caps and clock of the agents' questions
+	// (limits.questions).
+	questions config.Questions
 
-	mu    sync.Mutex
-	tasks map[string]*task
-	order []*task // oldest first
-	bytes int64
-	subs  int // the subscribers of every task
+	mu      sync.Mutex
+	waiting []*task // the tasks waiting for an answer, oldest first
+	tasks   map[string]*task
+	order   []*task // oldest first
+	bytes   int64
+	subs    int // the subscribers of every task
 }
 
 // newStore is a store of limit bytes of tasks, partLimit of one task's
@@ -68,44 +84,58 @@ type store struct {
 // most maxTaskSubscribers of one task.
 func newStore(limit, partLimit int64, subs int) *store {
 	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task),
-		maxSubs: subs, maxTaskSubs: min(maxTaskSubscribers, subs), lagEvents: lagEvents, lagBytes: lagBytes}
+		maxSubs: subs, maxTaskSubs: min(maxTaskSubscribers, subs), lagEvents: lagEvents, lagBytes: lagBytes,
+		questions: config.DefaultQuestions}
 }
 
-// open makes owner's task of a new message. A message naming a task is
-// refused, as the A2A JavaScript SDK's server refuses it: a task the store
-// does not hold, or holds for another owner, is TaskNotFound (never
-// "forbidden": no oracle of other callers' ids), one that ended UnsupportedOperation, a
+// open makes owner's task of a new message. A message naming a task
+// waiting for an answer (input-required, auth-required) is the answer:
+// the task is resumed, and reply is what the agent is called with
+// (resume). Any other message naming a task is refused, as the A2A
+// JavaScript SDK's server refuses it: a task the store does not hold, or
+// holds for another owner, is TaskNotFound (never "forbidden": no oracle
+// of other callers' ids), one that ended UnsupportedOperation, a
 // contextId other than the task's invalid params. A task still running is
-// refused too: this door takes one message per task (no multi-turn).
-func (s *store) open(m message, owner core.Owner) (*task, *rpcError) {
+// refused too: it takes a message only when it asked for one.
+func (s *store) open(m message, owner core.Owner) (t *task, reply *ask.Reply, e *rpcError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m.taskID != "" {
 		t, ok := s.tasks[m.taskID]
 		if !ok || t.owner != owner {
-			return nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", m.taskID)}
+			return nil, nil, &rpcError{codeTaskNotFound, fmt.Sprintf("task %q not found", m.taskID)}
 		}
-		return nil, refuseFollowUp(t, m)
+		if e := refuseFollowUp(t, m); e != nil {
+			return nil, nil, e
+		}
+		reply, e := s.resume(t, m)
+		if e != nil {
+			return nil, nil, e
+		}
+		return t, reply, nil
 	}
-	t := &task{id: core.NewID(), contextID: m.contextID, owner: owner, state: stateSubmitted, updated: time.Now()}
+	t = &task{id: core.NewID(), contextID: m.contextID, owner: owner, state: stateSubmitted, updated: time.Now()}
 	if t.contextID == "" {
 		t.contextID = core.NewID()
 	}
 	s.tasks[t.id] = t
 	s.order = append(s.order, t)
 	s.recount(t)
-	return t, nil
+	return t, nil, nil
 }
 
-// refuseFollowUp is the refusal of m, a message naming t, its owner's.
+// refuseFollowUp is the refusal of m, a message naming t, its owner's;
+// nil for the answer to t's question.
 func refuseFollowUp(t *task, m message) *rpcError {
 	switch {
 	case terminal(t.state):
 		return &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: a task in a terminal state takes no more messages", t.id, t.state)}
 	case m.contextID != "" && m.contextID != t.contextID:
 		return &rpcError{codeInvalidParams, fmt.Sprintf("contextId %q is not the context of task %q", m.contextID, t.id)}
+	case waiting(t.state) && t.question != nil:
+		return nil
 	default:
-		return &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: this agent takes one message per task", t.id, t.state)}
+		return &rpcError{codeUnsupported, fmt.Sprintf("task %q is %s: it takes a message only when its agent asked for one (input-required)", t.id, t.state)}
 	}
 }
 
@@ -113,7 +143,10 @@ func refuseFollowUp(t *task, m message) *rpcError {
 // changed, and forgets the oldest ended tasks while the store is over its
 // limit.
 func (s *store) recount(t *task) {
-	cost := taskOverhead + int64(len(t.id)+len(t.contextID)+len(t.message)) + t.text.Len() + t.size
+	cost := taskOverhead + int64(len(t.id)+len(t.contextID)+len(t.message)) + t.text.Len() + t.size + t.historyCost()
+	if q := t.question; q != nil {
+		cost += int64(len(q.Raw) + len(q.Schema))
+	}
 	s.bytes += cost - t.cost
 	t.cost = cost
 	for i := 0; s.bytes > s.limit && i < len(s.order); {
@@ -188,7 +221,7 @@ func (s *store) setState(t *task, state, message string) bool {
 		t.run.status(state, message)
 	}
 	t.state, t.message, t.updated = state, message, time.Now()
-	if terminal(state) {
+	if settled(state) {
 		t.cancel = nil
 	}
 	if s.tasks[t.id] == t {
@@ -267,14 +300,15 @@ func (t *task) texts() []*frames.Text {
 func (t *task) clone() task {
 	c := *t
 	c.parts = append([]part(nil), t.parts...)
-	c.text, c.cancel, c.subs = t.text.Snapshot(), nil, nil
+	c.text, c.cancel, c.subs, c.expiry = t.text.Snapshot(), nil, nil, nil
+	c.history = append([]historyMsg(nil), t.history...)
 	return c
 }
 
 // head is a copy of t's ids and status, without its artifact: what an
 // event says of its task.
 func (t *task) head() task {
-	return task{id: t.id, contextID: t.contextID, owner: t.owner, state: t.state, message: t.message, updated: t.updated}
+	return task{id: t.id, contextID: t.contextID, owner: t.owner, state: t.state, message: t.message, updated: t.updated, question: t.question}
 }
 
 // copyOf is a copy of t, safe to encode without the lock.
@@ -307,6 +341,7 @@ func (s *store) cancelTask(owner core.Owner, id string) (t task, ok, canceled bo
 		return task{}, false, false
 	}
 	if !terminal(p.state) {
+		s.unwait(p)
 		p.state, p.message, p.updated, canceled = stateCanceled, "", time.Now(), true
 		if p.cancel != nil {
 			p.cancel(errCanceled)
@@ -328,6 +363,7 @@ func (s *store) cancelLocal(id, state, message string) {
 	if !ok || terminal(p.state) {
 		return
 	}
+	s.unwait(p)
 	p.state, p.message, p.updated = state, message, time.Now()
 	if p.cancel != nil {
 		p.cancel(errCanceled)

@@ -26,7 +26,7 @@ func TestWriteText(t *testing.T) {
 	for _, v := range []version{v03, v10} {
 		for _, rs := range records {
 			s := newStore(1<<30, 1<<30, 256)
-			tk, _ := s.open(message{}, core.Owner{})
+			tk, _, _ := s.open(message{}, core.Owner{})
 			var flat []part // the artifact as the store kept it before: one string per run of text
 			run := ""
 			for _, r := range rs {
@@ -68,7 +68,7 @@ func TestWriteText(t *testing.T) {
 // appends reads a text that stays as it was (go test -race).
 func TestSnapshotWhileGrowing(t *testing.T) {
 	s := newStore(1<<30, 1<<30, 256)
-	tk, _ := s.open(message{}, core.Owner{})
+	tk, _, _ := s.open(message{}, core.Owner{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 20000 {

@@ -49,11 +49,26 @@ const (
 	stateCompleted = "completed"
 	stateFailed    = "failed"
 	stateCanceled  = "canceled"
+	// stateInputRequired and stateAuthRequired are a task whose agent
+	// asked a question (questions.go): its turn ended, and it waits for
+	// its caller's answer, a message naming it.
+	stateInputRequired = "input-required"
+	stateAuthRequired  = "auth-required"
 )
 
 func terminal(state string) bool {
 	return state == stateCompleted || state == stateFailed || state == stateCanceled
 }
+
+// waiting reports whether state is a task's that waits for its caller's
+// answer: not terminal, but its turn over, its stream ended.
+func waiting(state string) bool {
+	return state == stateInputRequired || state == stateAuthRequired
+}
+
+// settled reports whether a task in state runs no call: it ended, or
+// waits for an answer. A stream of its events ends there.
+func settled(state string) bool { return terminal(state) || waiting(state) }
 
 func (v version) state(s string) string {
 	switch {
@@ -62,7 +77,7 @@ func (v version) state(s string) string {
 	case v == p03 && s == stateCanceled:
 		return "TASK_STATE_CANCELLED" // 0.3's proto spells it so
 	}
-	return "TASK_STATE_" + strings.ToUpper(s)
+	return "TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }
 
 // part is one part of a message or artifact: text, or a JSON value.
@@ -182,8 +197,30 @@ func (v version) parts(ps []part) []any {
 }
 
 // message is the agent's message of a status: the agent's text (a
-// failure's message).
+// failure's message), or the question a waiting task asks.
 func (v version) message(t *task, text string) any {
+	ps := []part{{Text: text}}
+	if q := t.question; q != nil && waiting(t.state) {
+		ps = questionParts(q)
+	}
+	return v.messageOf(t, core.NewID(), true, ps)
+}
+
+// history is t's history, its messages in v's shape; nil for none.
+func (v version) history(t *task) []any {
+	if len(t.history) == 0 {
+		return nil
+	}
+	out := make([]any, len(t.history))
+	for i, h := range t.history {
+		out[i] = v.messageOf(t, h.id, h.agent, h.parts)
+	}
+	return out
+}
+
+// messageOf is a message of t's of parts ps, the agent's or (agent
+// false) the caller's.
+func (v version) messageOf(t *task, id string, agent bool, ps []part) any {
 	type msg struct {
 		Kind      string `json:"kind,omitempty"`
 		Role      string `json:"role"`
@@ -196,15 +233,19 @@ func (v version) message(t *task, text string) any {
 		// later 0.3 proto names them (a2a-go v0.3.3's a2apb.Message).
 		Content []any `json:"content,omitempty"`
 	}
-	m := msg{Role: "agent", MessageID: core.NewID(), TaskID: t.id, ContextID: t.contextID}
-	parts := v.parts([]part{{Text: text}})
+	m := msg{Role: "agent", MessageID: id, TaskID: t.id, ContextID: t.contextID}
+	role := "ROLE_AGENT"
+	if !agent {
+		m.Role, role = "user", "ROLE_USER"
+	}
+	parts := v.parts(ps)
 	switch v {
 	case v03:
 		m.Kind, m.Parts = "message", parts
 	case v10:
-		m.Role, m.Parts = "ROLE_AGENT", parts
+		m.Role, m.Parts = role, parts
 	default:
-		m.Role, m.Content, m.Parts = "ROLE_AGENT", parts, parts
+		m.Role, m.Content, m.Parts = role, parts, parts
 	}
 	return m
 }
@@ -240,9 +281,10 @@ func (v version) task(t *task) any {
 		ContextID string     `json:"contextId"`
 		Status    status     `json:"status"`
 		Artifacts []artifact `json:"artifacts,omitempty"`
+		History   []any      `json:"history,omitempty"`
 		Metadata  any        `json:"metadata,omitempty"`
 	}
-	o := taskObj{ID: t.id, ContextID: t.contextID, Status: v.status(t)}
+	o := taskObj{ID: t.id, ContextID: t.contextID, Status: v.status(t), History: v.history(t)}
 	if v == v03 {
 		o.Kind = "task"
 	}
@@ -355,7 +397,7 @@ func (v version) statusUpdate(t *task) any {
 	}
 	e := event{TaskID: t.id, ContextID: t.contextID, Status: v.status(t)}
 	if v != v10 {
-		final := terminal(t.state)
+		final := settled(t.state)
 		e.Final = &final
 	}
 	if v == v03 {

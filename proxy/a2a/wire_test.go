@@ -71,7 +71,7 @@ func FuzzInput(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, params string) {
-		m, err := readMessage([]byte(params))
+		m, err := readMessage([]byte(params), v10)
 		if err != nil {
 			return
 		}
