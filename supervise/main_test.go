@@ -67,6 +67,7 @@ func shell(script string) []string { return []string{"sh", "-c", script} }
 // wait waits for s to be done and returns every event it sent.
 func wait(t *testing.T, s *Supervisor, timeout time.Duration) []Event {
 	t.Helper()
+	timeout = patient(timeout)
 	select {
 	case <-s.Done():
 	case <-time.After(timeout):
@@ -79,9 +80,15 @@ func wait(t *testing.T, s *Supervisor, timeout time.Duration) []Event {
 	return events
 }
 
+// patient is a bound on waiting for something that must happen, at least
+// a minute: a bound on failing, never a timing, since a python3 started on
+// a machine busy with other builds may take seconds to run a line.
+func patient(d time.Duration) time.Duration { return max(d, time.Minute) }
+
 // next returns the next event, failing the test after timeout.
 func next(t *testing.T, s *Supervisor, timeout time.Duration) Event {
 	t.Helper()
+	timeout = patient(timeout)
 	select {
 	case e, ok := <-s.Events():
 		if !ok {
@@ -108,6 +115,7 @@ func kinds(events []Event) string {
 // readFile polls until path exists and is not empty.
 func readFile(t *testing.T, path string, timeout time.Duration) string {
 	t.Helper()
+	timeout = patient(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		b, err := os.ReadFile(path)

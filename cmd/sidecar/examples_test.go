@@ -48,7 +48,9 @@ func checkExample(t *testing.T, d doors.Door, way hostileWay) {
 	if !strings.Contains(ex.Curl, base) {
 		t.Errorf("the curl does not call the door's URL %s:\n%s", base, ex.Curl)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostileBound)
+	// The curl, a syntax check and the client each start a process (a
+	// python3, a node): three times hostileBound, for a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*hostileBound)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "sh", "-c", ex.Curl).Output()
 	if err != nil || len(out) == 0 || d.Probe.Refusal(out) {
