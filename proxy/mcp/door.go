@@ -43,6 +43,13 @@ type Door struct {
 	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
 	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
 
+	// questions are limits.questions; waiting the elicitations sent and
+	// not yet answered (ask.go); stateKey signs the requestState of
+	// 2026-07-28's input-required results (stateless.go).
+	questions config.Questions
+	waiting   *waiting
+	stateKey  []byte
+
 	// The answers that need no agent, made once: tools/list's result in
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
@@ -72,7 +79,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
-		maxText:  cfg.Limits.ReplyBytes}
+		maxText:  cfg.Limits.ReplyBytes, questions: cfg.Limits.Questions, waiting: newWaiting(cfg.Limits.Questions.Waiting),
+		stateKey: newStateKey()}
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
 	}

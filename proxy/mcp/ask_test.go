@@ -1,0 +1,386 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// askMap is the method map of the tests of an agent that asks, in front of
+// askAgent: confirm streams (ndjson), approve is unary.
+const askMap = `
+upstream: {url: AGENT}
+methods:
+  confirm: {mode: stream, call: POST /confirm, reply: ndjson, description: Transfers after a person approves.}
+  approve: {call: POST /approve, description: Approves after a person does.}
+`
+
+// confirmQuestion is the question askAgent asks when its input has no
+// reply.
+const confirmQuestion = `{"input_required":{"message":"Approve the transfer?","id":"q1","schema":{"type":"object","properties":{"approve":{"type":"boolean"}},"required":["approve"]}}}`
+
+// askAgent is an agent that asks before it answers: a call whose input has
+// no reply asks confirmQuestion (POST /confirm: some text, then the
+// question, as ndjson; POST /approve: the question as its output), and one
+// with a reply answers with what the reply says ("approved", "declined",
+// …). Its calls' inputs are kept, in order.
+type askAgent struct {
+	mu     sync.Mutex
+	inputs []string
+	// question, when set, replaces confirmQuestion.
+	question string
+}
+
+func (a *askAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	a.mu.Lock()
+	a.inputs = append(a.inputs, string(b))
+	q := a.question
+	a.mu.Unlock()
+	if q == "" {
+		q = confirmQuestion
+	}
+	var in struct {
+		Reply *struct {
+			ID      string          `json:"id"`
+			Action  string          `json:"action"`
+			Content json.RawMessage `json:"content"`
+		} `json:"reply"`
+	}
+	json.Unmarshal(b, &in)
+	answer := ""
+	if in.Reply != nil {
+		answer = fmt.Sprintf("%s %s %s", in.Reply.ID, in.Reply.Action, in.Reply.Content)
+	}
+	switch r.URL.Path {
+	case "/confirm":
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		if answer == "" {
+			fmt.Fprintf(w, "{\"text\":\"checking \"}\n%s\n", q)
+			return
+		}
+		fmt.Fprintf(w, "{\"text\":\"done: \"}\n{\"text\":%q}\n", answer)
+	case "/approve":
+		w.Header().Set("Content-Type", "application/json")
+		if answer == "" {
+			fmt.Fprint(w, q)
+			return
+		}
+		fmt.Fprintf(w, `%q`, "done: "+answer)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (a *askAgent) calls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.inputs...)
+}
+
+// serveAsk serves askMap, head prepended, in front of a new askAgent.
+func serveAsk(t *testing.T, head string) (*served, *askAgent) {
+	t.Helper()
+	a := &askAgent{}
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	return serveMap(t, head+askMap, srv.URL, Options{}), a
+}
+
+// initializeWith opens a 2025-11-25 session whose client declared caps.
+func initializeWith(t *testing.T, url, caps string) string {
+	t.Helper()
+	resp, b := post(t, url, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}}`)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize = %d %q", resp.StatusCode, b)
+	}
+	return id
+}
+
+// result is a tools/call result as the tests read it.
+type result struct {
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	ResultType        string          `json:"resultType"`
+	InputRequests     map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	RequestState string `json:"requestState"`
+}
+
+func (r result) text() string {
+	if len(r.Content) == 0 {
+		return ""
+	}
+	return r.Content[0].Text
+}
+
+// lastResult is the result of the last message of a tools/call's answer,
+// JSON or SSE.
+func lastResult(t *testing.T, resp *http.Response, b []byte) result {
+	t.Helper()
+	var msg rpcReply
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		ev := events(t, b)
+		msg = ev[len(ev)-1]
+	} else {
+		msg = decode(t, b)
+	}
+	var r result
+	if msg.Error != nil || json.Unmarshal(msg.Result, &r) != nil {
+		t.Fatalf("answer %s: not a result", b)
+	}
+	return r
+}
+
+// TestAskWithoutElicitation: a 2025 session whose client declared no
+// elicitation gets the agent's question as the call's result (not an
+// error): its text the question's message, its structuredContent the
+// question; the agent is called once.
+func TestAskWithoutElicitation(t *testing.T) {
+	s, agent := serveAsk(t, "")
+	session := initializeWith(t, s.url, `{}`)
+	for _, tool := range []string{"confirm", "approve"} {
+		resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"amount":5}}}`,
+			"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+		r := lastResult(t, resp, b)
+		if r.IsError || r.text() != "Approve the transfer?" || !strings.Contains(string(r.StructuredContent), `"input_required"`) ||
+			!strings.Contains(string(r.StructuredContent), `"approve"`) {
+			t.Errorf("%s: result %s, want the question, not an error", tool, b)
+		}
+	}
+	if n := len(agent.calls()); n != 2 {
+		t.Errorf("the agent was called %d times, want once per tool", n)
+	}
+}
+
+// sseReader reads a tools/call's SSE answer as it comes.
+type sseReader struct {
+	t    *testing.T
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+// startCall posts a tools/call of tool in session and returns its answer's
+// reader once its head arrived.
+func startCall(t *testing.T, url, session, tool, args string) *sseReader {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("tools/call = %d %s %s, want an SSE stream", resp.StatusCode, ct, b)
+	}
+	return &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// next is the stream's next message.
+func (s *sseReader) next() rpcReply {
+	s.t.Helper()
+	line, err := s.r.ReadString('\n')
+	if err != nil {
+		s.t.Fatalf("reading the stream: %v", err)
+	}
+	s.r.ReadString('\n') // the blank line
+	data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: ")
+	if !ok {
+		s.t.Fatalf("line %q is no data: line", line)
+	}
+	return decode(s.t, []byte(data))
+}
+
+// elicitation reads messages up to the elicitation/create request.
+func (s *sseReader) elicitation() rpcReply {
+	s.t.Helper()
+	for {
+		m := s.next()
+		if m.Method == "elicitation/create" {
+			return m
+		}
+		if m.Method == "" {
+			s.t.Fatalf("the call ended (%s %s) without an elicitation", m.Result, m.Params)
+		}
+	}
+}
+
+// final reads messages up to the call's response, and returns its result.
+func (s *sseReader) final() result {
+	s.t.Helper()
+	for {
+		m := s.next()
+		if m.Method != "" {
+			continue
+		}
+		var r result
+		if m.Error != nil || json.Unmarshal(m.Result, &r) != nil {
+			s.t.Fatalf("the call's response %s %+v is no result", m.Result, m.Error)
+		}
+		return r
+	}
+}
+
+// respond posts the client's response to the request id in session.
+func respond(t *testing.T, url, session string, id json.RawMessage, result string) (int, string) {
+	t.Helper()
+	resp, b := post(t, url, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+result+`}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+	return resp.StatusCode, string(b)
+}
+
+// TestAskElicitation: in a 2025-11-25 session whose client declared
+// elicitation, the agent's question goes to the client as
+// elicitation/create on the call's stream (the message and the schema as
+// requestedSchema), the client's response POSTed in the session is
+// answered 202, and the method is called again with the arguments plus
+// the reply: the call's result is that call's. So for a streaming tool and
+// a unary one; decline reaches the agent as such.
+func TestAskElicitation(t *testing.T) {
+	s, agent := serveAsk(t, "")
+	session := initializeWith(t, s.url, `{"elicitation":{}}`)
+	for _, tt := range []struct{ tool, answer, want string }{
+		{"confirm", `{"action":"accept","content":{"approve":true}}`, `done: q1 accept {"approve":true}`},
+		{"approve", `{"action":"accept","content":{"approve":false}}`, `done: q1 accept {"approve":false}`},
+		{"confirm", `{"action":"decline"}`, `done: q1 decline `},
+	} {
+		c := startCall(t, s.url, session, tt.tool, `{"amount":5}`)
+		el := c.elicitation()
+		var p struct {
+			Message         string          `json:"message"`
+			RequestedSchema json.RawMessage `json:"requestedSchema"`
+		}
+		json.Unmarshal(el.Params, &p)
+		if p.Message != "Approve the transfer?" || !strings.Contains(string(p.RequestedSchema), `"approve":{"type":"boolean"}`) {
+			t.Errorf("%s: elicitation/create %s", tt.tool, el.Params)
+		}
+		if code, b := respond(t, s.url, session, el.ID, tt.answer); code != http.StatusAccepted {
+			t.Fatalf("the response = %d %s, want 202", code, b)
+		}
+		if r := c.final(); r.IsError || r.text() != tt.want {
+			t.Errorf("%s answered %s: result %+v, want %q", tt.tool, tt.answer, r, tt.want)
+		}
+	}
+	calls := agent.calls()
+	if len(calls) != 6 || calls[0] != `{"amount":5}` || calls[1] != `{"amount":5,"reply":{"id":"q1","action":"accept","content":{"approve":true}}}` {
+		t.Errorf("the agent's inputs = %q", calls)
+	}
+}
+
+// TestAskElicitationHostile: an answer that fails the question's schema
+// ends the call with an isError result and the agent is not called again;
+// a response to the elicitation's id from another session is not found
+// (404), and the call still waits for its own; a client that never
+// answers has the call end at limits.questions.wait; past
+// limits.questions.waiting a question is not sent (isError); a question
+// over limits.questions.bytes (a 10 MB schema) ends the call as
+// QUESTION_TOO_LARGE, an isError result.
+func TestAskElicitationHostile(t *testing.T) {
+	s, agent := serveAsk(t, "limits: {questions: {wait: 300ms, waiting: 1}}\n")
+	session := initializeWith(t, s.url, `{"elicitation":{}}`)
+	other := initializeWith(t, s.url, `{"elicitation":{}}`)
+
+	c := startCall(t, s.url, session, "confirm", `{}`)
+	el := c.elicitation()
+	if code, b := respond(t, s.url, other, el.ID, `{"action":"accept","content":{"approve":true}}`); code != http.StatusNotFound {
+		t.Errorf("another session's response = %d %s, want 404", code, b)
+	}
+	respond(t, s.url, session, el.ID, `{"action":"accept","content":{"approve":"yes"}}`)
+	if r := c.final(); !r.IsError || !strings.Contains(r.text(), "does not meet the question's schema") {
+		t.Errorf("an answer failing the schema: %+v, want isError saying so", r)
+	}
+	if n := len(agent.calls()); n != 1 {
+		t.Errorf("the agent was called %d times, want once: a bad answer never reaches it", n)
+	}
+
+	start := time.Now()
+	c = startCall(t, s.url, session, "confirm", `{}`)
+	c.elicitation()
+	// Meanwhile, one question waits: another call's is not sent.
+	c2 := startCall(t, s.url, other, "confirm", `{}`)
+	if r := c2.final(); !r.IsError || !strings.Contains(r.text(), "limits.questions.waiting") {
+		t.Errorf("a question past limits.questions.waiting: %+v", r)
+	}
+	if r := c.final(); !r.IsError || !strings.Contains(r.text(), "no answer came within") || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("a client that never answers: %+v after %s", r, time.Since(start))
+	}
+	if n := s.door.waiting.len(); n != 0 {
+		t.Errorf("%d elicitations still wait, want none", n)
+	}
+
+	agent.mu.Lock()
+	agent.question = `{"input_required":{"message":"big","schema":{"type":"object","description":"` + strings.Repeat("x", 10<<20) + `"}}}`
+	agent.mu.Unlock()
+	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"approve","arguments":{}}}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+	if r := lastResult(t, resp, b); !r.IsError || !strings.Contains(r.text(), "limits.questions.bytes") {
+		t.Errorf("a 10 MB question: %.300s", b)
+	}
+}
+
+// TestAskStateless: on 2026-07-28 the agent's question is an
+// input-required result (its elicitation/create input request, a signed
+// requestState); the call again with inputResponses and that state is the
+// agent's call with the reply. A tampered state is invalid params, a
+// missing answer is asked again without the agent, an answer failing the
+// schema is an isError result, another caller's state is refused.
+func TestAskStateless(t *testing.T) {
+	s, agent := serveAsk(t, "")
+	caps := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	call := func(tool, extra string, h ...string) (*http.Response, []byte) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"amount":5}` + extra + `,` + caps + `}}`
+		return post(t, s.url, body, append([]string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool}, h...)...)
+	}
+	for _, tool := range []string{"confirm", "approve"} {
+		resp, b := call(tool, "")
+		r := lastResult(t, resp, b)
+		in, ok := r.InputRequests["q1"]
+		if r.ResultType != "input_required" || !ok || in.Method != "elicitation/create" || !strings.Contains(string(in.Params), `"requestedSchema"`) || r.RequestState == "" {
+			t.Fatalf("%s: first call = %s, want an input-required result", tool, b)
+		}
+		state, _ := json.Marshal(r.RequestState)
+		resp, b = call(tool, `,"inputResponses":{"q1":{"action":"accept","content":{"approve":true}},"extra":{}},"requestState":`+string(state))
+		if r := lastResult(t, resp, b); r.ResultType != "complete" || r.text() != `done: q1 accept {"approve":true}` {
+			t.Errorf("%s: call again = %s", tool, b)
+		}
+
+		tampered, _ := json.Marshal(r.RequestState[:10] + "x" + r.RequestState[11:])
+		_, b = call(tool, `,"inputResponses":{"q1":{"action":"accept","content":{"approve":true}}},"requestState":`+string(tampered))
+		if m := decode(t, b); m.Error == nil || m.Error.Code != codeInvalidParams {
+			t.Errorf("%s: a tampered state = %s, want -32602", tool, b)
+		}
+		_, b = call(tool, `,"inputResponses":{"q1":{"action":"accept","content":{"approve":true}}},"requestState":`+string(state), "Authorization", "Bearer someone-else")
+		if m := decode(t, b); m.Error == nil || m.Error.Code != codeInvalidParams {
+			t.Errorf("%s: another caller's state = %s, want -32602", tool, b)
+		}
+		resp, b = call(tool, `,"inputResponses":{"wrong":{"action":"accept"}},"requestState":`+string(state))
+		if r := lastResult(t, resp, b); r.ResultType != "input_required" || r.RequestState == "" {
+			t.Errorf("%s: no answer to the question = %s, want it asked again", tool, b)
+		}
+		resp, b = call(tool, `,"inputResponses":{"q1":{"action":"accept","content":{"approve":1}}},"requestState":`+string(state))
+		if r := lastResult(t, resp, b); !r.IsError || !strings.Contains(r.text(), "schema") {
+			t.Errorf("%s: an answer failing the schema = %s", tool, b)
+		}
+	}
+	if n := len(agent.calls()); n != 4 {
+		t.Errorf("the agent was called %d times, want twice per tool: %q", n, agent.calls())
+	}
+}
