@@ -252,11 +252,11 @@ func (ex *exchange) Resume(a core.Agent) { ex.agent = a }
 // records of the method called again with the answer. write sends one
 // SSE frame's data on the stream; err is the caller's leaving.
 func (ex *exchange) asked(q *ask.Question, write func([]byte) error) (next core.Records, final []byte, err error) {
-	if ex.modern {
+	m, ok := mode(q, ex.modes)
+	if ex.modern && ok {
 		return nil, response(ex.id, ex.door.inputRequired(ex, q), nil), nil
 	}
-	m, ok := mode(q, ex.modes)
-	if !ok || ex.agent == nil || ex.ctx == nil {
+	if !ok || ex.modern || ex.agent == nil || ex.ctx == nil {
 		return nil, response(ex.id, ex.needsInput(q), nil), nil
 	}
 	r, failed, err := ex.elicit(q, m, write)
@@ -390,7 +390,7 @@ func (ex *exchange) askedUnary(w http.ResponseWriter, q *ask.Question) (int, err
 		return int(n), err
 	}
 	var result []byte
-	if ex.modern {
+	if _, ok := mode(q, ex.modes); ex.modern && ok {
 		result = ex.door.inputRequired(ex, q)
 	} else {
 		result = ex.needsInput(q)

@@ -30,6 +30,7 @@ type exchange struct {
 	// What carries the agent's question to the caller (ask.go).
 	door    *Door
 	call    core.Call       // the call, made again with the answer
+	args    json.RawMessage // the tool's arguments as the client sent them
 	stream  bool            // the tool's method streams
 	modes   modes           // the elicitation modes the session's client declared
 	owner   core.Owner      // who called (2026-07-28: its requestState is theirs alone)

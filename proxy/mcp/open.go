@@ -252,7 +252,7 @@ func (d *Door) call(route string, r *http.Request, req request, p params, sessio
 		input = json.RawMessage(`{}`)
 	}
 	ex := &exchange{id: req.id, token: p.progressToken, modern: session == "", maxText: d.maxText,
-		door: d, stream: t.stream, modes: modes, opened: time.Now()}
+		door: d, stream: t.stream, modes: modes, opened: time.Now(), args: input}
 	if session == "" {
 		ex.modes = modesOf(p.caps, version20260728)
 		var a *core.Answer

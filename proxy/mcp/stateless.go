@@ -105,7 +105,7 @@ func (d *Door) inputRequired(ex *exchange, q *ask.Question) []byte {
 	if q.Kind == ask.KindURL || q.Kind == ask.KindAuth && q.URL != "" && q.Schema == nil {
 		m = modeURL
 	}
-	st := requestState{Tool: ex.call.Name, Args: argsDigest(ex.call.Input.Raw), Owner: hex.EncodeToString(ex.owner[:]),
+	st := requestState{Tool: ex.call.Name, Args: argsDigest(ex.args), Owner: hex.EncodeToString(ex.owner[:]),
 		Expires: time.Now().Add(d.questions.Wait).Unix(), Question: q.Record()}
 	b := []byte(`{"resultType":"input_required","inputRequests":{`)
 	b = appendString(b, questionKey(q))
@@ -149,7 +149,7 @@ func (d *Door) answers(r *http.Request, req request, p params, t *tool, input js
 	if err != nil {
 		return invalid("holds no question")
 	}
-	ex.call.Name, ex.call.Input.Raw = t.name, input
+	ex.call.Name = t.name
 	var answer json.RawMessage
 	if p.inputResponses != nil {
 		rawjson.Members(p.inputResponses, func(key, value []byte) bool {
