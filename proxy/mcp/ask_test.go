@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // askMap is the method map of the tests of an agent that asks, in front of
@@ -382,5 +385,56 @@ func TestAskStateless(t *testing.T) {
 	}
 	if n := len(agent.calls()); n != 4 {
 		t.Errorf("the agent was called %d times, want twice per tool: %q", n, agent.calls())
+	}
+}
+
+// TestGoSDKElicitation: the official Go SDK's client (go-sdk v1.8.0) with
+// an ElicitationHandler answers the agent's question in each revision: by
+// default (2026-07-28) its multi round-trip middleware fulfils the
+// input-required result and calls again with the requestState; in a
+// 2025-11-25 and a 2025-06-18 session the handler answers the
+// elicitation/create the door sends on the call's stream. Either way the
+// tool's result is the agent's answer to the reply, for a streaming tool
+// and a unary one.
+func TestGoSDKElicitation(t *testing.T) {
+	s, _ := serveAsk(t, "")
+	for _, version := range []string{"", version20251125, version20250618} {
+		t.Run("version "+version, func(t *testing.T) {
+			asked := make(chan string, 10)
+			client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, &gomcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *gomcp.ElicitRequest) (*gomcp.ElicitResult, error) {
+					asked <- r.Params.Message
+					return &gomcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				}})
+			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+			cs, err := client.Connect(t.Context(), transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for _, tool := range []string{"confirm", "approve"} {
+				res, err := cs.CallTool(t.Context(), &gomcp.CallToolParams{Name: tool, Arguments: map[string]any{"amount": 5}})
+				if err != nil {
+					t.Fatalf("%s: %v", tool, err)
+				}
+				text := ""
+				if len(res.Content) > 0 {
+					if c, ok := res.Content[0].(*gomcp.TextContent); ok {
+						text = c.Text
+					}
+				}
+				if res.IsError || text != `done: q1 accept {"approve":true}` {
+					t.Errorf("%s: result %q (isError %v), want the agent's answer to the reply", tool, text, res.IsError)
+				}
+				select {
+				case m := <-asked:
+					if m != "Approve the transfer?" {
+						t.Errorf("%s: the handler was asked %q", tool, m)
+					}
+				default:
+					t.Errorf("%s: the handler was never asked", tool)
+				}
+			}
+		})
 	}
 }
