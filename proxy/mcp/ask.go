@@ -218,10 +218,10 @@ func (w *waiting) len() int {
 	return len(w.pending)
 }
 
-// responded serves a client's JSON-RPC response in session: the answer to
-// an elicitation/create the door sent on one of the session's calls (202),
-// or to none that waits (404: the session asked nothing of that id, or
-// its call ended).
+// responded serves a client's JSON-RPC response in session (202): the
+// answer to an elicitation/create the door sent on one of the session's
+// calls; one to none that waits (the session asked nothing of that id,
+// or its call ended) answers nothing, as MCP answers every response.
 func (d *Door) responded(session string, body []byte) *core.Answer {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
@@ -235,10 +235,7 @@ func (d *Door) responded(session string, body []byte) *core.Answer {
 		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest, message: "Bad Request: the response is not a JSON-RPC response"})
 	}
 	id, _ := rawjson.AppendCompact(nil, msg.ID)
-	if !d.waiting.deliver(callKey{session, string(id)}, elicitResponse{result: msg.Result, err: msg.Error}) {
-		return reply(nil, http.StatusNotFound, nil, &rpcError{code: codeInvalidRequest,
-			message: "Not found: no request of this session with id " + core.Clip(string(id)) + " awaits a response (it was answered, its call ended, or it was never sent)"})
-	}
+	d.waiting.deliver(callKey{session, string(id)}, elicitResponse{result: msg.Result, err: msg.Error})
 	return accepted()
 }
 
