@@ -14,6 +14,8 @@ import (
 	"time"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sidecar-dev/sidecar/internal/deps"
 )
 
 // askMap is the method map of the tests of an agent that asks, in front of
@@ -435,6 +437,31 @@ func TestGoSDKElicitation(t *testing.T) {
 					t.Errorf("%s: the handler was never asked", tool)
 				}
 			}
+		})
+	}
+}
+
+// TestSDKElicitation: the MCP TypeScript SDK 1.x client and the 2.x
+// client, each with an elicitation handler, answer the agent's question:
+// 1.x and 2.x's default in a 2025-11-25 session (elicitation/create on the
+// call's stream), 2.x's auto mode on 2026-07-28 (it fulfils the
+// input-required result and calls again with the requestState). The
+// tool's result is the agent's answer to the reply.
+func TestSDKElicitation(t *testing.T) {
+	s, _ := serveAsk(t, "")
+	want := func(version string) []string {
+		return []string{
+			`{"step":"connect","version":"` + version + `"}`,
+			`{"step":"confirm","asked":["Approve the transfer?"],"text":"done: q1 accept {\"approve\":true}","isError":false}`,
+			`{"step":"approve","asked":["Approve the transfer?"],"text":"done: q1 accept {\"approve\":true}","isError":false}`,
+		}
+	}
+	t.Run("sdk 1.x", func(t *testing.T) {
+		deps.MatchLines(t, deps.Node(t, "mcp", "elicit.mjs", s.url), want("2025-11-25"))
+	})
+	for _, tt := range []struct{ mode, version string }{{"auto", "2026-07-28"}, {"legacy", "2025-11-25"}} {
+		t.Run("client 2.x "+tt.mode, func(t *testing.T) {
+			deps.MatchLines(t, deps.Node(t, "mcp2", "elicit.mjs", s.url, tt.mode), want(tt.version))
 		})
 	}
 }
