@@ -218,24 +218,43 @@ func (w *waiting) len() int {
 	return len(w.pending)
 }
 
-// responded serves a client's JSON-RPC response in session (202): the
-// answer to an elicitation/create the door sent on one of the session's
-// calls; one to none that waits (the session asked nothing of that id,
-// or its call ended) answers nothing, as MCP answers every response.
-func (d *Door) responded(session string, body []byte) *core.Answer {
+// readResponse reads a client's JSON-RPC response: its id (compact),
+// result and error.
+func readResponse(body []byte) elicitResponse {
 	var msg struct {
-		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &msg) != nil {
-		return reply(nil, http.StatusBadRequest, nil, &rpcError{code: codeInvalidRequest, message: "Bad Request: the response is not a JSON-RPC response"})
+	json.Unmarshal(body, &msg)
+	return elicitResponse{result: msg.Result, err: msg.Error}
+}
+
+// responseID is the compact id of a client's JSON-RPC response.
+func responseID(body []byte) string {
+	var msg struct {
+		ID json.RawMessage `json:"id"`
 	}
+	json.Unmarshal(body, &msg)
 	id, _ := rawjson.AppendCompact(nil, msg.ID)
-	d.waiting.deliver(callKey{session, string(id)}, elicitResponse{result: msg.Result, err: msg.Error})
+	return string(id)
+}
+
+// responded serves a client's JSON-RPC response in session (202): the
+// answer to an elicitation/create the door sent on one of the session's
+// calls, here, or with the Redis store on another replica (published on
+// its answers channel). One to none that waits (the session asked nothing
+// of that id, or its call ended) answers nothing, as MCP answers every
+// response.
+func (d *Door) responded(ctx context.Context, session string, body []byte) *core.Answer {
+	id := responseID(body)
+	if !d.waiting.deliver(callKey{session, id}, readResponse(body)) && d.shared != nil {
+		if err := d.shared.answer(ctx, session, id, body); err != nil {
+			return storeFailed(nil, err)
+		}
+	}
 	return accepted()
 }
 

@@ -16,6 +16,7 @@ import (
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
+	"github.com/sidecar-dev/sidecar/internal/redistest"
 )
 
 // askMap is the method map of the tests of an agent that asks, in front of
@@ -463,5 +464,30 @@ func TestSDKElicitation(t *testing.T) {
 		t.Run("client 2.x "+tt.mode, func(t *testing.T) {
 			deps.MatchLines(t, deps.Node(t, "mcp2", "elicit.mjs", s.url, tt.mode), want(tt.version))
 		})
+	}
+}
+
+// TestSharedElicitation: with the Redis store, a session's elicitation
+// capability is the session's on every replica, and the client's response
+// to an elicitation reaches the call that asked, whichever replica it
+// lands on: a call on replica a is answered by a response POSTed to b,
+// and a call on b by one POSTed to a.
+func TestSharedElicitation(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := &askAgent{}
+	up := httptest.NewServer(agent)
+	t.Cleanup(up.Close)
+	a := serveMap(t, askMap, up.URL, Options{Store: openStore(t, srv)})
+	b := serveMap(t, askMap, up.URL, Options{Store: openStore(t, srv)})
+	session := initializeWith(t, a.url, `{"elicitation":{}}`)
+	for _, tt := range []struct{ call, answer *served }{{a, b}, {b, a}} {
+		c := startCall(t, tt.call.url, session, "confirm", `{}`)
+		el := c.elicitation()
+		if code, body := respond(t, tt.answer.url, session, el.ID, `{"action":"accept","content":{"approve":true}}`); code != http.StatusAccepted {
+			t.Fatalf("the response on the other replica = %d %s", code, body)
+		}
+		if r := c.final(); r.IsError || r.text() != `done: q1 accept {"approve":true}` {
+			t.Errorf("result %+v, want the agent's answer to the reply", r)
+		}
 	}
 }

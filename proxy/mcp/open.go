@@ -101,7 +101,7 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 		d.sessions.declare(s.id, modesOf(p.caps, v))
 	} else {
 		var err error
-		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r), core.HolderOf(r)); err != nil {
+		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r), core.HolderOf(r), modesOf(p.caps, v)); err != nil {
 			return storeFailed(req.id, err)
 		}
 	}
@@ -151,7 +151,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 		}
 	}
 	if req.response {
-		return core.Exchange{Call: name}, d.responded(id, body)
+		return core.Exchange{Call: name}, d.responded(r.Context(), id, body)
 	}
 	if req.notification() {
 		return core.Exchange{Call: name}, accepted()
@@ -266,7 +266,7 @@ func (d *Door) call(route string, r *http.Request, req request, p params, sessio
 		return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
 	}
 	if d.shared != nil {
-		if err := d.shared.listen(r.Context(), d.inflight); err != nil {
+		if err := d.shared.listen(r.Context(), d.inflight, d.waiting); err != nil {
 			return core.Exchange{Call: name}, storeFailed(req.id, err)
 		}
 	}
