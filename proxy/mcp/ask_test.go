@@ -491,3 +491,29 @@ func TestSharedElicitation(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedStateless: with the Redis store every replica signs with one
+// key, so the call again with the requestState one replica issued is
+// served by another.
+func TestSharedStateless(t *testing.T) {
+	srv := redistest.Start(t)
+	up := httptest.NewServer(&askAgent{})
+	t.Cleanup(up.Close)
+	a := serveMap(t, askMap, up.URL, Options{Store: openStore(t, srv)})
+	b := serveMap(t, askMap, up.URL, Options{Store: openStore(t, srv)})
+	call := func(s *served, extra string) (*http.Response, []byte) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"approve","arguments":{}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+		return post(t, s.url, body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "approve")
+	}
+	resp, body := call(a, "")
+	r := lastResult(t, resp, body)
+	if r.RequestState == "" {
+		t.Fatalf("first call on a = %s", body)
+	}
+	state, _ := json.Marshal(r.RequestState)
+	resp, body = call(b, `,"inputResponses":{"q1":{"action":"accept","content":{"approve":true}}},"requestState":`+string(state))
+	if r := lastResult(t, resp, body); r.ResultType != "complete" || r.text() != `done: q1 accept {"approve":true}` {
+		t.Errorf("call again on b = %s", body)
+	}
+}

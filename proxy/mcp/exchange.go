@@ -34,6 +34,7 @@ type exchange struct {
 	stream  bool            // the tool's method streams
 	modes   modes           // the elicitation modes the session's client declared
 	owner   core.Owner      // who called (2026-07-28: its requestState is theirs alone)
+	request context.Context // the request's context (2026-07-28: to read the state key)
 	opened  time.Time       // when the call was opened: its total time runs from here
 	ctx     context.Context // the call's context (a 2025 session's: context)
 	agent   core.Agent      // Resume's

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,8 +28,9 @@ import (
 // that requestState: the door checks the state (an altered, expired or
 // another caller's one is invalid params), the answer against the schema,
 // and calls the method with the arguments plus reply. Nothing is kept in
-// memory between the two calls; the key is the process's own, so behind
-// several replicas the call again must reach the replica that asked.
+// memory between the two calls. The key is the process's own; with the
+// Redis store it is one every replica reads from the store (sharedKey),
+// so the call again may reach any replica.
 
 // newStateKey is a random key for one process's requestStates.
 func newStateKey() []byte {
@@ -69,7 +71,7 @@ func questionKey(q *ask.Question) string {
 func (d *Door) sign(st requestState) string {
 	b, _ := json.Marshal(st)
 	payload := base64.RawURLEncoding.EncodeToString(b)
-	mac := hmac.New(sha256.New, d.stateKey)
+	mac := hmac.New(sha256.New, *d.stateKey.Load())
 	mac.Write([]byte(payload))
 	return payload + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
@@ -85,7 +87,7 @@ func (d *Door) verify(s string) (requestState, bool) {
 	if err != nil {
 		return st, false
 	}
-	mac := hmac.New(sha256.New, d.stateKey)
+	mac := hmac.New(sha256.New, *d.stateKey.Load())
 	mac.Write([]byte(payload))
 	if !hmac.Equal(got, mac.Sum(nil)) {
 		return st, false
@@ -105,6 +107,7 @@ func (d *Door) inputRequired(ex *exchange, q *ask.Question) []byte {
 	if q.Kind == ask.KindURL || q.Kind == ask.KindAuth && q.URL != "" && q.Schema == nil {
 		m = modeURL
 	}
+	d.sharedKey(ex.request)
 	st := requestState{Tool: ex.call.Name, Args: argsDigest(ex.args), Owner: hex.EncodeToString(ex.owner[:]),
 		Expires: time.Now().Add(d.questions.Wait).Unix(), Question: q.Record()}
 	b := []byte(`{"resultType":"input_required","inputRequests":{`)
@@ -125,10 +128,11 @@ func (d *Door) inputRequired(ex *exchange, q *ask.Question) []byte {
 // question's schema. A call with no requestState is the tool's first:
 // any inputResponses are not the door's to vouch for, and are left out.
 func (d *Door) answers(r *http.Request, req request, p params, t *tool, input json.RawMessage, ex *exchange) (json.RawMessage, *core.Answer) {
-	ex.owner = core.OwnerOfRequest(r)
+	ex.owner, ex.request = core.OwnerOfRequest(r), r.Context()
 	if !p.requestStateSet {
 		return input, nil
 	}
+	d.sharedKey(r.Context())
 	invalid := func(msg string) (json.RawMessage, *core.Answer) {
 		return nil, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams, message: "Invalid params: requestState " + msg})
 	}
@@ -176,3 +180,34 @@ func (d *Door) answers(r *http.Request, req request, p params, t *tool, input js
 	}
 	return ask.WithReply(input, rp), nil
 }
+
+// sharedKey makes the door's state key every replica's, with the Redis
+// store: the key at mcp:statekey, set by the first replica to need it
+// (SET NX), read once per process. Without the store, or once read, it
+// does nothing. While the store fails it the process's own key signs
+// (a state then holds only on this replica), and it is tried again at
+// most every keyRetry: a store that does not answer slows no call more
+// than that often.
+func (d *Door) sharedKey(ctx context.Context) {
+	if d.shared == nil {
+		return
+	}
+	d.keyMu.Lock()
+	defer d.keyMu.Unlock()
+	if d.keyShared || time.Since(d.keyTried) < keyRetry {
+		return
+	}
+	d.keyTried = time.Now()
+	c, key := d.shared.store.Client(), d.shared.store.Key("mcp", "statekey")
+	if c.SetNX(ctx, key, newStateKey(), 0).Err() != nil {
+		return
+	}
+	if k, err := c.Get(ctx, key).Bytes(); err == nil && len(k) >= 32 {
+		d.stateKey.Store(&k)
+		d.keyShared = true
+	}
+}
+
+// keyRetry is how often a door whose store failed to give it the shared
+// state key tries again.
+const keyRetry = 10 * time.Second
