@@ -285,8 +285,42 @@ func TestAskElicitation(t *testing.T) {
 			t.Errorf("%s answered %s: result %+v, want %q", tt.tool, tt.answer, r, tt.want)
 		}
 	}
+	// With a progress token, the call again's progress goes on counting
+	// from the first call's.
+	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"confirm","arguments":{},"_meta":{"progressToken":"p"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	c := &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	var progress []string
+	for {
+		m := c.next()
+		if m.Method == "elicitation/create" {
+			respond(t, s.url, session, m.ID, `{"action":"cancel"}`)
+			continue
+		}
+		if m.Method == "notifications/progress" {
+			var p struct {
+				Progress int    `json:"progress"`
+				Message  string `json:"message"`
+			}
+			json.Unmarshal(m.Params, &p)
+			progress = append(progress, fmt.Sprintf("%d %s", p.Progress, p.Message))
+			continue
+		}
+		break
+	}
+	if got := strings.Join(progress, "|"); got != "1 checking |2 done: |3 q1 cancel " {
+		t.Errorf("progress = %q, want one count across both calls", got)
+	}
+
 	calls := agent.calls()
-	if len(calls) != 6 || calls[0] != `{"amount":5}` || calls[1] != `{"amount":5,"reply":{"id":"q1","action":"accept","content":{"approve":true}}}` {
+	if len(calls) != 8 || calls[0] != `{"amount":5}` || calls[1] != `{"amount":5,"reply":{"id":"q1","action":"accept","content":{"approve":true}}}` {
 		t.Errorf("the agent's inputs = %q", calls)
 	}
 }
@@ -330,6 +364,21 @@ func TestAskElicitationHostile(t *testing.T) {
 	}
 	if n := s.door.waiting.len(); n != 0 {
 		t.Errorf("%d elicitations still wait, want none", n)
+	}
+
+	// notifications/cancelled ends a call that waits for an answer: its
+	// stream ends with no result, and its question waits no more.
+	c = startCall(t, s.url, session, "confirm", `{}`)
+	c.elicitation()
+	if resp, b := post(t, s.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25"); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled = %d %s", resp.StatusCode, b)
+	}
+	if rest, err := io.ReadAll(c.r); err != nil || len(rest) != 0 {
+		t.Errorf("a cancelled call's stream went on with %q (%v), want its end", rest, err)
+	}
+	if n := s.door.waiting.len(); n != 0 {
+		t.Errorf("%d elicitations still wait after the cancel, want none", n)
 	}
 
 	agent.mu.Lock()

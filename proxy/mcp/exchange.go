@@ -149,6 +149,9 @@ func (e *encoder) Copy(r core.Records) error {
 // copyTexts writes the progress of each text record of r.
 func (e *encoder) copyTexts(r core.Records) (*texts, error) {
 	t := newTexts(r, e.ex)
+	if prev := e.ex.texts; prev != nil {
+		t.count = prev.count // a call again's progress goes on from the first's: MCP's progress only grows
+	}
 	e.ex.texts = t
 	if w, ok := r.(core.Waiter); ok {
 		return t, e.Writer.Copy(&waitingTexts{texts: t, w: w})
