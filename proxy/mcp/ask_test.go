@@ -566,3 +566,41 @@ func TestSharedStateless(t *testing.T) {
 		t.Errorf("call again on b = %s", body)
 	}
 }
+
+// TestAskURLMode: a url question goes to a 2025-11-25 client that declared
+// elicitation.url in URL mode (its url, an elicitationId, no schema), and
+// its accept reaches the agent; a client that declared form mode only
+// gets the question as the result; so does a form question whose schema
+// elicitation cannot carry (a nested object).
+func TestAskURLMode(t *testing.T) {
+	s, agent := serveAsk(t, "")
+	agent.question = `{"input_required":{"message":"Sign in first","kind":"url","url":"https://example.com/login","id":"login"}}`
+	both := initializeWith(t, s.url, `{"elicitation":{"form":{},"url":{}}}`)
+	c := startCall(t, s.url, both, "approve", `{}`)
+	el := c.elicitation()
+	var p struct {
+		Mode, URL, ElicitationID, Message string
+		RequestedSchema                   json.RawMessage
+	}
+	json.Unmarshal(el.Params, &p)
+	if p.Mode != "url" || p.URL != "https://example.com/login" || p.ElicitationID != "login" || p.RequestedSchema != nil {
+		t.Errorf("elicitation/create %s, want URL mode", el.Params)
+	}
+	respond(t, s.url, both, el.ID, `{"action":"accept"}`)
+	if r := c.final(); r.IsError || r.text() != "done: login accept " {
+		t.Errorf("result %+v", r)
+	}
+
+	form := initializeWith(t, s.url, `{"elicitation":{"form":{}}}`)
+	for _, q := range []string{agent.question,
+		`{"input_required":{"message":"Where to?","schema":{"type":"object","properties":{"address":{"type":"object","properties":{"city":{"type":"string"}}}}}}}`} {
+		agent.mu.Lock()
+		agent.question = q
+		agent.mu.Unlock()
+		resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"approve","arguments":{}}}`,
+			"Mcp-Session-Id", form, "MCP-Protocol-Version", "2025-11-25")
+		if r := lastResult(t, resp, b); r.IsError || !strings.Contains(string(r.StructuredContent), `"input_required"`) {
+			t.Errorf("%s to a form-only client: %s, want the question as the result", q, b)
+		}
+	}
+}
