@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -167,6 +168,13 @@ func (r *Records) Next() bool {
 			continue
 		}
 		rec := r.in.Record()
+		if ask.Is(rec) {
+			// The agent's question (package ask) is no dialect's: it
+			// passes unchanged, whatever the stream speaks, for the
+			// door to carry.
+			r.cur = rec
+			return true
+		}
 		if !r.placed {
 			r.place(rec)
 		}
