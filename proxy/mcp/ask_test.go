@@ -604,3 +604,22 @@ func TestAskURLMode(t *testing.T) {
 		}
 	}
 }
+
+// TestAskAfterDialect: an agent that streams in a dialect (an OpenAI chat
+// stream) and then asks has its question carried: the mapping stage
+// passes the question record on after the text.
+func TestAskAfterDialect(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi \"},\"finish_reason\":null}]}\n\n")
+		fmt.Fprint(w, "data: "+confirmQuestion+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	s := serveMap(t, "upstream: {url: AGENT}\nmethods:\n  confirm: {mode: stream, call: POST /x, reply: sse}\n", up.URL, Options{})
+	session := initializeWith(t, s.url, `{}`)
+	resp, b := post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"confirm","arguments":{}}}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+	if r := lastResult(t, resp, b); r.text() != "Approve the transfer?" || !strings.Contains(string(r.StructuredContent), `"input_required"`) {
+		t.Errorf("result %s, want the question", b)
+	}
+}
