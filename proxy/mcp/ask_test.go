@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,13 +179,15 @@ type sseReader struct {
 	t    *testing.T
 	resp *http.Response
 	r    *bufio.Reader
+	id   int64 // the call's request id
 }
 
 // startCall posts a tools/call of tool in session and returns its answer's
 // reader once its head arrived.
 func startCall(t *testing.T, url, session, tool, args string) *sseReader {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
+	id := callIDs.Add(1)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(id, 10)+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", session)
@@ -197,8 +201,12 @@ func startCall(t *testing.T, url, session, tool, args string) *sseReader {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("tools/call = %d %s %s, want an SSE stream", resp.StatusCode, ct, b)
 	}
-	return &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	return &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body), id: id}
 }
+
+// callIDs numbers the tests' calls: a request id is never reused while a
+// call of it may still be held.
+var callIDs atomic.Int64
 
 // next is the stream's next message.
 func (s *sseReader) next() rpcReply {
@@ -259,7 +267,9 @@ func respond(t *testing.T, url, session string, id json.RawMessage, result strin
 // requestedSchema), the client's response POSTed in the session is
 // answered 202, and the method is called again with the arguments plus
 // the reply: the call's result is that call's. So for a streaming tool and
-// a unary one; decline reaches the agent as such.
+// a unary one; decline reaches the agent as such; notifications/cancelled
+// ends a call that waits for its answer; the call again's progress counts
+// on from the first's.
 func TestAskElicitation(t *testing.T) {
 	s, agent := serveAsk(t, "")
 	session := initializeWith(t, s.url, `{"elicitation":{}}`)
@@ -285,6 +295,21 @@ func TestAskElicitation(t *testing.T) {
 			t.Errorf("%s answered %s: result %+v, want %q", tt.tool, tt.answer, r, tt.want)
 		}
 	}
+	// notifications/cancelled ends a call that waits for an answer: its
+	// stream ends with no result, and its question waits no more.
+	c := startCall(t, s.url, session, "confirm", `{}`)
+	c.elicitation()
+	if resp, b := post(t, s.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+strconv.FormatInt(c.id, 10)+`}}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25"); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled = %d %s", resp.StatusCode, b)
+	}
+	if rest, err := io.ReadAll(c.r); err != nil || len(rest) != 0 {
+		t.Errorf("a cancelled call's stream went on with %q (%v), want its end", rest, err)
+	}
+	if n := s.door.waiting.len(); n != 0 {
+		t.Errorf("%d elicitations still wait after the cancel, want none", n)
+	}
+
 	// With a progress token, the call again's progress goes on counting
 	// from the first call's.
 	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"confirm","arguments":{},"_meta":{"progressToken":"p"}}}`))
@@ -296,7 +321,7 @@ func TestAskElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	c := &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	c = &sseReader{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
 	var progress []string
 	for {
 		m := c.next()
@@ -320,7 +345,7 @@ func TestAskElicitation(t *testing.T) {
 	}
 
 	calls := agent.calls()
-	if len(calls) != 8 || calls[0] != `{"amount":5}` || calls[1] != `{"amount":5,"reply":{"id":"q1","action":"accept","content":{"approve":true}}}` {
+	if len(calls) != 9 || calls[0] != `{"amount":5}` || calls[1] != `{"amount":5,"reply":{"id":"q1","action":"accept","content":{"approve":true}}}` {
 		t.Errorf("the agent's inputs = %q", calls)
 	}
 }
@@ -364,21 +389,6 @@ func TestAskElicitationHostile(t *testing.T) {
 	}
 	if n := s.door.waiting.len(); n != 0 {
 		t.Errorf("%d elicitations still wait, want none", n)
-	}
-
-	// notifications/cancelled ends a call that waits for an answer: its
-	// stream ends with no result, and its question waits no more.
-	c = startCall(t, s.url, session, "confirm", `{}`)
-	c.elicitation()
-	if resp, b := post(t, s.url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`,
-		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25"); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("notifications/cancelled = %d %s", resp.StatusCode, b)
-	}
-	if rest, err := io.ReadAll(c.r); err != nil || len(rest) != 0 {
-		t.Errorf("a cancelled call's stream went on with %q (%v), want its end", rest, err)
-	}
-	if n := s.door.waiting.len(); n != 0 {
-		t.Errorf("%d elicitations still wait after the cancel, want none", n)
 	}
 
 	agent.mu.Lock()
