@@ -357,7 +357,8 @@ func TestAskElicitation(t *testing.T) {
 // answers has the call end at limits.questions.wait; past
 // limits.questions.waiting a question is not sent (isError); a question
 // over limits.questions.bytes (a 10 MB schema) ends the call as
-// QUESTION_TOO_LARGE, an isError result.
+// QUESTION_TOO_LARGE, an isError result, and a malformed one as
+// BAD_REPLY.
 func TestAskElicitationHostile(t *testing.T) {
 	s, agent := serveAsk(t, "limits: {questions: {wait: 300ms, waiting: 1}}\n")
 	session := initializeWith(t, s.url, `{"elicitation":{}}`)
@@ -398,6 +399,16 @@ func TestAskElicitationHostile(t *testing.T) {
 		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
 	if r := lastResult(t, resp, b); !r.IsError || !strings.Contains(r.text(), "limits.questions.bytes") {
 		t.Errorf("a 10 MB question: %.300s", b)
+	}
+	// A malformed question, streamed, ends the call with an isError
+	// result saying what is wrong.
+	agent.mu.Lock()
+	agent.question = `{"input_required":{"message":"pick","kind":"poll"}}`
+	agent.mu.Unlock()
+	resp, b = post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"confirm","arguments":{}}}`,
+		"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-11-25")
+	if r := lastResult(t, resp, b); !r.IsError || !strings.Contains(r.text(), `kind "poll" is not form, url or auth`) {
+		t.Errorf("a malformed question: %s", b)
 	}
 }
 
