@@ -54,6 +54,9 @@ func (s *Server) handle(door Door, protocol, route string, stream bool) http.Han
 		}
 		c.boundWrites(ctx, w, r, c.ex.Call.Method.Timeouts.Total)
 		defer c.endWrites()
+		if rs, ok := c.ex.Writer.(core.Resumer); ok {
+			rs.Resume(s.Agent)
+		}
 		if c.ex.Stream {
 			s.serveStream(ctx, w, r, c)
 		} else {

@@ -214,6 +214,16 @@ type Encoder interface {
 	Wrote() (records int, bytes int64, first time.Time)
 }
 
+// Resumer is implemented by a Writer that may call the agent again within
+// its request: MCP's door, which carries an agent's question to the
+// caller on the call's stream (elicitation) and calls the method again
+// with the answer (package ask). The Server gives it the Agent before the
+// call is served; the calls it makes run in the call's context, under its
+// slot and clocks.
+type Resumer interface {
+	Resume(a Agent)
+}
+
 // Stopper is implemented by an Encoder that may end a stream itself
 // before its records end: a door whose closing frames carry what it kept
 // of the records, up to a limit. Stopped is why it stopped reading them,

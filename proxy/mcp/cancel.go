@@ -51,6 +51,7 @@ func newInflight(l config.Limits) *inflight {
 func (ex *exchange) context(ctx context.Context) context.Context {
 	ctx, cancel := context.WithCancelCause(ctx)
 	ex.cancel = cancel
+	ex.ctx = ctx
 	in := ex.inflight
 	in.mu.Lock()
 	_, taken := in.calls[ex.key]

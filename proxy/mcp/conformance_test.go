@@ -21,6 +21,17 @@ methods:
   test_simple_text: {call: POST /simple_text, description: Returns a simple text.}
   test_error_handling: {call: POST /error, description: Fails on purpose.}
   test_tool_with_progress: {mode: stream, call: POST /progress, reply: sse, description: Reports progress.}
+  test_elicitation:
+    call: POST /ask/test_elicitation
+    description: Asks the user for their information.
+    parameters: {type: object, properties: {message: {type: string}}, required: [message]}
+  test_elicitation_sep1034_defaults: {call: POST /ask/test_elicitation_sep1034_defaults, description: Asks with default values.}
+  test_elicitation_sep1330_enums: {call: POST /ask/test_elicitation_sep1330_enums, description: Asks with enum choices.}
+  test_input_required_result_elicitation: {call: POST /ask/test_input_required_result_elicitation, description: Asks a name.}
+  test_input_required_result_request_state: {call: POST /ask/test_input_required_result_request_state, description: Asks a confirmation.}
+  test_input_required_result_tampered_state: {call: POST /ask/test_input_required_result_tampered_state, description: Asks a confirmation.}
+  test_input_required_result_capabilities: {call: POST /ask/test_input_required_result_capabilities, description: Asks a name.}
+  test_input_required_result_multi_round: {mode: stream, call: POST /ask/test_input_required_result_multi_round, reply: ndjson, description: Asks twice.}
   json_schema_2020_12_tool:
     call: POST /echo
     description: Tool with JSON Schema 2020-12 features

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -43,6 +46,17 @@ type Door struct {
 	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
 	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
 
+	// questions are limits.questions; waiting the elicitations sent and
+	// not yet answered (ask.go); stateKey signs the requestState of
+	// 2026-07-28's input-required results (stateless.go): the process's
+	// own, or with the Redis store every replica's, read once (keyShared).
+	questions config.Questions
+	waiting   *waiting
+	stateKey  atomic.Pointer[[]byte]
+	keyMu     sync.Mutex
+	keyShared bool
+	keyTried  time.Time
+
 	// The answers that need no agent, made once: tools/list's result in
 	// each era, server/discover's, the server's info.
 	listLegacy, listModern, discover, info []byte
@@ -72,7 +86,9 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
-		maxText:  cfg.Limits.ReplyBytes}
+		maxText:  cfg.Limits.ReplyBytes, questions: cfg.Limits.Questions, waiting: newWaiting(cfg.Limits.Questions.Waiting)}
+	key := newStateKey()
+	d.stateKey.Store(&key)
 	if opts.Store != nil {
 		d.shared = newShared(opts.Store, cfg.Limits.MCPSessions)
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/metrics"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 	"github.com/sidecar-dev/sidecar/rawjson"
@@ -24,6 +26,19 @@ type exchange struct {
 	maxText     int64           // limits.reply_bytes: the most of a stream's text (as JSON) the result keeps
 	texts       *texts          // a stream's text, once it began
 	cancellable                 // a 2025 session's call: notifications/cancelled ends it
+
+	// What carries the agent's question to the caller (ask.go).
+	door    *Door
+	call    core.Call       // the call, made again with the answer
+	args    json.RawMessage // the tool's arguments as the client sent them
+	stream  bool            // the tool's method streams
+	modes   modes           // the elicitation modes the session's client declared
+	owner   core.Owner      // who called (2026-07-28: its requestState is theirs alone)
+	request context.Context // the request's context (2026-07-28: to read the state key)
+	opened  time.Time       // when the call was opened: its total time runs from here
+	ctx     context.Context // the call's context (a 2025 session's: context)
+	agent   core.Agent      // Resume's
+	stopped error           // why a call again failed, or a question was unreadable (Stopped)
 }
 
 // result is a tools/call result: one text content, structured (a JSON
@@ -50,6 +65,12 @@ func (ex *exchange) result(text string, structured []byte, isError bool) []byte 
 // as structuredContent too.
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	out = bytes.TrimSpace(out)
+	if q, err := ex.question(out); err != nil {
+		ex.WriteError(w, askFailure(err))
+		return 0, nil
+	} else if q != nil {
+		return ex.askedUnary(w, q)
+	}
 	var structured []byte
 	text := string(out)
 	switch {
@@ -87,7 +108,7 @@ const smallResult = 64 << 10
 // cleanly, when it is small; nil leaves it to the encoder.
 func (ex *exchange) closing(err error) [][]byte {
 	t := ex.texts
-	if err != nil || t.text > smallResult {
+	if err != nil || t.text > smallResult || t.question != nil || t.askErr != nil {
 		return nil
 	}
 	t.closed = true
@@ -105,19 +126,92 @@ type encoder struct {
 	closed int64 // the bytes of the closing frame
 }
 
-// Copy writes the progress of each text record of r, then the result.
+// Copy writes the progress of each text record of r, then the result; a
+// stream that ends with the agent's question goes on as resume says.
 func (e *encoder) Copy(r core.Records) error {
+	t, err := e.copyTexts(r)
+	if err != nil || t.closed {
+		return err
+	}
+	if t.askErr != nil {
+		e.ex.stopped = t.askErr
+		return nil
+	}
+	if t.Err() != nil {
+		return nil // a failure is written by failed, through Fail
+	}
+	if t.question != nil {
+		return e.resume(t.question)
+	}
+	return e.writeEnd()
+}
+
+// copyTexts writes the progress of each text record of r.
+func (e *encoder) copyTexts(r core.Records) (*texts, error) {
 	t := newTexts(r, e.ex)
+	if prev := e.ex.texts; prev != nil {
+		t.count = prev.count // a call again's progress goes on from the first's: MCP's progress only grows
+	}
 	e.ex.texts = t
-	var err error
 	if w, ok := r.(core.Waiter); ok {
-		err = e.Writer.Copy(&waitingTexts{texts: t, w: w})
-	} else {
-		err = e.Writer.Copy(t)
+		return t, e.Writer.Copy(&waitingTexts{texts: t, w: w})
 	}
-	if err != nil || t.Err() != nil || t.closed {
-		return err // a failure is written by failed, through Fail
+	return t, e.Writer.Copy(t)
+}
+
+// resume carries the agent's question q to the caller (asked), and goes
+// on with what comes of it: a closing result, or the records of the
+// method called again with the answer, which may end with another
+// question. A later call's failure is Stopped's.
+func (e *encoder) resume(q *ask.Question) error {
+	for q != nil {
+		next, final, err := e.ex.asked(q, e.frame)
+		if err != nil {
+			return err
+		}
+		if final != nil {
+			return e.frame(final)
+		}
+		if next == nil {
+			return nil // stopped: the Server fails the stream
+		}
+		t, err := e.copyTexts(next)
+		next.Close()
+		if err != nil || t.closed {
+			return err
+		}
+		if t.askErr != nil {
+			e.ex.stopped = t.askErr
+			return nil
+		}
+		if err := t.Err(); err != nil {
+			e.ex.stopped = err
+			return nil
+		}
+		q = t.question
 	}
+	return e.writeEnd()
+}
+
+// frame writes one SSE frame of data and flushes it.
+func (e *encoder) frame(data []byte) error {
+	for _, b := range [][]byte{[]byte("data: "), data, []byte("\n\n")} {
+		n, err := e.w.Write(b)
+		e.closed += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+	return http.NewResponseController(e.w).Flush()
+}
+
+// Stopped is why the stream ended without its result (core.Stopper): an
+// unreadable question, or the failure of the call made again.
+func (e *encoder) Stopped() error { return e.ex.stopped }
+
+// writeEnd writes the closing result of the text the stream kept.
+func (e *encoder) writeEnd() error {
+	t := e.ex.texts
 	pieces := append([][]byte{[]byte("data: ")}, e.ex.end()...)
 	for _, b := range append(pieces, []byte("\n\n")) {
 		n, err := e.w.Write(b)
@@ -275,6 +369,10 @@ type texts struct {
 	sent   int64    // their bytes of text, as JSON
 	over   bool
 	closed bool // the closing result went out through the End hook
+
+	maxQuestion int64         // limits.questions.bytes
+	question    *ask.Question // the agent's question, which ended the stream
+	askErr      error         // a question record that is no question
 }
 
 // keptChunk is the largest chunk texts keeps the text in: large enough
@@ -283,7 +381,11 @@ type texts struct {
 const keptChunk = 256 << 10
 
 func newTexts(in core.Records, ex *exchange) *texts {
-	return &texts{in: in, max: ex.maxText, progress: ex.token != nil}
+	var maxQ int64
+	if ex.door != nil {
+		maxQ = ex.door.questions.Bytes
+	}
+	return &texts{in: in, max: ex.maxText, progress: ex.token != nil, maxQuestion: maxQ}
 }
 
 // Next advances to the next piece of text.
@@ -291,6 +393,13 @@ func (t *texts) Next() bool {
 	for !t.over && t.in.Next() {
 		if core.Control(t.in) {
 			continue
+		}
+		if rec := t.in.Record(); ask.Is(rec) {
+			// The agent asks, and its reply ends here: the text so far
+			// is no answer.
+			t.question, t.askErr = ask.Parse(rec, t.maxQuestion)
+			t.kept, t.text = nil, 0
+			return false
 		}
 		q, ok := t.quoted(t.in.Record())
 		if !ok || len(q) == 2 { // none, or ""
@@ -334,6 +443,9 @@ func (t *texts) Record() []byte { return t.cur }
 
 // Err is the stream's end: nil when it ended cleanly, or was cut at max.
 func (t *texts) Err() error {
+	if t.askErr != nil {
+		return t.askErr
+	}
 	if t.over {
 		return nil
 	}
@@ -394,4 +506,6 @@ var (
 	_ core.Writer  = (*exchange)(nil)
 	_ core.Encoder = (*encoder)(nil)
 	_ core.Waiter  = (*waitingTexts)(nil)
+	_ core.Stopper = (*encoder)(nil)
+	_ core.Resumer = (*exchange)(nil)
 )

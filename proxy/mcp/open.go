@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
@@ -42,7 +43,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 		a = reply(req.id, http.StatusBadRequest, nil, &rpcError{code: codeHeaderMismatch,
 			message: "Header mismatch: the MCP-Protocol-Version header is missing (the body's _meta names " + strconv.Quote(core.Clip(p.version)) + ")"})
 	default:
-		return d.legacy(cfg, route, r, req, p, perr, hv)
+		return d.legacy(cfg, route, r, req, p, perr, hv, body)
 	}
 	return core.Exchange{Call: name}, a
 }
@@ -97,9 +98,10 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 	var s session
 	if d.shared == nil {
 		s = d.sessions.open(v, core.OwnerOfRequest(r), core.HolderOf(r))
+		d.sessions.declare(s.id, modesOf(p.caps, v))
 	} else {
 		var err error
-		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r), core.HolderOf(r)); err != nil {
+		if s, err = d.shared.open(r.Context(), v, core.OwnerOfRequest(r), core.HolderOf(r), modesOf(p.caps, v)); err != nil {
 			return storeFailed(req.id, err)
 		}
 	}
@@ -113,7 +115,7 @@ func (d *Door) initialize(r *http.Request, req request, p params, perr *rpcError
 // Mcp-Session-Id of an initialized session (400 without, 404 for one the
 // door does not hold, or that another Authorization opened), and the
 // session's version if it names one.
-func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError, hv string) (core.Exchange, error) {
+func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req request, p params, perr *rpcError, hv string, body []byte) (core.Exchange, error) {
 	name := core.Call{Name: core.Clip(req.method)}
 	id, _ := headerValue(r.Header, "Mcp-Session-Id")
 	if id == "" {
@@ -148,6 +150,9 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 			return core.Exchange{Call: name}, storeFailed(req.id, err)
 		}
 	}
+	if req.response {
+		return core.Exchange{Call: name}, d.responded(r.Context(), id, body)
+	}
 	if req.notification() {
 		return core.Exchange{Call: name}, accepted()
 	}
@@ -160,7 +165,7 @@ func (d *Door) legacy(cfg *config.Config, route string, r *http.Request, req req
 	case "tools/list":
 		return core.Exchange{Call: name}, reply(req.id, http.StatusOK, d.listFor(r, false), nil)
 	case "tools/call":
-		return d.call(route, r, req, p, id)
+		return d.call(route, r, req, p, id, s.modes)
 	}
 	return core.Exchange{Call: name}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeMethodNotFound,
 		message: fmt.Sprintf("Method not found: %q (this server serves tools: tools/list and tools/call)", core.Clip(req.method))})
@@ -225,14 +230,14 @@ func (d *Door) modern(cfg *config.Config, route string, r *http.Request, req req
 			return mismatch("Mcp-Name %q is not the body's params.name %q", core.Clip(n), core.Clip(p.name))
 		}
 	}
-	return d.call(route, r, req, p, "") // tools/call
+	return d.call(route, r, req, p, "", 0) // tools/call
 }
 
 // call opens a tools/call: the tool's method called with the arguments as
 // its input, its exchange the writer of the tool's result; in a 2025
 // session (session, its id; "" for 2026-07-28) one notifications/cancelled
 // can end. An unknown tool, or no name, is invalid params.
-func (d *Door) call(route string, r *http.Request, req request, p params, session string) (core.Exchange, error) {
+func (d *Door) call(route string, r *http.Request, req request, p params, session string, modes modes) (core.Exchange, error) {
 	name := core.Call{Name: core.Clip(p.name)}
 	if !p.nameSet {
 		return core.Exchange{Call: core.Call{Name: req.method}}, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams, message: "tools/call needs params.name, the tool to call"})
@@ -246,13 +251,22 @@ func (d *Door) call(route string, r *http.Request, req request, p params, sessio
 	if input == nil {
 		input = json.RawMessage(`{}`)
 	}
-	ex := &exchange{id: req.id, token: p.progressToken, modern: session == "", maxText: d.maxText}
+	ex := &exchange{id: req.id, token: p.progressToken, modern: session == "", maxText: d.maxText,
+		door: d, stream: t.stream, modes: modes, opened: time.Now(), args: input}
+	if session == "" {
+		ex.modes = modesOf(p.caps, version20260728)
+		var a *core.Answer
+		if input, a = d.answers(r, req, p, t, input, ex); a != nil {
+			return core.Exchange{Call: name}, a
+		}
+	}
 	c := core.Call{Method: t.method, Name: t.name, Input: core.Input{Raw: input}, Header: r.Header, Route: route}
+	ex.call = c
 	if session == "" {
 		return core.Exchange{Call: c, Stream: t.stream, Writer: ex}, nil
 	}
 	if d.shared != nil {
-		if err := d.shared.listen(r.Context(), d.inflight); err != nil {
+		if err := d.shared.listen(r.Context(), d.inflight, d.waiting); err != nil {
 			return core.Exchange{Call: name}, storeFailed(req.id, err)
 		}
 	}

@@ -87,12 +87,21 @@ type params struct {
 	arguments     json.RawMessage // arguments (tools/call), nil when absent
 	protocol      string          // protocolVersion (initialize)
 	requestID     json.RawMessage // requestId (notifications/cancelled), nil when absent
+	// caps are the client's capabilities: initialize's capabilities, a
+	// 2026-07-28 request's _meta clientCapabilities; nil when absent.
+	caps json.RawMessage
+	// inputResponses and requestState are a 2026-07-28 tools/call's
+	// answers to the questions of its input-required result (stateless.go),
+	// nil and "" when absent.
+	inputResponses  json.RawMessage
+	requestState    string
+	requestStateSet bool
 }
 
 // The members of params, and of its _meta, the door reads, in the order
 // readParams names them.
 var (
-	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion", "requestId"}
+	paramMembers = []string{"_meta", "name", "arguments", "protocolVersion", "requestId", "capabilities", "inputResponses", "requestState"}
 	metaMembers  = []string{metaVersion, "progressToken", metaCapabilities}
 )
 
@@ -143,6 +152,7 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 					if value[0] != '{' {
 						return bad(`params._meta[%q] must be an object`, metaCapabilities)
 					}
+					p.caps = value
 				}
 				return true
 			})
@@ -167,6 +177,21 @@ func readParams(raw json.RawMessage) (params, *rpcError) {
 				return bad(`params.requestId must be a string or a number of at most %d bytes`, maxID)
 			}
 			p.requestID = value
+		case 5: // capabilities (initialize)
+			if value[0] != '{' {
+				return bad(`params.capabilities must be an object`)
+			}
+			p.caps = value
+		case 6: // inputResponses
+			if value[0] != '{' {
+				return bad(`params.inputResponses must be an object: each input request's key, and the client's answer to it`)
+			}
+			p.inputResponses = value
+		case 7: // requestState
+			p.requestStateSet = true
+			if value[0] != '"' || json.Unmarshal(value, &p.requestState) != nil {
+				return bad(`params.requestState must be a string: the one the input-required result carried, as it was`)
+			}
 		}
 		return err == nil
 	})

@@ -42,6 +42,7 @@ type session struct {
 	owner   core.Owner
 	holder  core.Holder
 	used    uint64
+	modes   modes // the elicitation modes its client declared (ask.go)
 }
 
 func newSessions(limit int) *sessions {
@@ -121,6 +122,16 @@ func (s *sessions) find(id string, owner core.Owner) (session, bool) {
 	ss.used = s.clock
 	s.holders[ss.holder].MoveToFront(e)
 	return *ss, true
+}
+
+// declare records the elicitation modes the client of session id
+// declared in its initialize.
+func (s *sessions) declare(id string, m modes) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.byID[id]; ok {
+		e.Value.(*session).modes = m
+	}
 }
 
 // end forgets owner's session of id, reporting whether there was one.

@@ -24,8 +24,9 @@ import (
 // (core.HolderOf) by the rule of the memory store (sessions). The keys,
 // under the store's prefix:
 //
-//	mcp:session:{id}        hash {owner: hex, holder: hex, version}: one
-//	                        session, answering its owner
+//	mcp:session:{id}        hash {owner: hex, holder: hex, version, modes}:
+//	                        one session, answering its owner, its client's
+//	                        elicitation modes
 //	mcp:holder:{holderhex}  zset id → use clock: a holder's sessions, LRU
 //	                        first
 //	mcp:holders             zset holderhex → its sessions: who holds how
@@ -39,6 +40,9 @@ import (
 //	mcp:cancel              channel "{session}\n{request id}": a
 //	                        notifications/cancelled for a request another
 //	                        replica serves (nothing stored)
+//	mcp:answer              channel "{session}\n{request id}\n{response}": a
+//	                        client's response to an elicitation/create
+//	                        another replica sent (nothing stored)
 //
 // None has a TTL: the count bounds them as the memory store's limit bounds
 // it (a session lives until DELETE or until the cap forgets it, as in
@@ -58,9 +62,12 @@ type shared struct {
 	// cancels is the channel of the notifications/cancelled every replica
 	// hears (cancel.go): a session's requests may run on any replica.
 	cancels string
+	// answers is the channel of the clients' responses to elicitations
+	// (ask.go): the call that asked may run on another replica.
+	answers string
 
 	mu       sync.Mutex
-	unlisten func() // nil until the replica listens on cancels
+	unlisten func() // nil until the replica listens on cancels and answers
 }
 
 func newShared(store *state.Redis, limit int) *shared {
@@ -70,20 +77,21 @@ func newShared(store *state.Redis, limit int) *shared {
 	return &shared{store: store, limit: limit,
 		holders: store.Key("mcp", "holders"), count: store.Key("mcp", "count"), clock: store.Key("mcp", "clock"),
 		holderKey: store.Key("mcp", "holder", ""), sizeKey: store.Key("mcp", "size", ""), sessionKey: store.Key("mcp", "session", ""),
-		cancels: store.Key("mcp", "cancel")}
+		cancels: store.Key("mcp", "cancel"), answers: store.Key("mcp", "answer")}
 }
 
 // listen subscribes this replica to the cancels channel, once: each
 // message names a session and a request id, which in ends if this
 // replica serves that request. The first 2025 tools/call listens, before
 // it is held, so a cancel published once it runs reaches it.
-func (s *shared) listen(ctx context.Context, in *inflight) error {
+func (s *shared) listen(ctx context.Context, in *inflight, w *waiting) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unlisten != nil {
 		return nil
 	}
-	unlisten, err := s.store.PubSub().Subscribe(ctx, s.cancels, func(msg string, lost bool) {
+	ps := s.store.PubSub()
+	unlisten, err := ps.Subscribe(ctx, s.cancels, func(msg string, lost bool) {
 		if session, id, ok := strings.Cut(msg, "\n"); ok && !lost {
 			in.cancel(session, json.RawMessage(id))
 		}
@@ -91,7 +99,27 @@ func (s *shared) listen(ctx context.Context, in *inflight) error {
 	if err != nil {
 		return err
 	}
-	s.unlisten = unlisten
+	unanswer, err := ps.Subscribe(ctx, s.answers, func(msg string, lost bool) {
+		session, rest, ok := strings.Cut(msg, "\n")
+		id, body, ok2 := strings.Cut(rest, "\n")
+		if ok && ok2 && !lost {
+			w.deliver(callKey{session, id}, readResponse([]byte(body)))
+		}
+	})
+	if err != nil {
+		unlisten()
+		return err
+	}
+	s.unlisten = func() { unlisten(); unanswer() }
+	return nil
+}
+
+// answer tells every replica the client's response body to session's
+// request id, an elicitation this replica did not send: one round trip.
+func (s *shared) answer(ctx context.Context, session, id string, body []byte) error {
+	if err := s.store.Client().Publish(ctx, s.answers, session+"\n"+id+"\n"+string(body)).Err(); err != nil {
+		return s.store.Fail("passing on an MCP response", err)
+	}
 	return nil
 }
 
@@ -171,7 +199,7 @@ while total >= limit do
     place(victim, n, n - 1)
   end
 end
-redis.call('HSET', sess, 'owner', me, 'holder', holder, 'version', ARGV[7])
+redis.call('HSET', sess, 'owner', me, 'holder', holder, 'version', ARGV[7], 'modes', ARGV[9])
 redis.call('ZADD', mine, redis.call('INCR', clock), id)
 local n = held(holder)
 place(holder, n, n + 1)
@@ -179,16 +207,16 @@ redis.call('SET', count, total + 1)
 return 1
 `)
 
-// findScript is the version of session id when owner me opened it, now
-// its most recently used in its holder's zset; nil for one not there or
-// another owner's.
+// findScript is the version of session id when owner me opened it and the
+// elicitation modes its client declared, now its most recently used in
+// its holder's zset; nil for one not there or another owner's.
 var findScript = redis.NewScript(scriptPrelude + `
-local s = redis.call('HMGET', sess, 'owner', 'version', 'holder')
+local s = redis.call('HMGET', sess, 'owner', 'version', 'holder', 'modes')
 if s[1] ~= me or not s[3] then return false end
 redis.call('ZADD', pHolder .. s[3], 'XX', redis.call('INCR', clock), id)
 local n = held(s[3])
 place(s[3], n, n)
-return s[2]
+return {s[2], s[4] or '0'}
 `)
 
 // endScript forgets session id when owner me opened it: 1, else 0.
@@ -206,19 +234,19 @@ return 1
 // run runs script for owner's session id, counted against holder (of
 // version, for open): one round trip (two when Redis has not loaded it
 // yet: NOSCRIPT, then EVAL).
-func (s *shared) run(ctx context.Context, script *redis.Script, id, version string, owner core.Owner, holder core.Holder) *redis.Cmd {
+func (s *shared) run(ctx context.Context, script *redis.Script, id, version string, owner core.Owner, holder core.Holder, m modes) *redis.Cmd {
 	o, h := hex.EncodeToString(owner[:]), hex.EncodeToString(holder[:])
 	return script.Run(ctx, s.store.Client(),
 		[]string{s.holders, s.count, s.clock, s.holderKey + h, s.sessionKey + id},
-		s.holderKey, s.sizeKey, s.sessionKey, o, id, h, version, s.limit)
+		s.holderKey, s.sizeKey, s.sessionKey, o, id, h, version, s.limit, int(m))
 }
 
 // open is a new session of version for owner, counted against holder,
 // with a fresh random id, in one round trip; at the limit it first
 // forgets one (openScript).
-func (s *shared) open(ctx context.Context, version string, owner core.Owner, holder core.Holder) (session, error) {
-	ss := session{id: core.NewID(), version: version, owner: owner, holder: holder}
-	if err := s.run(ctx, openScript, ss.id, version, owner, holder).Err(); err != nil {
+func (s *shared) open(ctx context.Context, version string, owner core.Owner, holder core.Holder, m modes) (session, error) {
+	ss := session{id: core.NewID(), version: version, owner: owner, holder: holder, modes: m}
+	if err := s.run(ctx, openScript, ss.id, version, owner, holder, m).Err(); err != nil {
 		return session{}, s.store.Fail("opening an MCP session", err)
 	}
 	return ss, nil
@@ -235,14 +263,15 @@ func (s *shared) find(ctx context.Context, id string, owner core.Owner) (session
 	if len(id) != idLen {
 		return session{}, false, nil
 	}
-	v, err := s.run(ctx, findScript, id, "", owner, core.Holder{}).Text()
+	v, err := s.run(ctx, findScript, id, "", owner, core.Holder{}, 0).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return session{}, false, nil
 	}
-	if err != nil {
+	if err != nil || len(v) != 2 {
 		return session{}, false, s.store.Fail("finding MCP session "+strconv.Quote(id), err)
 	}
-	return session{id: id, version: v, owner: owner}, true, nil
+	m, _ := strconv.Atoi(v[1])
+	return session{id: id, version: v[0], owner: owner, modes: modes(m)}, true, nil
 }
 
 // end forgets owner's session of id on every replica, reporting whether
@@ -251,7 +280,7 @@ func (s *shared) end(ctx context.Context, id string, owner core.Owner) (bool, er
 	if len(id) != idLen {
 		return false, nil
 	}
-	n, err := s.run(ctx, endScript, id, "", owner, core.Holder{}).Int()
+	n, err := s.run(ctx, endScript, id, "", owner, core.Holder{}, 0).Int()
 	if err != nil {
 		return false, s.store.Fail("ending MCP session "+strconv.Quote(id), err)
 	}

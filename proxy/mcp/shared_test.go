@@ -204,7 +204,7 @@ func TestSharedFairShare(t *testing.T) {
 	ctx := t.Context()
 	s := newShared(st, 6)
 	open := func(o core.Owner) session {
-		ss, err := s.open(ctx, version20251125, o, core.Holder(o))
+		ss, err := s.open(ctx, version20251125, o, core.Holder(o), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -666,7 +666,7 @@ func TestSharedEvictionCost(t *testing.T) {
 	var first session
 	for i := range 1000 {
 		o := core.Owner{byte(i), byte(i >> 8)}
-		ss, err := s.open(ctx, version20251125, o, core.Holder(o))
+		ss, err := s.open(ctx, version20251125, o, core.Holder(o), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -680,7 +680,7 @@ func TestSharedEvictionCost(t *testing.T) {
 	if err := st.Client().ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.open(ctx, version20251125, core.Owner{'n', 'e', 'w'}, core.Holder{'n', 'e', 'w'}); err != nil {
+	if _, err := s.open(ctx, version20251125, core.Owner{'n', 'e', 'w'}, core.Holder{'n', 'e', 'w'}, 0); err != nil {
 		t.Fatal(err)
 	}
 	stats, err := st.Client().Info(ctx, "commandstats").Result()

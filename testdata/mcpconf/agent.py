@@ -14,6 +14,11 @@ input):
   POST /progress     an OpenAI chat completions stream of three chunks about
                      50 ms apart, then [DONE] (a progress notification each)
   POST /echo         the input, as JSON (json_schema_2020_12_tool)
+  POST /ask/<tool>   the elicitation and input-required scenarios' tools: an
+                     input without reply asks the tool's question (an
+                     input_required record, QUESTIONS); with a reply, its
+                     text says what the reply was (or, multi-round, asks
+                     the next question)
 """
 
 import json
@@ -21,6 +26,54 @@ import os
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def form(message, qid, properties, required=()):
+    return {"input_required": {"message": message, "id": qid, "schema": {
+        "type": "object", "properties": properties, "required": list(required)}}}
+
+
+QUESTIONS = {
+    "test_elicitation": lambda args: form(args.get("message", "Please provide your information"), "user_info", {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"}}, ["username", "email"]),
+    "test_elicitation_sep1034_defaults": lambda args: form("Please review and update the form fields with defaults", "defaults", {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "description": "Verification status", "default": True}}),
+    "test_elicitation_sep1330_enums": lambda args: form("Please select options from the enum fields", "enums", {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}}}),
+    "test_input_required_result_elicitation": lambda args: form("What is your name?", "user_name", {"name": {"type": "string"}}, ["name"]),
+    "test_input_required_result_request_state": lambda args: form("Please confirm", "confirm", {"ok": {"type": "boolean"}}, ["ok"]),
+    "test_input_required_result_tampered_state": lambda args: form("Please confirm", "confirm", {"ok": {"type": "boolean"}}, ["ok"]),
+    "test_input_required_result_capabilities": lambda args: form("What is your name?", "user_name", {"name": {"type": "string"}}, ["name"]),
+    "test_input_required_result_multi_round": lambda args: form("Step 1: What is your name?", "step1", {"name": {"type": "string"}}, ["name"]),
+}
+
+
+def answered(tool, reply):
+    """The answer of tool called again with reply: a text, or the next
+    question."""
+    content = reply.get("content") or {}
+    if tool == "test_input_required_result_multi_round" and reply.get("id") == "step1":
+        return form("Step 2: What is your favorite color?", "step2", {"color": {"type": "string"}}, ["color"])
+    if tool == "test_input_required_result_elicitation":
+        return "Hello, %s!" % content.get("name", "")
+    if tool == "test_input_required_result_request_state":
+        return "state-ok: confirmed %s" % json.dumps(content)
+    if tool == "test_elicitation":
+        return "User response: action=%s, content=%s" % (reply.get("action"), json.dumps(content))
+    return "Elicitation completed: action=%s, content=%s" % (reply.get("action"), json.dumps(content))
 
 
 def chunk(text):
@@ -55,6 +108,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif self.path == "/echo":
             self.json(200, body)
+        elif self.path.startswith("/ask/") and self.path[5:] in QUESTIONS:
+            tool = self.path[5:]
+            reply = body.pop("reply", None)
+            self.json(200, answered(tool, reply) if reply else QUESTIONS[tool](body))
         else:
             self.json(404, {"detail": "no route " + self.path})
 
