@@ -44,21 +44,6 @@ type Result struct {
 	Outcome metrics.Outcome
 }
 
-// Dial opens the agent's side of a conversation: the WebSocket at url
-// (ws://), through client (the agent's transport: its Unix socket or TCP
-// address), with header and the caller's subprotocols. ctx bounds the
-// dial and the upgrade only.
-func Dial(ctx context.Context, url string, client *http.Client, header http.Header, subprotocols []string) (*websocket.Conn, error) {
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client, HTTPHeader: header, Subprotocols: subprotocols})
-	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, &UpgradeError{URL: url, Status: resp.StatusCode, Text: resp.Status}
-		}
-		return nil, fmt.Errorf("dialing the agent's %s: %w", url, err)
-	}
-	return c, nil
-}
-
 // UpgradeError is an agent that answered the upgrade of its WebSocket at
 // URL with an HTTP response, not 101 Switching Protocols: it serves no
 // WebSocket there (a 404), or refused this one.
@@ -73,9 +58,9 @@ func (e *UpgradeError) Error() string {
 }
 
 // Conn is one side of a conversation as the relay sees it: a WebSocket
-// (*websocket.Conn), or a door's framing around one (frames unwrapped as
-// they are read and wrapped as they are written), or an agent side that
-// is no WebSocket at all. Read returns a *FrameError for a frame the side
+// (*WS, or a *websocket.Conn), or a door's framing around one (frames
+// unwrapped as they are read and wrapped as they are written), or an
+// agent side that is no WebSocket at all. Read returns a *FrameError for a frame the side
 // sent that cannot be carried; Close is called once, when the
 // conversation ends, with the code and reason that side gets.
 type Conn interface {
@@ -207,7 +192,7 @@ func Accept(w http.ResponseWriter, r *http.Request, agent Conn, lim config.Live)
 	if p, ok := agent.(interface{ Subprotocol() string }); ok {
 		chosen = p.Subprotocol()
 	}
-	caller, err := Upgrade(w, r, lim, chosen)
+	caller, err := acceptWS(w, r, chosen)
 	if err != nil {
 		agent.Close(websocket.StatusInternalError, "the caller's upgrade failed")
 		return nil, err
@@ -216,9 +201,10 @@ func Accept(w http.ResponseWriter, r *http.Request, agent Conn, lim config.Live)
 }
 
 // Upgrade upgrades r, the caller's request, to a WebSocket whose frames
-// are capped at lim.FrameBytes, offering subprotocol ("": none). As in
-// Accept, the Origin was the proxy's to check. On an error the upgrade
-// was answered with an HTTP error.
+// are capped at lim.FrameBytes, offering subprotocol ("": none), for a
+// door whose framing reads it before the relay does (coder/websocket's
+// Conn; Accept's is a *WS). As in Accept, the Origin was the proxy's to
+// check. On an error the upgrade was answered with an HTTP error.
 func Upgrade(w http.ResponseWriter, r *http.Request, lim config.Live, subprotocol string) (*websocket.Conn, error) {
 	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
 	if subprotocol != "" {
