@@ -378,6 +378,10 @@ func (rl *Relay) read(p *pipe) {
 // reader starts one when none is writing, and one that finds the queue
 // empty hands back its place before it returns (taking it again if a
 // frame came in meanwhile).
+//
+// A dst that batches (a Batcher) is written each frame without sending
+// it, and flushed whenever the queue is found empty: a backlog goes out
+// in as few writes as its buffer allows, and a lone frame at once.
 func (rl *Relay) write(p *pipe) {
 	p.held.Lock()
 	defer p.held.Unlock()
@@ -385,7 +389,8 @@ func (rl *Relay) write(p *pipe) {
 	for {
 		select {
 		case <-rl.done:
-			return // finish writes what a closing side sent
+			rl.sendBatch(p, dst) // finish writes what a closing side sent
+			return
 		default:
 		}
 		if f, ok := p.q.pop(); ok {
@@ -394,6 +399,9 @@ func (rl *Relay) write(p *pipe) {
 			}
 			continue
 		}
+		if !rl.sendBatch(p, dst) {
+			return
+		}
 		p.writing.Store(false)
 		if p.q.len() == 0 || !p.writing.CompareAndSwap(false, true) {
 			return
@@ -401,12 +409,19 @@ func (rl *Relay) write(p *pipe) {
 	}
 }
 
-// send writes f to dst for p and counts it; false when the write failed,
-// which ends the conversation (dst is gone) unless it already ended.
+// send writes f to dst for p (into its batch, when it batches) and counts
+// it; false when the write failed, which ends the conversation (dst is
+// gone) unless it already ended.
 func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 	n := int64(len(f.data))
 	p.queued.Add(-n)
-	if err := dst.Write(rl.writes, f.typ, f.data); err != nil {
+	var err error
+	if b, ok := dst.(Batcher); ok {
+		err = b.WriteNoFlush(rl.writes, f.typ, f.data)
+	} else {
+		err = dst.Write(rl.writes, f.typ, f.data)
+	}
+	if err != nil {
 		rl.end(writeEnding(p.dst, err))
 		return false
 	}
@@ -416,13 +431,31 @@ func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 	return true
 }
 
+// sendBatch sends what send batched for dst, if it batches; false when
+// that failed, as send.
+func (rl *Relay) sendBatch(p *pipe, dst Conn) bool {
+	b, ok := dst.(Batcher)
+	if !ok {
+		return true
+	}
+	if err := b.Flush(rl.writes); err != nil {
+		rl.end(writeEnding(p.dst, err))
+		return false
+	}
+	return true
+}
+
 // flush writes the frames left in p.q: what a side sent before its close
 // frame. finish bounds it with flushWait.
 func (rl *Relay) flush(p *pipe) {
 	dst := rl.conn(p.dst)
 	for {
 		f, ok := p.q.pop()
-		if !ok || !rl.send(p, dst, f) {
+		if !ok {
+			rl.sendBatch(p, dst)
+			return
+		}
+		if !rl.send(p, dst, f) {
 			return
 		}
 	}

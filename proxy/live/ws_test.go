@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -459,4 +460,108 @@ func TestWSWriteNoFlush(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// fakeConn is a side of a conversation for the relay's own tests: Read
+// returns what reads sends (a frame, or an error to end), writes are
+// recorded in events ("w:data" per frame, "flush" per Flush), and the
+// first write waits for gate when one is set.
+type fakeConn struct {
+	reads  chan any
+	events chan string
+	gate   chan struct{}
+	once   sync.Once
+	closed chan struct{}
+	cl     sync.Once
+}
+
+func newFake() *fakeConn {
+	return &fakeConn{reads: make(chan any, 16), events: make(chan string, 64), closed: make(chan struct{})}
+}
+
+func (f *fakeConn) Read(context.Context) (websocket.MessageType, []byte, error) {
+	select {
+	case v := <-f.reads:
+		if err, ok := v.(error); ok {
+			return 0, nil, err
+		}
+		return websocket.MessageText, []byte(v.(string)), nil
+	case <-f.closed:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+func (f *fakeConn) Write(ctx context.Context, typ websocket.MessageType, data []byte) error {
+	panic("a Batcher is written with WriteNoFlush")
+}
+
+func (f *fakeConn) WriteNoFlush(ctx context.Context, typ websocket.MessageType, data []byte) error {
+	if f.gate != nil {
+		f.once.Do(func() { <-f.gate })
+	}
+	f.events <- "w:" + string(data)
+	return nil
+}
+
+func (f *fakeConn) Flush(context.Context) error {
+	f.events <- "flush"
+	return nil
+}
+
+func (f *fakeConn) Close(websocket.StatusCode, string) error {
+	f.cl.Do(func() { close(f.closed) })
+	return nil
+}
+
+func (f *fakeConn) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case e := <-f.events:
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no write")
+		return ""
+	}
+}
+
+// TestRelayBatches: the relay writes a backlog to a Batcher frame by
+// frame unflushed and flushes once its queue is empty; a lone frame is
+// flushed at once, with no frame after it to push it out.
+func TestRelayBatches(t *testing.T) {
+	caller, agent := newFake(), newFake()
+	agent.gate = make(chan struct{})
+	rl := New(caller, agent, small)
+	done := make(chan Result, 1)
+	go func() { done <- rl.Run() }()
+
+	caller.reads <- "1"
+	// The writer holds frame 1 at the gate while 2, 3 and 4 queue.
+	for _, s := range []string{"2", "3", "4"} {
+		caller.reads <- s
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rl.in.q.len() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(agent.gate)
+	var got []string
+	for range 5 {
+		got = append(got, agent.next(t))
+	}
+	if want := "w:1 w:2 w:3 w:4 flush"; strings.Join(got, " ") != want {
+		t.Errorf("writes of a backlog = %q, want %q: one flush, once the queue is empty", strings.Join(got, " "), want)
+	}
+
+	caller.reads <- "lone"
+	if e := agent.next(t); e != "w:lone" {
+		t.Fatalf("write = %q, want the lone frame", e)
+	}
+	if e := agent.next(t); e != "flush" {
+		t.Fatalf("after a lone frame: %q, want its flush, with no other frame", e)
+	}
+
+	caller.reads <- websocket.CloseError{Code: websocket.StatusNormalClosure}
+	if r := <-done; r.In.Frames != 5 || r.EndedBy != Caller {
+		t.Errorf("Result = %+v, want 5 frames in, ended by the caller", r)
+	}
 }
