@@ -322,6 +322,13 @@ func (rl *Relay) end(e ending) {
 // side ended it with its close frame, the frames it sent before are
 // written to the other (within flushWait in all), then every write still
 // blocked is cancelled and both sides get their close.
+//
+// A writer that is not blocked returns of itself once it sees the end:
+// it is given settleWait to, before the writes are cancelled, so that
+// only a write stuck on a reader that does not read is cut.
+// (coder/websocket closes a connection, with no close frame, whose
+// write's context ends while the write is under way, even as it
+// returns.)
 func (rl *Relay) finish() {
 	defer close(rl.finished)
 	defer rl.stop()
@@ -336,9 +343,23 @@ func (rl *Relay) finish() {
 		p.held.Unlock()
 		t.Stop()
 	}
+	settle := time.Now().Add(settleWait)
+	for _, p := range []*pipe{&rl.in, &rl.out} {
+		for !time.Now().After(settle) {
+			if p.held.TryLock() { // no writer runs
+				p.held.Unlock()
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	rl.stop()
 	rl.close()
 }
+
+// settleWait bounds finish's wait for the writers to return of
+// themselves.
+const settleWait = 100 * time.Millisecond
 
 // conn is side's connection.
 func (rl *Relay) conn(s Side) Conn {
