@@ -388,10 +388,24 @@ func (rl *Relay) read(p *pipe) {
 		rl.last.Store(int64(time.Since(rl.start)))
 		p.queued.Add(n)
 		p.q.push(frame{typ, data})
+		// A message already read behind this one (a burst read at
+		// once) is queued too before a writer is woken, up to half the
+		// caps: the writer then sends the burst in one batch, not one
+		// write and one wake-up a frame.
+		if pending(src) && p.q.len() < rl.lim.QueueFrames/2 && p.queued.Load() < rl.lim.QueueBytes/2 {
+			continue
+		}
 		if p.writing.CompareAndSwap(false, true) {
 			rl.wg.Go(func() { rl.write(p) })
 		}
 	}
+}
+
+// pending reports whether c has a whole message read already, which its
+// next Read returns without waiting (a *WS's Pending).
+func pending(c Conn) bool {
+	p, ok := c.(interface{ Pending() bool })
+	return ok && p.Pending()
 }
 
 // write writes p.q's frames to p.dst until the queue is empty, the

@@ -221,6 +221,47 @@ func (c *WS) Read(ctx context.Context) (websocket.MessageType, []byte, error) {
 	return typ, data, nil
 }
 
+// Pending reports whether a message's last frame is buffered already,
+// behind whole control frames or fragments if any: the next Read returns
+// it without waiting on the socket.
+func (c *WS) Pending() bool {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rbuf == nil || c.pre != nil || c.rerr != nil {
+		return false
+	}
+	b := (*c.rbuf)[c.r:c.w]
+	for len(b) >= 2 {
+		n, l := 2, int64(b[1]&0x7f)
+		switch l {
+		case 126:
+			n += 2
+		case 127:
+			n += 8
+		}
+		if b[1]&0x80 != 0 {
+			n += 4
+		}
+		if len(b) < n {
+			return false
+		}
+		switch l {
+		case 126:
+			l = int64(binary.BigEndian.Uint16(b[2:]))
+		case 127:
+			l = int64(binary.BigEndian.Uint64(b[2:]) & (1<<63 - 1))
+		}
+		if int64(len(b)-n) < l {
+			return false
+		}
+		if op := b[0] & 0x0f; b[0]&0x80 != 0 && (op == opText || op == opBinary || op == opContinuation) {
+			return true
+		}
+		b = b[n+int(l):]
+	}
+	return false
+}
+
 // header is a frame's header.
 type header struct {
 	fin, masked bool

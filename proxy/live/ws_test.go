@@ -565,3 +565,50 @@ func TestRelayBatches(t *testing.T) {
 		t.Errorf("Result = %+v, want 5 frames in, ended by the caller", r)
 	}
 }
+
+// TestWSPending: Pending reports a whole message already read, behind
+// control frames or fragments, and not a frame cut short or a message
+// whose last fragment has not come.
+func TestWSPending(t *testing.T) {
+	conns := make(chan *WS, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := acceptWS(w, r, "")
+		if err != nil {
+			return
+		}
+		conns <- c
+	}))
+	t.Cleanup(srv.Close)
+	rc := dialRaw(t, srv.URL)
+	c := <-conns
+	defer c.Close(websocket.StatusNormalClosure, "")
+	defer rc.c.Close()
+	ctx := context.Background()
+	whole := wireFrame(true, opText, []byte("three"), true)
+	rc.send(
+		wireFrame(true, opText, []byte("one"), true),
+		wireFrame(true, opPing, []byte("p"), true),
+		wireFrame(false, opText, []byte("t"), true),
+		wireFrame(true, opContinuation, []byte("wo"), true),
+		whole[:len(whole)-2], // the third cut short
+	)
+	want := []struct {
+		msg     string
+		pending bool
+	}{{"one", true}, {"two", false}}
+	for _, w := range want {
+		if _, b, err := c.Read(ctx); err != nil || string(b) != w.msg {
+			t.Fatalf("Read = %q, %v; want %q", b, err, w.msg)
+		}
+		if got := c.Pending(); got != w.pending {
+			t.Errorf("Pending after %q = %v, want %v", w.msg, got, w.pending)
+		}
+	}
+	rc.send(whole[len(whole)-2:], wireFrame(false, opBinary, []byte("x"), true))
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "three" {
+		t.Fatalf("Read = %q, %v; want three", b, err)
+	}
+	if c.Pending() {
+		t.Error("Pending with only a message's first fragment read, want false")
+	}
+}
