@@ -60,9 +60,9 @@ func (e *UpgradeError) Error() string {
 // Conn is one side of a conversation as the relay sees it: a WebSocket
 // (*WS, or a *websocket.Conn), or a door's framing around one (frames
 // unwrapped as they are read and wrapped as they are written), or an
-// agent side that is no WebSocket at all. Read returns a *FrameError for a frame the side
-// sent that cannot be carried; Close is called once, when the
-// conversation ends, with the code and reason that side gets.
+// agent side that is no WebSocket at all. Read returns a *FrameError for
+// a frame the side sent that cannot be carried; Close is called once,
+// when the conversation ends, with the code and reason that side gets.
 type Conn interface {
 	Read(ctx context.Context) (websocket.MessageType, []byte, error)
 	Write(ctx context.Context, typ websocket.MessageType, data []byte) error
