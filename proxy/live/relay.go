@@ -44,21 +44,6 @@ type Result struct {
 	Outcome metrics.Outcome
 }
 
-// Dial opens the agent's side of a conversation: the WebSocket at url
-// (ws://), through client (the agent's transport: its Unix socket or TCP
-// address), with header and the caller's subprotocols. ctx bounds the
-// dial and the upgrade only.
-func Dial(ctx context.Context, url string, client *http.Client, header http.Header, subprotocols []string) (*websocket.Conn, error) {
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client, HTTPHeader: header, Subprotocols: subprotocols})
-	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, &UpgradeError{URL: url, Status: resp.StatusCode, Text: resp.Status}
-		}
-		return nil, fmt.Errorf("dialing the agent's %s: %w", url, err)
-	}
-	return c, nil
-}
-
 // UpgradeError is an agent that answered the upgrade of its WebSocket at
 // URL with an HTTP response, not 101 Switching Protocols: it serves no
 // WebSocket there (a 404), or refused this one.
@@ -73,11 +58,11 @@ func (e *UpgradeError) Error() string {
 }
 
 // Conn is one side of a conversation as the relay sees it: a WebSocket
-// (*websocket.Conn), or a door's framing around one (frames unwrapped as
-// they are read and wrapped as they are written), or an agent side that
-// is no WebSocket at all. Read returns a *FrameError for a frame the side
-// sent that cannot be carried; Close is called once, when the
-// conversation ends, with the code and reason that side gets.
+// (*WS, or a *websocket.Conn), or a door's framing around one (frames
+// unwrapped as they are read and wrapped as they are written), or an
+// agent side that is no WebSocket at all. Read returns a *FrameError for
+// a frame the side sent that cannot be carried; Close is called once,
+// when the conversation ends, with the code and reason that side gets.
 type Conn interface {
 	Read(ctx context.Context) (websocket.MessageType, []byte, error)
 	Write(ctx context.Context, typ websocket.MessageType, data []byte) error
@@ -207,7 +192,7 @@ func Accept(w http.ResponseWriter, r *http.Request, agent Conn, lim config.Live)
 	if p, ok := agent.(interface{ Subprotocol() string }); ok {
 		chosen = p.Subprotocol()
 	}
-	caller, err := Upgrade(w, r, lim, chosen)
+	caller, err := acceptWS(w, r, chosen)
 	if err != nil {
 		agent.Close(websocket.StatusInternalError, "the caller's upgrade failed")
 		return nil, err
@@ -216,9 +201,10 @@ func Accept(w http.ResponseWriter, r *http.Request, agent Conn, lim config.Live)
 }
 
 // Upgrade upgrades r, the caller's request, to a WebSocket whose frames
-// are capped at lim.FrameBytes, offering subprotocol ("": none). As in
-// Accept, the Origin was the proxy's to check. On an error the upgrade
-// was answered with an HTTP error.
+// are capped at lim.FrameBytes, offering subprotocol ("": none), for a
+// door whose framing reads it before the relay does (coder/websocket's
+// Conn; Accept's is a *WS). As in Accept, the Origin was the proxy's to
+// check. On an error the upgrade was answered with an HTTP error.
 func Upgrade(w http.ResponseWriter, r *http.Request, lim config.Live, subprotocol string) (*websocket.Conn, error) {
 	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
 	if subprotocol != "" {
@@ -336,6 +322,13 @@ func (rl *Relay) end(e ending) {
 // side ended it with its close frame, the frames it sent before are
 // written to the other (within flushWait in all), then every write still
 // blocked is cancelled and both sides get their close.
+//
+// A writer that is not blocked returns of itself once it sees the end:
+// it is given settleWait to, before the writes are cancelled, so that
+// only a write stuck on a reader that does not read is cut.
+// (coder/websocket closes a connection, with no close frame, whose
+// write's context ends while the write is under way, even as it
+// returns.)
 func (rl *Relay) finish() {
 	defer close(rl.finished)
 	defer rl.stop()
@@ -350,9 +343,23 @@ func (rl *Relay) finish() {
 		p.held.Unlock()
 		t.Stop()
 	}
+	settle := time.Now().Add(settleWait)
+	for _, p := range []*pipe{&rl.in, &rl.out} {
+		for !time.Now().After(settle) {
+			if p.held.TryLock() { // no writer runs
+				p.held.Unlock()
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	rl.stop()
 	rl.close()
 }
+
+// settleWait bounds finish's wait for the writers to return of
+// themselves.
+const settleWait = 100 * time.Millisecond
 
 // conn is side's connection.
 func (rl *Relay) conn(s Side) Conn {
@@ -381,10 +388,24 @@ func (rl *Relay) read(p *pipe) {
 		rl.last.Store(int64(time.Since(rl.start)))
 		p.queued.Add(n)
 		p.q.push(frame{typ, data})
+		// A message already read behind this one (a burst read at
+		// once) is queued too before a writer is woken, up to half the
+		// caps: the writer then sends the burst in one batch, not one
+		// write and one wake-up a frame.
+		if pending(src) && p.q.len() < rl.lim.QueueFrames/2 && p.queued.Load() < rl.lim.QueueBytes/2 {
+			continue
+		}
 		if p.writing.CompareAndSwap(false, true) {
 			rl.wg.Go(func() { rl.write(p) })
 		}
 	}
+}
+
+// pending reports whether c has a whole message read already, which its
+// next Read returns without waiting (a *WS's Pending).
+func pending(c Conn) bool {
+	p, ok := c.(interface{ Pending() bool })
+	return ok && p.Pending()
 }
 
 // write writes p.q's frames to p.dst until the queue is empty, the
@@ -392,6 +413,10 @@ func (rl *Relay) read(p *pipe) {
 // reader starts one when none is writing, and one that finds the queue
 // empty hands back its place before it returns (taking it again if a
 // frame came in meanwhile).
+//
+// A dst that batches (a Batcher) is written each frame without sending
+// it, and flushed whenever the queue is found empty: a backlog goes out
+// in as few writes as its buffer allows, and a lone frame at once.
 func (rl *Relay) write(p *pipe) {
 	p.held.Lock()
 	defer p.held.Unlock()
@@ -399,7 +424,8 @@ func (rl *Relay) write(p *pipe) {
 	for {
 		select {
 		case <-rl.done:
-			return // finish writes what a closing side sent
+			rl.sendBatch(p, dst) // finish writes what a closing side sent
+			return
 		default:
 		}
 		if f, ok := p.q.pop(); ok {
@@ -408,6 +434,9 @@ func (rl *Relay) write(p *pipe) {
 			}
 			continue
 		}
+		if !rl.sendBatch(p, dst) {
+			return
+		}
 		p.writing.Store(false)
 		if p.q.len() == 0 || !p.writing.CompareAndSwap(false, true) {
 			return
@@ -415,12 +444,19 @@ func (rl *Relay) write(p *pipe) {
 	}
 }
 
-// send writes f to dst for p and counts it; false when the write failed,
-// which ends the conversation (dst is gone) unless it already ended.
+// send writes f to dst for p (into its batch, when it batches) and counts
+// it; false when the write failed, which ends the conversation (dst is
+// gone) unless it already ended.
 func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 	n := int64(len(f.data))
 	p.queued.Add(-n)
-	if err := dst.Write(rl.writes, f.typ, f.data); err != nil {
+	var err error
+	if b, ok := dst.(Batcher); ok {
+		err = b.WriteNoFlush(rl.writes, f.typ, f.data)
+	} else {
+		err = dst.Write(rl.writes, f.typ, f.data)
+	}
+	if err != nil {
 		rl.end(writeEnding(p.dst, err))
 		return false
 	}
@@ -430,13 +466,31 @@ func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 	return true
 }
 
+// sendBatch sends what send batched for dst, if it batches; false when
+// that failed, as send.
+func (rl *Relay) sendBatch(p *pipe, dst Conn) bool {
+	b, ok := dst.(Batcher)
+	if !ok {
+		return true
+	}
+	if err := b.Flush(rl.writes); err != nil {
+		rl.end(writeEnding(p.dst, err))
+		return false
+	}
+	return true
+}
+
 // flush writes the frames left in p.q: what a side sent before its close
 // frame. finish bounds it with flushWait.
 func (rl *Relay) flush(p *pipe) {
 	dst := rl.conn(p.dst)
 	for {
 		f, ok := p.q.pop()
-		if !ok || !rl.send(p, dst, f) {
+		if !ok {
+			rl.sendBatch(p, dst)
+			return
+		}
+		if !rl.send(p, dst, f) {
 			return
 		}
 	}
