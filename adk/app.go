@@ -42,6 +42,7 @@ type call struct {
 	name   string
 	in     core.Input
 	header http.Header
+	door   bool // a door's input: user and session derived from its context (doorInput)
 }
 
 // Unary serves a unary handler method and returns the value of its
@@ -80,6 +81,9 @@ func (a *App) stream(c call) (core.Records, func(), error) {
 	h := handlers[c.m.Handler]
 	if h.stream == nil {
 		return nil, nil, fmt.Errorf("handler %s is not served on the streaming route", c.m.Handler)
+	}
+	if h.door {
+		c.in, c.door = doorInput(c.in)
 	}
 	if err := checkRequired(c.in, h.required); err != nil {
 		return nil, nil, err

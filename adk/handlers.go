@@ -17,6 +17,7 @@ type handler struct {
 	stream   func(*App, call) (core.Records, func(), error)
 	talk     func(*App, call, Dial) (live.Conn, error)
 	required []string
+	door     bool // serves a door's input shape too (doorInput)
 }
 
 // handlers are the functions that serve adkapp.Methods' handlers, each
@@ -31,8 +32,8 @@ var handlers = withRequired(map[string]handler{
 	"adk.delete_session":                  {unary: (*App).deleteSession},
 	"adk.add_session_to_memory":           {unary: (*App).addSessionToMemory},
 	"adk.search_memory":                   {unary: (*App).searchMemory},
-	"adk.stream_query":                    {stream: (*App).streamQuery},
-	"adk.async_stream_query":              {stream: (*App).asyncStreamQuery},
+	"adk.stream_query":                    {stream: (*App).streamQuery, door: true},
+	"adk.async_stream_query":              {stream: (*App).asyncStreamQuery, door: true},
 	"adk.streaming_agent_run_with_events": {stream: (*App).runWithEvents},
 	"adk.bidi_stream_query":               {talk: (*App).bidiStreamQuery},
 })

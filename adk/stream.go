@@ -72,6 +72,10 @@ func (a *App) query(c call, async bool) (core.Records, func(), error) {
 		if msg, err = a.answer(c, user, sid, reply); err != nil {
 			return nil, nil, err
 		}
+	} else if c.door {
+		if err := a.ensureSession(c, user, sid); err != nil {
+			return nil, nil, err
+		}
 	} else if sid == "" {
 		if sid, err = a.newSession(c, user, events, "session_events"); err != nil {
 			return nil, nil, err
