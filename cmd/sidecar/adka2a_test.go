@@ -4,17 +4,20 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-dev/sidecar/internal/redistest"
 )
 
 // testADKQuestionsA2A: the A2A door in front of the preset's
 // stream_query, on the TypeScript ADK api server. A message pauses on
 // transfer_money's confirmation: the task is input-required with the
 // confirmation's question; a data part answers it, on the same task, and
-// the task completes with the tool's result. Another caller cannot
-// answer it, and a wrong answer leaves it waiting.
+// the task completes with the tool's result. A wrong answer leaves it
+// waiting; the context's next message reuses its session; an answer on
+// another replica, which shares only the task store, resumes the run.
 func testADKQuestionsA2A(t *testing.T, url string) {
-	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\npreset: adk\nadk: {app: transfer}\n"+
-		"methods:\n  chat: {handler: adk.stream_query, emit: text}\nprotocols:\n  a2a: {mount: /a2a, method: chat}\n")
+	const doorYAML = "preset: adk\nadk: {app: transfer}\nmethods:\n  chat: {handler: adk.stream_query, emit: text}\nprotocols:\n  a2a: {mount: /a2a, method: chat}\n"
+	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\n"+doorYAML)
 	type task struct {
 		ID        string `json:"id"`
 		ContextID string `json:"contextId"`
@@ -34,7 +37,7 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 			} `json:"parts"`
 		} `json:"artifacts"`
 	}
-	send := func(message string) (task, string) {
+	sendTo := func(base, message string) (task, string) {
 		t.Helper()
 		r := post(t, base+"/a2a", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+message+`}}`)
 		var out struct {
@@ -43,9 +46,10 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		json.Unmarshal([]byte(r.body), &out)
 		return out.Result, r.body
 	}
-	ask := func(t *testing.T, text string) (task, string) {
+	send := func(message string) (task, string) { t.Helper(); return sendTo(base, message) }
+	askAt := func(t *testing.T, base, text string) (task, string) {
 		t.Helper()
-		tk, body := send(`{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"` + text + `"}]}`)
+		tk, body := sendTo(base, `{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"text","text":"`+text+`"}]}`)
 		if tk.Status.State != "input-required" || len(tk.Status.Message.Parts) != 2 ||
 			!strings.Contains(tk.Status.Message.Parts[0].Text, "Please approve or reject the tool call transfer_money()") ||
 			!strings.Contains(string(tk.Status.Message.Parts[1].Data), `"schema":{"type":"object","properties":{"confirmed":{"type":"boolean"},"payload":{}},"required":["confirmed"]}`) {
@@ -58,9 +62,10 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		}
 		return tk, body
 	}
-	answer := func(tk task, data string) (task, string) {
-		return send(`{"kind":"message","role":"user","messageId":"m2","taskId":"` + tk.ID + `","contextId":"` + tk.ContextID +
-			`","parts":[{"kind":"data","data":` + data + `}]}`)
+	ask := func(t *testing.T, text string) (task, string) { t.Helper(); return askAt(t, base, text) }
+	answerAt := func(base string, tk task, data string) (task, string) {
+		return sendTo(base, `{"kind":"message","role":"user","messageId":"m2","taskId":"`+tk.ID+`","contextId":"`+tk.ContextID+
+			`","parts":[{"kind":"data","data":`+data+`}]}`)
 	}
 	lastText := func(tk task) string {
 		var text string
@@ -71,6 +76,7 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		}
 		return text
 	}
+	answer := func(tk task, data string) (task, string) { return answerAt(base, tk, data) }
 
 	t.Run("confirmed", func(t *testing.T) {
 		tk, _ := ask(t, "approve 100")
@@ -121,6 +127,20 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		doneA, body := answer(a, `{"confirmed":true}`)
 		if !strings.Contains(lastText(doneA), `{"transferred":1}`) {
 			t.Errorf("a's answer = %s", body)
+		}
+	})
+	t.Run("answered on another replica", func(t *testing.T) {
+		// Two sidecars share the task store, nothing else: the answer, on
+		// the one that never saw the context, finds its session on the
+		// ADK api server and resumes the paused run.
+		srv := redistest.Start(t)
+		yaml := "upstream: {url: " + url + ", ready: {path: /list-apps}}\n" + doorYAML +
+			"state: {store: redis, redis: {url: \"" + srv.URL() + "\"}}\n"
+		one, other := startSidecar(t, yaml), startSidecar(t, yaml)
+		tk, _ := askAt(t, one, "approve 12")
+		done, body := answerAt(other, tk, `{"confirmed":true}`)
+		if done.Status.State != "completed" || !strings.Contains(lastText(done), `transfer_money: {"transferred":12}`) {
+			t.Errorf("the answer on the other replica = %s, want the transfer made", body)
 		}
 	})
 }
