@@ -1,11 +1,16 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/internal/redistest"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
 // testADKQuestionsA2A: the A2A door in front of the preset's
@@ -115,6 +120,19 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		done, body := answer(next, `{"confirmed":true}`)
 		if !strings.Contains(lastText(done), `{"transferred":5}`) {
 			t.Errorf("the next answer = %s, want the second transfer made", body)
+		}
+		// One session holds both runs: the one named after the caller's
+		// scoped context (no Authorization: the owner of nothing).
+		sum := sha256.Sum256([]byte(core.OwnerOf(http.Header{}).Scope(tk.ContextID)))
+		key := hex.EncodeToString(sum[:])[:32]
+		resp, err := testClient.Get(url + "/apps/transfer/users/door-" + key + "/sessions/ctx-" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		session, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(string(session), `{"transferred":4}`) || !strings.Contains(string(session), `{"transferred":5}`) {
+			t.Errorf("the context's session = %d %.300s, want both transfers in it", resp.StatusCode, session)
 		}
 	})
 	t.Run("two contexts, two sessions", func(t *testing.T) {
