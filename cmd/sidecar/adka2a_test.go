@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/internal/deps"
 	"github.com/sidecar-dev/sidecar/internal/redistest"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
@@ -17,9 +18,11 @@ import (
 // stream_query, on the TypeScript ADK api server. A message pauses on
 // transfer_money's confirmation: the task is input-required with the
 // confirmation's question; a data part answers it, on the same task, and
-// the task completes with the tool's result. A wrong answer leaves it
-// waiting; the context's next message reuses its session; an answer on
-// another replica, which shares only the task store, resumes the run.
+// the task completes with the tool's result, as plain JSON-RPC and as
+// @a2a-js/sdk's clients (testdata/a2a/adkconfirm.mjs) see it. A wrong
+// answer leaves it waiting; the context's next message reuses its
+// session; an answer on another replica, which shares only the task
+// store, resumes the run.
 func testADKQuestionsA2A(t *testing.T, url string) {
 	const doorYAML = "preset: adk\nadk: {app: transfer}\nmethods:\n  chat: {handler: adk.stream_query, emit: text}\nprotocols:\n  a2a: {mount: /a2a, method: chat}\n"
 	base := startSidecar(t, "upstream: {url: "+url+", ready: {path: /list-apps}}\n"+doorYAML)
@@ -146,6 +149,14 @@ func testADKQuestionsA2A(t *testing.T, url string) {
 		if !strings.Contains(lastText(doneA), `{"transferred":1}`) {
 			t.Errorf("a's answer = %s", body)
 		}
+	})
+	t.Run("@a2a-js/sdk", func(t *testing.T) {
+		deps.MatchLines(t, deps.Node(t, "a2a", "adkconfirm.mjs", base+"/a2a"), []string{
+			`{"step":"JSONRPC 1.0 ask","state":"TASK_STATE_INPUT_REQUIRED","kind":"form","schema":["confirmed","payload"],"last":"{\"tool_call\":{\"id\":\"adk-`,
+			`{"step":"JSONRPC 1.0 answer","state":"TASK_STATE_COMPLETED","last":"transfer_money: {\"transferred\":21}"}`,
+			`{"step":"JSONRPC 0.3 ask","state":"TASK_STATE_INPUT_REQUIRED","kind":"form","schema":["confirmed","payload"],"last":"{\"tool_call\":{\"id\":\"adk-`,
+			`{"step":"JSONRPC 0.3 answer","state":"TASK_STATE_COMPLETED","last":"transfer_money: {\"transferred\":22}"}`,
+		})
 	})
 	t.Run("answered on another replica", func(t *testing.T) {
 		// Two sidecars share the task store, nothing else: the answer, on
