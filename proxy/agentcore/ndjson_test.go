@@ -355,7 +355,10 @@ func TestNDJSONSlowCaller(t *testing.T) {
 		t.Errorf("call log line = %v, want the sidecar's 1008 to the slow caller", f)
 	}
 	c.CloseNow()
-	if grew := int64(highest) - int64(before.HeapInuse); grew > 8*(256<<10)+4<<20 {
+	// A small multiple of the queue, with room for the garbage of lines
+	// written and not yet collected (the agent is in this process):
+	// nothing like the 160 MiB the agent sends.
+	if grew := int64(highest) - int64(before.HeapInuse); grew > 16*(256<<10)+8<<20 {
 		t.Errorf("heap grew %d bytes relaying to a caller that never reads, want at most a small multiple of the 256 KiB queue", grew)
 	}
 }

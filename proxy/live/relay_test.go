@@ -257,9 +257,12 @@ func TestRelaySlowCaller(t *testing.T) {
 		t.Errorf("Result out %+v: every frame reached a caller that never reads", r.Out)
 	}
 	<-sentAll
-	// The queue's cap plus the library's buffers: a small multiple of it,
-	// nothing like the 160 MiB the agent sends.
-	if grew := int64(highest) - int64(before.HeapInuse); grew > 8*lim.QueueBytes+4<<20 {
+	// The queue's cap plus the connections' buffers and the garbage of
+	// frames written and not yet collected (the agent allocates each one,
+	// in this process): a small multiple of it, nothing like the 160 MiB
+	// the agent sends. How much garbage a collection leaves at the peak
+	// depends on the machine's load, hence the room.
+	if grew := int64(highest) - int64(before.HeapInuse); grew > 16*lim.QueueBytes+8<<20 {
 		t.Errorf("heap grew %d bytes relaying to a caller that never reads, want at most a small multiple of the %d-byte queue", grew, lim.QueueBytes)
 	}
 	_ = c
