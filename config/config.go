@@ -234,6 +234,8 @@ type Limits struct {
 	Live Live
 	// Questions caps the questions agents ask (limits.questions).
 	Questions Questions
+	// Parts caps the parts that are not text, each way (limits.parts).
+	Parts Parts
 }
 
 // PerCaller is limits.per_caller: each caller (a token's subject, an API

@@ -70,6 +70,7 @@ var sections = map[string]string{
 	"limits.per_caller":        "limits: {per_caller: {zz_unknown: 1}}\n",
 	"limits.live":              "limits: {live: {zz_unknown: 1}}\n",
 	"limits.questions":         "limits: {questions: {zz_unknown: 1}}\n",
+	"limits.parts":             "limits: {parts: {zz_unknown: 1}}\n",
 	"shutdown":                 "shutdown: {zz_unknown: 1}\n",
 	"headers":                  "headers: {zz_unknown: 1}\n",
 	"admin":                    "admin: {zz_unknown: 1}\n",

@@ -89,7 +89,7 @@ func duration(n *yaml.Node) (time.Duration, error) {
 
 // limits decodes the limits over their defaults.
 func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
-	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions", "per_caller", "live", "questions"}
+	keys := []string{"request_bytes", "record_bytes", "reply_bytes", "header_bytes", "header_timeout", "concurrency", "queue", "queue_timeout", "body_timeout", "task_store_bytes", "mcp_sessions", "subscriptions", "per_caller", "live", "questions", "parts"}
 	if !p.mapping(n, path, "a mapping with "+oneOf(keys, false)) {
 		return
 	}
@@ -166,6 +166,8 @@ func (p *parser) limits(n *yaml.Node, path string, l *Limits) {
 			p.live(e, key, &l.Live)
 		case "questions":
 			p.questions(e, key, &l.Questions)
+		case "parts":
+			p.parts(e, key, &l.Parts)
 		default:
 			p.unknown(e, path, keys...)
 		}

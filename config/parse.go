@@ -48,6 +48,7 @@ var defaultLimits = Limits{
 	PerCaller:      PerCaller{Per: time.Minute},
 	Live:           DefaultLive,
 	Questions:      DefaultQuestions,
+	Parts:          DefaultParts,
 }
 
 // Load reads and parses the method map at path; kinds are the protocols

@@ -72,7 +72,7 @@ func TestParseFull(t *testing.T) {
 	if c.Timeouts != top {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, top)
 	}
-	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions}
+	wantLimits := Limits{RequestBytes: 1 << 20, RecordBytes: 65536, ReplyBytes: 2e6, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions, Parts: DefaultParts}
 	if c.Limits != wantLimits {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, wantLimits)
 	}
@@ -145,7 +145,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.Timeouts != def {
 		t.Errorf("Timeouts = %+v, want %+v", c.Timeouts, def)
 	}
-	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions}); c.Limits != want {
+	if want := (Limits{RequestBytes: 10 << 20, RecordBytes: 8 << 20, ReplyBytes: 32 << 20, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions, Parts: DefaultParts}); c.Limits != want {
 		t.Errorf("Limits = %+v, want %+v", c.Limits, want)
 	}
 	want := []*Method{
@@ -197,7 +197,7 @@ var validTests = []struct {
 		}},
 	{"sizes", "limits: {request_bytes: 1KB, record_bytes: 2 KiB, reply_bytes: 1GiB}\n" + minimal,
 		func(c *Config) (any, any) {
-			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 1 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions}
+			return c.Limits, Limits{RequestBytes: 1000, RecordBytes: 2048, ReplyBytes: 1 << 30, HeaderBytes: 64 << 10, HeaderTimeout: 10 * time.Second, Queue: 100, QueueTimeout: 10 * time.Second, BodyTimeout: 30 * time.Second, TaskStoreBytes: 64 << 20, MCPSessions: 10000, Subscriptions: 256, PerCaller: PerCaller{Per: time.Minute}, Live: DefaultLive, Questions: DefaultQuestions, Parts: DefaultParts}
 		}},
 	{"task store", "limits: {task_store_bytes: 1MiB}\n" + minimal,
 		func(c *Config) (any, any) { return c.Limits.TaskStoreBytes, int64(1 << 20) }},
@@ -362,7 +362,7 @@ var problemTests = []struct {
 	{"unknown timeouts key", minimal + "timeouts:\n  read: 1s\n",
 		"sidecar.yaml:4: timeouts.read: unknown key (want connect, first_byte, idle or total)"},
 	{"unknown limits key", minimal + "limits:\n  body_bytes: 1\n",
-		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue, queue_timeout, body_timeout, task_store_bytes, mcp_sessions, subscriptions, per_caller, live or questions)"},
+		"sidecar.yaml:4: limits.body_bytes: unknown key (want request_bytes, record_bytes, reply_bytes, header_bytes, header_timeout, concurrency, queue, queue_timeout, body_timeout, task_store_bytes, mcp_sessions, subscriptions, per_caller, live, questions or parts)"},
 	{"unknown headers key", minimal + "headers:\n  forwards: [X-Tenant]\n",
 		"sidecar.yaml:4: headers.forwards: unknown key: did you mean forward? (want forward or set)"},
 	{"unknown admin key", minimal + "admin: {listen: '127.0.0.1:9090', port: 9091}\n",

@@ -109,6 +109,10 @@ var (
 	// ErrQuestionTooLarge is an agent's question (an input_required
 	// record) larger than limits.questions.bytes.
 	ErrQuestionTooLarge = errors.New("the agent's question exceeds limits.questions.bytes")
+	// ErrPartTooLarge is a part of the agent's reply that is not text (an
+	// image, audio, a file) larger than limits.parts.bytes, or past
+	// limits.parts.total with the parts before it.
+	ErrPartTooLarge = errors.New("the agent's part exceeds limits.parts")
 	// ErrReplyTooLarge is a unary reply larger than the reply size limit.
 	ErrReplyTooLarge = errors.New("agent reply exceeds the reply size limit")
 	// ErrNoHandler is a method whose entry names a built-in handler on a

@@ -97,6 +97,7 @@ var reasons = map[string]struct {
 	"RECORD_TOO_LARGE":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"REPLY_TOO_LARGE":    {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"QUESTION_TOO_LARGE": {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
+	"PART_TOO_LARGE":     {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"BAD_REPLY":          {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"DIALECT_MISMATCH":   {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
 	"AGENT_FAILED":       {http.StatusBadGateway, RPC{500, "INTERNAL"}, metrics.AgentError},
@@ -220,6 +221,8 @@ func FailureOf(err error) Failure {
 		return ReasonFailure("RECORD_TOO_LARGE", ErrRecordTooLarge.Error())
 	case errors.Is(err, ErrQuestionTooLarge):
 		return ReasonFailure("QUESTION_TOO_LARGE", ErrQuestionTooLarge.Error())
+	case errors.Is(err, ErrPartTooLarge):
+		return ReasonFailure("PART_TOO_LARGE", err.Error())
 	case errors.Is(err, ErrReplyTooLarge):
 		return ReasonFailure("REPLY_TOO_LARGE", ErrReplyTooLarge.Error())
 	case errors.As(err, &replyErr):
