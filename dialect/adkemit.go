@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // emit adk: the ADK api server's events, written by hand as
@@ -188,6 +190,14 @@ func (a *adkEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 			return lines, err
 		}
 		return a.completeEvent(lines, e.Question.Record())
+	case Part:
+		// The part record as the contract's callers read it, whatever
+		// the emit.
+		lines, err := a.flush(lines)
+		if err != nil {
+			return lines, err
+		}
+		return a.completeEvent(lines, part.AppendRecord(nil, e.Part))
 	}
 	return lines, nil
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -36,6 +37,7 @@ var errLineTooLarge = fmt.Errorf("a mapped line: %w", core.ErrRecordTooLarge)
 //	{"tool_call":{"id":…,"name":…,"args":…}}       a whole tool call
 //	{"tool_result":{"id":…,"name":…,"output":…}}   a tool's result
 //	{"input_required":{"message":…,"kind":…,…}}     the agent's question
+//	{"inline_data":…}, {"file_data":…}, {"data":…}  a part that is not text
 //	{"end":{"finish_reason":…,"usage":…}}          last, at a clean end
 type textEmitter struct {
 	max  int  // the longest line
@@ -50,7 +52,8 @@ type textEmitter struct {
 	size            int64
 	finish          string
 	usage           json.RawMessage
-	question        json.RawMessage // the last question's input_required object
+	question        json.RawMessage   // the last question's input_required object
+	parts           []json.RawMessage // the part records, in order
 }
 
 func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
@@ -88,6 +91,13 @@ func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 		if t.keep {
 			t.size += int64(len(rec) - len(t.question))
 			t.question = rec[len(`{"input_required":`) : len(rec)-1]
+		}
+		return t.fit(lines, rec)
+	case Part:
+		rec := part.AppendRecord(nil, e.Part)
+		if t.keep {
+			t.size += int64(len(rec)) + 1
+			t.parts = append(t.parts, rec)
 		}
 		return t.fit(lines, rec)
 	case End:
@@ -207,10 +217,11 @@ func (t *textEmitter) whole() json.RawMessage {
 	rest := marshal(struct {
 		ToolCalls    []json.RawMessage `json:"tool_calls,omitempty"`
 		ToolResults  []json.RawMessage `json:"tool_results,omitempty"`
+		Parts        []json.RawMessage `json:"parts,omitempty"`
 		Question     json.RawMessage   `json:"input_required,omitempty"`
 		FinishReason string            `json:"finish_reason,omitempty"`
 		Usage        json.RawMessage   `json:"usage,omitempty"`
-	}{t.calls, t.results, t.question, t.finish, t.usage})
+	}{t.calls, t.results, t.parts, t.question, t.finish, t.usage})
 	const textHead, reasoningHead = `{"text":"`, `","reasoning":"`
 	size := len(textHead) + t.text.len() + len(`"`) + len(rest)
 	if t.reasoning.len() > 0 {

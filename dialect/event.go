@@ -8,6 +8,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // Kind is what an Event is.
@@ -39,6 +40,11 @@ const (
 	// mapper (ADK's tool confirmation); the stage reads it into Question,
 	// bounded by limits.questions.bytes, before it is written.
 	Question
+	// Part is a part that is not text (docs/parts.md): JSON is its part
+	// record, compact, from the agent or made by the mapper (an ADK
+	// event's inline image); the stage reads it into Part, bounded by
+	// limits.parts, before it is written.
+	Part
 )
 
 // Event is one event of the normalized model every dialect maps into.
@@ -53,6 +59,8 @@ type Event struct {
 	Err      error
 	// Question is the question read from JSON (Kind Question).
 	Question *ask.Question
+	// Part is the part read from JSON (Kind Part).
+	Part *part.Part
 }
 
 // Mapper reads one dialect. It may keep state between records (tool call

@@ -8,6 +8,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // Agent is the mapping stage as a core.Agent around another: a call whose
@@ -34,6 +35,10 @@ type Agent struct {
 	// (limits.questions.bytes): a larger one ends the call with
 	// QUESTION_TOO_LARGE. 0: no cap but MaxRecord.
 	MaxQuestion int64
+	// Parts caps the parts that are not text the agent answers
+	// (limits.parts): one over Bytes, or past Total with those before
+	// it, ends the call with PART_TOO_LARGE. Zero: no cap but MaxRecord.
+	Parts config.Parts
 }
 
 // Stream answers c with the inner Agent's records, mapped as c's method
@@ -86,7 +91,7 @@ func (a Agent) mapped(c core.Call, r core.Records, whole bool) *Records {
 	default:
 		e = &textEmitter{max: max, keep: whole}
 	}
-	rs := &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes, max: max, maxQuestion: a.MaxQuestion}
+	rs := &Records{in: r, dialect: c.Method.Speaking(), emit: e, notes: c.Notes, max: max, maxQuestion: a.MaxQuestion, parts: part.NewBudget(a.Parts)}
 	rs.tools.max = max
 	if whole {
 		rs.maxReply = a.MaxReply
@@ -119,8 +124,10 @@ type Records struct {
 	max     int // the longest line out, and what a mapper holds
 	// maxQuestion caps a question record (limits.questions.bytes).
 	maxQuestion int64
-	placed      bool // the dialect is known (m set) or the stream passes through
-	pass        bool
+	// parts counts the parts that are not text against limits.parts.
+	parts  *part.Budget
+	placed bool // the dialect is known (m set) or the stream passes through
+	pass   bool
 
 	events []Event // the events of the last record mapped
 	next   int     // the first of events not written yet
@@ -185,6 +192,14 @@ func (r *Records) Next() bool {
 			r.read++
 			r.asked = true
 			r.mapEvents(append(r.events[:0], Event{Kind: Question, JSON: rec}))
+			continue
+		}
+		if part.Is(rec) && !r.pass {
+			// The one shape of a part that is not text, whatever the
+			// dialect: it does not place the stream either.
+			r.read++
+			r.shaped = true
+			r.mapEvents(append(r.events[:0], Event{Kind: Part, JSON: rec}))
 			continue
 		}
 		if !r.placed {
@@ -273,8 +288,26 @@ func (r *Records) write(e *Event) {
 		if e.Question, r.err = ask.Parse(e.JSON, r.questionCap()); r.err != nil {
 			return
 		}
+	case e.Kind == Part:
+		if r.err = r.readPart(e); r.err != nil {
+			return
+		}
 	}
 	r.lines, r.err = r.emit.line(r.lines, e)
+}
+
+// readPart reads e's part record into e.Part and counts it: a malformed
+// part is BAD_REPLY, one over limits.parts PART_TOO_LARGE.
+func (r *Records) readPart(e *Event) error {
+	p, err := part.Parse(e.JSON, r.parts.Limits())
+	if err == nil {
+		err = r.parts.Take(p)
+	}
+	if err != nil {
+		return part.Agent(err)
+	}
+	e.Part = p
+	return nil
 }
 
 // questionCap is the most a question record may be: limits.questions.bytes,

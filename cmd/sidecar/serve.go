@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg *config.Config, ln net.Listener, logger *zap
 	// The mapping stage: a method that emits text or ADK events gets its
 	// agent's dialect mapped; the rest pass through untouched.
 	mapped := dialect.Agent{Agent: calls, Author: cfg.ADK.App, SnakeKeys: cfg.ADK.Keys == "snake", MaxReply: cfg.Limits.ReplyBytes,
-		MaxRecord: cfg.Limits.RecordBytes, MaxQuestion: cfg.Limits.Questions.Bytes}
+		MaxRecord: cfg.Limits.RecordBytes, MaxQuestion: cfg.Limits.Questions.Bytes, Parts: cfg.Limits.Parts}
 	s := &proxy.Server{Config: cfg, Agent: mapped, Talker: talker, Prober: prober, ReadyWait: cfg.Upstream.Ready.Wait, Logger: logger,
 		Metrics: m, Protocols: doors.Names(doors.All), Project: envValue(aio.env, "GOOGLE_CLOUD_PROJECT"), Tracer: spans.Tracer()}
 	if store != nil {

@@ -99,12 +99,13 @@ func bad(format string, args ...any) *Error {
 var prefixes = [][]byte{
 	[]byte(`{"inline_data":`), []byte(`{"inlineData":`),
 	[]byte(`{"file_data":`), []byte(`{"fileData":`),
-	[]byte(`{"data":`),
 }
 
 // Is reports whether rec, one compact record, is a part record: an
-// object whose first member is inline_data, file_data or data (or their
-// camelCase). It reads a few bytes: a door calls it on every record.
+// object whose first member is inline_data or file_data (or their
+// camelCase), or whose one member is data. It reads a few bytes of any
+// other record: a door calls it on every record. A record that begins
+// with data and has other members is not a part (an agent's own record).
 func Is(rec []byte) bool {
 	if len(rec) < 8 || rec[0] != '{' {
 		return false
@@ -114,7 +115,11 @@ func Is(rec []byte) bool {
 			return true
 		}
 	}
-	return false
+	if !bytes.HasPrefix(rec, []byte(`{"data":`)) {
+		return false
+	}
+	n := 0
+	return rawjson.Members(rec, func(_, _ []byte) bool { n++; return n == 1 })
 }
 
 // Parse reads rec, one part as a JSON object (a record for which Is
@@ -591,6 +596,9 @@ func (b *Budget) Take(p *Part) error {
 	}
 	return nil
 }
+
+// Limits is the caps b counts against.
+func (b *Budget) Limits() config.Parts { return b.lim }
 
 // Used is the bytes counted so far.
 func (b *Budget) Used() int64 { return b.used }

@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 			Part{Kind: Data, Value: json.RawMessage(`{"total":12.5,"items":[1,2]}`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !Is([]byte(tc.rec)) && tc.name != "data" {
+			if !Is([]byte(tc.rec)) {
 				t.Errorf("Is = false")
 			}
 			p, err := Parse([]byte(tc.rec), lim)
@@ -76,6 +76,21 @@ func TestParseNoCopy(t *testing.T) {
 	i := bytes.Index(rec, p.Base64)
 	if i < 0 || &rec[i] != &p.Base64[0] {
 		t.Errorf("Base64 is a copy, not a slice of the record")
+	}
+}
+
+func TestIs(t *testing.T) {
+	for rec, want := range map[string]bool{
+		`{"data":{"a":1}}`:               true,
+		`{"data":{"a":1},"type":"x"}`:    false,
+		`{"inline_data":{},"thought":1}`: true, // refused by Parse, saying why
+		`{"text":"hi"}`:                  false,
+		`{"dat":1}`:                      false,
+		`{"data":`:                       false,
+	} {
+		if got := Is([]byte(rec)); got != want {
+			t.Errorf("Is(%s) = %v, want %v", rec, got, want)
+		}
 	}
 }
 
