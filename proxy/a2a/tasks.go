@@ -34,6 +34,9 @@ type task struct {
 	// auth-required) waits for the answer to; expiry its clock
 	// (questions.go).
 	question *ask.Question
+	// teller tells the agent its question expired (questions.go); nil
+	// when nothing can (a task claimed from Redis before it asked here).
+	teller *teller
 	expiry   *time.Timer
 	// turn counts the task's calls: a task that asked is called again,
 	// in a new turn, with the answer.
@@ -73,6 +76,9 @@ type store struct {
 
 	mu      sync.Mutex
 	waiting []*task // the tasks waiting for an answer, oldest first
+	// telling are the calls telling agents their questions expired
+	// (questions.go), each bounded by its method's total time.
+	telling sync.WaitGroup
 	tasks   map[string]*task
 	order   []*task // oldest first
 	bytes   int64
