@@ -37,7 +37,7 @@ type task struct {
 	// teller tells the agent its question expired (questions.go); nil
 	// when nothing can (a task claimed from Redis before it asked here).
 	teller *teller
-	expiry   *time.Timer
+	expiry *time.Timer
 	// turn counts the task's calls: a task that asked is called again,
 	// in a new turn, with the answer.
 	turn    int
