@@ -65,7 +65,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // then end failed on every replica once their leases lapse.
 func (d *Door) Close() error {
 	d.tasks.stopClocks()
-	d.tasks.telling.Wait() // the agents told their questions expired
+	d.tasks.stopTelling() // a call telling an agent its question expired is cut
+	d.tasks.telling.Wait()
 	if d.shared != nil {
 		d.shared.close()
 	}

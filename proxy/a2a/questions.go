@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +66,7 @@ func (s *store) tell(tl *teller) {
 	s.telling.Add(1)
 	go func() {
 		defer s.telling.Done()
-		ask.Tell(context.Background(), tl.agent, tl.call, tl.reply)
+		ask.Tell(s.quit, tl.agent, tl.call, tl.reply)
 	}()
 }
 

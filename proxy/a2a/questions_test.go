@@ -807,3 +807,47 @@ func TestAskCounted(t *testing.T) {
 		t.Errorf("the waiting task counts %d bytes, want at least %d: the question, and its copy in the history", cost, taskOverhead+2*question)
 	}
 }
+
+// TestAskTellCut: the call telling an agent its question expired is cut
+// when the door closes (the sidecar stops): Close does not wait out an
+// agent that never answers it, and the agent's request ends.
+func TestAskTellCut(t *testing.T) {
+	told := make(chan struct{})
+	ended := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in askInput
+		json.NewDecoder(r.Body).Decode(&in)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if in.Reply == nil {
+			fmt.Fprintf(w, "data: %s\n\n", questionFor("pay"))
+			return
+		}
+		close(told)
+		<-r.Context().Done() // never answers the expiry
+		close(ended)
+	}))
+	t.Cleanup(agent.Close)
+	a := &askAgent{url: agent.URL}
+	url, door := serveAsk(t, a, "ask", "{wait: 100ms}")
+	task, _ := sendTask(t, url, "", send1("1", "SendMessage", "pay"))
+	if task.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("state %s", task.Status.State)
+	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent was not told its question expired")
+	}
+	closed := make(chan struct{})
+	go func() { door.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second): // the tell's own bound is 30 s
+		t.Fatal("Close waited for the agent told")
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("the agent's request did not end when the door closed")
+	}
+}

@@ -77,8 +77,11 @@ type store struct {
 	mu      sync.Mutex
 	waiting []*task // the tasks waiting for an answer, oldest first
 	// telling are the calls telling agents their questions expired
-	// (questions.go), each bounded by its method's total time.
-	telling sync.WaitGroup
+	// (questions.go), each bounded by its method's total time and ended
+	// by stopTelling (the door closes: quit is done).
+	telling     sync.WaitGroup
+	quit        context.Context
+	stopTelling context.CancelFunc
 	tasks   map[string]*task
 	order   []*task // oldest first
 	bytes   int64
@@ -89,9 +92,10 @@ type store struct {
 // artifact, serving subs subscriptions at once (limits.subscriptions), at
 // most maxTaskSubscribers of one task.
 func newStore(limit, partLimit int64, subs int) *store {
+	quit, stop := context.WithCancel(context.Background())
 	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task),
 		maxSubs: subs, maxTaskSubs: min(maxTaskSubscribers, subs), lagEvents: lagEvents, lagBytes: lagBytes,
-		questions: config.DefaultQuestions}
+		questions: config.DefaultQuestions, quit: quit, stopTelling: stop}
 }
 
 // open makes owner's task of a new message. A message naming a task

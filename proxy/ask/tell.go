@@ -13,16 +13,16 @@ const TellTimeout = 30 * time.Second
 
 // Tell calls c's method again, its input c's with reply r (WithReply),
 // and reads and drops what the agent answers: how a door tells the agent
-// that its question will not be answered (Expiry). The call runs in a
-// context of its own, whatever became of the request that asked, bounded
-// by the method's total time (TellTimeout when it has none) and ended
-// with ctx. It returns the call's error, for the log.
+// that its question will not be answered (Expiry). The call is bounded by
+// the method's total time (TellTimeout when it has none) and ends with
+// ctx: a door gives it a context that outlives the request that asked.
+// It returns the call's error, for the log.
 func Tell(ctx context.Context, a core.Agent, c core.Call, r Reply) error {
 	limit := TellTimeout
 	if c.Method != nil && c.Method.Timeouts.Total > 0 {
 		limit = c.Method.Timeouts.Total
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	raw := WithReply(c.Input.Raw, r)
 	c.Input = core.Input{Raw: raw}

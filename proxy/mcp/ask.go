@@ -320,7 +320,7 @@ func (ex *exchange) elicit(q *ask.Question, m modes, write func([]byte) error) (
 		// The agent is told its question will not be answered: the method
 		// called again with a cancel whose reason is expired, its answer
 		// dropped, before the caller has the result.
-		ask.Tell(ex.ctx, ex.agent, ex.call, ask.Expiry(q))
+		ask.Tell(context.WithoutCancel(ex.ctx), ex.agent, ex.call, ask.Expiry(q))
 		return r, fmt.Sprintf("the agent asked %q and no answer came within %s (limits.questions.wait, or the call's total time): the agent was told its question expired", core.Clip(q.Message), wait.Round(time.Millisecond)), nil
 	case <-ex.ctx.Done():
 		return r, "", context.Cause(ex.ctx)
