@@ -82,10 +82,10 @@ type store struct {
 	telling     sync.WaitGroup
 	quit        context.Context
 	stopTelling context.CancelFunc
-	tasks   map[string]*task
-	order   []*task // oldest first
-	bytes   int64
-	subs    int // the subscribers of every task
+	tasks       map[string]*task
+	order       []*task // oldest first
+	bytes       int64
+	subs        int // the subscribers of every task
 }
 
 // newStore is a store of limit bytes of tasks, partLimit of one task's
