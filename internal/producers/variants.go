@@ -29,6 +29,8 @@ var Variants = []Variant{
 		Want: []string{"tool-input-start", "tool-input-delta", "tool-input-available", "tool-output-available", "text-delta", "finish"}, Last: "[DONE]"},
 	{Dialect: "vercel-ui", Name: "error", Path: "/api/chat/error", Body: uiMessage, ContentType: sse, WantHeader: vercelHeader,
 		Want: []string{"text-delta", "error", "finish"}, Last: "[DONE]"},
+	{Dialect: "vercel-ui", Name: "file", Path: "/api/chat/file", Body: uiMessage, ContentType: sse, WantHeader: vercelHeader,
+		Want: []string{"text-delta", "file", "finish"}, Last: "[DONE]"},
 
 	{Dialect: "ag-ui", Name: "text", Path: "/text", Header: acceptSSE, Body: runInput, ContentType: sse,
 		Want: []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"}, Last: "RUN_FINISHED"},
