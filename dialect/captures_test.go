@@ -70,6 +70,7 @@ var captured = map[string]produced{
 	"openai-responses/tool":   {calls: []string{openaiCall}},
 	"openai-responses/error":  {text: "Partial answer", err: openaiFailure},
 	"openai-responses/failed": {text: "Partial answer", err: openaiFailure},
+	"openai-responses/image":  {parts: []string{`{"inline_data":{"mime_type":"image/png","data":"` + png1x1 + `"}}`}},
 
 	"openai-agents/text":  {text: "Hello, world!"},
 	"openai-agents/tool":  {text: "It is sunny in Paris.", calls: []string{weatherCall}, results: []string{weatherResult}},

@@ -70,6 +70,8 @@ var Variants = []Variant{
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "error"},
 	{Dialect: "openai-responses", Name: "failed", Path: "/v1/responses", Body: fmt.Sprintf(respBody, "failed"), ContentType: sse,
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "response.failed"},
+	{Dialect: "openai-responses", Name: "image", Path: "/v1/responses", Body: fmt.Sprintf(respBody, "image"), ContentType: sse,
+		Want: []string{"response.created", "response.image_generation_call.partial_image", "response.output_item.done"}, Last: "response.completed"},
 
 	{Dialect: "openai-agents", Name: "text", Path: "/text", Body: agentsBody, ContentType: sse,
 		Want: []string{"response_started", "output_text_delta", "response_done"}, Last: "message_output_created"},
