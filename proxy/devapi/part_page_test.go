@@ -23,8 +23,9 @@ const dot = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwA
 // an image from its base64 (a PNG, and an ADK event's inlineData in the
 // URL-safe alphabet), audio in a player, a file as a link opened with no
 // opener or referrer, data as JSON; an agent's SVG is never an image, a
-// file URI that is not http or https never a link. The page's CSP lets the
-// data: images and audio load and nothing else.
+// file URI that is not http or https never a link; a unary output's parts
+// likewise. The page's CSP lets the data: images and audio load and
+// nothing else.
 func TestPlaygroundParts(t *testing.T) {
 	wav := make([]byte, 44+8)
 	copy(wav, "RIFF\x2c\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x08\x00\x00\x00")
@@ -49,17 +50,19 @@ func TestPlaygroundParts(t *testing.T) {
 	contract, cfg := startSidecar(t, `upstream: {url: `+agent.URL+`}
 methods:
   stream_query: {mode: stream, call: POST /parts, reply: ndjson, example: {message: draw}}
+  query: {call: POST /parts, reply: ndjson, emit: text, example: {message: draw}}
 `)
 	dev := devListener(t, cfg, contract)
 	ctx := browser(t)
 
 	run(t, ctx, "loading the playground", chromedp.Navigate(dev+"/"), chromedp.WaitVisible(`#methods button[data-method="stream_query"]`))
-	run(t, ctx, "running stream_query", chromedp.Click(`#run`))
+	run(t, ctx, "running stream_query", chromedp.Click(`#methods button[data-method="stream_query"]`), chromedp.Click(`#run`))
 	waitJS(t, ctx, "the parts", lastCall+`?.dataset.state === "done"`)
 	waitJS(t, ctx, "the images decoded", `[...`+lastCall+`.querySelectorAll(".part img")].every(i => i.complete && i.naturalWidth === 1)`)
 
 	got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".part")].map(p => p.dataset.kind + ":" + [...p.children].slice(1).map(c => c.tagName.toLowerCase()).join("+")).join(" ")`)
-	if want := "inline:img inline:img inline:audio inline:code file:a file:code data:pre"; got != want {
+	const want = "inline:img inline:img inline:audio inline:code file:a file:code data:pre"
+	if got != want {
 		t.Errorf("parts shown as %q, want %q", got, want)
 	}
 	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".part img")].map(i => i.src.slice(0, 22) + " " + i.alt).join(" | ")`); got != "data:image/png;base64, dot.png | data:image/png;base64, image/png" {
@@ -76,6 +79,14 @@ methods:
 	}
 	if got := evalString(t, ctx, lastCall+`.querySelector(".part[data-kind=data] pre").textContent`); got != `{"total": 12.5, "currency": "EUR"}` {
 		t.Errorf("data = %q", got)
+	}
+	// A unary call with emit text: the output's parts, mapped by the
+	// stage (the ADK event's image among them, its base64 made standard).
+	run(t, ctx, "running query", chromedp.Click(`#methods button[data-method="query"]`), chromedp.Click(`#run`))
+	waitJS(t, ctx, "the unary output", lastCall+`?.dataset.method === "query" && `+lastCall+`.dataset.state === "done"`)
+	waitJS(t, ctx, "its images decoded", `[...`+lastCall+`.querySelectorAll(".part img")].every(i => i.complete && i.naturalWidth === 1)`)
+	if got := evalString(t, ctx, `[...`+lastCall+`.querySelectorAll(".part")].map(p => p.dataset.kind + ":" + [...p.children].slice(1).map(c => c.tagName.toLowerCase()).join("+")).join(" ")`); got != want {
+		t.Errorf("the unary output's parts shown as %q, want %q", got, want)
 	}
 	if partsShot != "" {
 		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
