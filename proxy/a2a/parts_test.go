@@ -1,0 +1,319 @@
+package a2a
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
+)
+
+// partsMap is the method map of the parts tests: parts.py's routes.
+const partsMap = `
+upstream: {url: AGENT}
+methods:
+  echo: {mode: stream, call: POST /echo, reply: sse}
+  echo_text: {mode: stream, call: POST /echo, reply: sse, emit: text}
+  image: {mode: stream, call: POST /image, reply: sse}
+  image_text: {mode: stream, call: POST /image, reply: sse, emit: text}
+  bad: {mode: stream, call: POST /bad, reply: sse}
+  unary: {call: POST /unary}
+limits: {request_bytes: 1MiB, parts: {bytes: 64KiB, total: 96KiB}}
+`
+
+// serveParts runs the sidecar's A2A door calling method of partsMap
+// (limits replaced by limits, when not ""), in front of a new parts.py,
+// and returns its URL.
+func serveParts(t *testing.T, method, limits string) string {
+	t.Helper()
+	m := partsMap
+	if limits != "" {
+		m = strings.Replace(m, "limits: {request_bytes: 1MiB, parts: {bytes: 64KiB, total: 96KiB}}", limits, 1)
+	}
+	url, _, _ := serveMap(t, method, m, doortest.StartPython(t, "testdata/a2a/parts.py"))
+	return url
+}
+
+// inPart is a part of a caller's message, whatever the way's shape: text,
+// bytes (base64), a uri, or data (JSON).
+type inPart struct {
+	text, bytes, uri, data string
+	mime, name             string
+}
+
+// way is one binding and version a caller talks to the door with.
+type way struct {
+	name    string
+	version string // the A2A-Version header
+	rest    bool
+	shape   version // the parts' shape: v03, v10 or p03
+}
+
+var ways = []way{
+	{"JSON-RPC 0.3", "", false, v03},
+	{"JSON-RPC 1.0", "1.0", false, v10},
+	{"HTTP+JSON 0.3", "", true, p03},
+	{"HTTP+JSON 1.0", "1.0", true, v10},
+}
+
+
+// partJSON is p in shape v.
+func partJSON(v version, p inPart) string {
+	opt := func(name, value string) string {
+		if value == "" {
+			return ""
+		}
+		return `,"` + name + `":` + quote(value)
+	}
+	switch {
+	case p.data != "" && v == v03:
+		return `{"kind":"data","data":` + p.data + `}`
+	case p.data != "" && v == p03:
+		return `{"data":{"data":` + p.data + `}}`
+	case p.data != "":
+		return `{"data":` + p.data + `}`
+	case p.bytes != "" || p.uri != "":
+		key, value := map[version][2]string{v03: {"bytes", "uri"}, p03: {"fileWithBytes", "fileWithUri"}, v10: {"raw", "url"}}[v], p.bytes
+		k := key[0]
+		if p.uri != "" {
+			k, value = key[1], p.uri
+		}
+		if v == v10 {
+			return `{"` + k + `":` + quote(value) + opt("mediaType", p.mime) + opt("filename", p.name) + `}`
+		}
+		file := `{"` + k + `":` + quote(value) + opt("mimeType", p.mime) + opt("name", p.name) + `}`
+		if v == v03 {
+			return `{"kind":"file","file":` + file + `}`
+		}
+		return `{"file":` + file + `}`
+	case v == v03:
+		return `{"kind":"text","text":` + quote(p.text) + `}`
+	}
+	return `{"text":` + quote(p.text) + `}`
+}
+
+// sendParts sends a message of ps the way w says, streamed when stream,
+// and returns the response.
+func sendParts(t *testing.T, url string, w way, stream bool, ps ...inPart) *http.Response {
+	t.Helper()
+	list := make([]string, len(ps))
+	for i, p := range ps {
+		list[i] = partJSON(w.shape, p)
+	}
+	parts := strings.Join(list, ",")
+	var path, body string
+	switch {
+	case w.rest && w.shape == p03:
+		path, body = "/v1/message:send", `{"message":{"role":"ROLE_USER","messageId":"m1","content":[`+parts+`]}}`
+	case w.rest:
+		path, body = "/message:send", `{"message":{"role":"ROLE_USER","messageId":"m1","parts":[`+parts+`]}}`
+	case w.shape == v03:
+		path, body = "/", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[`+parts+`]}}}`
+	default:
+		path, body = "/", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1","parts":[`+parts+`]}}}`
+	}
+	if stream {
+		path = strings.Replace(path, ":send", ":stream", 1)
+		body = strings.Replace(strings.Replace(body, `"message/send"`, `"message/stream"`, 1), `"SendMessage"`, `"SendStreamingMessage"`, 1)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if w.version != "" {
+		req.Header.Set("A2A-Version", w.version)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// outPart is a part of an answer, whatever its shape.
+type outPart struct {
+	Kind                        string // text, file or data
+	Text, Bytes, URI, MIME, Name string
+	Data                        string // compact JSON
+}
+
+// answered is what a caller reads of a task: its last state, its status
+// message's text, and its artifact's parts (consecutive text parts
+// joined, as a streamed artifact's appends are).
+type answered struct {
+	state, message string
+	parts          []outPart
+}
+
+// readAnswer reads a message's response (a Task, or a stream of events),
+// or fails the test.
+func readAnswer(t *testing.T, resp *http.Response) answered {
+	t.Helper()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	var objs []map[string]any
+	add := func(data []byte) {
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%.300s: %v", data, err)
+		}
+		if v["jsonrpc"] != nil {
+			if v["error"] != nil {
+				t.Fatalf("error %v", v["error"])
+			}
+			v, _ = v["result"].(map[string]any)
+		}
+		for _, k := range []string{"task", "statusUpdate", "artifactUpdate"} {
+			if inner, ok := v[k].(map[string]any); ok {
+				v = inner
+			}
+		}
+		objs = append(objs, v)
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		r := bufio.NewReaderSize(resp.Body, 1<<16)
+		for {
+			line, err := r.ReadString('\n')
+			if data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: "); ok {
+				add([]byte(data))
+			}
+			if err != nil {
+				break
+			}
+		}
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		add(b)
+	}
+	var a answered
+	for _, o := range objs {
+		if st, ok := o["status"].(map[string]any); ok {
+			a.state, _ = st["state"].(string)
+			if m, ok := st["message"].(map[string]any); ok {
+				a.message = ""
+				for _, p := range partsOf(m) {
+					a.message += p.Text
+				}
+			}
+		}
+		var arts []any
+		if as, ok := o["artifacts"].([]any); ok {
+			arts = as
+		}
+		if art, ok := o["artifact"].(map[string]any); ok {
+			arts = append(arts, art)
+		}
+		for _, art := range arts {
+			for _, p := range partsOf(art.(map[string]any)) {
+				if n := len(a.parts); p.Kind == "text" && n > 0 && a.parts[n-1].Kind == "text" {
+					a.parts[n-1].Text += p.Text
+					continue
+				}
+				a.parts = append(a.parts, p)
+			}
+		}
+	}
+	return a
+}
+
+// partsOf are the parts of a message or an artifact, in any version's
+// shape.
+func partsOf(obj map[string]any) []outPart {
+	list, _ := obj["parts"].([]any)
+	if c, ok := obj["content"].([]any); ok && list == nil {
+		list = c
+	}
+	var out []outPart
+	for _, e := range list {
+		p := e.(map[string]any)
+		s := func(m map[string]any, keys ...string) string {
+			for _, k := range keys {
+				if v, ok := m[k].(string); ok {
+					return v
+				}
+			}
+			return ""
+		}
+		switch {
+		case p["text"] != nil:
+			out = append(out, outPart{Kind: "text", Text: s(p, "text")})
+		case p["file"] != nil:
+			f := p["file"].(map[string]any)
+			out = append(out, outPart{Kind: "file", Bytes: s(f, "bytes", "fileWithBytes"), URI: s(f, "uri", "fileWithUri"), MIME: s(f, "mimeType"), Name: s(f, "name")})
+		case p["raw"] != nil || p["url"] != nil:
+			out = append(out, outPart{Kind: "file", Bytes: s(p, "raw"), URI: s(p, "url"), MIME: s(p, "mediaType"), Name: s(p, "filename")})
+		case p["data"] != nil:
+			d := p["data"]
+			if _, isData := p["kind"]; !isData && p["mediaType"] == nil { // 0.3's HTTP+JSON: {"data": {"data": …}}
+				d = d.(map[string]any)["data"]
+			}
+			b, _ := json.Marshal(d)
+			out = append(out, outPart{Kind: "data", Data: string(b)})
+		}
+	}
+	return out
+}
+
+// pngBytes is the base64 of a PNG of 108 bytes (its signature, then
+// zeros), as a caller sends it.
+var pngBytes = func() string {
+	b := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0}, 100)...)
+	return base64.StdEncoding.EncodeToString(b)
+}()
+
+// TestPartsInAndOut: in every binding and version, sent and streamed, a
+// message's file parts (bytes and URI) and data part reach the agent in
+// its input's parts, in the one shape, the bytes' base64 the caller's own;
+// the agent's part records come back as the artifact's file and data
+// parts, in order with its text, the base64 as the agent wrote it: the
+// caller's image echoed whole, and the image it made.
+func TestPartsInAndOut(t *testing.T) {
+	for _, method := range []string{"echo", "echo_text"} {
+		url := serveParts(t, method, "")
+		for _, w := range ways {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s %s stream=%v", method, w.name, stream), func(t *testing.T) {
+					resp := sendParts(t, url, w, stream,
+						inPart{text: "what is this?"},
+						inPart{bytes: pngBytes, mime: "image/png", name: "a.png"},
+						inPart{uri: "https://files.example/report.pdf", mime: "application/pdf", name: "report.pdf"},
+						inPart{data: `{"total":12.5,"currency":"EUR"}`})
+					a := readAnswer(t, resp)
+					if a.state != "completed" && a.state != "TASK_STATE_COMPLETED" {
+						t.Fatalf("the task is %s (%s), want completed", a.state, a.message)
+					}
+					said := "got 3 parts:\ninline image/png a.png 108\nfile application/pdf https://files.example/report.pdf\ndata {\"total\":12.5,\"currency\":\"EUR\"}"
+					if len(a.parts) != 6 {
+						t.Fatalf("the artifact's parts are %+v, want 6", a.parts)
+					}
+					want := []outPart{
+						{Kind: "text", Text: said},
+						{Kind: "file", Bytes: pngBytes, MIME: "image/png", Name: "a.png"},
+						{Kind: "file", URI: "https://files.example/report.pdf", MIME: "application/pdf", Name: "report.pdf"},
+						{Kind: "data", Data: `{"currency":"EUR","total":12.5}`},
+					}
+					for i, p := range want {
+						if a.parts[i] != p {
+							t.Errorf("part %d = %+v, want %+v", i, a.parts[i], p)
+						}
+					}
+					if dot := a.parts[4]; dot.Kind != "file" || dot.MIME != "image/png" || dot.Name != "dot.png" || len(dot.Bytes) < 60 {
+						t.Errorf("part 4 = %+v, want the agent's dot.png", dot)
+					} else if b, err := base64.StdEncoding.Strict().DecodeString(dot.Bytes); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+						t.Errorf("dot.png's bytes: %v", err)
+					}
+					if last := a.parts[5]; last.Kind != "text" || last.Text != "done" {
+						t.Errorf("the last part = %+v, want the text done", last)
+					}
+				})
+			}
+		}
+	}
+}
