@@ -24,6 +24,7 @@ methods:
   image_text: {mode: stream, call: POST /image, reply: sse, emit: text}
   bad: {mode: stream, call: POST /bad, reply: sse}
   unary: {call: POST /unary}
+  whole: {call: POST /chat, reply: sse, emit: text}
 limits: {request_bytes: 1MiB, parts: {bytes: 64KiB, total: 96KiB}}
 `
 
@@ -61,7 +62,6 @@ var ways = []way{
 	{"HTTP+JSON 0.3", "", true, p03},
 	{"HTTP+JSON 1.0", "1.0", true, v10},
 }
-
 
 // partJSON is p in shape v.
 func partJSON(v version, p inPart) string {
@@ -136,16 +136,16 @@ func sendParts(t *testing.T, url string, w way, stream bool, ps ...inPart) *http
 
 // outPart is a part of an answer, whatever its shape.
 type outPart struct {
-	Kind                        string // text, file or data
+	Kind                         string // text, file or data
 	Text, Bytes, URI, MIME, Name string
-	Data                        string // compact JSON
+	Data                         string // compact JSON
 }
 
 // answered is what a caller reads of a task: its last state, its status
 // message's text, and its artifact's parts (consecutive text parts
 // joined, as a streamed artifact's appends are).
 type answered struct {
-	state, message string
+	id, state, message string
 	parts          []outPart
 }
 
@@ -194,6 +194,9 @@ func readAnswer(t *testing.T, resp *http.Response) answered {
 	}
 	var a answered
 	for _, o := range objs {
+		if id, ok := o["id"].(string); ok {
+			a.id = id
+		}
 		if st, ok := o["status"].(map[string]any); ok {
 			a.state, _ = st["state"].(string)
 			if m, ok := st["message"].(map[string]any); ok {
@@ -315,5 +318,166 @@ func TestPartsInAndOut(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// refusal is what a refused message's response says: its HTTP status,
+// its JSON-RPC code (0 over HTTP+JSON), its ErrorInfo reason (HTTP+JSON)
+// and its message.
+type refusal struct {
+	status, code    int
+	reason, message string
+}
+
+func readRefusal(t *testing.T, resp *http.Response) refusal {
+	t.Helper()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v struct {
+		Error struct {
+			Code    int
+			Message string
+			Details []struct{ Reason string }
+		}
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%d %.300s: %v", resp.StatusCode, b, err)
+	}
+	r := refusal{status: resp.StatusCode, message: v.Error.Message}
+	if len(v.Error.Details) > 0 {
+		r.reason = v.Error.Details[0].Reason
+	} else {
+		r.code = v.Error.Code
+	}
+	return r
+}
+
+// TestPartsRefused: a message whose part is over limits.parts.bytes, or
+// whose parts are over limits.parts.total, whose base64 is not base64,
+// whose media type holds a CR LF, whose data URL names another type than
+// its bytes, or whose bytes name no type, is refused before the agent is
+// called, saying why: over JSON-RPC -32602, over HTTP+JSON 413
+// PART_TOO_LARGE for the sizes and 400 INVALID_PARAMS for the rest.
+func TestPartsRefused(t *testing.T) {
+	url := serveParts(t, "echo", "")
+	big := func(n int) string {
+		return base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, n-8)...))
+	}
+	tests := []struct {
+		name  string
+		parts []inPart
+		large bool
+		want  string
+	}{
+		{"one over bytes", []inPart{{bytes: big(70 << 10), mime: "image/png"}}, true, "limits.parts.bytes (65536)"},
+		{"all over total", []inPart{{text: "two"}, {bytes: big(50 << 10), mime: "image/png"}, {bytes: big(50 << 10), mime: "image/png"}}, true, "limits.parts.total (98304)"},
+		{"not base64", []inPart{{bytes: "iVBORw0K*GgoAAAA", mime: "image/png"}}, false, "not base64"},
+		{"CR LF in the type", []inPart{{bytes: pngBytes, mime: "image/png\r\nX-Injected: 1"}}, false, "control character"},
+		{"a data URL of another type", []inPart{{uri: "data:image/jpeg;base64," + pngBytes}}, false, "the bytes are image/png, not image/jpeg"},
+		{"bytes of no type", []inPart{{bytes: pngBytes}}, false, "mime_type is missing"},
+		{"a URI that is none", []inPart{{uri: "report.pdf"}}, false, "not an absolute URI"},
+	}
+	for _, tt := range tests {
+		for _, w := range ways {
+			t.Run(tt.name+" "+w.name, func(t *testing.T) {
+				r := readRefusal(t, sendParts(t, url, w, false, tt.parts...))
+				if !strings.Contains(r.message, tt.want) {
+					t.Errorf("the refusal says %q, want %q in it", r.message, tt.want)
+				}
+				switch {
+				case !w.rest && (r.status != 200 || r.code != codeInvalidParams):
+					t.Errorf("JSON-RPC: %d %d, want 200 and %d", r.status, r.code, codeInvalidParams)
+				case w.rest && tt.large && (r.status != 413 || r.reason != "PART_TOO_LARGE"):
+					t.Errorf("HTTP+JSON: %d %s, want 413 PART_TOO_LARGE", r.status, r.reason)
+				case w.rest && !tt.large && (r.status != 400 || r.reason != "INVALID_PARAMS"):
+					t.Errorf("HTTP+JSON: %d %s, want 400 INVALID_PARAMS", r.status, r.reason)
+				}
+			})
+		}
+	}
+}
+
+// TestPartsAgentFails: an agent's part over limits.parts.bytes fails the
+// task with PART_TOO_LARGE, and a malformed one (a media type holding a
+// CR LF) with BAD_REPLY, as other agent errors do: sent or streamed,
+// raw records or the mapping stage's, in every binding and version, the
+// text before it kept.
+func TestPartsAgentFails(t *testing.T) {
+	tests := []struct{ method, want string }{
+		{"image", "limits.parts"},
+		{"image_text", "limits.parts"},
+		{"bad", "control character"},
+	}
+	for _, tt := range tests {
+		url := serveParts(t, tt.method, "")
+		for _, w := range ways {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s %s stream=%v", tt.method, w.name, stream), func(t *testing.T) {
+					a := readAnswer(t, sendParts(t, url, w, stream, inPart{text: "draw"}))
+					if a.state != "failed" && a.state != "TASK_STATE_FAILED" || !strings.Contains(a.message, tt.want) {
+						t.Errorf("the task is %s saying %q, want failed saying %q", a.state, a.message, tt.want)
+					}
+					if len(a.parts) != 1 || a.parts[0].Text != "here:" {
+						t.Errorf("the artifact is %+v, want the text before the part", a.parts)
+					}
+				})
+			}
+		}
+	}
+}
+
+// getParts reads task id back the way w says: tasks/get, GetTask, GET
+// /v1/tasks/{id} (0.3's HTTP+JSON) or GET /tasks/{id}.
+func getParts(t *testing.T, url string, w way, id string) answered {
+	t.Helper()
+	var req *http.Request
+	switch {
+	case w.rest && w.shape == p03:
+		req, _ = http.NewRequest(http.MethodGet, url+"/v1/tasks/"+id, nil)
+	case w.rest:
+		req, _ = http.NewRequest(http.MethodGet, url+"/tasks/"+id, nil)
+	default:
+		method := map[version]string{v03: "tasks/get", v10: "GetTask"}[w.shape]
+		req, _ = http.NewRequest(http.MethodPost, url+"/", strings.NewReader(taskReq(method, id)))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if w.version != "" {
+		req.Header.Set("A2A-Version", w.version)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readAnswer(t, resp)
+}
+
+// TestPartsKept: the task keeps its artifact's file and data parts, and
+// GetTask answers them as the stream did, the base64 as the agent wrote
+// it, in every binding and version; a unary method's output that is a
+// part record is the artifact's one file part, and the mapping stage's
+// whole answer (emit: text) its text, then its parts.
+func TestPartsKept(t *testing.T) {
+	url := serveParts(t, "echo", "")
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			streamed := readAnswer(t, sendParts(t, url, w, true, inPart{text: "keep"}, inPart{bytes: pngBytes, mime: "image/png", name: "a.png"}))
+			got := getParts(t, url, w, streamed.id)
+			if len(got.parts) != 4 || fmt.Sprint(got.parts) != fmt.Sprint(streamed.parts) {
+				t.Errorf("GetTask's parts = %+v, want the stream's %+v", got.parts, streamed.parts)
+			}
+		})
+	}
+	url, whole := serveParts(t, "unary", ""), serveParts(t, "whole", "")
+	for _, w := range ways {
+		t.Run("unary "+w.name, func(t *testing.T) {
+			a := readAnswer(t, sendParts(t, url, w, false, inPart{text: "draw"}))
+			if len(a.parts) != 1 || a.parts[0].Kind != "file" || a.parts[0].Name != "dot.png" || a.parts[0].MIME != "image/png" {
+				t.Errorf("the artifact is %+v, want dot.png", a.parts)
+			}
+			a = readAnswer(t, sendParts(t, whole, w, false, inPart{text: "draw"}))
+			if len(a.parts) != 2 || a.parts[0].Text != "look:" || a.parts[1].Name != "dot.png" {
+				t.Errorf("the whole answer's artifact is %+v, want its text, then dot.png", a.parts)
+			}
+		})
 	}
 }

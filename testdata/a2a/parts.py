@@ -17,6 +17,8 @@ input: message, messages, parts, ids):
   POST /bad    SSE: the text "here:", then a part whose mime_type holds a
                CR LF
   POST /unary  JSON: the image dot.png as the whole output (a part record)
+  POST /chat   SSE: OpenAI Chat Completions chunks saying "look:", the
+               image dot.png between them (a part record), then [DONE]
 """
 
 import base64
@@ -74,6 +76,11 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/bad":
             self.sse([{"text": "here:"},
                       {"inline_data": {"mime_type": "image/png\r\nX-Injected: 1", "data": DOT["inline_data"]["data"]}}])
+        elif self.path == "/chat":
+            def chunk(delta, finish=None):
+                return {"id": "c1", "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.sse([chunk({"content": "look:"}), DOT, chunk({}, "stop"), "[DONE]"])
         elif self.path == "/unary":
             self.json(200, DOT)
         else:
@@ -93,7 +100,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         for r in records:
-            self.wfile.write(b"data: " + json.dumps(r, separators=(",", ":")).encode() + b"\n\n")
+            data = r if isinstance(r, str) else json.dumps(r, separators=(",", ":"))
+            self.wfile.write(b"data: " + data.encode() + b"\n\n")
             self.wfile.flush()
         self.close_connection = True
 
