@@ -146,7 +146,7 @@ type outPart struct {
 // joined, as a streamed artifact's appends are).
 type answered struct {
 	id, state, message string
-	parts          []outPart
+	parts              []outPart
 }
 
 // readAnswer reads a message's response (a Task, or a stream of events),
