@@ -8,10 +8,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/dialect"
+	"github.com/sidecar-dev/sidecar/internal/redistest"
+	"github.com/sidecar-dev/sidecar/proxy"
+	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/doortest"
+	"github.com/sidecar-dev/sidecar/state"
+	"github.com/sidecar-dev/sidecar/upstream"
 )
 
 // partsMap is the method map of the parts tests: parts.py's routes.
@@ -478,6 +489,53 @@ func TestPartsKept(t *testing.T) {
 			if len(a.parts) != 2 || a.parts[0].Text != "look:" || a.parts[1].Name != "dot.png" {
 				t.Errorf("the whole answer's artifact is %+v, want its text, then dot.png", a.parts)
 			}
+		})
+	}
+}
+
+// TestReplicasParts: with the tasks in Redis, a task streamed on A that
+// answered an image is read back on B, GetTask and HTTP+JSON, with the
+// image's base64 as the agent wrote it.
+func TestReplicasParts(t *testing.T) {
+	srv := redistest.Start(t)
+	agent := doortest.StartPython(t, "testdata/a2a/parts.py")
+	replica := func() string {
+		store, err := state.Open(config.State{Store: config.StoreRedis, Redis: config.RedisState{
+			URL: srv.URL(), KeyPrefix: "sc", TaskTTL: time.Hour, Lease: 15 * time.Second}}, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		cfg, err := config.Parse("test.yaml", []byte(strings.ReplaceAll(partsMap, "AGENT", agent)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := upstream.New(cfg, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		door := newDoor(t, cfg, Options{Method: "echo", Store: store, Card: CardInfo{Name: "Parts agent"}})
+		t.Cleanup(func() { door.Close() })
+		s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}}
+		hs := httptest.NewServer(s.HandlerFor(door))
+		t.Cleanup(func() {
+			hs.CloseClientConnections()
+			hs.Close()
+			client.Close()
+		})
+		return hs.URL
+	}
+	a, b := replica(), replica()
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			streamed := readAnswer(t, sendParts(t, a, w, true, inPart{text: "keep"}, inPart{bytes: pngBytes, mime: "image/png", name: "a.png"}, inPart{data: `[1,2]`}))
+			if len(streamed.parts) != 5 {
+				t.Fatalf("the stream's parts = %+v, want 5", streamed.parts)
+			}
+			eventually(t, "the task in Redis", func() bool {
+				got := getParts(t, b, w, streamed.id)
+				return got.state == streamed.state && fmt.Sprint(got.parts) == fmt.Sprint(streamed.parts)
+			})
 		})
 	}
 }
