@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,15 @@ func partJSON(v version, p inPart) string {
 // and returns the response.
 func sendParts(t *testing.T, url string, w way, stream bool, ps ...inPart) *http.Response {
 	t.Helper()
+	resp, err := testClient.Do(partsRequest(url, w, stream, ps...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// partsRequest is the request of a message of ps, the way w says.
+func partsRequest(url string, w way, stream bool, ps ...inPart) *http.Request {
 	list := make([]string, len(ps))
 	for i, p := range ps {
 		list[i] = partJSON(w.shape, p)
@@ -138,11 +148,7 @@ func sendParts(t *testing.T, url string, w way, stream bool, ps ...inPart) *http
 	if w.version != "" {
 		req.Header.Set("A2A-Version", w.version)
 	}
-	resp, err := testClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return req
 }
 
 // outPart is a part of an answer, whatever its shape.
@@ -537,5 +543,79 @@ func TestReplicasParts(t *testing.T) {
 				return got.state == streamed.state && fmt.Sprint(got.parts) == fmt.Sprint(streamed.parts)
 			})
 		})
+	}
+}
+
+// allocated is what the process has allocated in all, after a collection.
+func allocated() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// TestPartsHostile: a message of 10,000 tiny parts is served, each part
+// reaching the agent; a 5 MiB image near limits.request_bytes (8 MiB)
+// reaches the agent while the sidecar allocates at most 3 times its base64
+// in all (the body read, the input written; about 2 measured); a 200 MB part sent chunked is refused 413 once the body passes
+// limits.request_bytes, never held.
+func TestPartsHostile(t *testing.T) {
+	const limits = "limits: {request_bytes: 8MiB, parts: {bytes: 5MiB, total: 16MiB}}"
+	url := serveParts(t, "echo", limits)
+	tiny := make([]inPart, 10000)
+	for i := range tiny {
+		tiny[i] = inPart{data: `{}`}
+	}
+	a := readAnswer(t, sendParts(t, url, ways[0], false, append([]inPart{{text: "many"}}, tiny...)...))
+	if len(a.parts) != 10003 || !strings.HasPrefix(a.parts[0].Text, "got 10000 parts:\ndata {}\n") {
+		t.Errorf("10,000 parts: the artifact has %d parts, want 10,003 (the agent got them all)", len(a.parts))
+	}
+
+	url = serveParts(t, "unary", limits)
+	image := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 5<<20-8)...))
+	for _, w := range ways {
+		req := partsRequest(url, w, false, inPart{text: "look"}, inPart{bytes: image, mime: "image/png"})
+		before := allocated()
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := readAnswer(t, resp)
+		used := allocated() - before
+		if len(a.parts) != 1 || a.parts[0].Name != "dot.png" {
+			t.Errorf("%s: the answer to a 5 MiB image is %+v, want dot.png", w.name, a.parts)
+		}
+		t.Logf("%s: a 5 MiB image in: %.1f MB allocated, %.1fx its base64", w.name, float64(used)/1e6, float64(used)/float64(len(image)))
+		if used > 3*uint64(len(image)) {
+			t.Errorf("%s: a 5 MiB image in allocated %d bytes, more than 3x its base64 (%d)", w.name, used, len(image))
+		}
+	}
+
+	before := allocated()
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m1","parts":[{"kind":"file","file":{"mimeType":"image/png","bytes":"`))
+		chunk := bytes.Repeat([]byte("AAAA"), 16<<10)
+		for range 200 << 20 / len(chunk) {
+			if _, err := pw.Write(chunk); err != nil {
+				return // the door stopped reading
+			}
+		}
+		pw.Write([]byte(`"}}]}}}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, url+"/", pr)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		t.Fatalf("a 200 MB part: %v", err)
+	}
+	r := readRefusal(t, resp)
+	if r.status != 413 || r.code != codeInvalidRequest {
+		t.Errorf("a 200 MB part: %d %d %q, want 413 and %d", r.status, r.code, r.message, codeInvalidRequest)
+	}
+	if used := allocated() - before; used > 32<<20 {
+		t.Errorf("a 200 MB part refused: %d bytes allocated, want at most 32 MiB", used)
 	}
 }

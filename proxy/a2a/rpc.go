@@ -72,9 +72,9 @@ type message struct {
 	texts [][]byte
 	data  []json.RawMessage // its data parts' values: an answer's content (questions.go)
 	// files are its parts that are not text, data parts too, in order,
-	// each a part record in the one shape (package part) with the
-	// caller's own base64: the input's parts.
-	files                        [][]byte
+	// an inline part's base64 the caller's own, a slice of the request's
+	// body: the input's parts.
+	files                        []*gpart.Part
 	messageID, contextID, taskID string
 	// immediate: the caller asked to be answered at once, the task
 	// working (configuration.returnImmediately: true in 1.0,
@@ -129,7 +129,7 @@ func readMessage(params json.RawMessage, v version, lim config.Parts) (message, 
 	if err != nil {
 		return message{}, err
 	}
-	var list []json.RawMessage
+	var list []rawElem
 	if len(parts) == 0 || parts[0] != '[' || json.Unmarshal(parts, &list) != nil {
 		return message{}, errShape
 	}
@@ -163,13 +163,23 @@ func readMessage(params json.RawMessage, v version, lim config.Parts) (message, 
 			return message{}, partError{i, err}
 		}
 		if ok {
-			m.files = append(m.files, gpart.AppendRecord(nil, f))
+			m.files = append(m.files, f)
 		}
 	}
 	if len(m.texts) == 0 && len(m.files) == 0 {
 		return message{}, errors.New("the message has no text, file or data part; this agent reads those")
 	}
 	return m, nil
+}
+
+// rawElem is an element of a JSON array, a slice of the JSON it was
+// read from, not a copy as a json.RawMessage is: a message's parts are
+// read in place, in the request's body, which outlives them.
+type rawElem []byte
+
+func (e *rawElem) UnmarshalJSON(b []byte) error {
+	*e = b
+	return nil
 }
 
 // partError is a caller's part the door refuses: its index in the
@@ -246,9 +256,9 @@ func immediate(configuration []byte) bool {
 func (m message) input(t *task) json.RawMessage {
 	text := m.text()
 	contextID := t.owner.Scope(t.contextID)
-	size := 2*len(text) + len(contextID) + len(t.id) + 96
+	size := 2*len(text) + len(contextID) + len(t.id) + 128
 	for _, f := range m.files {
-		size += len(f) + 1
+		size += len(f.Base64) + len(f.MIME) + len(f.Name) + len(f.URI) + len(f.Value) + 64
 	}
 	b := make([]byte, 0, size)
 	b = append(append(b, `{"message":`...), text...)
@@ -260,7 +270,7 @@ func (m message) input(t *task) json.RawMessage {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, f...)
+			b = gpart.AppendRecord(b, f)
 		}
 		b = append(b, ']')
 	}
