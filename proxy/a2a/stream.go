@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -148,8 +149,8 @@ func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
 	p := ex.partOf(record)
 	ex.tasks.addPart(ex.task, p)
 	frame := ex.frame(ex.v.artifactUpdate(ex.task, p, ex.parts == 0))
-	if p.raw != nil { // the bytes' base64 in place of their mark
-		w := appender{dst}
+	if p.raw != nil { // the bytes' base64 in place of their mark, grown once
+		w := appender{slices.Grow(dst, len(frame)+int(p.raw.Len()))}
 		writeText(&w, frame, rawTexts(p))
 		dst = w.b
 	} else {
