@@ -3,12 +3,15 @@ package a2a
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -667,5 +670,62 @@ func TestPartsOutMemory(t *testing.T) {
 				t.Errorf("%s stream=%v: a 5 MiB image out allocated %d bytes, more than 6x its base64 (%d)", w.name, stream, used, b64)
 			}
 		}
+	}
+}
+
+// TestJSClientParts: the A2A project's JavaScript SDK, as a JSON-RPC and
+// an HTTP+JSON client of 1.0 and of 0.3 (testdata/a2a/parts.mjs), sends
+// a file part of bytes, one of a URI and a data part, sent and streamed:
+// the agent (parts.py) gets them in its input's parts, and the SDK reads
+// back the agent's parts as file and data parts: the bytes it sent, and
+// the PNG the agent made.
+func TestJSClientParts(t *testing.T) {
+	modules := sdkModules(t)
+	url := serveParts(t, "echo", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "../../testdata/a2a/parts.mjs", url)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parts.mjs: %v\n%s\n%s", err, out, stderr.String())
+	}
+	t.Logf("parts.mjs:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("parts.mjs printed %d lines, want 8", len(lines))
+	}
+	for _, line := range lines {
+		var got struct {
+			Step, State, Error string
+			Parts              []string
+		}
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("parts.mjs printed %q", line)
+		}
+		t.Run(got.Step, func(t *testing.T) {
+			if got.Error != "" || got.State != "TASK_STATE_COMPLETED" {
+				t.Fatalf("%s: %s", got.State, got.Error)
+			}
+			// The SDK's 0.3 HTTP+JSON client speaks the 0.3.0 proto,
+			// whose FilePart has no name.
+			a, report, dot := "a.png", "report.pdf", "dot.png"
+			if strings.HasPrefix(got.Step, "HTTP+JSON 0.3") {
+				a, report, dot = "-", "-", "-"
+			}
+			want := []string{
+				`text "got 3 parts:\ninline image/png ` + a + ` 108\nfile application/pdf https://files.example/report.pdf\ndata {\"total\":12.5}"`,
+				"raw image/png " + a + " 108 (the PNG sent)",
+				"url application/pdf " + report + " https://files.example/report.pdf",
+				`data {"total":12.5}`,
+				"raw image/png " + dot + " 70 (a PNG)",
+				`text "done"`,
+			}
+			if fmt.Sprint(got.Parts) != fmt.Sprint(want) {
+				t.Errorf("the artifact's parts:\n got %q\nwant %q", got.Parts, want)
+			}
+		})
 	}
 }
