@@ -729,3 +729,58 @@ func TestJSClientParts(t *testing.T) {
 		})
 	}
 }
+
+// TestPartsSubscribed: a subscriber to a running task gets the agent's
+// image as the stream's caller does, an artifact-update whose bytes are
+// the agent's base64, in both versions.
+func TestPartsSubscribed(t *testing.T) {
+	release := make(chan struct{})
+	image := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 3000)...))
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /later", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"text\":\"wait\"}\n\n")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "data: {\"inline_data\":{\"mime_type\":\"image/png\",\"display_name\":\"late.png\",\"data\":%q}}\n\n", image)
+	})
+	agent := httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	url, _, _ := serveMap(t, "later", "upstream: {url: AGENT}\nmethods:\n  later: {mode: stream, call: POST /later, reply: sse}\n", agent.URL)
+
+	for _, w := range ways[:2] {
+		t.Run(w.name, func(t *testing.T) {
+			resp := sendParts(t, url, w, true, inPart{text: "go"})
+			defer resp.Body.Close()
+			streamed := bufio.NewReader(resp.Body)
+			var id string
+			for id == "" {
+				line, err := streamed.ReadString('\n')
+				if err != nil {
+					t.Fatalf("the stream ended before its first part: %v", err)
+				}
+				if i := strings.Index(line, `"taskId":"`); i >= 0 && strings.Contains(line, "artifact") {
+					id = line[i+len(`"taskId":"`):]
+					id = id[:strings.IndexByte(id, '"')]
+				}
+			}
+			method := map[version]string{v03: "tasks/resubscribe", v10: "SubscribeToTask"}[w.shape]
+			sub := rpc(t, url, w.version, taskReq(method, id))
+			subbed := bufio.NewReader(sub.Body)
+			if line, err := subbed.ReadString('\n'); err != nil || !strings.Contains(line, "wait") {
+				t.Fatalf("the subscription's first event = %q (%v), want the task as it is", line, err)
+			}
+			release <- struct{}{}
+			a := readAnswer(t, &http.Response{StatusCode: 200, Header: sub.Header, Body: io.NopCloser(subbed)})
+			sub.Body.Close()
+			if last := a.parts[len(a.parts)-1]; last.Kind != "file" || last.Bytes != image || last.Name != "late.png" || last.MIME != "image/png" {
+				t.Errorf("the subscriber's last part = %+v, want late.png with the agent's base64", last)
+			}
+		})
+	}
+}
