@@ -589,7 +589,7 @@ func TestPartsHostile(t *testing.T) {
 			t.Errorf("%s: the answer to a 5 MiB image is %+v, want dot.png", w.name, a.parts)
 		}
 		t.Logf("%s: a 5 MiB image in: %.1f MB allocated, %.1fx its base64", w.name, float64(used)/1e6, float64(used)/float64(len(image)))
-		if used > 3*uint64(len(image)) {
+		if used > 3*uint64(len(image)) && !raceEnabled {
 			t.Errorf("%s: a 5 MiB image in allocated %d bytes, more than 3x its base64 (%d)", w.name, used, len(image))
 		}
 	}
@@ -618,7 +618,7 @@ func TestPartsHostile(t *testing.T) {
 	if r.status != 413 || r.code != codeInvalidRequest {
 		t.Errorf("a 200 MB part: %d %d %q, want 413 and %d", r.status, r.code, r.message, codeInvalidRequest)
 	}
-	if used := allocated() - before; used > 32<<20 {
+	if used := allocated() - before; used > 32<<20 && !raceEnabled {
 		t.Errorf("a 200 MB part refused: %d bytes allocated, want at most 32 MiB", used)
 	}
 }
@@ -666,7 +666,7 @@ func TestPartsOutMemory(t *testing.T) {
 				t.Fatalf("%s stream=%v: %d, the image's zeros %d base64 characters, want %d", w.name, stream, resp.StatusCode, z.longest, b64-12)
 			}
 			t.Logf("%s stream=%v: a 5 MiB image out: %.1f MB allocated, %.1fx its base64", w.name, stream, float64(used)/1e6, float64(used)/float64(b64))
-			if used > 6*uint64(b64) {
+			if used > 6*uint64(b64) && !raceEnabled {
 				t.Errorf("%s stream=%v: a 5 MiB image out allocated %d bytes, more than 6x its base64 (%d)", w.name, stream, used, b64)
 			}
 		}
