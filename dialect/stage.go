@@ -194,9 +194,11 @@ func (r *Records) Next() bool {
 			r.mapEvents(append(r.events[:0], Event{Kind: Question, JSON: rec}))
 			continue
 		}
-		if part.Is(rec) && !r.pass {
+		if part.Is(rec) {
 			// The one shape of a part that is not text, whatever the
-			// dialect: it does not place the stream either.
+			// dialect, and in a stream that passes through too (checked,
+			// capped, written in its one shape): it does not place the
+			// stream either.
 			r.read++
 			r.shaped = true
 			r.mapEvents(append(r.events[:0], Event{Kind: Part, JSON: rec}))
