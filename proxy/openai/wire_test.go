@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -34,7 +35,7 @@ func FuzzRequest(f *testing.F) {
 		if responses {
 			route = RouteResponses
 		}
-		req, bad := readRequest(route, []byte(body))
+		req, bad := readRequest(route, []byte(body), config.DefaultParts)
 		if bad != nil {
 			if bad.Status != 400 || !json.Valid(bad.Body) {
 				t.Fatalf("refusal %d %s", bad.Status, bad.Body)
@@ -83,7 +84,7 @@ func FuzzPiece(f *testing.F) {
 		if p, ok := pieceOf(compact); ok {
 			check("pieceOf", p.text)
 		}
-		text, reasoning := textOf([]byte(record))
+		text, reasoning, _ := textOf([]byte(record))
 		check("textOf's text", text)
 		check("textOf's reasoning", reasoning)
 	})

@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The bytes of the parts the tests send: a 1x1 PNG (the agent's PNG),
+// the head of a WAV file, of an MP3 with its ID3 tag, and of a PDF.
+var (
+	pngB64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	wavB64 = base64.StdEncoding.EncodeToString(append([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"), make([]byte, 64)...))
+	mp3B64 = base64.StdEncoding.EncodeToString(append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), make([]byte, 64)...))
+	pdfB64 = base64.StdEncoding.EncodeToString([]byte("%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"))
+)
+
+// userContent is a chat completions request for the method's model "m"
+// whose last user message's content is parts (JSON), after an earlier
+// user message with an image of its own.
+func userContent(parts string) string {
+	return `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"before"},` +
+		`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + pngB64 + `"}}]},` +
+		`{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"look"},` + parts + `]}]}`
+}
+
+// userInput is a responses request whose last user item's content is
+// parts (JSON).
+func userInput(parts string) string {
+	return `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"look"},` + parts + `]}]}`
+}
+
+// TestPartsIn: the content parts of the last user message reach the
+// agent in its input's parts, one part record each in the one shape
+// (docs/parts.md), the caller's base64 as it sent it: chat's image_url (a
+// data URL inline, an https URL a file, never fetched), input_audio (wav,
+// mp3) and file (a data URL; bare base64 typed by its file name);
+// Responses' input_image, input_file (file_data, file_url) and
+// input_audio. The message is the text parts' text; chat's messages keep
+// every part as sent, earlier messages' parts too, and Responses'
+// messages are text.
+func TestPartsIn(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	url := s.serve(t, Options{Method: "input", Model: "m"})
+	tests := []struct {
+		name, route, body string
+		want              string // the input's parts
+	}{
+		{"chat image data URL", RouteChat, userContent(`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + pngB64 + `","detail":"low"}}`),
+			`[{"inline_data":{"mime_type":"image/png","data":"` + pngB64 + `"}}]`},
+		{"chat image https URL", RouteChat, userContent(`{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}`),
+			`[{"file_data":{"mime_type":"image/png","file_uri":"https://example.com/cat.png"}}]`},
+		{"chat image URL without a known extension", RouteChat, userContent(`{"type":"image_url","image_url":{"url":"https://example.com/cat"}}`),
+			`[{"file_data":{"file_uri":"https://example.com/cat"}}]`},
+		{"chat input_audio", RouteChat, userContent(`{"type":"input_audio","input_audio":{"data":"` + wavB64 + `","format":"wav"}},` +
+			`{"type":"input_audio","input_audio":{"data":"` + mp3B64 + `","format":"mp3"}}`),
+			`[{"inline_data":{"mime_type":"audio/wav","data":"` + wavB64 + `"}},{"inline_data":{"mime_type":"audio/mpeg","data":"` + mp3B64 + `"}}]`},
+		{"chat file data URL", RouteChat, userContent(`{"type":"file","file":{"file_data":"data:application/pdf;base64,` + pdfB64 + `","filename":"r.pdf"}}`),
+			`[{"inline_data":{"mime_type":"application/pdf","display_name":"r.pdf","data":"` + pdfB64 + `"}}]`},
+		{"chat file bare base64", RouteChat, userContent(`{"type":"file","file":{"file_data":"` + pdfB64 + `","filename":"r.pdf"}}`),
+			`[{"inline_data":{"mime_type":"application/pdf","display_name":"r.pdf","data":"` + pdfB64 + `"}}]`},
+		{"chat file bare base64, no name", RouteChat, userContent(`{"type":"file","file":{"file_data":"AAEC"}}`),
+			`[{"inline_data":{"mime_type":"application/octet-stream","data":"AAEC"}}]`},
+		{"chat escaped slashes", RouteChat, userContent(`{"type":"image_url","image_url":{"url":"data:image\/png;base64,` + strings.ReplaceAll(pngB64, "/", `\/`) + `"}}`),
+			`[{"inline_data":{"mime_type":"image/png","data":"` + pngB64 + `"}}]`},
+		{"responses input_image", RouteResponses, userInput(`{"type":"input_image","image_url":"data:image/png;base64,` + pngB64 + `","detail":"auto"},` +
+			`{"type":"input_image","image_url":"https://example.com/a.jpg"}`),
+			`[{"inline_data":{"mime_type":"image/png","data":"` + pngB64 + `"}},{"file_data":{"mime_type":"image/jpeg","file_uri":"https://example.com/a.jpg"}}]`},
+		{"responses input_file", RouteResponses, userInput(`{"type":"input_file","file_data":"data:application/pdf;base64,` + pdfB64 + `","filename":"r.pdf"},` +
+			`{"type":"input_file","file_url":"https://example.com/r.pdf","filename":"remote.pdf"}`),
+			`[{"inline_data":{"mime_type":"application/pdf","display_name":"r.pdf","data":"` + pdfB64 + `"}},` +
+				`{"file_data":{"mime_type":"application/pdf","display_name":"remote.pdf","file_uri":"https://example.com/r.pdf"}}]`},
+		{"responses input_audio", RouteResponses, userInput(`{"type":"input_audio","input_audio":{"data":"` + wavB64 + `","format":"wav"}}`),
+			`[{"inline_data":{"mime_type":"audio/wav","data":"` + wavB64 + `"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, answer := post(t, url+tt.route, tt.body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, answer)
+			}
+			got, _ := agentInput(t, tt.route, answer)
+			var in struct {
+				Message  string
+				Messages json.RawMessage
+				Parts    json.RawMessage
+			}
+			if err := json.Unmarshal(got, &in); err != nil {
+				t.Fatal(err)
+			}
+			if string(in.Parts) != tt.want {
+				t.Errorf("the input's parts = %s\nwant %s", in.Parts, tt.want)
+			}
+			if in.Message != "look" {
+				t.Errorf("the input's message = %q, want the text parts' text", in.Message)
+			}
+			if tt.route == RouteChat {
+				var body struct{ Messages json.RawMessage }
+				json.Unmarshal([]byte(tt.body), &body)
+				var got, sent any // the agent's JSON is its own (Python's), the values the same
+				json.Unmarshal(in.Messages, &got)
+				json.Unmarshal(body.Messages, &sent)
+				if !reflect.DeepEqual(got, sent) {
+					t.Errorf("the input's messages = %s, want them as sent", in.Messages)
+				}
+			} else if !strings.Contains(string(in.Messages), `[{"role":"user","content":"look"}]`) {
+				t.Errorf("the input's messages = %s, want the text", in.Messages)
+			}
+		})
+	}
+	_, answer := post(t, url+RouteChat, chatBody("m", "hi", false))
+	if got, _ := agentInput(t, RouteChat, answer); strings.Contains(string(got), `"parts"`) {
+		t.Errorf("a message without parts: the input %s has parts", got)
+	}
+}
+
+// TestPartsInRefused: a caller's part the door cannot carry is refused
+// before the call starts, in OpenAI's error shape naming the part's
+// parameter: a file_id (there is no files API), base64 that is not, a
+// media type with a CR or LF, a data URL naming another type than its
+// bytes, an audio format not wav or mp3, a data URL that is not base64;
+// a part over limits.parts.bytes, or parts over limits.parts.total, 413.
+func TestPartsInRefused(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "limits: {parts: {bytes: 2KiB, total: 3KiB}}\n")
+	s.Protocols = []string{Name}
+	url := s.serve(t, Options{Method: "input", Model: "m"})
+	kib := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 1600)...))
+	big := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 3000)...))
+	image := func(u string) string { return `{"type":"image_url","image_url":{"url":"` + u + `"}}` }
+	tests := []struct {
+		name, route, body string
+		status            int
+		param, code, says string
+	}{
+		{"chat file_id", RouteChat, userContent(`{"type":"file","file":{"file_id":"file-abc"}}`),
+			400, "messages[2].content[1].file.file_id", "unsupported_value", "no files API"},
+		{"responses input_image file_id", RouteResponses, userInput(`{"type":"input_image","file_id":"file-abc"}`),
+			400, "input[0].content[1].file_id", "unsupported_value", "no files API"},
+		{"responses input_file file_id", RouteResponses, userInput(`{"type":"input_file","file_id":"file-abc"}`),
+			400, "input[0].content[1].file_id", "unsupported_value", "no files API"},
+		{"invalid base64", RouteChat, userContent(image("data:image/png;base64,iVBO*w0KGgo=")),
+			400, "messages[2].content[1].image_url.url", "invalid_value", "not base64"},
+		{"CR LF in the type", RouteChat, userContent(image(`data:image/png\r\nX-Evil: 1;base64,` + pngB64)),
+			400, "messages[2].content[1].image_url.url", "invalid_value", "control character"},
+		{"the bytes are another type", RouteChat, userContent(image("data:image/jpeg;base64," + pngB64)),
+			400, "messages[2].content[1].image_url.url", "invalid_value", "the bytes are image/png, not image/jpeg"},
+		{"text named an image", RouteResponses, userInput(`{"type":"input_image","image_url":"data:image/png;base64,` + base64.StdEncoding.EncodeToString([]byte("<html>hello</html>")) + `"}`),
+			400, "input[0].content[1].image_url", "invalid_value", "the bytes are text"},
+		{"a data URL not base64", RouteChat, userContent(image("data:text/plain,hello")),
+			400, "messages[2].content[1].image_url.url", "invalid_value", "must be base64"},
+		{"audio format", RouteChat, userContent(`{"type":"input_audio","input_audio":{"data":"` + wavB64 + `","format":"ogg"}}`),
+			400, "messages[2].content[1].input_audio.format", "invalid_value", "wav or mp3"},
+		{"a relative URL", RouteChat, userContent(image("cat.png")),
+			400, "messages[2].content[1].image_url.url", "invalid_value", "not an absolute URI"},
+		{"over limits.parts.bytes", RouteChat, userContent(image("data:image/png;base64," + big)),
+			413, "messages[2].content[1].image_url.url", "part_too_large", "limits.parts.bytes"},
+		{"over limits.parts.total", RouteResponses, userInput(`{"type":"input_image","image_url":"data:image/png;base64,` + kib + `"},` +
+			`{"type":"input_image","image_url":"data:image/png;base64,` + kib + `"}`),
+			413, "input[0].content[2].image_url", "part_too_large", "limits.parts.total"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s.logs.TakeAll()
+			resp, answer := post(t, url+tt.route, tt.body)
+			e, ok := readError(t, answer)
+			if resp.StatusCode != tt.status || !ok || e.Type != "invalid_request_error" || str(e.Param) != tt.param || str(e.Code) != tt.code ||
+				!strings.Contains(e.Message, tt.says) {
+				t.Errorf("%d %s\nwant %d, param %s, code %s, saying %q", resp.StatusCode, answer, tt.status, tt.param, tt.code, tt.says)
+			}
+			reason := map[int]string{400: "BAD_REQUEST", 413: "PART_TOO_LARGE"}[tt.status]
+			checkRefusal(t, s, tt.status, reason, tt.route)
+		})
+	}
+}
+
+// TestManyTinyParts: 10,000 tiny parts in one message, within the
+// request's limits, all reach the agent, in order.
+func TestManyTinyParts(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	url := s.serve(t, Options{Method: "input", Model: "m"})
+	var b strings.Builder
+	for i := range 10_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"input_file","file_data":"%s"}`, base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("%04d", i))))
+	}
+	resp, answer := post(t, url+RouteResponses, userInput(b.String()))
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %.300s", resp.StatusCode, answer)
+	}
+	got, _ := agentInput(t, RouteResponses, answer)
+	var in struct {
+		Parts []struct {
+			InlineData struct{ Data []byte } `json:"inline_data"`
+		}
+	}
+	if err := json.Unmarshal(got, &in); err != nil || len(in.Parts) != 10_000 {
+		t.Fatalf("the agent got %d parts (%v), want 10000", len(in.Parts), err)
+	}
+	for i, p := range in.Parts {
+		if want := fmt.Sprintf("%04d", i); string(p.InlineData.Data) != want {
+			t.Fatalf("part %d is %q, want %q", i, p.InlineData.Data, want)
+		}
+	}
+}
