@@ -207,3 +207,146 @@ func TestManyTinyParts(t *testing.T) {
 		}
 	}
 }
+
+// The text the agent's /parts answers, as both APIs write what is not an
+// image item: its parts as Markdown, in order with its text.
+var (
+	partsPDF  = `[report.pdf](https://example.com/r%281%29.pdf)`
+	partsData = `{"total":12.5}`
+	partsPNG  = `![chart.png](data:image/png;base64,` + pngB64 + `)`
+)
+
+// TestPartsOut: the agent's parts reach the caller as each API can carry
+// them. Chat completions, streamed or whole, has them in the content, in
+// order with the text: an inline image a Markdown image of its data URL,
+// a file a Markdown link to its URI (parentheses percent-encoded), data
+// its JSON. The Responses API answers an inline PNG as an
+// image_generation_call output item after the message, its result the
+// agent's base64, streamed as output_item.added, the
+// image_generation_call events and output_item.done, and whole in
+// response.completed; its other parts are the message's text as in chat.
+// A unary method's whole answer has its parts after the text.
+func TestPartsOut(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	streamed := s.serve(t, Options{Method: "parts", Model: "m"})
+	unary := s.serve(t, Options{Method: "parts_unary", Model: "m"})
+
+	chatWant := "Here is the chart:" + partsPNG + " and the report " + partsPDF + partsData
+	_, answer := post(t, streamed+RouteChat, chatBody("m", "hi", true))
+	if content, _, _, done := chatStream(t, answer); content != chatWant || !done {
+		t.Errorf("chat stream: content %q (done %t)\nwant %q", content, done, chatWant)
+	}
+	for _, url := range []string{streamed, unary} {
+		_, answer = post(t, url+RouteChat, chatBody("m", "hi", false))
+		want := chatWant
+		if url == unary {
+			want = "Here is the chart: and the report " + partsPNG + partsPDF + partsData
+		}
+		var c struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if json.Unmarshal([]byte(answer), &c) != nil || len(c.Choices) != 1 || c.Choices[0].Message.Content != want {
+			t.Errorf("chat whole (%s): %s\nwant content %q", url, answer, want)
+		}
+	}
+
+	type item struct {
+		ID, Type, Status string
+		Result           *string
+		Content          []struct{ Text string }
+	}
+	type responseObject struct {
+		Status string
+		Output []item
+	}
+	checkOutput := func(what string, r responseObject, text string) {
+		t.Helper()
+		if r.Status != "completed" || len(r.Output) != 2 || r.Output[0].Type != "message" || len(r.Output[0].Content) != 1 ||
+			r.Output[0].Content[0].Text != text || r.Output[1].Type != "image_generation_call" || r.Output[1].Status != "completed" ||
+			r.Output[1].Result == nil || *r.Output[1].Result != pngB64 || !strings.HasPrefix(r.Output[1].ID, "ig_") {
+			t.Errorf("%s: %+v, want the message %q and the image's item", what, r, text)
+		}
+	}
+	respText := "Here is the chart: and the report " + partsPDF + partsData
+	for _, url := range []string{streamed, unary} {
+		_, answer = post(t, url+RouteResponses, `{"model":"m","input":"hi"}`)
+		var r responseObject
+		if err := json.Unmarshal([]byte(answer), &r); err != nil {
+			t.Fatalf("responses whole: %s (%v)", answer, err)
+		}
+		want := respText
+		if url == unary {
+			want = "Here is the chart: and the report " + partsPDF + partsData
+		}
+		checkOutput("responses whole ("+url+")", r, want)
+	}
+
+	_, answer = post(t, streamed+RouteResponses, `{"model":"m","input":"hi","stream":true}`)
+	types, data := events(t, answer)
+	wantTypes := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+		"response.output_text.delta", "response.output_item.added", "response.image_generation_call.in_progress",
+		"response.image_generation_call.generating", "response.image_generation_call.completed", "response.output_item.done",
+		"response.output_text.delta", "response.output_text.delta", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}
+	if strings.Join(types, " ") != strings.Join(wantTypes, " ") {
+		t.Fatalf("responses stream: events %q\nwant %q", types, wantTypes)
+	}
+	var text string
+	for i, d := range data {
+		var e struct {
+			Type           string
+			SequenceNumber int `json:"sequence_number"`
+			OutputIndex    *int `json:"output_index"`
+			Delta          string
+			Item           *item
+			Response       *responseObject
+		}
+		if err := json.Unmarshal([]byte(d), &e); err != nil || e.Type != types[i] || e.SequenceNumber != i {
+			t.Fatalf("event %d %s (%v): want type %s, sequence_number %d", i, d, err, types[i], i)
+		}
+		switch {
+		case e.Type == "response.output_text.delta":
+			text += e.Delta
+		case e.Type == "response.output_item.added" && i == 5:
+			if e.Item == nil || e.Item.Type != "image_generation_call" || e.Item.Status != "in_progress" || e.Item.Result != nil || *e.OutputIndex != 1 {
+				t.Errorf("the image's output_item.added: %s", d)
+			}
+		case strings.HasPrefix(e.Type, "response.image_generation_call."):
+			if *e.OutputIndex != 1 || !strings.Contains(d, `"item_id":"ig_`) {
+				t.Errorf("%s: %s, want output_index 1 and the item's id", e.Type, d)
+			}
+		case e.Type == "response.output_item.done" && i == 9:
+			if e.Item == nil || e.Item.Type != "image_generation_call" || e.Item.Result == nil || *e.Item.Result != pngB64 || *e.OutputIndex != 1 {
+				t.Errorf("the image's output_item.done: %s", d)
+			}
+		case e.Type == "response.completed":
+			checkOutput("response.completed", *e.Response, respText)
+		}
+	}
+	if text != respText {
+		t.Errorf("responses stream: text %q, want %q", text, respText)
+	}
+}
+
+// TestPartTooLargeOut: an agent's part over limits.parts.bytes ends the
+// call with PART_TOO_LARGE, as each API ends a failed call: 502 and the
+// error object before the first byte (a whole answer), the error event
+// of a chat stream, response.failed of a Responses stream.
+func TestPartTooLargeOut(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "limits: {parts: {bytes: 1KiB}}\n")
+	url := s.serve(t, Options{Method: "big_part", Model: "m"})
+	for _, route := range []string{RouteChat, RouteResponses} {
+		resp, answer := post(t, url+route, chatBody("m", "hi", false)[:len(chatBody("m", "hi", false))-1]+`,"input":"hi"}`)
+		if e, ok := readError(t, answer); resp.StatusCode != 502 || !ok || str(e.Code) != "part_too_large" || !strings.Contains(e.Message, "limits.parts.bytes") {
+			t.Errorf("%s whole: %d %s, want 502 part_too_large", route, resp.StatusCode, answer)
+		}
+	}
+	_, answer := post(t, url+RouteChat, chatBody("m", "hi", true))
+	if content, _, _, done := chatStream(t, answer); done || content != "big " || !strings.Contains(answer, `"code":"part_too_large"`) {
+		t.Errorf("chat stream: %s, want big then the error part_too_large", answer)
+	}
+	_, answer = post(t, url+RouteResponses, `{"model":"m","input":"hi","stream":true}`)
+	if types, data := events(t, answer); types[len(types)-1] != "response.failed" || !strings.Contains(data[len(data)-1], `"code":"part_too_large"`) {
+		t.Errorf("responses stream: %s, want response.failed part_too_large", answer)
+	}
+}
