@@ -4,7 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -348,5 +351,59 @@ func TestPartTooLargeOut(t *testing.T) {
 	_, answer = post(t, url+RouteResponses, `{"model":"m","input":"hi","stream":true}`)
 	if types, data := events(t, answer); types[len(types)-1] != "response.failed" || !strings.Contains(data[len(data)-1], `"code":"part_too_large"`) {
 		t.Errorf("responses stream: %s, want response.failed part_too_large", answer)
+	}
+}
+
+// hugePart is a chat completions request whose one image is n bytes of
+// base64, generated as it is read: the test never holds it.
+func hugePart(n int64) io.Reader {
+	head := `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,`
+	return io.MultiReader(strings.NewReader(head), io.LimitReader(repeatReader('A'), n), strings.NewReader(`"}}]}]}`))
+}
+
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// TestHugePartRefused: a 200 MB part is refused 413 before it is held,
+// with or without a Content-Length: the body is capped by
+// limits.request_bytes (10 MiB by default) before any part is read, so
+// the sidecar allocates a small fraction of what was sent.
+func TestHugePartRefused(t *testing.T) {
+	s := newSidecar(t, startAgent(t), "")
+	url := s.serve(t, Options{Method: "input", Model: "m"})
+	const size = 200 << 20
+	for _, length := range []bool{true, false} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		req, err := http.NewRequest(http.MethodPost, url+RouteChat, hugePart(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if length {
+			req.ContentLength = size + 200
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("Content-Length %t: %v", length, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		runtime.ReadMemStats(&after)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("Content-Length %t: a 200 MB part answered %d %s, want 413", length, resp.StatusCode, body)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 100<<20 {
+			t.Errorf("Content-Length %t: a 200 MB part allocated %d MiB, want under 100, half of it (read at most limits.request_bytes)", length, alloc>>20)
+		} else {
+			t.Logf("Content-Length %t: a 200 MB part allocated %d MiB", length, alloc>>20)
+		}
 	}
 }
