@@ -298,7 +298,7 @@ func TestPartsOut(t *testing.T) {
 	for i, d := range data {
 		var e struct {
 			Type           string
-			SequenceNumber int `json:"sequence_number"`
+			SequenceNumber int  `json:"sequence_number"`
 			OutputIndex    *int `json:"output_index"`
 			Delta          string
 			Item           *item
