@@ -64,7 +64,8 @@ func (ex *exchange) result(text string, structured []byte, isError bool) []byte 
 
 // WriteOutput answers a unary method's call: its output as the result's
 // text (a JSON string's value, anything else its JSON), and a JSON object
-// as structuredContent too.
+// as structuredContent too; an output with parts, their contents
+// (writeParts).
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	out = bytes.TrimSpace(out)
 	if q, err := ex.question(out); err != nil {
@@ -74,7 +75,10 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 		return ex.askedUnary(w, q)
 	}
 	if part.Is(out) {
-		return ex.writePart(w, out)
+		return ex.writeParts(w, "", []json.RawMessage{out})
+	}
+	if text, parts, ok := ex.wholeParts(out); ok {
+		return ex.writeParts(w, text, parts)
 	}
 	var structured []byte
 	text := string(out)
@@ -93,27 +97,55 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 	return w.Write(b)
 }
 
-// writePart answers a unary method's call whose output is one part
-// record: the result's one content is the part's, and a data part's
-// object its structuredContent too. A malformed part, or one over
-// limits.parts.bytes, is the agent's failure (BAD_REPLY, PART_TOO_LARGE).
-func (ex *exchange) writePart(w http.ResponseWriter, out json.RawMessage) (int, error) {
+// writeParts answers a unary method's call whose output has parts: one
+// part record, or (emit: text) the whole answer's text and parts. The
+// result's content is the text, when there is any, then each part's; an
+// answer's one data part that is an object its structuredContent too. A
+// malformed part, or one over limits.parts, is the agent's failure
+// (BAD_REPLY, PART_TOO_LARGE).
+func (ex *exchange) writeParts(w http.ResponseWriter, text string, recs []json.RawMessage) (int, error) {
 	var lim config.Parts
 	if ex.door != nil {
 		lim = ex.door.parts
 	}
-	p, err := part.Parse(out, lim)
-	if err != nil {
-		ex.WriteError(w, core.FailureOf(part.Agent(err)))
-		return 0, nil
+	budget := part.NewBudget(lim)
+	parts := make([]*part.Part, len(recs))
+	size := len(text) + 128
+	var data []byte
+	datas := 0
+	for i, rec := range recs {
+		p, err := part.Parse(rec, lim)
+		if err == nil {
+			err = budget.Take(p)
+		}
+		if err != nil {
+			ex.WriteError(w, core.FailureOf(part.Agent(err)))
+			return 0, nil
+		}
+		if p.Kind == part.Data {
+			if datas++; datas == 1 && len(p.Value) > 0 && p.Value[0] == '{' {
+				data = p.Value
+			}
+		}
+		parts[i] = p
+		size += contentSize(p)
 	}
-	b := append(make([]byte, 0, contentSize(p)+len(ex.id)+96), `{"jsonrpc":"2.0","id":`...)
+	b := append(make([]byte, 0, size+len(ex.id)), `{"jsonrpc":"2.0","id":`...)
 	b = append(b, ex.id...)
 	b = append(b, `,"result":{"content":[`...)
-	b = appendContent(b, p, 1)
+	if text != "" {
+		b = appendString(append(b, `{"type":"text","text":`...), text)
+		b = append(b, '}')
+	}
+	for i, p := range parts {
+		if i > 0 || text != "" {
+			b = append(b, ',')
+		}
+		b = appendContent(b, p, i+1)
+	}
 	b = append(b, ']')
-	if p.Kind == part.Data && len(p.Value) > 0 && p.Value[0] == '{' {
-		b = append(append(b, `,"structuredContent":`...), p.Value...)
+	if datas == 1 && data != nil {
+		b = append(append(b, `,"structuredContent":`...), data...)
 	}
 	if ex.modern {
 		b = append(b, `,"resultType":"complete"`...)
@@ -122,6 +154,23 @@ func (ex *exchange) writePart(w http.ResponseWriter, out json.RawMessage) (int, 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	return w.Write(b)
+}
+
+// wholeParts is the text and parts of out, a method's whole answer as
+// the mapping stage collects it with emit: text ({"text": …, "parts":
+// […], …}); ok is false for any other output, or one without parts.
+func (ex *exchange) wholeParts(out json.RawMessage) (text string, parts []json.RawMessage, ok bool) {
+	if ex.call.Method == nil || ex.call.Method.Emitting() != config.EmitText || len(out) == 0 || out[0] != '{' {
+		return "", nil, false
+	}
+	var whole struct {
+		Text  string            `json:"text"`
+		Parts []json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(out, &whole) != nil || len(whole.Parts) == 0 {
+		return "", nil, false
+	}
+	return whole.Text, whole.Parts, true
 }
 
 // Encoder is the writer of a streaming method's answer: an SSE response

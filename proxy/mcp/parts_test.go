@@ -14,6 +14,7 @@ upstream: {url: AGENT}
 methods:
   records: {mode: stream, call: POST /records, reply: ndjson}
   record: {call: POST /record}
+  whole: {call: POST /records, emit: text}
   big: {mode: stream, call: POST /big, reply: ndjson}
   tiny: {mode: stream, call: POST /tiny, reply: ndjson}
 `
@@ -21,7 +22,7 @@ methods:
 // The parts the tests send: real bytes of each type, as base64.
 var (
 	pngB64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-	wavB64 = base64.StdEncoding.EncodeToString(append([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00")))
+	wavB64 = base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"))
 	pdfB64 = base64.StdEncoding.EncodeToString([]byte("%PDF-1.4\n%%EOF\n"))
 )
 
@@ -84,7 +85,9 @@ func callRecords(t *testing.T, url string, progress bool, records ...string) ([]
 // the display name after it), a file a resource link, data a text of its
 // JSON and, the answer's one data part, structuredContent; the text
 // around them text contents, consecutive text one. The base64 is the
-// agent's, as sent. Progress carries the text alone.
+// agent's, as sent. Progress carries the text alone. A unary tool's
+// output of one part record is that part; with emit: text, its whole
+// answer's text, then its parts.
 func TestPartsOut(t *testing.T) {
 	s := serveMap(t, partsMap, startAgent(t), Options{})
 	records := []string{`"Here is "`, `{"text":"the chart:"}`,
@@ -137,8 +140,20 @@ func TestPartsOut(t *testing.T) {
 		t.Errorf("an image alone = %+v, want its one content", res)
 	}
 
+	// A unary tool emitting text (an OpenAI chat stream, mapped): its
+	// whole answer's text, then its parts.
+	chunk := func(text string) string {
+		return `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + text + `"}}]}`
+	}
+	resp, b := modern(t, s.url, "tools/call", `"name":"whole","arguments":{"records":[`+chunk("Here ")+`,`+records[2]+`,`+chunk("it is.")+`,`+records[7]+`]}`, "whole")
+	res = partsOf(t, decode(t, b))
+	if resp.StatusCode != 200 || len(res.Content) != 3 || res.Content[0] != (content{Type: "text", Text: "Here it is."}) ||
+		res.Content[1] != want[1] || res.Content[2] != want[6] || string(res.StructuredContent) != `{"total":12.5}` {
+		t.Errorf("a unary whole with parts = %d %s", resp.StatusCode, b)
+	}
+
 	// A unary tool whose output is one part record.
-	resp, b := modern(t, s.url, "tools/call", `"name":"record","arguments":{"record":{"inline_data":{"mime_type":"image/png","data":"`+pngB64+`"}}}`, "record")
+	resp, b = modern(t, s.url, "tools/call", `"name":"record","arguments":{"record":{"inline_data":{"mime_type":"image/png","data":"`+pngB64+`"}}}`, "record")
 	if res := partsOf(t, decode(t, b)); resp.StatusCode != 200 || len(res.Content) != 1 || res.Content[0] != (content{Type: "image", Data: pngB64, MimeType: "image/png"}) {
 		t.Errorf("a unary part = %d %s", resp.StatusCode, b)
 	}
