@@ -362,7 +362,11 @@ func (ex *exchange) end() [][]byte {
 // tooLarge is the text of the failure of a streamed answer whose text
 // outgrew the limit: what reached the caller, and what did not.
 func (t *texts) tooLarge() string {
-	msg := fmt.Sprintf("the answer's text exceeds limits.reply_bytes (%d bytes), so the agent's call was ended and this result keeps none of it", t.max)
+	what := "the answer's text"
+	if t.nparts > 0 {
+		what = "the answer, its text and its parts,"
+	}
+	msg := fmt.Sprintf("%s exceeds limits.reply_bytes (%d bytes), so the agent's call was ended and this result keeps none of it", what, t.max)
 	switch {
 	case !t.progress:
 		return msg + "; none of it was sent (a request with _meta.progressToken gets the text in progress notifications as it comes)"

@@ -193,7 +193,7 @@ func TestPartsRefused(t *testing.T) {
 	resp, b := modern(t, s.url, "tools/call", `"name":"tiny","arguments":{"n":10000}`, "tiny")
 	evs := events(t, b)
 	res := partsOf(t, evs[len(evs)-1])
-	if resp.StatusCode != 200 || len(b) > 4<<10 || !res.IsError || !strings.Contains(res.Content[0].Text, "exceeds limits.reply_bytes (65536 bytes)") {
+	if resp.StatusCode != 200 || len(b) > 4<<10 || !res.IsError || !strings.HasPrefix(res.Content[0].Text, "the answer, its text and its parts, exceeds limits.reply_bytes (65536 bytes)") {
 		t.Errorf("10,000 tiny parts = %d, %d bytes %.300s, want an isError of reply_bytes", resp.StatusCode, len(b), b)
 	}
 	resp, b = modern(t, s.url, "tools/call", `"name":"record","arguments":{"record":{"inline_data":{"mime_type":"image/png","data":"`+base64.StdEncoding.EncodeToString(make([]byte, 2000))+`"}}}`, "record")
