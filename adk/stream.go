@@ -72,6 +72,8 @@ func (a *App) query(c call, async bool) (core.Records, func(), error) {
 		if msg, err = a.answer(c, user, sid, reply); err != nil {
 			return nil, nil, err
 		}
+	} else if msg, err = withParts(msg, c.in.Fields["parts"], a.Limits.Parts); err != nil {
+		return nil, nil, err
 	} else if c.door {
 		if err := a.ensureSession(c, user, sid); err != nil {
 			return nil, nil, err

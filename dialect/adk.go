@@ -15,18 +15,23 @@ import (
 // event with an error code as an error. A run that pauses for a person
 // asks a question (adkQuestion): a tool confirmation
 // (adk_request_confirmation), or a long-running tool's call (its id in
-// the event's longRunningToolIds).
+// the event's longRunningToolIds). A part's inlineData or fileData is a
+// part that is not text (docs/parts.md).
 type adkMapper struct {
 	partials bool // partial text seen since the last complete event
 }
 
 type adkPartIn struct {
-	Text                  *string      `json:"text"`
-	Thought               bool         `json:"thought"`
-	FunctionCall          *adkFunction `json:"functionCall"`
-	FunctionCallSnake     *adkFunction `json:"function_call"`
-	FunctionResponse      *adkFunction `json:"functionResponse"`
-	FunctionResponseSnake *adkFunction `json:"function_response"`
+	Text                  *string         `json:"text"`
+	Thought               bool            `json:"thought"`
+	FunctionCall          *adkFunction    `json:"functionCall"`
+	FunctionCallSnake     *adkFunction    `json:"function_call"`
+	FunctionResponse      *adkFunction    `json:"functionResponse"`
+	FunctionResponseSnake *adkFunction    `json:"function_response"`
+	InlineData            json.RawMessage `json:"inlineData"`
+	InlineDataSnake       json.RawMessage `json:"inline_data"`
+	FileData              json.RawMessage `json:"fileData"`
+	FileDataSnake         json.RawMessage `json:"file_data"`
 }
 
 type adkFunction struct {
@@ -115,10 +120,12 @@ func adkFastPart(s *scan, out []Event) []Event {
 		case "thought":
 			s.once(&seen, 2)
 			s.boolean(&thought)
-		case "functionCall", "function_call", "functionResponse", "function_response":
+		case "functionCall", "function_call", "functionResponse", "function_response",
+			"inlineData", "inline_data", "fileData", "file_data":
 			s.bad = s.bad || !s.null()
 		default:
-			s.other(k, "text", "thought", "functionCall", "function_call", "functionResponse", "function_response")
+			s.other(k, "text", "thought", "functionCall", "function_call", "functionResponse", "function_response",
+				"inlineData", "inline_data", "fileData", "file_data")
 		}
 	})
 	if !hasText {
@@ -191,6 +198,10 @@ func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 				f = p.FunctionResponseSnake
 			}
 			out = append(out, Event{Kind: ToolResult, ID: f.ID, Name: f.Name, JSON: orNull(compact(f.Response))})
+		case compact(p.InlineData) != nil || compact(p.InlineDataSnake) != nil:
+			out = append(out, Event{Kind: Part, JSON: wrapLine("inline_data", orRaw(p.InlineData, p.InlineDataSnake))})
+		case compact(p.FileData) != nil || compact(p.FileDataSnake) != nil:
+			out = append(out, Event{Kind: Part, JSON: wrapLine("file_data", orRaw(p.FileData, p.FileDataSnake))})
 		}
 	}
 	a.partials = e.Partial
@@ -201,6 +212,17 @@ func (a *adkMapper) slow(out []Event, _ string, rec []byte) []Event {
 }
 
 func (a *adkMapper) Flush(out []Event) []Event { return out }
+
+// orRaw is a, compact, unless it is empty or null; then b. An ADK part's
+// inlineData is {mimeType, data, displayName} (data base64, URL-safe from
+// the Python server), which the stage reads as a part record under
+// either spelling.
+func orRaw(a, b json.RawMessage) json.RawMessage {
+	if c := compact(a); c != nil {
+		return c
+	}
+	return compact(b)
+}
 
 // ConfirmationCall is the name of the function call by which ADK asks a
 // person to approve a tool's call (a FunctionTool with

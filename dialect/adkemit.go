@@ -120,6 +120,42 @@ func (a *adkEmitter) functionEvent(e Event) []byte {
 	return a.appendTail(b, role, a.newID(), false)
 }
 
+// partEvent is the model's complete event of one inline or file part:
+// {"inlineData":{"data":…,"displayName":…,"mimeType":…}} or
+// {"fileData":{"displayName":…,"fileUri":…,"mimeType":…}}, keys in
+// encoding/json's order for a map, the base64 as the agent sent it.
+func (a *adkEmitter) partEvent(p *part.Part) []byte {
+	b := make([]byte, 0, a.textBudgetOverhead()+len(p.Base64)+len(p.URI)+len(p.Name)+len(p.MIME)+64)
+	b = a.appendHead(b)
+	display := a.key("displayName", "display_name")
+	mimeType := a.key("mimeType", "mime_type")
+	if p.Kind == part.Inline {
+		b = append(append(append(b, `{"`...), a.key("inlineData", "inline_data")...), `":{"data":"`...)
+		b = append(append(b, p.Base64...), '"')
+	} else {
+		b = append(append(append(b, `{"`...), a.key("fileData", "file_data")...), `":{`...)
+	}
+	sep := func() {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+	}
+	if p.Name != "" {
+		sep()
+		b = appendString(append(append(append(b, '"'), display...), `":`...), p.Name)
+	}
+	if p.Kind == part.File {
+		sep()
+		b = appendString(append(append(append(b, '"'), a.key("fileUri", "file_uri")...), `":`...), p.URI)
+	}
+	if p.MIME != "" {
+		sep()
+		b = appendString(append(append(append(b, '"'), mimeType...), `":`...), p.MIME)
+	}
+	b = append(b, "}}"...)
+	return a.appendTail(b, "model", a.newID(), false)
+}
+
 // textBudgetOverhead is a.overhead, once known.
 func (a *adkEmitter) textBudgetOverhead() int {
 	a.textBudget()
@@ -191,13 +227,17 @@ func (a *adkEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 		}
 		return a.completeEvent(lines, e.Question.Record())
 	case Part:
-		// The part record as the contract's callers read it, whatever
-		// the emit.
+		// An inline or file part is the model's event with that part,
+		// as an ADK agent's image comes; a data part, which ADK's Part
+		// has no member for, is its part record, as a question is.
 		lines, err := a.flush(lines)
 		if err != nil {
 			return lines, err
 		}
-		return a.completeEvent(lines, part.AppendRecord(nil, e.Part))
+		if e.Part.Kind == part.Data {
+			return a.completeEvent(lines, part.AppendRecord(nil, e.Part))
+		}
+		return a.completeEvent(lines, a.partEvent(e.Part))
 	}
 	return lines, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/internal/producers"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // produced is what a producer script in testdata/dialects sends for one
@@ -21,6 +22,7 @@ type produced struct {
 	text    string
 	calls   []string // tool_call lines' {"id","name","args"}
 	results []string // tool_result lines' {"id","name","output"}
+	parts   []string // part records
 	err     string   // the agent's message, "" for a clean end
 	cut     bool     // the text may end early (see langgraph/error)
 }
@@ -39,6 +41,7 @@ var captured = map[string]produced{
 	"vercel-ui/text":  {text: "Hello, world!"},
 	"vercel-ui/tool":  {text: "It is sunny in Paris.", calls: []string{weatherCall}, results: []string{weatherResult}},
 	"vercel-ui/error": {text: "Partial answer", err: "model overloaded"},
+	"vercel-ui/file":  {text: "Here is the chart:", parts: []string{`{"inline_data":{"mime_type":"image/png","data":"` + png1x1 + `"}}`}},
 
 	"ag-ui/text": {text: "Hello, world!Anything else?"},
 	"ag-ui/tool": {text: "It is sunny in Paris.", calls: []string{weatherCall},
@@ -67,6 +70,7 @@ var captured = map[string]produced{
 	"openai-responses/tool":   {calls: []string{openaiCall}},
 	"openai-responses/error":  {text: "Partial answer", err: openaiFailure},
 	"openai-responses/failed": {text: "Partial answer", err: openaiFailure},
+	"openai-responses/image":  {parts: []string{`{"inline_data":{"mime_type":"image/png","data":"` + png1x1 + `"}}`}},
 
 	"openai-agents/text":  {text: "Hello, world!"},
 	"openai-agents/tool":  {text: "It is sunny in Paris.", calls: []string{weatherCall}, results: []string{weatherResult}},
@@ -157,9 +161,13 @@ func TestCaptures(t *testing.T) {
 func checkText(t *testing.T, want produced, lines []string, err error) {
 	t.Helper()
 	var text strings.Builder
-	var calls, results []string
+	var calls, results, parts []string
 	ended := false
 	for _, l := range lines {
+		if part.Is([]byte(l)) {
+			parts = append(parts, l)
+			continue
+		}
 		var line struct {
 			Text       *string         `json:"text"`
 			ToolCall   json.RawMessage `json:"tool_call"`
@@ -191,6 +199,9 @@ func checkText(t *testing.T, want produced, lines []string, err error) {
 	}
 	if strings.Join(results, "\n") != strings.Join(want.results, "\n") {
 		t.Errorf("tool results %q, want %q", results, want.results)
+	}
+	if strings.Join(parts, "\n") != strings.Join(want.parts, "\n") {
+		t.Errorf("parts %q, want %q", parts, want.parts)
 	}
 	var ae *core.AgentError
 	switch {

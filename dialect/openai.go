@@ -203,8 +203,10 @@ func (m *chatMapper) Flush(out []Event) []Event {
 // by the data's type (the SSE event type is the same): text from
 // response.output_text.delta, reasoning from the reasoning text and
 // summary deltas, a tool call from each function_call output item when it
-// is done, the end from response.completed or response.incomplete, an
-// error from response.failed or an error event.
+// is done, a generated image from each image_generation_call output item
+// when it is done (its partial images are not the image: skipped), the
+// end from response.completed or response.incomplete, an error from
+// response.failed or an error event.
 type responsesMapper struct{}
 
 type responsesEvent struct {
@@ -296,14 +298,24 @@ func (responsesMapper) slow(out []Event, event string, rec []byte) []Event {
 		return append(out, Event{Kind: Reasoning, Text: e.Delta})
 	case "response.output_item.done":
 		var item struct {
-			Type      string          `json:"type"`
-			CallID    string          `json:"call_id"`
-			Name      string          `json:"name"`
-			Arguments string          `json:"arguments"`
-			Output    json.RawMessage `json:"output"`
+			Type         string          `json:"type"`
+			CallID       string          `json:"call_id"`
+			Name         string          `json:"name"`
+			Arguments    string          `json:"arguments"`
+			Output       json.RawMessage `json:"output"`
+			Result       json.RawMessage `json:"result"`
+			OutputFormat string          `json:"output_format"`
 		}
-		if json.Unmarshal(e.Item, &item) == nil && item.Type == "function_call" {
+		if json.Unmarshal(e.Item, &item) != nil {
+			return out
+		}
+		switch item.Type {
+		case "function_call":
 			return append(out, Event{Kind: ToolCall, ID: item.CallID, Name: item.Name, JSON: jsonOf(item.Arguments)})
+		case "image_generation_call":
+			if len(item.Result) > 0 && item.Result[0] == '"' {
+				return append(out, Event{Kind: Part, JSON: imageRecord(item.OutputFormat, item.Result)})
+			}
 		}
 	case "response.completed":
 		return append(out, Event{Kind: End, Finish: "stop", Usage: compact(e.Response.Usage)})
@@ -325,3 +337,17 @@ func (responsesMapper) slow(out []Event, event string, rec []byte) []Event {
 }
 
 func (responsesMapper) Flush(out []Event) []Event { return out }
+
+// imageRecord is the part record of a generated image: result, its
+// base64 as a JSON string, as sent; format the item's output_format (png,
+// jpeg or webp; png when it says none).
+func imageRecord(format string, result json.RawMessage) json.RawMessage {
+	if format == "" {
+		format = "png"
+	}
+	b := make([]byte, 0, len(result)+64)
+	b = append(b, `{"inline_data":{"mime_type":`...)
+	b = appendString(b, "image/"+format)
+	b = append(append(append(b, `,"data":`...), result...), "}}"...)
+	return b
+}

@@ -1,14 +1,17 @@
 package dialect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/part"
+	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
 // Agent is the mapping stage as a core.Agent around another: a call whose
@@ -194,9 +197,14 @@ func (r *Records) Next() bool {
 			r.mapEvents(append(r.events[:0], Event{Kind: Question, JSON: rec}))
 			continue
 		}
-		if part.Is(rec) && !r.pass {
+		if joined, ok := splitPart(rec); ok {
+			rec = joined
+		}
+		if part.Is(rec) {
 			// The one shape of a part that is not text, whatever the
-			// dialect: it does not place the stream either.
+			// dialect, and in a stream that passes through too (checked,
+			// capped, written in its one shape): it does not place the
+			// stream either.
 			r.read++
 			r.shaped = true
 			r.mapEvents(append(r.events[:0], Event{Kind: Part, JSON: rec}))
@@ -308,6 +316,42 @@ func (r *Records) readPart(e *Event) error {
 	}
 	e.Part = p
 	return nil
+}
+
+// splitPrefixes are how the deframer's text record begins when an SSE
+// event's data is a part record cut over several data lines.
+var splitPrefixes = [][]byte{
+	[]byte(`{"output":"{\"inline_data\":`), []byte(`{"output":"{\"inlineData\":`),
+	[]byte(`{"output":"{\"file_data\":`), []byte(`{"output":"{\"fileData\":`),
+}
+
+// splitPart is the part record of rec when rec is the deframer's text
+// record ({"output": "<data>"}) of an SSE event whose data lines are a
+// part record cut anywhere, even inside its base64: the line breaks that
+// joined them are not JSON inside a string, so the deframer took the
+// data for text. Without the breaks it is the record (base64 has none of
+// its own). Any other record is not read past its first bytes.
+func splitPart(rec []byte) ([]byte, bool) {
+	split := false
+	for _, p := range splitPrefixes {
+		split = split || bytes.HasPrefix(rec, p)
+	}
+	if !split {
+		return nil, false
+	}
+	var text string
+	n := 0
+	if !rawjson.Members(rec, func(k, v []byte) bool {
+		n++
+		return rawjson.Key(k) == "output" && json.Unmarshal(v, &text) == nil
+	}) || n != 1 {
+		return nil, false
+	}
+	joined, ok := rawjson.AppendCompact(nil, []byte(strings.ReplaceAll(text, "\n", "")))
+	if !ok || !part.Is(joined) {
+		return nil, false
+	}
+	return joined, true
 }
 
 // questionCap is the most a question record may be: limits.questions.bytes,

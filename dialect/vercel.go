@@ -3,13 +3,17 @@ package dialect
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // vercelMapper reads the Vercel AI SDK's UI message stream (v5 and later,
 // PROTOCOLS.md §2.3): text from text-delta, reasoning from
 // reasoning-delta, a tool call from tool-input-available, its result from
-// tool-output-available (or tool-output-error), the end from finish or
-// abort, an error from error. [DONE] ends the stream in the deframer.
+// tool-output-available (or tool-output-error), a part that is not text
+// from file (its url a data URL: the bytes inline; any other: a file
+// part naming it), the end from finish or abort, an error from error. [DONE] ends the stream in the deframer.
 //
 // A text reply of the legacy v4 data stream protocol (its records
 // {"output": "<chunk>"}) is read as that protocol (dataStream).
@@ -28,6 +32,8 @@ type vercelChunk struct {
 	ErrorText    string          `json:"errorText"`
 	FinishReason string          `json:"finishReason"`
 	Reason       string          `json:"reason"`
+	URL          string          `json:"url"`
+	MediaType    string          `json:"mediaType"`
 }
 
 func (m *vercelMapper) Map(out []Event, event string, rec []byte) []Event {
@@ -70,8 +76,10 @@ func (m *vercelMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 		case "reason":
 			s.once(&seen, 64)
 			s.check()
+		case "url", "mediaType":
+			s.check()
 		default: // input and output: json.RawMessage, any value
-			s.other(k, "type", "delta", "toolCallId", "toolName", "input", "output", "errorText", "finishReason", "reason")
+			s.other(k, "type", "delta", "toolCallId", "toolName", "input", "output", "errorText", "finishReason", "reason", "url", "mediaType")
 		}
 	})
 	if !ok {
@@ -84,7 +92,7 @@ func (m *vercelMapper) fast(out []Event, rec []byte) ([]Event, bool) {
 		return append(out, Event{Kind: Reasoning, Text: delta}), true
 	case "finish":
 		return append(out, Event{Kind: End, Finish: finish}), true
-	case "tool-input-available", "tool-output-available", "tool-output-error", "error", "abort":
+	case "tool-input-available", "tool-output-available", "tool-output-error", "error", "abort", "file":
 		return out, false
 	}
 	return out, true
@@ -121,8 +129,24 @@ func (m *vercelMapper) slow(out []Event, _ string, rec []byte) []Event {
 		return append(out, Event{Kind: End, Finish: c.FinishReason})
 	case "abort":
 		return append(out, Event{Kind: End, Finish: strings.TrimSpace("abort " + c.Reason)})
+	case "file":
+		return append(out, vercelFile(c.URL, c.MediaType))
 	}
 	return out
+}
+
+// vercelFile is the Part event of a file chunk: a data URL's bytes
+// inline, as sent (the stage checks them against limits.parts), any
+// other URL a file part naming it, never fetched.
+func vercelFile(url, mediaType string) Event {
+	p, ok, err := part.FromDataURL(url, "", config.Parts{})
+	if !ok {
+		p, err = part.NewFile(mediaType, "", url)
+	}
+	if err != nil {
+		return Event{Kind: Error, Err: part.Agent(err)}
+	}
+	return Event{Kind: Part, JSON: part.AppendRecord(nil, p)}
 }
 
 func (m *vercelMapper) Flush(out []Event) []Event { return m.v4.flush(out) }

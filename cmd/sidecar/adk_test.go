@@ -95,6 +95,7 @@ func TestADKTypeScript(t *testing.T) {
 	t.Run("its stream mapped to text", func(t *testing.T) { testADKDialect(t, url) })
 	t.Run("questions answered through the contract", func(t *testing.T) { testADKQuestions(t, url) })
 	t.Run("questions answered through A2A", func(t *testing.T) { testADKQuestionsA2A(t, url) })
+	t.Run("parts both ways", func(t *testing.T) { testADKParts(t, url) })
 
 	t.Run("memory on a server without memory routes", func(t *testing.T) {
 		r := sessionToMemory(t, base, "create_session")

@@ -29,6 +29,8 @@ var Variants = []Variant{
 		Want: []string{"tool-input-start", "tool-input-delta", "tool-input-available", "tool-output-available", "text-delta", "finish"}, Last: "[DONE]"},
 	{Dialect: "vercel-ui", Name: "error", Path: "/api/chat/error", Body: uiMessage, ContentType: sse, WantHeader: vercelHeader,
 		Want: []string{"text-delta", "error", "finish"}, Last: "[DONE]"},
+	{Dialect: "vercel-ui", Name: "file", Path: "/api/chat/file", Body: uiMessage, ContentType: sse, WantHeader: vercelHeader,
+		Want: []string{"text-delta", "file", "finish"}, Last: "[DONE]"},
 
 	{Dialect: "ag-ui", Name: "text", Path: "/text", Header: acceptSSE, Body: runInput, ContentType: sse,
 		Want: []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"}, Last: "RUN_FINISHED"},
@@ -68,6 +70,8 @@ var Variants = []Variant{
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "error"},
 	{Dialect: "openai-responses", Name: "failed", Path: "/v1/responses", Body: fmt.Sprintf(respBody, "failed"), ContentType: sse,
 		Want: []string{"response.created", "response.output_text.delta"}, Last: "response.failed"},
+	{Dialect: "openai-responses", Name: "image", Path: "/v1/responses", Body: fmt.Sprintf(respBody, "image"), ContentType: sse,
+		Want: []string{"response.created", "response.image_generation_call.partial_image", "response.output_item.done"}, Last: "response.completed"},
 
 	{Dialect: "openai-agents", Name: "text", Path: "/text", Body: agentsBody, ContentType: sse,
 		Want: []string{"response_started", "output_text_delta", "response_done"}, Last: "message_output_created"},

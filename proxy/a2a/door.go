@@ -65,6 +65,8 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 // then end failed on every replica once their leases lapse.
 func (d *Door) Close() error {
 	d.tasks.stopClocks()
+	d.tasks.stopTelling() // a call telling an agent its question expired is cut
+	d.tasks.telling.Wait()
 	if d.shared != nil {
 		d.shared.close()
 	}
@@ -235,6 +237,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 // it (core.Exchange.Detach).
 func (ex *exchange) open(c core.Call, stream, immediate bool) core.Exchange {
 	x := core.Exchange{Call: c, Stream: stream, Writer: ex, Context: ex.context}
+	ex.call = c
 	if immediate && !ex.notify {
 		x.Detach = ex.ack
 	}

@@ -19,14 +19,56 @@ import (
 // resumes the task with a call of the method whose input carries it as
 // reply (ask.WithReply). A task waits limits.questions.wait at most, and
 // one replica keeps limits.questions.waiting tasks waiting at most: past
-// either, a task fails as expired, and its agent is not called again.
+// either, a task fails as expired, and its agent is told: the method is
+// called once more, in the background, with a cancel whose reason is
+// expired (ask.Expiry), its answer dropped.
 
 // expiredMsg is the status message of a task that waited too long for its
 // answer; evictedMsg of one failed to make room for a newer question.
 const (
-	expiredMsg = "the task waited longer than limits.questions.wait (%s) for an answer to its question: the agent was not called again; send a new message"
-	evictedMsg = "the task was the oldest of more than limits.questions.waiting (%d) tasks waiting for an answer on this agent, and expired: the agent was not called again; send a new message"
+	expiredMsg = "the task waited longer than limits.questions.wait (%s) for an answer to its question: the agent was told it expired; send a new message"
+	evictedMsg = "the task was the oldest of more than limits.questions.waiting (%d) tasks waiting for an answer on this agent, and expired: the agent was told; send a new message"
 )
+
+// teller is what tells a task's agent that its question expired: the
+// Agent, and the call that asked, its input the task's ids alone.
+type teller struct {
+	agent core.Agent
+	call  core.Call
+	reply ask.Reply
+}
+
+// teller is the teller of the exchange's question; nil without an Agent.
+func (ex *exchange) teller() *teller {
+	if ex.agent == nil || ex.asked == nil {
+		return nil
+	}
+	c := ex.call
+	c.Header = c.Header.Clone()
+	c.Input = core.Input{Raw: expiryInput(ex.task)}
+	return &teller{agent: ex.agent, call: c, reply: ask.Expiry(ex.asked)}
+}
+
+// expiryInput is the one input shape with t's ids and no message: what
+// the agent is called with, its reply added, when t's question expires.
+func expiryInput(t *task) json.RawMessage {
+	b := append([]byte(`{"message":"","messages":[],"ids":{"context_id":`), appendString(nil, t.owner.Scope(t.contextID))...)
+	b = append(append(b, `,"task_id":`...), appendString(nil, t.id)...)
+	return append(b, "}}"...)
+}
+
+// tell tells tl's agent its question expired, in the background; Close
+// waits for it. A nil tl tells nothing.
+func (s *store) tell(tl *teller) {
+	if tl == nil {
+		return
+	}
+	s.telling.Add(1)
+	go func() {
+		defer s.telling.Done()
+		ask.Tell(s.quit, tl.agent, tl.call, tl.reply)
+	}()
+}
 
 // historyMsg is one message of a task's history: the caller's messages
 // and the agent's questions, kept once a task has asked.
@@ -64,12 +106,13 @@ func (s *store) question(rec []byte) (*ask.Question, error) {
 // (limits.questions.wait). Past limits.questions.waiting tasks waiting,
 // the oldest expires. It reports false for a task that ended already
 // (canceled meanwhile).
-func (s *store) ask(t *task, q *ask.Question, said []part) bool {
+func (s *store) ask(t *task, q *ask.Question, said []part, tl *teller) bool {
 	s.mu.Lock()
 	if settled(t.state) {
 		s.mu.Unlock()
 		return false
 	}
+	t.teller = tl
 	if len(t.history) == 0 && len(said) > 0 {
 		t.history = append(t.history, historyMsg{id: core.NewID(), parts: said})
 	}
@@ -125,10 +168,19 @@ func (s *store) expire(t *task, turn int, message string) {
 // task: the store is locked.
 func (s *store) expireLocked(t *task, message string) {
 	s.unwait(t)
+	tl := t.teller
+	t.teller = nil
 	if t.parked { // Redis holds it, whichever replica took it since
-		go s.shared.expire(t.id, t.owner, message)
+		s.telling.Add(1)
+		go func() {
+			defer s.telling.Done()
+			if s.shared.expire(t.id, t.owner, message) { // still waiting: it expired here
+				s.tell(tl)
+			}
+		}()
 		return
 	}
+	s.tell(tl)
 	t.state, t.message, t.updated, t.question = stateFailed, message, time.Now(), nil
 	if s.tasks[t.id] == t {
 		s.recount(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,7 @@ type askInput struct {
 		ID      string          `json:"id"`
 		Action  string          `json:"action"`
 		Content json.RawMessage `json:"content"`
+		Reason  string          `json:"reason"`
 	} `json:"reply"`
 }
 
@@ -455,6 +457,13 @@ func TestAskExpires(t *testing.T) {
 	if _, e := sendTask(t, url, "", answer1("SendMessage", task.ID, "", `[{"data":{"approve":true}}]`)); e == nil || e.Code != codeUnsupported {
 		t.Errorf("an answer to the expired task: %+v, want %d", e, codeUnsupported)
 	}
+	// The agent is told: called once more with the task's ids and a
+	// cancel whose reason is expired, in the background.
+	eventually(t, "the agent is told", func() bool { return len(a.calls()) == 2 })
+	if told := a.calls()[1]; told.Reply == nil || told.Reply.Action != "cancel" || told.Reply.Reason != "expired" || told.Reply.ID != "q1" ||
+		told.IDs.TaskID != task.ID || told.IDs.ContextID != a.calls()[0].IDs.ContextID || told.Message != "" {
+		t.Errorf("the agent was told %+v, want a cancel, reason expired, with the task's ids", told)
+	}
 
 	task, _ = sendTask(t, url, "", send1("1", "SendMessage", "pay"))
 	r := callBy(t, url, "", taskReq("CancelTask", task.ID))
@@ -465,8 +474,8 @@ func TestAskExpires(t *testing.T) {
 	if s := getAskTask(t, url, task.ID).Status.State; s != "TASK_STATE_CANCELED" {
 		t.Errorf("the canceled task is %s", s)
 	}
-	if n := len(a.calls()); n != 2 {
-		t.Errorf("the agent was called %d times, want 2", n)
+	if n := len(a.calls()); n != 3 {
+		t.Errorf("the agent was called %d times, want 3", n)
 	}
 }
 
@@ -498,6 +507,19 @@ func TestAskFlood(t *testing.T) {
 	door.tasks.mu.Unlock()
 	if n != 3 {
 		t.Errorf("%d tasks waiting, want 3", n)
+	}
+	// Each of the five is told its question expired.
+	eventually(t, "the agents are told", func() bool { return len(a.calls()) == 13 })
+	var told []string
+	for _, in := range a.calls() {
+		if in.Reply != nil && in.Reply.Reason == "expired" {
+			told = append(told, in.IDs.TaskID)
+		}
+	}
+	slices.Sort(told)
+	five := slices.Sorted(slices.Values(ids[:5]))
+	if !slices.Equal(told, five) {
+		t.Errorf("told the tasks %q, want the five expired %q", told, five)
 	}
 }
 
@@ -626,6 +648,21 @@ func TestAskReplicas(t *testing.T) {
 	}
 	if s := getAskTask(t, b.url, canceled.ID).Status.State; s != "TASK_STATE_CANCELED" {
 		t.Errorf("the canceled task on B: %s", s)
+	}
+	// The agent is told once, by the replica that parked the task; the
+	// task canceled on C, whose clock on A fires too, is not expired.
+	told := func() (ids []string) {
+		for _, in := range ag.calls() {
+			if in.Reply != nil && in.Reply.Reason == "expired" {
+				ids = append(ids, in.IDs.TaskID)
+			}
+		}
+		return ids
+	}
+	waitFor(t, "the agent is told", 10*time.Second, func() bool { return len(told()) > 0 })
+	time.Sleep(2500 * time.Millisecond) // past the canceled task's clock
+	if ids := told(); len(ids) != 1 || ids[0] != waited.ID {
+		t.Errorf("told %q, want the expired task %s once", ids, waited.ID)
 	}
 }
 
@@ -768,5 +805,49 @@ func TestAskCounted(t *testing.T) {
 	question := int64(len(questionFor("pay")))
 	if cost < taskOverhead+2*question {
 		t.Errorf("the waiting task counts %d bytes, want at least %d: the question, and its copy in the history", cost, taskOverhead+2*question)
+	}
+}
+
+// TestAskTellCut: the call telling an agent its question expired is cut
+// when the door closes (the sidecar stops): Close does not wait out an
+// agent that never answers it, and the agent's request ends.
+func TestAskTellCut(t *testing.T) {
+	told := make(chan struct{})
+	ended := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in askInput
+		json.NewDecoder(r.Body).Decode(&in)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if in.Reply == nil {
+			fmt.Fprintf(w, "data: %s\n\n", questionFor("pay"))
+			return
+		}
+		close(told)
+		<-r.Context().Done() // never answers the expiry
+		close(ended)
+	}))
+	t.Cleanup(agent.Close)
+	a := &askAgent{url: agent.URL}
+	url, door := serveAsk(t, a, "ask", "{wait: 100ms}")
+	task, _ := sendTask(t, url, "", send1("1", "SendMessage", "pay"))
+	if task.Status.State != "TASK_STATE_INPUT_REQUIRED" {
+		t.Fatalf("state %s", task.Status.State)
+	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent was not told its question expired")
+	}
+	closed := make(chan struct{})
+	go func() { door.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second): // the tell's own bound is 30 s
+		t.Fatal("Close waited for the agent told")
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Error("the agent's request did not end when the door closed")
 	}
 }

@@ -96,10 +96,13 @@ const parkFailed = "the task's question could not be kept in the state store (st
 
 // expire fails task id, waiting, in Redis with message: a replica's
 // waiting task past its wait, or the oldest past limits.questions.waiting.
-func (sh *shared) expire(id string, owner core.Owner, message string) {
+// It reports whether the task was still waiting, so expired here (not
+// answered first on another replica, nor canceled).
+func (sh *shared) expire(id string, owner core.Owner, message string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sh.run(ctx, id, owner, "expire", stateFailed, message)
+	res, err := sh.run(ctx, id, owner, "expire", stateFailed, message)
+	return err == nil && res.ended
 }
 
 // lapsed is the message of a task whose lease lapsed: for one waiting,

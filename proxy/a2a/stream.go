@@ -40,7 +40,16 @@ type exchange struct {
 	// take (too large, not well formed), which fails the task.
 	asked   *ask.Question
 	stopped error
+
+	// call is the call the exchange opened, and agent the Agent that
+	// answers it (core.Resumer): what tells the agent its question
+	// expired, should the task wait too long (questions.go).
+	call  core.Call
+	agent core.Agent
 }
+
+// Resume is given the Agent (core.Resumer).
+func (ex *exchange) Resume(a core.Agent) { ex.agent = a }
 
 // newExchange is the exchange of msg's call on t (resumed with reply,
 // when msg answers t's question).
@@ -190,7 +199,7 @@ func (ex *exchange) final(state, message string) []byte {
 // question, unless it ended already (canceled), and is its final
 // status-update, once: nil after the first.
 func (ex *exchange) pause() []byte {
-	ex.tasks.ask(ex.task, ex.asked, ex.said)
+	ex.tasks.ask(ex.task, ex.asked, ex.said, ex.teller())
 	if ex.done {
 		return nil
 	}
@@ -301,7 +310,7 @@ func (ex *exchange) end(w http.ResponseWriter, state, message string) {
 // once, the task as it is then: for message/send the Task, for a
 // notification 204 and no body.
 func (ex *exchange) endAsked(w http.ResponseWriter) {
-	ex.tasks.ask(ex.task, ex.asked, ex.said)
+	ex.tasks.ask(ex.task, ex.asked, ex.said, ex.teller())
 	ex.end(w, "", "")
 }
 

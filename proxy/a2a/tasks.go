@@ -34,7 +34,10 @@ type task struct {
 	// auth-required) waits for the answer to; expiry its clock
 	// (questions.go).
 	question *ask.Question
-	expiry   *time.Timer
+	// teller tells the agent its question expired (questions.go); nil
+	// when nothing can (a task claimed from Redis before it asked here).
+	teller *teller
+	expiry *time.Timer
 	// turn counts the task's calls: a task that asked is called again,
 	// in a new turn, with the answer.
 	turn    int
@@ -73,19 +76,26 @@ type store struct {
 
 	mu      sync.Mutex
 	waiting []*task // the tasks waiting for an answer, oldest first
-	tasks   map[string]*task
-	order   []*task // oldest first
-	bytes   int64
-	subs    int // the subscribers of every task
+	// telling are the calls telling agents their questions expired
+	// (questions.go), each bounded by its method's total time and ended
+	// by stopTelling (the door closes: quit is done).
+	telling     sync.WaitGroup
+	quit        context.Context
+	stopTelling context.CancelFunc
+	tasks       map[string]*task
+	order       []*task // oldest first
+	bytes       int64
+	subs        int // the subscribers of every task
 }
 
 // newStore is a store of limit bytes of tasks, partLimit of one task's
 // artifact, serving subs subscriptions at once (limits.subscriptions), at
 // most maxTaskSubscribers of one task.
 func newStore(limit, partLimit int64, subs int) *store {
+	quit, stop := context.WithCancel(context.Background())
 	return &store{limit: limit, partLimit: partLimit, tasks: make(map[string]*task),
 		maxSubs: subs, maxTaskSubs: min(maxTaskSubscribers, subs), lagEvents: lagEvents, lagBytes: lagBytes,
-		questions: config.DefaultQuestions}
+		questions: config.DefaultQuestions, quit: quit, stopTelling: stop}
 }
 
 // open makes owner's task of a new message. A message naming a task

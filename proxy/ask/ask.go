@@ -174,6 +174,24 @@ type Reply struct {
 	// Content is the answer of an accepted question: an object meeting
 	// the question's schema; absent otherwise.
 	Content json.RawMessage `json:"content,omitempty"`
+	// Reason says why a cancel came from the sidecar rather than the
+	// person: Expired. Empty for every answer a caller gave.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Expired is the Reason of the cancel a door sends the agent when no
+// answer came within limits.questions.wait, or the question was dropped
+// to keep limits.questions.waiting: the agent is told its question will
+// not be answered, and what it answers is not read.
+const Expired = "expired"
+
+// Expiry is the reply that tells the agent its question q expired.
+func Expiry(q *Question) Reply {
+	r := Reply{Action: Cancel, Reason: Expired}
+	if q != nil {
+		r.ID = q.ID
+	}
+	return r
 }
 
 // Check reports whether r answers q: an accept's content, when q has a

@@ -39,7 +39,7 @@ import (
 // securityHeaders go on every answer of the dev listener. The page loads
 // its own scripts, styles and data only; nothing may frame it.
 var securityHeaders = map[string]string{
-	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src data:; " +
 		"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
 	"X-Frame-Options":              "DENY",
 	"X-Content-Type-Options":       "nosniff",

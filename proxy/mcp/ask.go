@@ -317,7 +317,11 @@ func (ex *exchange) elicit(q *ask.Question, m modes, write func([]byte) error) (
 	select {
 	case resp = <-answered:
 	case <-timer.C:
-		return r, fmt.Sprintf("the agent asked %q and no answer came within %s (limits.questions.wait, or the call's total time): the agent was not called again", core.Clip(q.Message), wait.Round(time.Millisecond)), nil
+		// The agent is told its question will not be answered: the method
+		// called again with a cancel whose reason is expired, its answer
+		// dropped, before the caller has the result.
+		ask.Tell(context.WithoutCancel(ex.ctx), ex.agent, ex.call, ask.Expiry(q))
+		return r, fmt.Sprintf("the agent asked %q and no answer came within %s (limits.questions.wait, or the call's total time): the agent was told its question expired", core.Clip(q.Message), wait.Round(time.Millisecond)), nil
 	case <-ex.ctx.Done():
 		return r, "", context.Cause(ex.ctx)
 	}
@@ -327,7 +331,7 @@ func (ex *exchange) elicit(q *ask.Question, m modes, write func([]byte) error) (
 	if err := json.Unmarshal(resp.result, &r); err != nil || r.Action == "" {
 		return r, "the client's answer to the question is not an elicitation result {action, content}: the agent was not called again", nil
 	}
-	r.ID = q.ID
+	r.ID, r.Reason = q.ID, "" // a reason is the sidecar's to give
 	if r.Action != ask.Accept {
 		r.Content = nil
 	}

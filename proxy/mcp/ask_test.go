@@ -354,7 +354,8 @@ func TestAskElicitation(t *testing.T) {
 // ends the call with an isError result and the agent is not called again;
 // a response to the elicitation's id from another session answers
 // nothing, and the call still waits for its own; a client that never
-// answers has the call end at limits.questions.wait; past
+// answers has the call end at limits.questions.wait, the agent told with
+// a cancel whose reason is expired; past
 // limits.questions.waiting a question is not sent (isError); a question
 // over limits.questions.bytes (a 10 MB schema) ends the call as
 // QUESTION_TOO_LARGE, an isError result, and a malformed one as
@@ -385,8 +386,13 @@ func TestAskElicitationHostile(t *testing.T) {
 	if r := c2.final(); !r.IsError || !strings.Contains(r.text(), "limits.questions.waiting") {
 		t.Errorf("a question past limits.questions.waiting: %+v", r)
 	}
-	if r := c.final(); !r.IsError || !strings.Contains(r.text(), "no answer came within") || time.Since(start) < 300*time.Millisecond {
+	if r := c.final(); !r.IsError || !strings.Contains(r.text(), "no answer came within") || !strings.Contains(r.text(), "the agent was told") || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("a client that never answers: %+v after %s", r, time.Since(start))
+	}
+	// The agent is told, before the caller has the result: the method
+	// again, its input the arguments with a cancel whose reason is expired.
+	if calls := agent.calls(); len(calls) != 4 || calls[3] != `{"reply":{"id":"q1","action":"cancel","reason":"expired"}}` {
+		t.Errorf("the agent's inputs = %q, want the last a cancel saying the question expired", calls)
 	}
 	if n := s.door.waiting.len(); n != 0 {
 		t.Errorf("%d elicitations still wait, want none", n)

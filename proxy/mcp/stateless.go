@@ -171,7 +171,7 @@ func (d *Door) answers(r *http.Request, req request, p params, t *tool, input js
 		return nil, reply(req.id, http.StatusOK, nil, &rpcError{code: codeInvalidParams,
 			message: "Invalid params: inputResponses[" + questionKey(q) + "] must be an elicitation result {\"action\": \"accept|decline|cancel\", \"content\": {…}}"})
 	}
-	rp.ID = q.ID
+	rp.ID, rp.Reason = q.ID, "" // a reason is the sidecar's to give
 	if rp.Action != ask.Accept {
 		rp.Content = nil
 	}

@@ -75,6 +75,15 @@ const checks = {
     );
     assert.equal(seen.at(-1), 'response.output_text.delta');
   },
+  async 'responses image'() {
+    const stream = client.responses.stream({ model: 'image', input });
+    const partials = [];
+    stream.on('response.image_generation_call.partial_image', (e) => partials.push(e.partial_image_index));
+    const final = await stream.finalResponse();
+    const [image] = final.output;
+    assert.deepEqual([image.type, image.status, image.output_format, partials], ['image_generation_call', 'completed', 'png', [0]]);
+    assert.equal(Buffer.from(image.result, 'base64').subarray(1, 4).toString(), 'PNG');
+  },
   async 'responses failed'() {
     const stream = await client.responses.create({ model: 'failed', input, stream: true });
     let last;

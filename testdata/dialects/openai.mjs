@@ -7,7 +7,8 @@
 // POST /v1/chat/completions and POST /v1/responses; the variant is the
 // request's `model`: text, tool, error (Chat: an {"error": ...} frame
 // mid-stream; Responses: an `event: error`), failed (Responses only:
-// response.failed).
+// response.failed), image (Responses only: a generated image, its partial
+// image, then the image_generation_call item done with its result).
 import { serve } from './serve.mjs';
 
 const created = 1764547200;
@@ -117,7 +118,26 @@ const start = [
   { type: 'response.created', response: response('in_progress', []) },
   { type: 'response.in_progress', response: response('in_progress', []) },
 ];
+// A 1x1 PNG, base64: the image variant's generated image (and its one
+// partial image, which is not the image).
+const dot = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const imageCall = (status, result) => ({
+  id: 'ig_1',
+  type: 'image_generation_call',
+  status,
+  ...(result === undefined ? {} : { background: 'opaque', output_format: 'png', quality: 'low', size: '1024x1024', revised_prompt: 'A single dot', result }),
+});
 const responses = {
+  image: [
+    ...start,
+    { type: 'response.output_item.added', output_index: 0, item: imageCall('in_progress') },
+    { type: 'response.image_generation_call.in_progress', output_index: 0, item_id: 'ig_1' },
+    { type: 'response.image_generation_call.generating', output_index: 0, item_id: 'ig_1' },
+    { type: 'response.image_generation_call.partial_image', output_index: 0, item_id: 'ig_1', partial_image_index: 0, partial_image_b64: dot },
+    { type: 'response.image_generation_call.completed', output_index: 0, item_id: 'ig_1' },
+    { type: 'response.output_item.done', output_index: 0, item: imageCall('completed', dot) },
+    { type: 'response.completed', response: response('completed', [imageCall('completed', dot)], { usage: usageR(9, 3) }) },
+  ],
   text: [
     ...start,
     ...textItem(['Hello', ', world!']),

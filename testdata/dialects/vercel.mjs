@@ -4,7 +4,9 @@
 // POST /text: a plain answer. POST /tool: a tool call, the SDK runs the
 // tool, a second step answers with its result. POST /error: the model fails
 // mid-stream after some text; onError passes the message on (the default
-// would mask it as "An error occurred.").
+// would mask it as "An error occurred."). POST /file: text, then an image
+// the model generates (a file part), which the UI message stream sends as
+// a file chunk with a data URL.
 import { streamText, simulateReadableStream, tool, stepCountIs } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
@@ -26,6 +28,9 @@ const text = (id, ...deltas) => [
   { type: 'text-end', id },
 ];
 
+// A 1x1 PNG, base64: the image the file variant's model generates.
+const dot = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
 // Each variant: the model's stream parts per step.
 const steps = {
   text: [[...text('t1', 'Hello', ', ', 'world!'), finish('stop', 3, 3)]],
@@ -41,6 +46,13 @@ const steps = {
     [...text('t2', 'It is sunny', ' in Paris.'), finish('stop', 20, 6)],
   ],
   error: [[...text('t1', 'Partial ', 'answer'), { type: 'error', error: new Error('model overloaded') }]],
+  file: [
+    [
+      ...text('t1', 'Here is ', 'the chart:'),
+      { type: 'file', mediaType: 'image/png', data: { type: 'data', data: dot } },
+      finish('stop', 4, 9),
+    ],
+  ],
 };
 
 serve('vercel', (variant) => {

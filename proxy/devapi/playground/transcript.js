@@ -54,6 +54,62 @@
     return adk.length ? adk : null;
   }
 
+  // Parts that are not text (docs/parts.md): a part record
+  // ({"inline_data"|"file_data"|"data": …}) or an ADK part, either key
+  // case. partOf reads one into {kind, mime, data, uri, name, value}, or
+  // null when obj is not one.
+  function partOf(obj) {
+    if (!obj || typeof obj !== "object" || Array.isArray(obj)) return null;
+    const keys = Object.keys(obj);
+    const inline = obj.inline_data || obj.inlineData;
+    const file = obj.file_data || obj.fileData;
+    const get = (o, snake, camel) => (typeof o[snake] === "string" ? o[snake] : typeof o[camel] === "string" ? o[camel] : "");
+    if (inline && typeof inline === "object") {
+      return { kind: "inline", mime: get(inline, "mime_type", "mimeType"), data: get(inline, "data", "data"), name: get(inline, "display_name", "displayName") };
+    }
+    if (file && typeof file === "object") {
+      return { kind: "file", mime: get(file, "mime_type", "mimeType"), uri: get(file, "file_uri", "fileUri"), name: get(file, "display_name", "displayName") };
+    }
+    if (keys.length === 1 && keys[0] === "data") return { kind: "data", value: obj.data };
+    return null;
+  }
+  // Only the image types a browser renders without running anything: no
+  // SVG from an agent. Audio plays in the browser's own player.
+  const safeImage = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+  const safeAudio = new Set(["audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/mp3", "audio/ogg", "audio/webm", "audio/aac", "audio/flac", "audio/mp4"]);
+  // dataURL is the data URL of an inline part's bytes, or null when its
+  // base64 is not base64 (URL-safe and wrapped base64 is made standard).
+  function dataURL(mime, data) {
+    const b64 = data.replace(/\s+/g, "").replace(/-/g, "+").replace(/_/g, "/");
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1) return null;
+    return `data:${mime};base64,${b64}${"=".repeat((4 - (b64.length % 4)) % 4)}`;
+  }
+  // partView shows a part: an image, an audio player, a link (http and
+  // https only, opened with no opener or referrer), data as JSON, any
+  // other bytes as their type and size.
+  function partView(p) {
+    const mime = (p.mime || "").split(";")[0].trim().toLowerCase();
+    const label = [p.kind === "data" ? "data" : mime || "file", p.name].filter(Boolean).join(" · ");
+    const box = el("div", { class: "part", "data-kind": p.kind }, el("div", { class: "label" }, el("span", {}, label)));
+    if (p.kind === "data") {
+      box.append(el("pre", {}, pretty(p.value)));
+      return box;
+    }
+    if (p.kind === "file") {
+      let url = null;
+      try { url = new URL(p.uri); } catch (e) { /* not a URL */ }
+      if (url && (url.protocol === "https:" || url.protocol === "http:")) {
+        box.append(el("a", { href: url.href, target: "_blank", rel: "noopener noreferrer" }, p.name || url.href));
+      } else box.append(el("code", {}, p.uri));
+      return box;
+    }
+    const src = dataURL(mime, p.data);
+    if (src && safeImage.has(mime)) box.append(el("img", { src, alt: p.name || mime }));
+    else if (src && safeAudio.has(mime)) box.append(el("audio", { src, controls: "" }));
+    else box.append(el("code", {}, `${Math.floor((p.data.replace(/[\s=]/g, "").length * 3) / 4)} bytes`));
+    return box;
+  }
+
   function errorOf(obj) {
     if (!obj || typeof obj !== "object" || obj.error == null || obj.content) return null;
     const e = obj.error;
@@ -137,7 +193,13 @@
         if (typeof p.text === "string" && !p.thought) modelText(ev, p.text, t);
         else if (fc) block("tool call", `tool call · ${fc.name}`, fc.args || {}, t);
         else if (fr) block("tool result", `tool result · ${fr.name}`, fr.response != null ? fr.response : null, t);
+        else if (partOf(p) && p.data === undefined) showPart(partOf(p), t);
       }
+    }
+    function showPart(p, t) {
+      const v = partView(p);
+      v.querySelector(".label").append(el("span", { class: "t" }, ms(t)));
+      chat.append(v);
     }
     // ask shows the agent's questions, each answered by the next call.
     function ask(questions) {
@@ -161,7 +223,9 @@
         const err = errorOf(obj);
         const evs = events(obj);
         const asked = window.Question.of(obj);
+        const part = partOf(obj);
         if (err) inband(err, t);
+        else if (part) showPart(part, t);
         else if (evs) evs.forEach((ev) => render(ev, t));
         else if (!asked.length) block("line", "line", obj, t);
         ask(asked);
@@ -177,6 +241,9 @@
         else if (out && typeof out === "object" && out.input_required && typeof out.text === "string") {
           if (out.text) modelText({}, out.text, t); // the text before the question
         } else block("output", "output", out === undefined ? text : out, t);
+        if (out && typeof out === "object" && Array.isArray(out.parts)) {
+          out.parts.map(partOf).filter(Boolean).forEach((p) => showPart(p, t)); // emit text's whole
+        }
         ask(window.Question.of(out));
         if (Array.isArray(out)) out.forEach((x) => ask(window.Question.of(x)));
         scroll();
