@@ -39,6 +39,7 @@ type Door struct {
 func New(cfg *config.Config, opts Options) (*Door, error) {
 	d := &Door{opts: opts, tasks: newStore(cfg.Limits.TaskStoreBytes, cfg.Limits.ReplyBytes, cfg.Limits.Subscriptions)}
 	d.tasks.questions = cfg.Limits.Questions
+	d.tasks.parts = cfg.Limits.Parts
 	if cfg.Auth.Protects(Name) {
 		d.auth = cfg.Auth
 	}
@@ -211,7 +212,7 @@ func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []by
 	case "subscribe":
 		return core.Exchange{Call: core.Call{Name: name}}, d.serveSubscribe(r.Context(), v, req, owner)
 	}
-	msg, err := readMessage(req.params, v)
+	msg, err := readMessage(req.params, v, d.tasks.parts)
 	if err != nil {
 		return fail(codeInvalidParams, "%v", err)
 	}

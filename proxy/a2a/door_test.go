@@ -224,7 +224,7 @@ func TestErrors(t *testing.T) {
 		{"1.0", send0("1", "message/send", "hi"), codeMethodNotFound},
 		{"2.0", send1("1", "SendMessage", "hi"), codeVersionUnsupport},
 		{"", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`, codeInvalidParams},
-		{"", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"parts":[{"kind":"data","data":{}}]}}}`, codeInvalidParams},
+		{"", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"parts":[{"kind":"video"}]}}}`, codeInvalidParams},
 		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`, codeInvalidParams},
 		{"", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"nope"}}`, codeTaskNotFound},
 		{"1.0", `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"nope"}}`, codeTaskNotFound},

@@ -255,7 +255,10 @@ func (d *Door) openREST(route string, r *http.Request, body []byte) (core.Exchan
 			return fail(codeUnsupported, "this agent's card declares no streaming: use %s", RouteSend)
 		}
 	}
-	msg, err := readMessage(body, shape)
+	msg, err := readMessage(body, shape, d.tasks.parts)
+	if tooLargePart(err) {
+		return core.Exchange{Call: core.Call{Name: name}}, restTooLarge(shape, err.Error())
+	}
 	if err != nil {
 		return fail(codeInvalidParams, "%v", err)
 	}

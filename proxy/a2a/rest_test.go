@@ -378,7 +378,7 @@ func TestRESTErrors(t *testing.T) {
 		{"push config create", "POST", "/tasks/x/pushNotificationConfigs", "1.0", `{"url":"https://hook.example/"}`, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
 		{"push config delete", "DELETE", "/tasks/x/pushNotificationConfigs/c1", "1.0", "", 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "a2a-protocol.org"},
 		{"another task", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","taskId":"t-other","parts":[{"text":"hi"}]}}`, 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},
-		{"no text", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"data":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
+		{"no part it reads", "POST", "/message:send", "1.0", `{"message":{"messageId":"m1","parts":[{"video":{"a":1}}]}}`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"not a message", "POST", "/message:stream", "1.0", `[1,2]`, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"task id over the cap", "GET", "/tasks/" + long, "1.0", "", 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "a2a-protocol.org"},
 		{"task id at the cap", "GET", "/tasks/" + long[1:], "1.0", "", 404, "NOT_FOUND", "TASK_NOT_FOUND", "a2a-protocol.org"},

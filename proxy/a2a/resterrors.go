@@ -61,6 +61,19 @@ func restError(v version, code int, message string) *core.Answer {
 		Body:   append(body, '\n')}
 }
 
+// restTooLarge is the HTTP+JSON answer to a message whose part is over
+// limits.parts: 413, as a body over limits.request_bytes is, reason
+// PART_TOO_LARGE in the sidecar's domain (0.3: with -32602 beside it).
+func restTooLarge(v version, message string) *core.Answer {
+	body := restStatus(http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", message, "PART_TOO_LARGE", sidecarDomain)
+	if v == p03 {
+		body = legacyError(body, codeInvalidParams, message)
+	}
+	return &core.Answer{Status: http.StatusRequestEntityTooLarge, Outcome: metrics.BadRequest, Reason: "PART_TOO_LARGE",
+		Header: http.Header{"Content-Type": {contentType(v, true)}},
+		Body:   append(body, '\n')}
+}
+
 // legacyError is status, a google.rpc.Status, with 0.3's HTTP+JSON error
 // beside its "error": the JSON-RPC code and the message at the top, as
 // @a2a-js/sdk's 0.3 server writes them and its 0.3 client reads them (a

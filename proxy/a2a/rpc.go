@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
+	gpart "github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -65,10 +67,14 @@ func idString(name string, value []byte) (string, error) {
 }
 
 // message is what the door reads of a message: its text parts, as the
-// JSON strings the caller sent, and the ids it names.
+// JSON strings the caller sent, its other parts, and the ids it names.
 type message struct {
-	texts                        [][]byte
-	data                         []json.RawMessage // its data parts' values: an answer's content (questions.go)
+	texts [][]byte
+	data  []json.RawMessage // its data parts' values: an answer's content (questions.go)
+	// files are its parts that are not text, data parts too, in order,
+	// an inline part's base64 the caller's own, a slice of the request's
+	// body: the input's parts.
+	files                        []*gpart.Part
 	messageID, contextID, taskID string
 	// immediate: the caller asked to be answered at once, the task
 	// working (configuration.returnImmediately: true in 1.0,
@@ -83,9 +89,13 @@ type message struct {
 // Enterprise's messages); an HTTP+JSON body, a SendMessageRequest, is
 // params as they are. A data part, {"kind": "data", "data": …} in 0.3,
 // {"data": …} in 1.0, {"data": {"data": …}} in 0.3's HTTP+JSON (v p03),
-// is read for the answer to a question: a message naming a task may have
-// no text part.
-func readMessage(params json.RawMessage, v version) (message, error) {
+// is read for the answer to a question, and with the file parts ({"raw" |
+// "url", …} in 1.0, {"kind": "file", "file": {"bytes" | "uri", …}} in
+// 0.3, {"file": {"fileWithBytes" | "fileWithUri", …}} in 0.3's
+// HTTP+JSON) for the agent's input (callerPart), checked against lim,
+// one part and all of them: a message needs one part of these kinds, of
+// any. A part over the caps is a *part.Error, TooLarge.
+func readMessage(params json.RawMessage, v version, lim config.Parts) (message, error) {
 	errShape := errors.New(`params must be {"message": {"role": …, "parts": […], "messageId": …}}`)
 	var m message
 	var raw []byte
@@ -119,15 +129,18 @@ func readMessage(params json.RawMessage, v version) (message, error) {
 	if err != nil {
 		return message{}, err
 	}
-	var list []json.RawMessage
+	var list []rawElem
 	if len(parts) == 0 || parts[0] != '[' || json.Unmarshal(parts, &list) != nil {
 		return message{}, errShape
 	}
-	for _, p := range list {
+	budget := gpart.NewBudget(lim)
+	for i, p := range list {
+		text := false
 		rawjson.Members(p, func(key, value []byte) bool {
 			switch {
 			case rawjson.KeyIs(key, "text") && value[0] == '"':
 				m.texts = append(m.texts, value)
+				text = true
 				return false
 			case rawjson.KeyIs(key, "data"):
 				if v == p03 {
@@ -136,15 +149,53 @@ func readMessage(params json.RawMessage, v version) (message, error) {
 				if len(value) > 0 {
 					m.data = append(m.data, value)
 				}
-				return false
 			}
 			return true
 		})
+		if text {
+			continue
+		}
+		f, ok, err := callerPart(p, v, lim)
+		if err == nil && ok {
+			err = budget.Take(f)
+		}
+		if err != nil {
+			return message{}, partError{i, err}
+		}
+		if ok {
+			m.files = append(m.files, f)
+		}
 	}
-	if len(m.texts) == 0 && (m.taskID == "" || len(m.data) == 0) {
-		return message{}, errors.New("the message has no text part; this agent reads text")
+	if len(m.texts) == 0 && len(m.files) == 0 {
+		return message{}, errors.New("the message has no text, file or data part; this agent reads those")
 	}
 	return m, nil
+}
+
+// rawElem is an element of a JSON array, a slice of the JSON it was
+// read from, not a copy as a json.RawMessage is: a message's parts are
+// read in place, in the request's body, which outlives them.
+type rawElem []byte
+
+func (e *rawElem) UnmarshalJSON(b []byte) error {
+	*e = b
+	return nil
+}
+
+// partError is a caller's part the door refuses: its index in the
+// message's parts, and why (a *part.Error when the part package says).
+type partError struct {
+	i   int
+	err error
+}
+
+func (e partError) Error() string { return fmt.Sprintf("part %d: %v", e.i, e.err) }
+func (e partError) Unwrap() error { return e.err }
+
+// tooLargePart reports whether err is a caller's part over limits.parts.
+func tooLargePart(err error) bool {
+	var pe *gpart.Error
+	return errors.As(err, &pe) && pe.TooLarge
 }
 
 // memberOf is the value of obj's member name; nil for none.
@@ -193,20 +244,37 @@ func immediate(configuration []byte) bool {
 // input is the method's input for the message of task t, the shape every
 // conversational door gives (docs/doors.md): {"message": <its text parts
 // joined by newlines>, "messages": [{"role": "user", "content": <the
-// same text>}], "ids": {"context_id": …, "task_id": …}}, its context_id
-// the task's contextId scoped to its owner (core.Owner.Scope: a caller
+// same text>}], "parts": [<its other parts in the one shape, package
+// part's>], "ids": {"context_id": …, "task_id": …}} (parts when it has
+// some), its context_id the task's contextId scoped to its owner (core.Owner.Scope: a caller
 // naming another's contextId reaches a context of its own). The history is
 // this message alone: the agent keeps its own (an answer to its question
 // comes as the input's reply, exchange.input). The text is the
 // caller's JSON strings as they were sent, never decoded and encoded
-// again: the input is at most about twice what the caller sent.
+// again, and so is a part's base64: the input is at most about twice
+// what the caller sent.
 func (m message) input(t *task) json.RawMessage {
 	text := m.text()
 	contextID := t.owner.Scope(t.contextID)
-	b := make([]byte, 0, 2*len(text)+len(contextID)+len(t.id)+96)
+	size := 2*len(text) + len(contextID) + len(t.id) + 128
+	for _, f := range m.files {
+		size += len(f.Base64) + len(f.MIME) + len(f.Name) + len(f.URI) + len(f.Value) + 64
+	}
+	b := make([]byte, 0, size)
 	b = append(append(b, `{"message":`...), text...)
 	b = append(append(b, `,"messages":[{"role":"user","content":`...), text...)
-	b = append(b, `}],"ids":{"context_id":`...)
+	b = append(b, `}]`...)
+	if len(m.files) > 0 {
+		b = append(b, `,"parts":[`...)
+		for i, f := range m.files {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = gpart.AppendRecord(b, f)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"ids":{"context_id":`...)
 	b = appendString(b, contextID)
 	b = append(b, `,"task_id":`...)
 	b = appendString(b, t.id)

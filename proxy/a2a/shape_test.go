@@ -29,7 +29,8 @@ func got(t *testing.T, tk taskJSON) json.RawMessage {
 // TestInputShape: a message calls the method with the shape every
 // conversational door gives (docs/doors.md): message, the text parts
 // joined by a newline, as sent; messages, the task's history, the one
-// user message as {role, content}; ids, the task's context (scoped to its
+// user message as {role, content}; parts, its data part in the one
+// shape (docs/parts.md); ids, the task's context (scoped to its
 // caller, TestContextScoped) and task ids.
 // A method's body template reshapes it, nested keys and the history
 // included.
@@ -39,7 +40,7 @@ func TestInputShape(t *testing.T) {
 		`"parts":[{"kind":"text","text":"a \"q\" <é>"},{"kind":"data","data":{"x":1}},{"kind":"text","text":"b\u2028"}]}}}`
 	r := call(t, url, "", body)
 	tk := decode[taskJSON](t, r.Result)
-	want := `{"message":"a \"q\" <é>\nb\u2028","messages":[{"role":"user","content":"a \"q\" <é>\nb\u2028"}],` +
+	want := `{"message":"a \"q\" <é>\nb\u2028","messages":[{"role":"user","content":"a \"q\" <é>\nb\u2028"}],"parts":[{"data":{"x":1}}],` +
 		`"ids":{"context_id":"` + anonymous.Scope("c1") + `","task_id":"` + tk.ID + `"}}`
 	if in := got(t, tk); string(in) != want {
 		t.Errorf("the agent's input = %s, want %s", in, want)

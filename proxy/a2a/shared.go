@@ -11,7 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	gpart "github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/state"
 )
 
@@ -94,7 +96,7 @@ func (e wireEvent) size() int64 {
 	if e.Part == nil {
 		return 0
 	}
-	return int64(len(e.Part.Text) + len(e.Part.Data) + len(e.Part.Metadata))
+	return int64(len(e.Part.Text) + len(e.Part.Data) + len(e.Part.Metadata) + len(e.Part.File))
 }
 
 // wirePart is a part as the list and the events hold it.
@@ -102,11 +104,31 @@ type wirePart struct {
 	Text     string          `json:"text,omitempty"`
 	Data     json.RawMessage `json:"data,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// File is a file part as a part record, in the one shape (package
+	// part), its base64 as the agent wrote it.
+	File json.RawMessage `json:"file,omitempty"`
 }
 
-func toWire(p part) *wirePart { return &wirePart{Text: p.Text, Data: p.Data, Metadata: p.Metadata} }
+func toWire(p part) *wirePart {
+	w := &wirePart{Text: p.Text, Data: p.Data, Metadata: p.Metadata}
+	if p.file != nil {
+		f := *p.file
+		if p.raw != nil {
+			f.Base64 = p.raw.Bytes()
+		}
+		w.File = gpart.AppendRecord(nil, &f)
+	}
+	return w
+}
 
-func (w *wirePart) part() part { return part{Text: w.Text, Data: w.Data, Metadata: w.Metadata} }
+func (w *wirePart) part() part {
+	if w.File != nil {
+		if f, err := gpart.Parse(w.File, config.Parts{}); err == nil {
+			return fileOf(f)
+		}
+	}
+	return part{Text: w.Text, Data: w.Data, Metadata: w.Metadata}
+}
 
 // open writes t, which this replica runs, in one round trip: its hash,
 // its owner's index entry and its lease; this replica's cancel channel is
@@ -175,9 +197,10 @@ func (run *running) status(state, message string) {
 // the artifact is: past partLimit bytes, the parts waiting are dropped
 // and the artifact with them. The store is locked.
 func (run *running) part(p part, first, kept bool, size, limit int64) {
-	b, _ := json.Marshal(toWire(p))
+	w := toWire(p)
+	b, _ := json.Marshal(w)
 	run.mu.Lock()
-	e := wireEvent{Part: toWire(p), First: first}
+	e := wireEvent{Part: w, First: first}
 	n := e.size()
 	if run.bytes+n > limit {
 		run.events, run.parts, run.bytes, kept = nil, nil, 0, false

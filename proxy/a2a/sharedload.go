@@ -68,7 +68,7 @@ func taskOf(id string, owner core.Owner, h map[string]string) (task, int64) {
 // addLoaded appends a part read from Redis: text appends to the text
 // before it, as addPart keeps it.
 func (t *task) addLoaded(p part) {
-	if p.Data == nil && p.Metadata == nil {
+	if p.Data == nil && p.Metadata == nil && p.file == nil {
 		t.text.AppendString(p.Text)
 		return
 	}

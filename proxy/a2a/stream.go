@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	gpart "github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -40,6 +42,11 @@ type exchange struct {
 	// take (too large, not well formed), which fails the task.
 	asked   *ask.Question
 	stopped error
+	// budget counts the agent's parts that are not text against
+	// limits.parts; cur is the record's part, read by contentOf, nil
+	// for a record that is none.
+	budget *gpart.Budget
+	cur    *gpart.Part
 
 	// call is the call the exchange opened, and agent the Agent that
 	// answers it (core.Resumer): what tells the agent its question
@@ -56,7 +63,7 @@ func (ex *exchange) Resume(a core.Agent) { ex.agent = a }
 func newExchange(v version, t *task, tasks *store, msg message, reply *ask.Reply) *exchange {
 	tasks.mu.Lock()
 	defer tasks.mu.Unlock()
-	ex := &exchange{v: v, task: t, tasks: tasks, turn: t.turn, said: msg.parts(), reply: reply}
+	ex := &exchange{v: v, task: t, tasks: tasks, turn: t.turn, said: msg.parts(), reply: reply, budget: gpart.NewBudget(tasks.parts)}
 	if reply != nil {
 		ex.parts = t.added // the artifact goes on from its parts before the question
 	}
@@ -148,11 +155,36 @@ func (ex *exchange) begin() [][]byte {
 // artifactUpdate adds a record to the task's artifact and appends its
 // event to dst.
 func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
-	p := partOf(record)
+	p := ex.partOf(record)
 	ex.tasks.addPart(ex.task, p)
-	dst = append(dst, ex.frame(ex.v.artifactUpdate(ex.task, p, ex.parts == 0))...)
+	frame := ex.frame(ex.v.artifactUpdate(ex.task, p, ex.parts == 0))
+	if p.raw != nil { // the bytes' base64 in place of their mark, grown once
+		w := appender{slices.Grow(dst, len(frame)+int(p.raw.Len()))}
+		writeText(&w, frame, rawTexts(p))
+		dst = w.b
+	} else {
+		dst = append(dst, frame...)
+	}
 	ex.parts++
 	return dst
+}
+
+// partOf is the artifact part of record: the part contentOf read, when
+// it was a part record, else partOf's.
+func (ex *exchange) partOf(record []byte) part {
+	if p := ex.cur; p != nil {
+		ex.cur = nil
+		return fileOf(p)
+	}
+	return partOf(record)
+}
+
+// appender is an io.Writer appending to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // closing is the stream's final status-update once its records ended:
@@ -241,7 +273,7 @@ func (g *gather) Copy(r core.Records) error {
 	ex := g.ex
 	r = ex.contentOf(r)
 	for r.Next() {
-		if !ex.tasks.addPart(ex.task, partOf(r.Record())) && !ex.stream {
+		if !ex.tasks.addPart(ex.task, ex.partOf(r.Record())) && !ex.stream {
 			ex.end(g.w, stateFailed, tooLarge(ex.tasks.partLimit))
 			return nil
 		}
@@ -341,7 +373,7 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 			_, n, _ := f.Wrote()
 			return int(n), err
 		}
-		err := f.Copy(ex.contentOf(&one{record: out}))
+		err := f.Copy(ex.contentOf(&outputRecords{records: wholeRecords(out)}))
 		if ex.stopped != nil {
 			f.Fail(core.FailureOf(ex.stopped))
 		}
@@ -356,13 +388,58 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 		}
 		return int(ex.wrote), nil
 	}
-	kept := ex.tasks.addPart(ex.task, partOf(out))
-	if !kept && !ex.stream {
-		ex.end(w, stateFailed, tooLarge(ex.tasks.partLimit))
-	} else {
-		ex.end(w, stateCompleted, "")
+	r := ex.contentOf(&outputRecords{records: wholeRecords(out)})
+	for r.Next() {
+		if !ex.tasks.addPart(ex.task, ex.partOf(r.Record())) && !ex.stream {
+			ex.end(w, stateFailed, tooLarge(ex.tasks.partLimit))
+			return int(ex.wrote), nil
+		}
 	}
+	if ex.stopped != nil { // a part it could not take
+		ex.end(w, stateFailed, core.FailureOf(ex.stopped).Message)
+		return int(ex.wrote), nil
+	}
+	ex.end(w, stateCompleted, "")
 	return int(ex.wrote), nil
+}
+
+// wholeRecords are the records of a unary output: the output, but for
+// the mapping stage's whole answer with parts ({"text": …, "parts":
+// [<part records>], …}, emit: text), which is its text and other
+// members, then each part.
+func wholeRecords(out []byte) [][]byte {
+	if !bytes.Contains(out, []byte(`"parts"`)) {
+		return [][]byte{out}
+	}
+	var ps []byte
+	texts := 0
+	rest := []byte{'{'}
+	rawjson.Members(out, func(key, value []byte) bool {
+		switch {
+		case rawjson.KeyIs(key, "parts"):
+			ps = value
+			return true
+		case rawjson.KeyIs(key, "text"):
+			texts++
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest = append(append(append(rest, key...), ':'), value...)
+		return true
+	})
+	var list []json.RawMessage
+	if texts != 1 || len(ps) == 0 || ps[0] != '[' || json.Unmarshal(ps, &list) != nil || len(list) == 0 {
+		return [][]byte{out}
+	}
+	records := [][]byte{append(rest, '}')}
+	for _, p := range list {
+		if !gpart.Is(p) {
+			return [][]byte{out} // an agent's own parts member
+		}
+		records = append(records, p)
+	}
+	return records
 }
 
 // contentOf is r but its end record: the mapping stage's last line
@@ -387,11 +464,26 @@ func (c *contentRecords) Next() bool {
 	if c.ex.asked != nil || c.ex.stopped != nil {
 		return false
 	}
+	c.ex.cur = nil
 	for c.Records.Next() {
 		rec := c.Record()
 		if ask.Is(rec) {
 			c.ex.asked, c.ex.stopped = c.ex.tasks.question(rec)
 			return false
+		}
+		if gpart.Is(rec) {
+			// A part that is not text: read and counted here, so one
+			// the door cannot take ends the records, failing the task.
+			p, err := gpart.Parse(rec, c.ex.budget.Limits())
+			if err == nil {
+				err = c.ex.budget.Take(p)
+			}
+			if err != nil {
+				c.ex.stopped = gpart.Agent(err)
+				return false
+			}
+			c.ex.cur = p
+			return true
 		}
 		if !isEnd(rec) && !core.Control(c.Records) {
 			return true
@@ -422,20 +514,19 @@ type waitingContent struct {
 
 func (r *waitingContent) BeforeWait(f func()) { r.w.BeforeWait(f) }
 
-// one is the records of a unary output: the output, once.
-type one struct {
-	record []byte
-	read   bool
+// outputRecords are the records of a unary output (wholeRecords).
+type outputRecords struct {
+	records [][]byte
+	i       int
 }
 
-func (o *one) Next() bool {
-	next := !o.read
-	o.read = true
-	return next
+func (l *outputRecords) Next() bool {
+	l.i++
+	return l.i <= len(l.records)
 }
-func (o *one) Record() []byte { return o.record }
-func (o *one) Err() error     { return nil }
-func (o *one) Close()         {}
+func (l *outputRecords) Record() []byte { return l.records[l.i-1] }
+func (l *outputRecords) Err() error     { return nil }
+func (l *outputRecords) Close()         {}
 
 // WriteError answers a call that failed before its first byte. A failure
 // of the agent's (its error, a clock that ran out, a dropped connection)

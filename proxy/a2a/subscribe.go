@@ -44,7 +44,7 @@ type event struct {
 
 // size is what the event holds besides the task's ids: its part's bytes.
 func (e event) size() int64 {
-	return int64(len(e.part.Text)+len(e.part.Data)+len(e.part.Metadata)) + 64
+	return e.part.size() + 64
 }
 
 // subscriber is one caller's subscription to a task: the task's events,
@@ -232,7 +232,7 @@ func serveSubscription(ctx context.Context, w http.ResponseWriter, v version, su
 		} else {
 			obj = v.artifactUpdate(&e.head, e.part, e.first)
 		}
-		if write(out.result(obj), nil) != nil {
+		if write(out.result(obj), rawTexts(e.part)) != nil {
 			return records, bytes
 		}
 		// One flush for the events queued at once.

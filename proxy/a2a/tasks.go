@@ -73,6 +73,9 @@ type store struct {
 	// questions are the caps and clock of the agents' questions
 	// (limits.questions).
 	questions config.Questions
+	// parts caps the parts that are not text of a message, and of an
+	// agent's reply to one (limits.parts).
+	parts config.Parts
 
 	mu      sync.Mutex
 	waiting []*task // the tasks waiting for an answer, oldest first
@@ -260,12 +263,12 @@ func (s *store) addPart(t *task, p part) bool {
 		}
 		return false
 	}
-	n := int64(len(p.Text) + len(p.Data) + len(p.Metadata))
+	n := p.size()
 	if t.size+n > s.partLimit {
 		t.parts, t.text, t.size, t.dropped = nil, frames.Text{}, 0, true
 	} else {
 		t.size += n
-		if p.Data == nil && p.Metadata == nil {
+		if p.Data == nil && p.Metadata == nil && p.file == nil {
 			t.text.AppendString(p.Text) // text parts append, as the updates do
 		} else {
 			t.flushText()
@@ -295,8 +298,11 @@ func (t *task) flushText() {
 func (t *task) texts() []*frames.Text {
 	var texts []*frames.Text
 	for _, p := range t.parts {
-		if p.kept != nil {
+		switch {
+		case p.kept != nil:
 			texts = append(texts, p.kept)
+		case p.raw != nil:
+			texts = append(texts, p.raw)
 		}
 	}
 	if t.text.Len() > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
 	"github.com/sidecar-dev/sidecar/proxy/internal/jsonrpc"
+	gpart "github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -88,6 +89,11 @@ type part struct {
 	// kept, set instead of Text, is a task's text part as the task keeps
 	// it, in blocks: its JSON is written by writeText (task.texts).
 	kept *frames.Text
+	// file is a file part (parts.go): its media type, name, and URI;
+	// raw, for bytes, their base64 as the agent wrote it, in blocks,
+	// written as kept is.
+	file *gpart.Part
+	raw  *frames.Text
 }
 
 // partOf is the part a record (or a unary output) becomes: an object with
@@ -157,11 +163,13 @@ func isEnd(record []byte) bool {
 
 func (v version) part(p part) any {
 	switch {
+	case p.file != nil:
+		return v.filePart(p)
 	case v == v03 && p.Data != nil:
 		return struct {
 			Kind string          `json:"kind"`
 			Data json.RawMessage `json:"data"`
-		}{"data", p.Data}
+		}{"data", objectData(p.Data)}
 	case v == v03:
 		return struct {
 			Kind     string          `json:"kind"`
@@ -174,7 +182,7 @@ func (v version) part(p part) any {
 		}
 		return struct {
 			Data dataPart `json:"data"`
-		}{dataPart{p.Data}}
+		}{dataPart{objectData(p.Data)}}
 	case p.Data != nil:
 		return struct {
 			Data      json.RawMessage `json:"data"`

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	gpart "github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // TestPartOf: an object with a string text member and a JSON string are
@@ -60,18 +62,21 @@ func TestIsEnd(t *testing.T) {
 
 // FuzzInput: whatever params a message has, readMessage never panics, and
 // the input of a message it reads is one JSON object: message, a string;
-// messages, the one user message with the same text; ids, the task's.
+// messages, the one user message with the same text; ids, the task's;
+// parts, when there, an array of part records package part reads.
 func FuzzInput(f *testing.F) {
 	for _, s := range []string{
 		`{"message":{"kind":"message","role":"user","messageId":"m","parts":[{"kind":"text","text":"hi"}]}}`,
 		`{"message":{"parts":[{"text":"a\"b"},{"data":{}},{"text":"\u2028\\"}],"contextId":"c"}}`,
 		`{"message":{"parts":[{"text":"é"},{"text":""}]}}`,
 		`{"message":{"parts":[]}}`, `{"message":[]}`, `{}`, `null`,
+		`{"message":{"parts":[{"raw":"iVBORw0KGgo=","mediaType":"image/png","filename":"a.png"},{"url":"https://x.test/a.pdf"},{"data":[1]}]}}`,
+		`{"message":{"parts":[{"kind":"file","file":{"bytes":"aGk","mimeType":"text/plain"}},{"kind":"file","file":{"uri":"data:image/png;base64,iVBORw0KGgo="}}]}}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, params string) {
-		m, err := readMessage([]byte(params), v10)
+		m, err := readMessage([]byte(params), v10, config.DefaultParts)
 		if err != nil {
 			return
 		}
@@ -79,6 +84,7 @@ func FuzzInput(f *testing.F) {
 		var v struct {
 			Message  *string
 			Messages []struct{ Role, Content string }
+			Parts    []json.RawMessage
 			IDs      struct {
 				ContextID string `json:"context_id"`
 				TaskID    string `json:"task_id"`
@@ -87,6 +93,11 @@ func FuzzInput(f *testing.F) {
 		if err := json.Unmarshal(in, &v); err != nil || v.Message == nil || len(v.Messages) != 1 || v.Messages[0].Role != "user" ||
 			v.Messages[0].Content != *v.Message || v.IDs.TaskID != "t1" || v.IDs.ContextID != (core.Owner{}).Scope(m.contextID+"x") {
 			t.Fatalf("readMessage(%s).input = %s (%v), want {message, messages: [its user message], ids}", params, in, err)
+		}
+		for _, p := range v.Parts {
+			if _, err := gpart.Parse(p, config.DefaultParts); err != nil || !gpart.Is(p) {
+				t.Fatalf("readMessage(%s).input's part %s: %v", params, p, err)
+			}
 		}
 	})
 }
