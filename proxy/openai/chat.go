@@ -52,8 +52,12 @@ func (c *chat) open(dst []byte, object string) []byte {
 // WriteOutput answers a request without stream: the chat.completion of
 // the output's text (and reasoning, as reasoning_content), 200, flushed.
 func (c *chat) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
-	text, reasoning := textOf(out)
-	return c.writeWhole(w, one(text), one(reasoning))
+	text, reasoning, parts := textOf(out)
+	blocks := one(text)
+	for _, p := range parts {
+		blocks = append(blocks, partText(nil, p)) // after the text: a whole answer keeps them apart
+	}
+	return c.writeWhole(w, blocks, one(reasoning))
 }
 
 // writeWhole writes the chat.completion of text and reasoning (escaped,
@@ -78,14 +82,20 @@ func (c *chat) chunk(dst []byte, delta, finish string) []byte {
 	return append(append(dst, finish...), `}]}`...)
 }
 
-// delta appends the chunk of one piece: content, or reasoning_content.
+// delta appends the chunk of one piece: content, or reasoning_content; a
+// part is content, its Markdown (partText).
 func (c *chat) delta(dst []byte, p piece) []byte {
 	key := `"content":"`
 	if p.reasoning {
 		key = `"reasoning_content":"`
 	}
-	dst = append(append(dst, c.head...), `"delta":{`...)
-	return append(append(append(dst, key...), p.text...), `"},"logprobs":null,"finish_reason":null}]}`...)
+	dst = append(append(append(dst, c.head...), `"delta":{`...), key...)
+	if p.part != nil {
+		dst = partText(dst, p.part)
+	} else {
+		dst = append(dst, p.text...)
+	}
+	return append(dst, `"},"logprobs":null,"finish_reason":null}]}`...)
 }
 
 // Encoder is the stream of a request with stream: a chunk with the

@@ -72,3 +72,44 @@ func TestClients(t *testing.T) {
 		}
 	}
 }
+
+// TestClientParts: the openai npm client sends an image (a data URL) and
+// audio through chat completions, and an image and a PDF through the
+// Responses API, with and without stream, to an agent process that
+// echoes its input's parts back: chat's content has them as Markdown
+// data URLs, and the Responses image_generation_call item's result
+// decodes to the bytes sent (the stream helper's final response and the
+// streamed output_item.done both).
+func TestClientParts(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not installed: cannot run the clients")
+	}
+	modules := deps.NPM(t, "openai")
+	s := newSidecar(t, startAgent(t), "")
+	url := s.serve(t, Options{Method: "echo_parts", Model: "agent"})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "../../testdata/openai/parts.mjs", url)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parts.mjs: %v\n%s\n%s", err, out, stderr.String())
+	}
+	want := []string{
+		`{"step":"chat, an image and audio","head":"got 2 parts","parts":true}`,
+		`{"step":"chat stream, an image and audio","head":"got 2 parts","parts":true}`,
+		`{"step":"responses, an image and a file","status":"completed","types":["message","image_generation_call"],"text":"got 2 parts[r.pdf](data:application/pdf;base64,…)","pdf":true,"image":true}`,
+		`{"step":"responses stream, an image and a file","events":["response.output_item.added","response.image_generation_call.in_progress","response.image_generation_call.generating","response.image_generation_call.completed","response.output_item.done"],"streamed":true,"status":"completed","types":["message","image_generation_call"],"text":"got 2 parts[r.pdf](data:application/pdf;base64,…)","pdf":true,"image":true}`,
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("parts.mjs printed %d lines, want %d:\n%s", len(got), len(want), out)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d:\n got %s\nwant %s", i+1, got[i], want[i])
+		}
+	}
+}

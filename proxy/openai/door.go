@@ -211,7 +211,7 @@ func modelObject(dst []byte, model string, created int64) []byte {
 // another model, is answered here.
 func (d *Door) Open(cfg *config.Config, route string, r *http.Request, body []byte) (core.Exchange, error) {
 	refused := core.Exchange{Call: core.Call{Name: d.opts.Method}}
-	req, bad := readRequest(route, body)
+	req, bad := readRequest(route, body, cfg.Limits.Parts)
 	if bad != nil {
 		return refused, bad
 	}

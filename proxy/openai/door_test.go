@@ -145,7 +145,7 @@ func TestChatCompletions(t *testing.T) {
 	s := newSidecar(t, startAgent(t), "")
 	input := s.serve(t, Options{Method: "input", Model: "m"})
 	body := `{"model":"m","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},` +
-		`{"role":"user","content":[{"type":"text","text":"a \"quoted\"\n"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}]}`
+		`{"role":"user","content":[{"type":"text","text":"a \"quoted\"\n"},{"type":"image_url","image_url":{"url":"https://example.com/x.png"}},{"type":"text","text":"b"}]}]}`
 	resp, got := post(t, input+RouteChat, body)
 	var c struct {
 		Object  string

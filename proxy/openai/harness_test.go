@@ -39,6 +39,10 @@ methods:
   replay_responses: {mode: stream, call: POST /replay/openai-responses/text}
   replay_agui: {mode: stream, call: POST /replay/ag-ui/text}
   replay_langgraph: {mode: stream, call: POST /replay/langgraph/text}
+  parts: {mode: stream, call: POST /parts}
+  parts_unary: {call: POST /parts}
+  echo_parts: {mode: stream, call: POST /echo_parts}
+  big_part: {mode: stream, call: POST /big_part/4096}
 `
 
 // startAgent runs testdata/openai/agent.py and returns its URL; the
@@ -70,7 +74,7 @@ func newSidecar(t *testing.T, agent, head string) *sidecar {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	agentOf := dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes}
+	agentOf := dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes, MaxRecord: cfg.Limits.RecordBytes, Parts: cfg.Limits.Parts}
 	return &sidecar{Server: &proxy.Server{Config: cfg, Agent: agentOf, Logger: logger}, cfg: cfg, logs: logs}
 }
 

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,4 +141,58 @@ func bigCall(url, route string, stream bool) (string, error) {
 		}
 	}
 	return text.String(), nil
+}
+
+// TestPartMemory: the real sidecar process (a fresh one for each case)
+// carries a 4 MiB image, 5.6 MB of base64, within a small multiple of it:
+// the agent's image through a streamed and a whole Responses answer and a
+// whole chat answer, and a caller's image in a chat request to the agent
+// (which answers text). Its peak resident memory is at most 10 times the
+// base64 plus 30 MB (measured 53 to 59 MB for the agent's image, 66 MB
+// for a caller's, whose request the door reads into the input's parts
+// and messages both; 22 MB for a text call).
+func TestPartMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 4 MiB images through the sidecar binary")
+	}
+	const size = 4 << 20
+	b64 := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, size-8)...))
+	bin := doortest.BuildSidecar(t)
+	agent := startAgent(t)
+	yaml := fmt.Sprintf(`upstream: {url: %q}
+protocols:
+  openai: {listen: "127.0.0.1:0", method: image, model: m}
+methods:
+  image: {mode: stream, call: POST /big_part/%d}
+  text: {mode: stream, call: POST /chat}
+`, agent, size)
+	caller := `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + b64 + `"}}]}]}`
+	tests := []struct {
+		name, method, route, body string
+		want                      string // in the answer
+	}{
+		{"responses stream, the agent's image", "image", RouteResponses, `{"model":"m","input":"hi","stream":true}`, `"result":"` + b64 + `"`},
+		{"responses, the agent's image", "image", RouteResponses, `{"model":"m","input":"hi"}`, `"result":"` + b64 + `"`},
+		{"chat, the agent's image", "image", RouteChat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, `(data:image/png;base64,` + b64 + `)`},
+		{"chat, a caller's image", "text", RouteChat, caller, `echo: look`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := doortest.StartSidecar(t, bin, strings.Replace(yaml, "method: image", "method: "+tt.method, 1), Name)
+			resp, err := http.Post("http://"+p.Addr[Name]+tt.route, "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || !strings.Contains(string(answer), tt.want) {
+				t.Fatalf("%d, %d bytes (%v), want the image", resp.StatusCode, len(answer), err)
+			}
+			peak, limit := p.PeakRSS(t), int64(10*len(b64))+30<<20
+			t.Logf("peak RSS %d MB for a %d MB image (limit %d MB)", peak>>20, len(b64)>>20, limit>>20)
+			if peak > limit {
+				t.Errorf("the sidecar's peak RSS is %d MB, want at most %d MB (10 × the base64 + 30 MB)", peak>>20, limit>>20)
+			}
+		})
+	}
 }

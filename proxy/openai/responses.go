@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // response is one Responses API request's answer (a core.Writer): a
@@ -39,6 +40,11 @@ type response struct {
 	// gather: a request without stream, answered from the agent's
 	// stream (whole).
 	gather bool
+	// images are the image_generation_call items of the agent's images
+	// (output items 1, 2, …, after the message), which the closing
+	// events carry whole: bounded by limits.parts.total, as the mapping
+	// stage counts the agent's parts.
+	images [][]byte
 }
 
 func (d *Door) newResponse() *response {
@@ -87,8 +93,8 @@ func (rs *response) object(dst []byte, status, output, errObj string) []byte {
 	return append(dst, `null}`...)
 }
 
-// part is the output_text content part of text (escaped).
-func part(text string) string {
+// textPart is the output_text content part of text (escaped).
+func textPart(text string) string {
 	return `{"type":"output_text","text":"` + text + `","annotations":[]}`
 }
 
@@ -113,15 +119,78 @@ func (rs *response) message(status, content string) string {
 // WriteOutput answers a request without stream: the completed response
 // of the output's text (its reasoning is not written), 200, flushed.
 func (rs *response) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
-	text, _ := textOf(out)
-	return rs.writeWhole(w, one(text), nil)
+	text, _, parts := textOf(out)
+	blocks := one(text)
+	for _, p := range parts {
+		if !rs.keepImage(p) {
+			blocks = append(blocks, partText(nil, p)) // after the text: a whole answer keeps them apart
+		}
+	}
+	return rs.writeWhole(w, blocks, nil)
 }
 
 // writeWhole writes the completed response of text (escaped, in
-// blocks), written from them as they are; reasoning is not written.
+// blocks) and its images, written from them as they are; reasoning is
+// not written.
 func (rs *response) writeWhole(w http.ResponseWriter, text, _ [][]byte) (int, error) {
-	before, after := cut(rs.object(nil, "completed", rs.message("completed", part(mark)), ""))
-	return writeJSON(w, append(append([][]byte{before}, text...), after)...)
+	return writeJSON(w, rs.around(rs.object(nil, "completed", rs.output(), ""), text)...)
+}
+
+// output is the completed response's output, marked: the message, its
+// text at the first mark, the images' items at the second.
+func (rs *response) output() string {
+	return rs.message("completed", textPart(mark)) + mark
+}
+
+// around is the pieces of b, JSON marked twice (output): text's blocks
+// at the first mark, the image items, each after a comma, at the second.
+func (rs *response) around(b []byte, text [][]byte) [][]byte {
+	before, rest := cut(b)
+	mid, after := cut(rest)
+	data := make([][]byte, 0, len(text)+2*len(rs.images)+3)
+	data = append(append(append(data, before), text...), mid)
+	for _, im := range rs.images {
+		data = append(data, []byte{','}, im)
+	}
+	return append(data, after)
+}
+
+// keepImage keeps p as an image_generation_call item when it is one
+// (isImageItem), and reports whether it was: a copy of its base64,
+// which p's record may not outlive.
+func (rs *response) keepImage(p *part.Part) bool {
+	if !isImageItem(p) {
+		return false
+	}
+	rs.images = append(rs.images, imageItem(nil, rs.imageID(len(rs.images)), p))
+	return true
+}
+
+// imageID is the id of image n's item.
+func (rs *response) imageID(n int) string {
+	return "ig_" + strings.TrimPrefix(rs.item, "msg_") + "_" + strconv.Itoa(n)
+}
+
+// image appends the events of an image's item, output item 1 + its
+// number, each a frame of its own (the stream's frames end "\n\n", the
+// events here are joined by it): response.output_item.added (in
+// progress, no result yet), response.image_generation_call.in_progress,
+// .generating and .completed, and response.output_item.done with the
+// item, its result the image's base64; the item is kept for
+// response.completed.
+func (rs *response) image(dst []byte, p *part.Part) []byte {
+	n := len(rs.images)
+	id := rs.imageID(n)
+	rs.keepImage(p)
+	at := `"output_index":` + strconv.Itoa(n+1) + `,"item_id":"` + id + `"`
+	dst = rs.event(dst, "response.output_item.added", `"output_index":`+strconv.Itoa(n+1)+
+		`,"item":{"id":"`+id+`","type":"image_generation_call","status":"in_progress","result":null}`)
+	for _, typ := range []string{"in_progress", "generating", "completed"} {
+		dst = rs.event(append(dst, "\n\n"...), "response.image_generation_call."+typ, at)
+	}
+	before, after := cut(rs.event(nil, "response.output_item.done", `"output_index":`+strconv.Itoa(n+1)+`,"item":`+mark))
+	dst = append(append(append(dst, "\n\n"...), before...), rs.images[n]...)
+	return append(dst, after...)
 }
 
 // event appends one event's frame: "event: <type>", then its data, the
@@ -150,7 +219,7 @@ func (rs *response) begin() [][]byte {
 		rs.event(nil, "response.created", `"response":`+inProgress),
 		rs.event(nil, "response.in_progress", `"response":`+inProgress),
 		rs.event(nil, "response.output_item.added", `"output_index":0,"item":`+rs.message("in_progress", "")),
-		rs.event(nil, "response.content_part.added", rs.at()+`,"part":`+part("")),
+		rs.event(nil, "response.content_part.added", rs.at()+`,"part":`+textPart("")),
 	}
 }
 
@@ -160,6 +229,12 @@ func (rs *response) begin() [][]byte {
 func (rs *response) delta(dst []byte, p piece) []byte {
 	if p.reasoning || rs.over {
 		return nil
+	}
+	if p.part != nil {
+		if isImageItem(p.part) {
+			return rs.image(dst, p.part)
+		}
+		p.text = partText(nil, p.part)
 	}
 	if rs.max > 0 && rs.text.Len()+int64(len(p.text)) > rs.max {
 		rs.over = true
@@ -180,7 +255,7 @@ func (rs *response) end(err error, frame func(data ...[]byte) error) {
 	if err != nil {
 		return
 	}
-	p := part(mark)
+	p := textPart(mark)
 	item := rs.message("completed", p)
 	blocks := rs.text.Blocks()
 	data := make([][]byte, 0, len(blocks)+2)
@@ -188,7 +263,6 @@ func (rs *response) end(err error, frame func(data ...[]byte) error) {
 		rs.event(nil, "response.output_text.done", rs.at()+`,"text":"`+mark+`","logprobs":[]`),
 		rs.event(nil, "response.content_part.done", rs.at()+`,"part":`+p),
 		rs.event(nil, "response.output_item.done", `"output_index":0,"item":`+item),
-		rs.event(nil, "response.completed", `"response":`+string(rs.object(nil, "completed", item, ""))),
 	} {
 		before, after := cut(e)
 		data = append(append(append(data[:0], before), blocks...), after)
@@ -196,6 +270,7 @@ func (rs *response) end(err error, frame func(data ...[]byte) error) {
 			return
 		}
 	}
+	frame(rs.around(rs.event(nil, "response.completed", `"response":`+string(rs.object(nil, "completed", rs.output(), ""))), blocks)...)
 }
 
 // failed is the response.failed event of a failure after the first byte:
@@ -215,7 +290,7 @@ func (rs *response) failed(f core.Failure) []byte {
 // stream whose method streams is gathered into its response (whole).
 func (rs *response) Encoder(w http.ResponseWriter) core.Encoder {
 	if rs.gather {
-		return &whole{w: w, write: rs.writeWhole, max: rs.max}
+		return &whole{w: w, write: rs.writeWhole, max: rs.max, item: rs.keepImage}
 	}
 	return &encoder{frame: rs.delta, stop: rs.stopped, Writer: frames.New(w, "text/event-stream", "", "\n\n", frames.Hooks{
 		Begin: rs.begin, EndTo: rs.end, Fail: rs.failed})}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 )
 
 // whole is the encoder of a request without stream whose method streams:
@@ -22,6 +23,10 @@ type whole struct {
 	w     http.ResponseWriter
 	write func(w http.ResponseWriter, text, reasoning [][]byte) (int, error)
 	max   int64 // limits.reply_bytes; 0: none
+	// item, if set, keeps a part as an output item of its own (a
+	// Responses image) and reports whether it did; any other part is
+	// text (partText).
+	item func(p *part.Part) bool
 
 	text, reasoning frames.Text
 	over            bool // the text outgrew max: the encoder stopped
@@ -49,6 +54,12 @@ func (g *whole) Copy(r core.Records) error {
 		p, ok := pieceOf(r.Record())
 		if !ok {
 			continue
+		}
+		if p.part != nil {
+			if g.item != nil && g.item(p.part) {
+				continue
+			}
+			p.text = partText(nil, p.part)
 		}
 		if g.max > 0 && g.text.Len()+g.reasoning.Len()+int64(len(p.text)) > g.max {
 			g.over = true

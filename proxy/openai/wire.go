@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -25,14 +27,16 @@ type request struct {
 	// message is the last user message's text and messages the history
 	// in chat form, both JSON (input); previous a responses request's
 	// previous_response_id, a JSON string, nil when it has none (scoped to
-	// the caller by Open).
-	message, messages, previous []byte
+	// the caller by Open); parts the last user message's parts that are
+	// not text, a JSON array of part records (partsOf), nil for none.
+	message, messages, previous, parts []byte
 }
 
 // readRequest decodes body, a request of route: the model, stream, and
-// what the method's input is made of (input). A request it cannot read is
-// the door's 400, naming the parameter.
-func readRequest(route string, body []byte) (request, *core.Answer) {
+// what the method's input is made of (input), its parts checked against
+// lim. A request it cannot read is the door's 400, naming the parameter
+// (413 for a part over lim).
+func readRequest(route string, body []byte, lim config.Parts) (request, *core.Answer) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return request{}, refusal(http.StatusBadRequest, "", "invalid_json",
@@ -58,7 +62,7 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 		bad      *core.Answer
 	)
 	if route == RouteResponses {
-		req.message, messages, bad = readInput(fields["input"])
+		req.message, messages, req.parts, bad = readInput(fields["input"], lim)
 		if p := bytes.TrimSpace(fields["previous_response_id"]); bad == nil && len(p) > 0 && string(p) != "null" {
 			if p[0] != '"' || !json.Valid(p) {
 				return request{}, refusal(http.StatusBadRequest, "previous_response_id", "invalid_type",
@@ -67,7 +71,7 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 			req.previous = p
 		}
 	} else {
-		req.message, messages, bad = readMessages(fields["messages"])
+		req.message, messages, req.parts, bad = readMessages(fields["messages"], lim)
 	}
 	if bad != nil {
 		return request{}, bad
@@ -81,13 +85,18 @@ func readRequest(route string, body []byte) (request, *core.Answer) {
 
 // input is the method's input, the shape every conversational door gives
 // (docs/doors.md): {"message": <the last user message's text>,
-// "messages": <the history, chat messages>, "ids": {<idKey>: <the
-// answer's id>, "previous_response_id": …}}. It is at most about twice
-// the body: the last user message's text is in both.
+// "messages": <the history, chat messages>, "parts": [<the last user
+// message's parts>], "ids": {<idKey>: <the answer's id>,
+// "previous_response_id": …}}, parts left out when there are none. It is
+// at most about twice the body: the last user message's text, and its
+// parts, are in both.
 func (req *request) input(idKey, id string) []byte {
-	in := make([]byte, 0, len(req.message)+len(req.messages)+len(req.previous)+len(idKey)+len(id)+96)
+	in := make([]byte, 0, len(req.message)+len(req.messages)+len(req.parts)+len(req.previous)+len(idKey)+len(id)+96)
 	in = append(append(in, `{"message":`...), req.message...)
 	in = append(append(in, `,"messages":`...), req.messages...)
+	if req.parts != nil {
+		in = append(append(in, `,"parts":`...), req.parts...)
+	}
 	in = append(append(append(append(in, `,"ids":{"`...), idKey...), `":`...), appendQuoted(nil, id)...)
 	if req.previous != nil {
 		in = append(append(in, `,"previous_response_id":`...), req.previous...)
@@ -114,21 +123,23 @@ type message struct {
 
 // readMessages reads a chat completions request's messages: a non-empty
 // array of messages with a role. message is the last user message's text
-// as a JSON string.
-func readMessages(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
+// as a JSON string, parts its parts that are not text (partsOf).
+func readMessages(raw json.RawMessage, lim config.Parts) (text, messages, parts []byte, bad *core.Answer) {
 	var list []message
 	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
-		return nil, nil, refusal(http.StatusBadRequest, "messages", "invalid_value",
+		return nil, nil, nil, refusal(http.StatusBadRequest, "messages", "invalid_value",
 			"messages is required: a non-empty array of {\"role\", \"content\"} objects")
 	}
 	for i, m := range list {
 		if m.Role == "" {
-			return nil, nil, refusal(http.StatusBadRequest, fmt.Sprintf("messages[%d].role", i), "invalid_value",
+			return nil, nil, nil, refusal(http.StatusBadRequest, fmt.Sprintf("messages[%d].role", i), "invalid_value",
 				fmt.Sprintf("messages[%d] has no role (want user, assistant, system, developer or tool)", i))
 		}
 	}
-	text, bad = lastUser(list, "messages")
-	return text, raw, bad
+	if text, parts, bad = lastUser(list, "messages", lim); bad != nil {
+		return nil, nil, nil, bad
+	}
+	return text, raw, parts, nil
 }
 
 // readInput reads a responses request's input: a string, one user
@@ -138,20 +149,21 @@ func readMessages(raw json.RawMessage) (text, messages []byte, bad *core.Answer)
 // as {"role", "content"}, its content a string as sent, or its text
 // parts' texts joined by newlines (Responses' parts are input_text and
 // output_text, not chat's); items without one (function calls and their
-// outputs, reasoning, references) are left out.
-func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
+// outputs, reasoning, references) are left out, and so are the parts
+// that are not text: the last user message's are parts (partsOf).
+func readInput(raw json.RawMessage, lim config.Parts) (text, messages, parts []byte, bad *core.Answer) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		messages = append(append([]byte(`[{"role":"user","content":`), raw...), "}]"...)
-		return raw, messages, nil
+		return raw, messages, nil, nil
 	}
 	var list []message
 	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
-		return nil, nil, refusal(http.StatusBadRequest, "input", "invalid_value",
+		return nil, nil, nil, refusal(http.StatusBadRequest, "input", "invalid_value",
 			"input is required: a string, or a non-empty array of input items ({\"role\": \"user\", \"content\": …})")
 	}
-	if text, bad = lastUser(list, "input"); bad != nil {
-		return nil, nil, bad
+	if text, parts, bad = lastUser(list, "input", lim); bad != nil {
+		return nil, nil, nil, bad
 	}
 	messages = make([]byte, 0, len(raw))
 	messages = append(messages, '[')
@@ -162,7 +174,7 @@ func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
 		content := []byte(`""`) // an assistant's item may have none
 		if c := bytes.TrimSpace(m.Content); len(c) > 0 && string(c) != "null" {
 			if content, bad = contentText(c, "input", i); bad != nil {
-				return nil, nil, bad
+				return nil, nil, nil, bad
 			}
 		}
 		if len(messages) > 1 {
@@ -171,18 +183,22 @@ func readInput(raw json.RawMessage) (text, messages []byte, bad *core.Answer) {
 		messages = append(appendQuoted(append(messages, `{"role":`...), m.Role), `,"content":`...)
 		messages = append(append(messages, content...), '}')
 	}
-	return text, append(messages, ']'), nil
+	return text, append(messages, ']'), parts, nil
 }
 
 // lastUser is the text of the last message of list whose role is user, as
-// a JSON string (contentText).
-func lastUser(list []message, param string) ([]byte, *core.Answer) {
+// a JSON string (contentText), and its parts that are not text (partsOf).
+func lastUser(list []message, param string, lim config.Parts) (text, parts []byte, bad *core.Answer) {
 	for i := len(list) - 1; i >= 0; i-- {
 		if list[i].Role == "user" {
-			return contentText(list[i].Content, param, i)
+			if text, bad = contentText(list[i].Content, param, i); bad != nil {
+				return nil, nil, bad
+			}
+			parts, bad = partsOf(list[i].Content, param, i, lim)
+			return text, parts, bad
 		}
 	}
-	return nil, refusal(http.StatusBadRequest, param, "invalid_value", param+" has no user message: the agent is called with the last one's text")
+	return nil, nil, refusal(http.StatusBadRequest, param, "invalid_value", param+" has no user message: the agent is called with the last one's text")
 }
 
 // contentText is the text of a message's content, as a JSON string: the
@@ -222,6 +238,9 @@ type piece struct {
 	reasoning bool
 	// text is a JSON string's contents, escaped, without its quotes.
 	text []byte
+	// part is a part that is not text (text nil), its bytes a slice of
+	// the record.
+	part *part.Part
 }
 
 // pieceOf is the piece of the answer one record is, ok false for a record
@@ -243,6 +262,9 @@ func pieceOf(record []byte) (piece, bool) {
 		}
 		return piece{text: record[1 : len(record)-1]}, true
 	case '{':
+		if p := readPart(record); p != nil {
+			return piece{part: p}, true
+		}
 		if ask.Is(record) {
 			if q, err := ask.Parse(record, 0); err == nil {
 				return piece{text: questionText(nil, q)}, true
@@ -289,10 +311,11 @@ func escape(dst, value []byte) []byte {
 }
 
 // textOf is a unary output's text and reasoning, JSON strings' escaped
-// contents: the mapping stage's whole answer ({"text": …, "reasoning":
-// …}), or what it passed through (one record, or the array of a stream's
-// records), each read as pieceOf reads a record.
-func textOf(out []byte) (text, reasoning []byte) {
+// contents, and its parts that are not text: the mapping stage's whole
+// answer ({"text": …, "reasoning": …, "parts": […]}), or what it passed
+// through (one record, or the array of a stream's records), each read as
+// pieceOf reads a record. text may be a slice of out: not to append to.
+func textOf(out []byte) (text, reasoning []byte, parts []*part.Part) {
 	if o := bytes.TrimSpace(out); len(o) > 0 && o[0] == '{' {
 		// The stage's whole answer, or an agent's object: a string text
 		// member is the text, a string reasoning member beside it the
@@ -303,6 +326,15 @@ func textOf(out []byte) (text, reasoning []byte) {
 		rawjson.Members(o, func(key, value []byte) bool {
 			if rawjson.KeyIs(key, ask.Key) {
 				question = value
+			}
+			if rawjson.KeyIs(key, "parts") && len(value) > 0 && value[0] == '[' {
+				var records []json.RawMessage
+				json.Unmarshal(value, &records)
+				for _, r := range records {
+					if p := readPart(r); p != nil {
+						parts = append(parts, p)
+					}
+				}
 			}
 			if len(value) > 1 && value[0] == '"' {
 				switch {
@@ -322,9 +354,9 @@ func textOf(out []byte) (text, reasoning []byte) {
 			}
 		}
 		if found {
-			return text, reasoning
+			return text, reasoning, parts
 		}
-		text, reasoning = nil, nil
+		text, reasoning, parts = nil, nil, nil
 	}
 	// Anything else is written as JSON text: compact, so that escape
 	// need escape only quotes and backslashes.
@@ -332,7 +364,9 @@ func textOf(out []byte) (text, reasoning []byte) {
 		out = c
 	}
 	add := func(record []byte) {
-		if p, ok := pieceOf(record); ok && p.reasoning {
+		if p, ok := pieceOf(record); ok && p.part != nil {
+			parts = append(parts, p.part)
+		} else if ok && p.reasoning {
 			reasoning = append(reasoning, p.text...)
 		} else if ok {
 			text = append(text, p.text...)
@@ -344,11 +378,11 @@ func textOf(out []byte) (text, reasoning []byte) {
 			for _, r := range records {
 				add(r)
 			}
-			return text, reasoning
+			return text, reasoning, parts
 		}
 	}
 	add(out)
-	return text, reasoning
+	return text, reasoning, parts
 }
 
 // questionText appends the text a question is in an answer, escaped as
@@ -434,4 +468,6 @@ var refusalReasons = map[int]string{
 	http.StatusBadRequest:   "BAD_REQUEST",
 	http.StatusUnauthorized: "UNAUTHENTICATED",
 	http.StatusNotFound:     "NOT_FOUND",
+	// A caller's part over limits.parts.
+	http.StatusRequestEntityTooLarge: "PART_TOO_LARGE",
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -18,6 +20,11 @@ var fuzzSeeds = []string{
 		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"o"}]},{"role":"user","content":"u"}]}`,
 	`{"model":"m","previous_response_id":1,"input":"x"}`,
 	`[]`, `null`, `"x"`, `{"model":1}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},` +
+		`{"type":"input_audio","input_audio":{"data":"AAAA","format":"mp3"}},{"type":"file","file":{"file_data":"AAEC","filename":"a.bin"}}]}]}`,
+	`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png"},{"type":"input_file","file_url":"https://example.com/r.pdf"},` +
+		`{"type":"input_file","file_id":"f"}]}]}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,iVBORw0KGgo="}}]}]}`,
 }
 
 // FuzzRequest: readRequest never panics, and the input of a request it
@@ -34,9 +41,9 @@ func FuzzRequest(f *testing.F) {
 		if responses {
 			route = RouteResponses
 		}
-		req, bad := readRequest(route, []byte(body))
+		req, bad := readRequest(route, []byte(body), config.DefaultParts)
 		if bad != nil {
-			if bad.Status != 400 || !json.Valid(bad.Body) {
+			if bad.Status != 400 && bad.Status != 413 || !json.Valid(bad.Body) {
 				t.Fatalf("refusal %d %s", bad.Status, bad.Body)
 			}
 			return
@@ -45,12 +52,18 @@ func FuzzRequest(f *testing.F) {
 		var in struct {
 			Message  *string
 			Messages []json.RawMessage
+			Parts    []json.RawMessage
 			IDs      struct {
 				ResponseID string `json:"response_id"`
 			}
 		}
 		if err := json.Unmarshal(input, &in); err != nil || in.Message == nil || in.Messages == nil || in.IDs.ResponseID != "resp_1" {
 			t.Fatalf("readRequest(%q) input %s (%v), want {message, messages, ids}", body, input, err)
+		}
+		for _, p := range in.Parts {
+			if _, err := part.Parse(p, config.DefaultParts); err != nil {
+				t.Fatalf("readRequest(%q): a part %s: %v", body, p, err)
+			}
 		}
 		for _, m := range in.Messages {
 			var chat struct{ Role, Content *string }
@@ -66,7 +79,9 @@ func FuzzRequest(f *testing.F) {
 // JSON); textOf the same of any output.
 func FuzzPiece(f *testing.F) {
 	for _, s := range []string{`{"text":"a\nb"}`, `{"reasoning":"r"}`, `{"end":{}}`, `"s\"q"`, `{"i":1,"s":"a\"b\\c"}`, `[1,"x"]`,
-		`{"text":"","reasoning":"r"}`, `12`, `null`, `{"tool_call":{"name":"x"}}`, `[{"text":"a"},"b",{"reasoning":"c"}]`} {
+		`{"text":"","reasoning":"r"}`, `12`, `null`, `{"tool_call":{"name":"x"}}`, `[{"text":"a"},"b",{"reasoning":"c"}]`,
+		`{"inline_data":{"mime_type":"image/png","data":"iVBORw0KGgo=","display_name":"a]\"b"}}`, `{"file_data":{"file_uri":"https://e.com/(x)<y>"}}`,
+		`{"data":{"a":"\"q"}}`, `{"text":"t","parts":[{"inline_data":{"mime_type":"audio/wav","data":"AAAA"}},{"data":[1]}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, record string) {
@@ -82,9 +97,15 @@ func FuzzPiece(f *testing.F) {
 		compact, _ := rawjson.AppendCompact(nil, []byte(record)) // records are compact
 		if p, ok := pieceOf(compact); ok {
 			check("pieceOf", p.text)
+			if p.part != nil {
+				check("partText", partText(nil, p.part))
+			}
 		}
-		text, reasoning := textOf([]byte(record))
+		text, reasoning, parts := textOf([]byte(record))
 		check("textOf's text", text)
 		check("textOf's reasoning", reasoning)
+		for _, p := range parts {
+			check("partText", partText(nil, p))
+		}
 	})
 }

@@ -22,12 +22,22 @@ chunk per event (HTTP/1.1 chunked):
                         is the answer (the next user turn) gets "answered:
                         <message> after <the ids>"
   POST /ask_unary       one JSON object: the question alone (kind form)
+  POST /parts           Chat Completions SSE with parts that are not text
+                        between its text: "Here is the chart:", an inline
+                        PNG (PNG, chart.png), " and the report ", a
+                        file_data PDF at https://example.com/r(1).pdf, a data
+                        part {"total": 12.5}
+  POST /echo_parts      Chat Completions SSE: "got <n> parts", then each of
+                        the body's parts as it came, a part record each
+  POST /big_part/<n>    Chat Completions SSE: "big ", then an inline PNG of
+                        n bytes
   POST /down            500 with an error body
   POST /replay/<d>/<c>  the capture testdata/dialects/captures/<d>/<c>.txt
                         (an HTTP response: its headers, then its body, one
                         chunk per event)
 """
 
+import base64
 import json
 import os
 import select
@@ -35,6 +45,10 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CAPTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dialects", "captures")
+
+
+# A 1x1 PNG, base64.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 
 def chat_chunk(delta, finish=None):
@@ -126,6 +140,29 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/ask_unary":
             self.fixed({"input_required": {"message": "Which account?", "id": "q2",
                                            "schema": {"type": "object", "properties": {"account": {"type": "string"}}}}})
+        elif path == "/parts":
+            self.start("text/event-stream")
+            self.sse(chat_chunk({"role": "assistant", "content": "Here is the chart:"}),
+                     {"inline_data": {"mime_type": "image/png", "data": PNG, "display_name": "chart.png"}},
+                     chat_chunk({"content": " and the report "}),
+                     {"file_data": {"mime_type": "application/pdf", "file_uri": "https://example.com/r(1).pdf",
+                                    "display_name": "report.pdf"}},
+                     {"data": {"total": 12.5}},
+                     chat_chunk({}, "stop"), "[DONE]")
+            self.end()
+        elif path == "/echo_parts":
+            parts = body.get("parts", [])
+            self.start("text/event-stream")
+            self.sse(chat_chunk({"role": "assistant", "content": "got %d parts" % len(parts)}), *parts)
+            self.sse(chat_chunk({}, "stop"), "[DONE]")
+            self.end()
+        elif path.startswith("/big_part/"):
+            n = int(path[len("/big_part/"):])
+            data = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * max(0, n - 8)).decode()
+            self.start("text/event-stream")
+            self.sse(chat_chunk({"role": "assistant", "content": "big "}),
+                     {"inline_data": {"mime_type": "image/png", "data": data}}, "[DONE]")
+            self.end()
         elif path == "/down":
             body = b'{"error": "the agent is down"}'
             self.send_response(500)
