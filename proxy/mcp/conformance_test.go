@@ -20,6 +20,10 @@ upstream: {url: AGENT}
 methods:
   test_simple_text: {call: POST /simple_text, description: Returns a simple text.}
   test_error_handling: {call: POST /error, description: Fails on purpose.}
+  test_image_content: {call: POST /image, description: Returns an image.}
+  test_audio_content: {mode: stream, call: POST /audio, reply: ndjson, description: Returns audio.}
+  test_embedded_resource: {call: POST /resource, description: Returns a resource.}
+  test_multiple_content_types: {mode: stream, call: POST /mixed, reply: ndjson, description: "Returns text, an image and a resource."}
   test_tool_with_progress: {mode: stream, call: POST /progress, reply: sse, description: Reports progress.}
   test_elicitation:
     call: POST /ask/test_elicitation

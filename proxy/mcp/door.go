@@ -42,9 +42,10 @@ type Door struct {
 	opts     Options
 	tools    map[string]*tool
 	sessions *sessions
-	shared   *shared   // with state.store: redis, the sessions every replica finds (sessions unused)
-	inflight *inflight // the 2025 sessions' tools/calls, for notifications/cancelled
-	maxText  int64     // the most of a streamed answer's text a result keeps: limits.reply_bytes
+	shared   *shared      // with state.store: redis, the sessions every replica finds (sessions unused)
+	inflight *inflight    // the 2025 sessions' tools/calls, for notifications/cancelled
+	maxText  int64        // the most of a streamed answer's text a result keeps: limits.reply_bytes
+	parts    config.Parts // limits.parts: the agent's parts a call's result carries
 
 	// questions are limits.questions; waiting the elicitations sent and
 	// not yet answered (ask.go); stateKey signs the requestState of
@@ -86,7 +87,7 @@ func New(cfg *config.Config, opts Options) (*Door, error) {
 	}
 	d := &Door{opts: opts, tools: make(map[string]*tool), sessions: newSessions(cfg.Limits.MCPSessions),
 		inflight: newInflight(cfg.Limits),
-		maxText:  cfg.Limits.ReplyBytes, questions: cfg.Limits.Questions, waiting: newWaiting(cfg.Limits.Questions.Waiting)}
+		maxText:  cfg.Limits.ReplyBytes, parts: cfg.Limits.Parts, questions: cfg.Limits.Questions, waiting: newWaiting(cfg.Limits.Questions.Waiting)}
 	key := newStateKey()
 	d.stateKey.Store(&key)
 	if opts.Store != nil {

@@ -10,10 +10,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sidecar-dev/sidecar/config"
 	"github.com/sidecar-dev/sidecar/metrics"
 	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 	"github.com/sidecar-dev/sidecar/proxy/internal/frames"
+	"github.com/sidecar-dev/sidecar/proxy/part"
 	"github.com/sidecar-dev/sidecar/rawjson"
 )
 
@@ -62,7 +64,8 @@ func (ex *exchange) result(text string, structured []byte, isError bool) []byte 
 
 // WriteOutput answers a unary method's call: its output as the result's
 // text (a JSON string's value, anything else its JSON), and a JSON object
-// as structuredContent too.
+// as structuredContent too; an output with parts, their contents
+// (writeParts).
 func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int, error) {
 	out = bytes.TrimSpace(out)
 	if q, err := ex.question(out); err != nil {
@@ -70,6 +73,12 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 		return 0, nil
 	} else if q != nil {
 		return ex.askedUnary(w, q)
+	}
+	if part.Is(out) {
+		return ex.writeParts(w, "", []json.RawMessage{out})
+	}
+	if text, parts, ok := ex.wholeParts(out); ok {
+		return ex.writeParts(w, text, parts)
 	}
 	var structured []byte
 	text := string(out)
@@ -86,6 +95,82 @@ func (ex *exchange) WriteOutput(w http.ResponseWriter, out json.RawMessage) (int
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	return w.Write(b)
+}
+
+// writeParts answers a unary method's call whose output has parts: one
+// part record, or (emit: text) the whole answer's text and parts. The
+// result's content is the text, when there is any, then each part's; an
+// answer's one data part that is an object its structuredContent too. A
+// malformed part, or one over limits.parts, is the agent's failure
+// (BAD_REPLY, PART_TOO_LARGE).
+func (ex *exchange) writeParts(w http.ResponseWriter, text string, recs []json.RawMessage) (int, error) {
+	var lim config.Parts
+	if ex.door != nil {
+		lim = ex.door.parts
+	}
+	budget := part.NewBudget(lim)
+	parts := make([]*part.Part, len(recs))
+	size := len(text) + 128
+	var data []byte
+	datas := 0
+	for i, rec := range recs {
+		p, err := part.Parse(rec, lim)
+		if err == nil {
+			err = budget.Take(p)
+		}
+		if err != nil {
+			ex.WriteError(w, core.FailureOf(part.Agent(err)))
+			return 0, nil
+		}
+		if p.Kind == part.Data {
+			if datas++; datas == 1 && len(p.Value) > 0 && p.Value[0] == '{' {
+				data = p.Value
+			}
+		}
+		parts[i] = p
+		size += contentSize(p)
+	}
+	b := append(make([]byte, 0, size+len(ex.id)), `{"jsonrpc":"2.0","id":`...)
+	b = append(b, ex.id...)
+	b = append(b, `,"result":{"content":[`...)
+	if text != "" {
+		b = appendString(append(b, `{"type":"text","text":`...), text)
+		b = append(b, '}')
+	}
+	for i, p := range parts {
+		if i > 0 || text != "" {
+			b = append(b, ',')
+		}
+		b = appendContent(b, p, i+1)
+	}
+	b = append(b, ']')
+	if datas == 1 && data != nil {
+		b = append(append(b, `,"structuredContent":`...), data...)
+	}
+	if ex.modern {
+		b = append(b, `,"resultType":"complete"`...)
+	}
+	b = append(b, "}}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return w.Write(b)
+}
+
+// wholeParts is the text and parts of out, a method's whole answer as
+// the mapping stage collects it with emit: text ({"text": …, "parts":
+// […], …}); ok is false for any other output, or one without parts.
+func (ex *exchange) wholeParts(out json.RawMessage) (text string, parts []json.RawMessage, ok bool) {
+	if ex.call.Method == nil || ex.call.Method.Emitting() != config.EmitText || len(out) == 0 || out[0] != '{' {
+		return "", nil, false
+	}
+	var whole struct {
+		Text  string            `json:"text"`
+		Parts []json.RawMessage `json:"parts"`
+	}
+	if json.Unmarshal(out, &whole) != nil || len(whole.Parts) == 0 {
+		return "", nil, false
+	}
+	return whole.Text, whole.Parts, true
 }
 
 // Encoder is the writer of a streaming method's answer: an SSE response
@@ -133,8 +218,8 @@ func (e *encoder) Copy(r core.Records) error {
 	if err != nil || t.closed {
 		return err
 	}
-	if t.askErr != nil {
-		e.ex.stopped = t.askErr
+	if t.askErr != nil || t.partErr != nil {
+		e.ex.stopped = t.Err()
 		return nil
 	}
 	if t.Err() != nil {
@@ -180,8 +265,8 @@ func (e *encoder) resume(q *ask.Question) error {
 		if err != nil || t.closed {
 			return err
 		}
-		if t.askErr != nil {
-			e.ex.stopped = t.askErr
+		if t.askErr != nil || t.partErr != nil {
+			e.ex.stopped = t.Err()
 			return nil
 		}
 		if err := t.Err(); err != nil {
@@ -220,7 +305,7 @@ func (e *encoder) writeEnd() error {
 			return err
 		}
 	}
-	t.kept = nil
+	t.kept, t.done = nil, nil
 	http.NewResponseController(e.w).Flush()
 	return nil
 }
@@ -254,19 +339,34 @@ func (ex *exchange) end() [][]byte {
 		return [][]byte{response(ex.id, ex.result(t.tooLarge(), nil, true), nil)}
 	}
 	open := append([]byte(`{"jsonrpc":"2.0","id":`), ex.id...)
-	open = append(open, `,"result":{"content":[{"type":"text","text":"`...)
-	end := []byte(`"}]`)
+	open = append(open, `,"result":{"content":[`...)
+	pieces := append([][]byte{open}, t.done...)
+	if len(t.kept) > 0 || t.items == 0 {
+		head := []byte(`{"type":"text","text":"`)
+		if t.items > 0 {
+			head = []byte(`,{"type":"text","text":"`)
+		}
+		pieces = append(append(append(pieces, head), t.kept...), []byte(`"}`))
+	}
+	end := []byte(`]`)
+	if t.datas == 1 && t.data != nil {
+		end = append(append(end, `,"structuredContent":`...), t.data...)
+	}
 	if ex.modern {
 		end = append(end, `,"resultType":"complete"`...)
 	}
 	end = append(end, "}}"...)
-	return append(append([][]byte{open}, t.kept...), end)
+	return append(pieces, end)
 }
 
 // tooLarge is the text of the failure of a streamed answer whose text
 // outgrew the limit: what reached the caller, and what did not.
 func (t *texts) tooLarge() string {
-	msg := fmt.Sprintf("the answer's text exceeds limits.reply_bytes (%d bytes), so the agent's call was ended and this result keeps none of it", t.max)
+	what := "the answer's text"
+	if t.nparts > 0 {
+		what = "the answer, its text and its parts,"
+	}
+	msg := fmt.Sprintf("%s exceeds limits.reply_bytes (%d bytes), so the agent's call was ended and this result keeps none of it", what, t.max)
 	switch {
 	case !t.progress:
 		return msg + "; none of it was sent (a request with _meta.progressToken gets the text in progress notifications as it comes)"
@@ -373,6 +473,19 @@ type texts struct {
 	maxQuestion int64         // limits.questions.bytes
 	question    *ask.Question // the agent's question, which ended the stream
 	askErr      error         // a question record that is no question
+
+	// The agent's parts (content.go): done is the result's content
+	// before the text being kept, its closed text contents and the
+	// parts' contents, as the pieces it is written in; items counts
+	// them. data is the value of the answer's data part, its
+	// structuredContent when it is the only one (datas) and an object.
+	parts   *part.Budget
+	done    [][]byte
+	items   int
+	nparts  int
+	data    []byte
+	datas   int
+	partErr error // a part malformed or over limits.parts
 }
 
 // keptChunk is the largest chunk texts keeps the text in: large enough
@@ -382,10 +495,11 @@ const keptChunk = 256 << 10
 
 func newTexts(in core.Records, ex *exchange) *texts {
 	var maxQ int64
+	var lim config.Parts
 	if ex.door != nil {
-		maxQ = ex.door.questions.Bytes
+		maxQ, lim = ex.door.questions.Bytes, ex.door.parts
 	}
-	return &texts{in: in, max: ex.maxText, progress: ex.token != nil, maxQuestion: maxQ}
+	return &texts{in: in, max: ex.maxText, progress: ex.token != nil, maxQuestion: maxQ, parts: part.NewBudget(lim)}
 }
 
 // Next advances to the next piece of text.
@@ -399,7 +513,13 @@ func (t *texts) Next() bool {
 			// is no answer.
 			t.question, t.askErr = ask.Parse(rec, t.maxQuestion)
 			t.kept, t.text = nil, 0
+			t.done, t.items, t.nparts, t.data, t.datas = nil, 0, 0, nil, 0
 			return false
+		} else if part.Is(rec) {
+			if t.partErr = t.addPart(rec); t.partErr != nil {
+				return false
+			}
+			continue
 		}
 		q, ok := t.quoted(t.in.Record())
 		if !ok || len(q) == 2 { // none, or ""
@@ -420,6 +540,53 @@ func (t *texts) Next() bool {
 		}
 	}
 	return false
+}
+
+// addPart reads rec, a part record, counts it against limits.parts, and
+// adds its content to the result after the text so far. The result's
+// content counts against max as its text does: ten thousand tiny parts
+// end the stream as a long text would.
+func (t *texts) addPart(rec []byte) error {
+	p, err := part.Parse(rec, t.parts.Limits())
+	if err == nil {
+		err = t.parts.Take(p)
+	}
+	if err != nil {
+		return part.Agent(err)
+	}
+	size := contentSize(p)
+	if t.max > 0 && t.text+int64(size) > t.max {
+		t.over = true
+		t.kept, t.done = nil, nil
+		return nil
+	}
+	if len(t.kept) > 0 {
+		t.done = append(t.done, append(t.comma(nil), `{"type":"text","text":"`...))
+		t.done = append(t.done, t.kept...)
+		t.done = append(t.done, []byte(`"}`))
+		t.kept = nil
+	}
+	t.nparts++
+	c := appendContent(t.comma(make([]byte, 0, size)), p, t.nparts)
+	t.text += int64(len(c))
+	t.done = append(t.done, c)
+	if p.Kind == part.Data {
+		t.datas++
+		if t.datas == 1 && len(p.Value) > 0 && p.Value[0] == '{' {
+			t.data = p.Value // Parse's own copy
+		}
+	}
+	return nil
+}
+
+// comma is b after a comma when a content comes before it, and counts
+// the content b opens.
+func (t *texts) comma(b []byte) []byte {
+	t.items++
+	if t.items > 1 {
+		b = append(b, ',')
+	}
+	return b
 }
 
 // keep appends b to the kept text: what fits in the last chunk's room,
@@ -445,6 +612,9 @@ func (t *texts) Record() []byte { return t.cur }
 func (t *texts) Err() error {
 	if t.askErr != nil {
 		return t.askErr
+	}
+	if t.partErr != nil {
+		return t.partErr
 	}
 	if t.over {
 		return nil

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/config"
+	"github.com/sidecar-dev/sidecar/proxy/ask"
 	"github.com/sidecar-dev/sidecar/proxy/core"
 )
 
@@ -63,6 +65,63 @@ func FuzzOpen(f *testing.F) {
 			t.Errorf("%s: %v, want an answer or an exchange", body, err)
 		case d.tools[ex.Call.Name] == nil || ex.Writer == nil || !json.Valid(ex.Call.Input.Raw):
 			t.Errorf("%s: opened %+v, want a tool's call", body, ex.Call)
+		}
+	})
+}
+
+// FuzzResult: whatever records an agent's stream holds (text, parts well
+// formed or not, anything), a streaming tool's answer never panics, and
+// ends with one JSON-RPC response: the result, its content in order, or
+// an isError saying why.
+func FuzzResult(f *testing.F) {
+	cfg, err := config.Parse("fuzz.yaml", []byte("limits: {parts: {bytes: 64, total: 128}, reply_bytes: 4KiB}\n"+
+		strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, err := New(cfg, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	png := `{"inline_data":{"mime_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}}`
+	for _, seed := range []string{
+		"\"a\"\n" + png + "\n{\"text\":\"b\"}",
+		`{"inline_data":{"mime_type":"audio/wav","data":"AAAA"}}` + "\n" + `{"file_data":{"file_uri":"https://e.com/a b"}}`,
+		`{"data":{"x":1}}` + "\n" + `{"data":[1]}` + "\n" + `{"inlineData":{"mimeType":"text/plain","displayName":"a\u0000b","data":"QQ"}}`,
+		`{"inline_data":{"mime_type":"image/png\r\n","data":"AAAA"}}`,
+	} {
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, stream string, progress bool) {
+		var recs [][]byte
+		for _, l := range strings.Split(stream, "\n") {
+			var b bytes.Buffer
+			// A question waits for the caller's answer (ask.go): not here.
+			if json.Compact(&b, []byte(l)) == nil && !ask.Is(b.Bytes()) {
+				recs = append(recs, b.Bytes())
+			}
+		}
+		ex := &exchange{id: []byte("1"), modern: true, maxText: cfg.Limits.ReplyBytes, door: d}
+		if progress {
+			ex.token = []byte(`"p"`)
+		}
+		w := httptest.NewRecorder()
+		enc := ex.Encoder(w)
+		r := &lines{recs: recs}
+		if err := enc.Copy(r); err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := enc.(core.Stopper); ok && s.Stopped() != nil {
+			enc.Fail(core.FailureOf(s.Stopped()))
+		}
+		frames := strings.Split(strings.TrimSuffix(w.Body.String(), "\n\n"), "\n\n")
+		last := strings.TrimPrefix(frames[len(frames)-1], "data: ")
+		var v struct {
+			ID     json.RawMessage
+			Result *struct{ Content []json.RawMessage }
+		}
+		if json.Unmarshal([]byte(last), &v) != nil || string(v.ID) != "1" || v.Result == nil || len(v.Result.Content) == 0 {
+			t.Errorf("%q: the last frame %q is no result", stream, last)
 		}
 	})
 }

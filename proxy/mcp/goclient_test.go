@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"bytes"
+	"encoding/base64"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,5 +145,58 @@ func TestRemovedMethodBeforeMeta(t *testing.T) {
 	err = cs.Ping(t.Context(), nil)
 	if err == nil || !strings.Contains(err.Error(), "-32601") && !strings.Contains(err.Error(), "Method not found") {
 		t.Errorf("the Go SDK's Ping at 2026-07-28 = %v, want method not found", err)
+	}
+}
+
+// TestGoSDKParts: the official Go SDK's client, 2026-07-28 and a
+// 2025-11-25 session, reads a streaming tool's image, audio, embedded
+// resource and resource link from a python3 agent's part records, in
+// order with its text, their bytes those the agent sent.
+func TestGoSDKParts(t *testing.T) {
+	s := serveMap(t, partsMap, startAgent(t), Options{})
+	records, _ := partsRecords()
+	png, _ := base64.StdEncoding.DecodeString(pngB64)
+	wav, _ := base64.StdEncoding.DecodeString(wavB64)
+	pdf, _ := base64.StdEncoding.DecodeString(pdfB64)
+	for _, version := range []string{"", version20251125} {
+		t.Run("version "+version, func(t *testing.T) {
+			client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, nil)
+			ctx := t.Context()
+			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+			cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "records", Arguments: map[string]any{"records": json.RawMessage(records)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range res.Content {
+				switch c := c.(type) {
+				case *gomcp.TextContent:
+					got = append(got, "text "+c.Text)
+				case *gomcp.ImageContent:
+					got = append(got, fmt.Sprintf("image %s %t", c.MIMEType, bytes.Equal(c.Data, png)))
+				case *gomcp.AudioContent:
+					got = append(got, fmt.Sprintf("audio %s %t", c.MIMEType, bytes.Equal(c.Data, wav)))
+				case *gomcp.EmbeddedResource:
+					got = append(got, fmt.Sprintf("resource %s %s %t", c.Resource.URI, c.Resource.MIMEType, bytes.Equal(c.Resource.Blob, pdf)))
+				case *gomcp.ResourceLink:
+					got = append(got, fmt.Sprintf("link %s %s %s", c.URI, c.Name, c.MIMEType))
+				default:
+					got = append(got, fmt.Sprintf("%T", c))
+				}
+			}
+			want := []string{"text Here is the chart:", "image image/png true", "audio audio/wav true", "text and the report",
+				"resource part:3/report.pdf application/pdf true", "link https://example.com/slides.pdf slides.pdf application/pdf", `text {"total":12.5}`}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") || res.IsError {
+				t.Errorf("content =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"total":12.5}` {
+				t.Errorf("structuredContent = %s", sc)
+			}
+		})
 	}
 }

@@ -86,7 +86,7 @@ func serveMap(t *testing.T, methodMap, agent string, opts Options, tune ...func(
 	observed, logs := observer.New(zap.InfoLevel)
 	m := metrics.New(Name)
 	s := &proxy.Server{Config: cfg, Agent: dialect.Agent{Agent: core.Mux{Plain: client}, MaxReply: cfg.Limits.ReplyBytes,
-		MaxRecord: cfg.Limits.RecordBytes}, Logger: zap.New(observed), Metrics: m, Protocols: []string{Name}}
+		MaxRecord: cfg.Limits.RecordBytes, Parts: cfg.Limits.Parts}, Logger: zap.New(observed), Metrics: m, Protocols: []string{Name}}
 	for _, f := range tune {
 		f(s)
 	}

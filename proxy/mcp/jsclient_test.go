@@ -1,6 +1,9 @@
 package mcp
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+
 	"testing"
 
 	"github.com/sidecar-dev/sidecar/internal/deps"
@@ -56,6 +59,53 @@ func TestSDK2Client(t *testing.T) {
 				wantFail + `the model is overloaded"}`,
 				`{"step":"unknown tool","code":-32602,"message":"Unknown tool \"nope\"`,
 			})
+		})
+	}
+}
+
+// partsRecords are the agent's records the parts clients' tool answers:
+// text, a PNG, a WAV, a PDF, a file by URI and data; wantParts the lines
+// the clients print of its result, each content's bytes as the client
+// decoded them.
+func partsRecords() (string, []string) {
+	png, _ := base64.StdEncoding.DecodeString(pngB64)
+	wav, _ := base64.StdEncoding.DecodeString(wavB64)
+	pdf, _ := base64.StdEncoding.DecodeString(pdfB64)
+	records := `["Here is ",{"text":"the chart:"},{"inline_data":{"mime_type":"image/png","data":"` + pngB64 + `"}},` +
+		`{"inline_data":{"mime_type":"audio/wav","data":"` + wavB64 + `"}},"and the report",` +
+		`{"inline_data":{"mime_type":"application/pdf","display_name":"report.pdf","data":"` + pdfB64 + `"}},` +
+		`{"file_data":{"file_uri":"https://example.com/slides.pdf","mime_type":"application/pdf"}},{"data":{"total":12.5}}]`
+	return records, []string{
+		`{"step":"progress","progress":["Here is ","the chart:","and the report"],"isError":false}`,
+		`{"type":"text","text":"Here is the chart:"}`,
+		`{"type":"image","mimeType":"image/png","bytes":"` + hex.EncodeToString(png) + `"}`,
+		`{"type":"audio","mimeType":"audio/wav","bytes":"` + hex.EncodeToString(wav) + `"}`,
+		`{"type":"text","text":"and the report"}`,
+		`{"type":"resource","uri":"part:3/report.pdf","mimeType":"application/pdf","bytes":"` + hex.EncodeToString(pdf) + `"}`,
+		`{"type":"resource_link","uri":"https://example.com/slides.pdf","name":"slides.pdf","mimeType":"application/pdf"}`,
+		`{"type":"text","text":"{\"total\":12.5}"}`,
+		`{"structured":{"total":12.5}}`,
+	}
+}
+
+// TestSDK1Parts: the MCP TypeScript SDK 1.x client reads a streaming
+// tool's image, audio, embedded resource, resource link and data from a
+// python3 agent's part records, in order with its text, the bytes it
+// decodes those the agent sent; progress carries the text alone.
+func TestSDK1Parts(t *testing.T) {
+	s := serveMap(t, partsMap, startAgent(t), Options{})
+	records, want := partsRecords()
+	deps.MatchLines(t, deps.Node(t, "mcp", "parts.mjs", s.url, records), want)
+}
+
+// TestSDK2Parts: the MCP TypeScript client 2.x reads them too, in each of
+// its modes.
+func TestSDK2Parts(t *testing.T) {
+	s := serveMap(t, partsMap, startAgent(t), Options{})
+	records, want := partsRecords()
+	for _, mode := range []string{"auto", "legacy"} {
+		t.Run(mode, func(t *testing.T) {
+			deps.MatchLines(t, deps.Node(t, "mcp2", "parts.mjs", s.url, mode, records), want)
 		})
 	}
 }

@@ -12,12 +12,38 @@ input):
                   "x" characters (input fields n and size)
   POST /fail      500 {"detail": "the model is overloaded"}
   POST /fail_late an OpenAI chat stream: one chunk, then an error event
+  POST /records   NDJSON: each of the input's records (its JSON), one a line
+                  (text records and part records, docs/parts.md)
+  POST /record    the input's record, as JSON (a unary reply)
+  POST /big       NDJSON: "big:", then one inline_data part of <size> zero
+                  bytes as <mime_type> (default application/octet-stream),
+                  written 1 MiB of base64 at a time, then "end"
+  POST /tiny      NDJSON: <n> inline_data parts of one zero byte
 """
 
 import json
 import os
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def big(size, mime_type):
+    """The lines of /big: the part's line is written in 1 MiB pieces of
+    base64, so the agent holds none of it whole."""
+    def part():
+        yield b'{"inline_data":{"mime_type":' + json.dumps(mime_type).encode() + b',"data":"'
+        groups = size // 3
+        piece = b"A" * (1 << 20)
+        left = groups * 4
+        while left > 0:
+            n = min(left, len(piece))
+            yield piece[:n]
+            left -= n
+        rest = size - groups * 3
+        if rest:
+            yield b"AA==" if rest == 1 else b"AAA="
+        yield b'"}}'
+    return [b'"big:"', part(), b'"end"']
 
 
 def chunk(text):
@@ -47,6 +73,15 @@ class Handler(BaseHTTPRequestHandler):
             self.json(500, {"detail": "the model is overloaded"})
         elif self.path == "/fail_late":
             self.sse([chunk("partial "), {"error": {"message": "the model is overloaded"}}])
+        elif self.path == "/records":
+            self.ndjson(json.dumps(r).encode() for r in body.get("records", []))
+        elif self.path == "/record":
+            self.json(200, body.get("record"))
+        elif self.path == "/big":
+            self.ndjson(big(int(body.get("size", 1)), body.get("mime_type", "application/octet-stream")))
+        elif self.path == "/tiny":
+            tiny = b'{"inline_data":{"mime_type":"application/octet-stream","data":"AA=="}}'
+            self.ndjson(tiny for _ in range(int(body.get("n", 1))))
         else:
             self.json(404, {"detail": "no route " + self.path})
 
@@ -57,6 +92,20 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(b)))
         self.end_headers()
         self.wfile.write(b)
+
+    def ndjson(self, lines):
+        """Writes lines (bytes, or iterables of bytes: one line in pieces)
+        each followed by a newline, then closes the connection."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for line in lines:
+            for piece in ([line] if isinstance(line, bytes) else line):
+                self.wfile.write(piece)
+            self.wfile.write(b"\n")
+            self.wfile.flush()
+        self.close_connection = True
 
     def sse(self, events):
         self.send_response(200)

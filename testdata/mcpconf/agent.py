@@ -14,6 +14,12 @@ input):
   POST /progress     an OpenAI chat completions stream of three chunks about
                      50 ms apart, then [DONE] (a progress notification each)
   POST /echo         the input, as JSON (json_schema_2020_12_tool)
+  POST /image        a 1x1 PNG as one part record, the reply (a unary
+                     method's output: the result's one image content)
+  POST /audio        NDJSON: a text, then a short WAV as a part record
+  POST /resource     a JSON document as an inline_data part (the result's
+                     embedded resource)
+  POST /mixed        NDJSON: a text, the PNG and the JSON document
   POST /ask/<tool>   the elicitation and input-required scenarios' tools: an
                      input without reply asks the tool's question (an
                      input_required record, QUESTIONS); with a reply, its
@@ -21,8 +27,10 @@ input):
                      the next question)
 """
 
+import base64
 import json
 import os
+import struct
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -76,6 +84,19 @@ def answered(tool, reply):
     return "Elicitation completed: action=%s, content=%s" % (reply.get("action"), json.dumps(content))
 
 
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+WAV = base64.b64encode(b"RIFF" + struct.pack("<I", 36 + 8) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 8000, 16000, 2, 16)
+                       + b"data" + struct.pack("<I", 8) + b"\x00" * 8).decode()
+DOC = base64.b64encode(json.dumps({"test": "data", "value": 123}).encode()).decode()
+
+
+def inline(mime_type, data, name=None):
+    part = {"mime_type": mime_type, "data": data}
+    if name:
+        part["display_name"] = name
+    return {"inline_data": part}
+
+
 def chunk(text):
     return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
             "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
@@ -108,12 +129,30 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif self.path == "/echo":
             self.json(200, body)
+        elif self.path == "/image":
+            self.json(200, inline("image/png", PNG))
+        elif self.path == "/audio":
+            self.ndjson(["Here is the sound:", inline("audio/wav", WAV)])
+        elif self.path == "/resource":
+            self.json(200, inline("application/json", DOC, "resource.json"))
+        elif self.path == "/mixed":
+            self.ndjson(["Multiple content types test:", inline("image/png", PNG), inline("application/json", DOC, "resource.json")])
         elif self.path.startswith("/ask/") and self.path[5:] in QUESTIONS:
             tool = self.path[5:]
             reply = body.pop("reply", None)
             self.json(200, answered(tool, reply) if reply else QUESTIONS[tool](body))
         else:
             self.json(404, {"detail": "no route " + self.path})
+
+    def ndjson(self, records):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for r in records:
+            self.wfile.write(json.dumps(r).encode() + b"\n")
+            self.wfile.flush()
+        self.close_connection = True
 
     def json(self, status, value):
         b = json.dumps(value).encode()
