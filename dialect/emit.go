@@ -94,7 +94,13 @@ func (t *textEmitter) line(lines [][]byte, e *Event) ([][]byte, error) {
 		}
 		return t.fit(lines, rec)
 	case Part:
-		rec := part.AppendRecord(nil, e.Part)
+		// A part record already in its one shape is the line as it is: the
+		// line is taken before the next record is read, and a part may be
+		// megabytes. A kept one is copied, as the record will not last.
+		rec := e.JSON
+		if t.keep || !part.IsRecord(rec, e.Part) {
+			rec = part.AppendRecord(nil, e.Part)
+		}
 		if t.keep {
 			t.size += int64(len(rec)) + 1
 			t.parts = append(t.parts, rec)

@@ -268,3 +268,37 @@ func pngHead() []byte {
 	b, _ := base64.StdEncoding.DecodeString(png1x1)
 	return b[:16]
 }
+
+// records are records from a slice, as they are: no deframer between.
+type records struct {
+	recs [][]byte
+	i    int
+}
+
+func (r *records) Next() bool     { r.i++; return r.i <= len(r.recs) }
+func (r *records) Record() []byte { return r.recs[r.i-1] }
+func (r *records) Err() error     { return nil }
+func (r *records) Close()         {}
+
+// TestPartNoCopy: a part record already in its one shape is the line the
+// stage writes, the record's own bytes and not a copy (an image may be
+// megabytes); another spelling is written in the one shape.
+func TestPartNoCopy(t *testing.T) {
+	canonical := []byte(`{"inline_data":{"mime_type":"image/png","data":"` + png1x1 + `"}}`)
+	camel := []byte(`{"inlineData":{"mimeType":"image/png","data":"` + png1x1 + `"}}`)
+	rs := Agent{}.Map(testCall(config.DialectAuto, config.EmitText), &records{recs: [][]byte{canonical, camel}})
+	defer rs.Close()
+	var lines [][]byte
+	for rs.Next() {
+		lines = append(lines, rs.Record())
+	}
+	if rs.Err() != nil || len(lines) < 2 {
+		t.Fatalf("%d lines, Err() = %v; want the two parts", len(lines), rs.Err())
+	}
+	if string(lines[0]) != string(canonical) || &lines[0][0] != &canonical[0] {
+		t.Errorf("line 1 = %s, a copy: %v; want the record itself", lines[0], &lines[0][0] != &canonical[0])
+	}
+	if string(lines[1]) != string(canonical) {
+		t.Errorf("line 2 = %s, want %s", lines[1], canonical)
+	}
+}

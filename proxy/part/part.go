@@ -572,6 +572,31 @@ func AppendRecord(dst []byte, p *Part) []byte {
 	}
 }
 
+// IsRecord reports whether rec, the record p was read from, is already
+// the record AppendRecord writes for p, byte for byte: an inline part
+// compact, snake_case, its members in AppendRecord's order. Then a writer
+// may pass rec on as it is and not copy the bytes (a part may be
+// megabytes). Only inline parts are checked; the others are small.
+func IsRecord(rec []byte, p *Part) bool {
+	if p.Kind != Inline {
+		return false
+	}
+	var a [256]byte
+	head := append(a[:0], `{"inline_data":{"mime_type":`...)
+	head = rawjson.AppendString(head, p.MIME, rawjson.EscapeInvalid)
+	if p.Name != "" {
+		head = append(head, `,"display_name":`...)
+		head = rawjson.AppendString(head, p.Name, rawjson.EscapeInvalid)
+	}
+	head = append(head, `,"data":"`...)
+	const tail = `"}}`
+	if len(rec) != len(head)+len(p.Base64)+len(tail) || !bytes.HasPrefix(rec, head) || !bytes.HasSuffix(rec, []byte(tail)) {
+		return false
+	}
+	data := rec[len(head) : len(rec)-len(tail)]
+	return len(data) == 0 || &data[0] == &p.Base64[0] || bytes.Equal(data, p.Base64)
+}
+
 // Budget counts the parts of one call, one way, against limits.parts.
 // The zero Budget has no caps.
 type Budget struct {

@@ -182,3 +182,31 @@ func TestBudget(t *testing.T) {
 		t.Errorf("the third part = %v, want TooLarge", err)
 	}
 }
+
+// TestIsRecord: a record already in AppendRecord's shape is known as such,
+// so that a writer may pass it on without a copy; any other spelling of
+// the same part is not.
+func TestIsRecord(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString(png1x1)
+	for rec, want := range map[string]bool{
+		`{"inline_data":{"mime_type":"image/png","data":"` + b64 + `"}}`:                         true,
+		`{"inline_data":{"mime_type":"image/png","display_name":"a.png","data":"` + b64 + `"}}`:  true,
+		`{"inline_data":{"data":"` + b64 + `","mime_type":"image/png"}}`:                         false, // members in another order
+		`{"inlineData":{"mimeType":"image/png","data":"` + b64 + `"}}`:                           false, // camelCase
+		`{"inline_data":{"display_name":"a.png","mime_type":"image/png","data":"` + b64 + `"}}`:  false,
+		`{"inline_data":{"mime_type":"image/png","data":"` + strings.TrimRight(b64, "=") + `"}}`: false, // normalized: a copy
+		`{"file_data":{"mime_type":"application/pdf","file_uri":"https://example.com/r.pdf"}}`:   false, // small: always written
+		`{"data":{"a":1}}`: false,
+	} {
+		p, err := Parse([]byte(rec), lim)
+		if err != nil {
+			t.Fatalf("Parse(%.80s) = %v", rec, err)
+		}
+		if got := IsRecord([]byte(rec), p); got != want {
+			t.Errorf("IsRecord(%.80s) = %v, want %v", rec, got, want)
+		}
+		if got := string(AppendRecord(nil, p)) == rec; got != want && p.Kind == Inline {
+			t.Errorf("AppendRecord(%.80s) is the record: %v, IsRecord says %v", rec, got, want)
+		}
+	}
+}
