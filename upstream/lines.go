@@ -38,7 +38,15 @@ func (s *linesStream) Next() bool {
 		if s.eof {
 			return s.lastLine(line)
 		}
-		if !s.setJSON(line) {
+		// A line gathered in s.line (not one in the read buffer) may
+		// become the record.
+		var ok bool
+		if len(s.line) > 0 {
+			ok = s.takeJSON(&s.line, line)
+		} else {
+			ok = s.setJSON(line)
+		}
+		if !ok {
 			s.setOutput(line)
 		}
 		return s.yield()

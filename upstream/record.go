@@ -98,6 +98,40 @@ func (f *frame) setJSON(src []byte) bool {
 	return true
 }
 
+// takeMin is the least a record's data is before takeJSON takes its
+// buffer rather than copy it: smaller ones cost less to copy than to scan
+// for whitespace first.
+const takeMin = 64 << 10
+
+// takeJSON is setJSON for src, a part of *buf, a buffer of the
+// deframer's own that it is done with. A large src without a whitespace
+// byte, which compacting leaves as it is, is checked in place and *buf's
+// array becomes the current record's: a record of megabytes (an agent's
+// image) is then held once, not twice. *buf is then the record's old
+// buffer, empty, for the deframer to go on with.
+func (f *frame) takeJSON(buf *[]byte, src []byte) bool {
+	if len(src) < takeMin || hasSpace(src) {
+		return f.setJSON(src)
+	}
+	// Nothing to drop: every byte is written where it is, so src is
+	// unchanged whether or not it is JSON.
+	b, ok := rawjson.AppendCompact(src[:0], src)
+	if !ok || len(b) != len(src) || !utf8.Valid(b) {
+		return f.setJSON(src)
+	}
+	f.rec.Reset()
+	spare := f.rec.AvailableBuffer()
+	f.rec = *bytes.NewBuffer(b)
+	*buf = spare
+	return true
+}
+
+// hasSpace reports whether b holds a byte that JSON counts as whitespace.
+func hasSpace(b []byte) bool {
+	return bytes.IndexByte(b, ' ') >= 0 || bytes.IndexByte(b, '\n') >= 0 ||
+		bytes.IndexByte(b, '\t') >= 0 || bytes.IndexByte(b, '\r') >= 0
+}
+
 // setOutput makes {"output":"<text>"} the current record.
 func (f *frame) setOutput(text []byte) {
 	f.rec.Reset()
@@ -124,13 +158,16 @@ func (f *frame) yield() bool {
 	return true
 }
 
-// appendGrow appends src to dst, doubling dst's capacity when it must
+// appendGrow appends src to dst, quadrupling dst's capacity when it must
 // grow, but not past limit unless src needs it: a buffer that creeps up to
-// the record cap costs about twice the cap in allocations, not the five
-// times of append's gentler growth.
+// the record cap costs about 4/3 of the cap in allocations, not the twice
+// of doubling or the five times of append's gentler growth, and the
+// buffers it leaves behind for the collector (an agent's image of
+// megabytes comes in reads of a few KiB) are a third of its size, not all
+// of it.
 func appendGrow(dst []byte, limit int, src ...byte) []byte {
 	if n := len(dst) + len(src); n > cap(dst) {
-		grown := make([]byte, len(dst), max(n, min(2*cap(dst), limit), 512))
+		grown := make([]byte, len(dst), max(n, min(4*cap(dst), limit), 512))
 		copy(grown, dst)
 		dst = grown
 	}

@@ -278,7 +278,8 @@ func (s *sseStream) dispatch() bool {
 	if string(bytes.TrimSpace(data)) == "[DONE]" {
 		return s.stop(nil) // OpenAI's end marker: stop reading
 	}
-	if s.setJSON(data) {
+	// The event's data buffer may become the record's.
+	if s.takeJSON(&s.data, data) {
 		return s.yield()
 	}
 	if interpolatedError(data) {
