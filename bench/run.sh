@@ -4,11 +4,11 @@
 # net/http can make (the floor for any net/http proxy), and the sidecar in
 # front of it, measured interleaved in one run; prints one Markdown table.
 #
-#   bench/run.sh            full run (bounded at 19 minutes)
-#   QUICK=1 bench/run.sh    short run, about 2 minutes (bounded at 4.9)
+#   bench/run.sh            full run (bounded at 22 minutes)
+#   QUICK=1 bench/run.sh    short run, about 2 minutes (bounded at 6.2)
 #   ONLY=unary,memory ...   only those rows (unary, throughput, latency,
 #                           firstline, memory, startup, ways, state,
-#                           auth, live, dialects), or
+#                           auth, live, parts, dialects), or
 #                           floor: the floor ladder (issue 23), unary c=32
 #                           through each rung of bench/cmd/goproxy -mode
 #                           ladder and the sidecar with and without
@@ -121,24 +121,24 @@ ulimit -n "$hard"
 args=(run -agent "$bin/agent" -sidecar "$bin/sidecar" -goproxy "$bin/goproxy" -nginx "$NGINX" -out bench/out/last.md)
 # The budgets are load's own deadline (suite.go) plus a margin: it stops
 # its processes first.
-budget=19m
+budget=22m
 if [ "${QUICK:-0}" = 1 ]; then
 	args+=(-quick)
-	budget=295s
+	budget=370s
 fi
 if [ "${KEEP:-0}" = 1 ]; then args+=(-keep); fi
 if [ -n "$load_only" ]; then args+=(-only "$load_only"); fi
 if [ -n "${BASELINE:-}" ]; then
 	args+=(-baseline "$bin/sidecar-base" -baseline-name "$base_rev")
-	budget=$([ "${QUICK:-0}" = 1 ] && echo 355s || echo 22m) # six variants, not five
+	budget=$([ "${QUICK:-0}" = 1 ] && echo 430s || echo 25m) # six variants, not five
 fi
 if [ "${VARIANT_NETHTTP:-0}" = 1 ]; then
 	args+=(-nethttp "$bin/sidecar-nethttp")
 	# one more variant: load's own deadline grows by a fifth, and so does this
 	if [ -n "${BASELINE:-}" ]; then
-		budget=$([ "${QUICK:-0}" = 1 ] && echo 415s || echo 25m)
+		budget=$([ "${QUICK:-0}" = 1 ] && echo 490s || echo 28m)
 	else
-		budget=$([ "${QUICK:-0}" = 1 ] && echo 355s || echo 22m)
+		budget=$([ "${QUICK:-0}" = 1 ] && echo 430s || echo 25m)
 	fi
 fi
 # load stops its own processes on SIGTERM, and on its own deadline.

@@ -21,7 +21,9 @@
 // Each is flushed as it is written.
 //
 // GET /live is a WebSocket echo (live.go): every frame, text or binary,
-// sent back as it came, for the live rows (issue 39).
+// sent back as it came, for the live rows (issue 39). POST /part answers a
+// 5 MiB PNG as one inline part record, or its base64 as text (part.go),
+// for the parts rows (issue 41).
 package main
 
 import (
@@ -59,6 +61,7 @@ func run(ctx context.Context, args []string) error {
 	mux.HandleFunc("/query", a.query)
 	mux.HandleFunc("/stream", a.stream)
 	mux.HandleFunc("/live", live)
+	mux.HandleFunc("/part", part)
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	fmt.Fprintln(os.Stderr, "agent listening on", ln.Addr())
 	return cli.Serve(ctx, ln, mux)

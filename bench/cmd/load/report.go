@@ -34,6 +34,7 @@ type results struct {
 	state   string // the state rows' table (state.go), "" when not run
 	auth    string // the auth rows' table (auth.go), "" when not run
 	live    string // the live rows' table (live.go), "" when not run
+	parts   string // the parts rows' table (parts.go), "" when not run
 }
 
 type unaryRow struct {

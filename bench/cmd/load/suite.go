@@ -61,7 +61,10 @@ type plan struct {
 	authBudget time.Duration
 	// liveBudget is the same for the live rows (three variants whatever
 	// the run's: the sidecar of this tree only).
-	liveBudget       time.Duration
+	liveBudget time.Duration
+	// partsBudget is the same for the parts rows: a fresh sidecar of this
+	// tree (and of the baseline) per call, image and text, each round.
+	partsBudget      time.Duration
 	idleOpenParallel int
 	// The live rows: liveConns connections × liveWindow frames of
 	// liveFrameSize bytes in flight for frames/s (for unaryDur after
@@ -78,7 +81,7 @@ func fullPlan() plan {
 		latStreams: 64, latEvents: 1500, latGap: time.Millisecond,
 		ttflCount: 200, memLevels: []int{1000, 10000}, memRounds: 3, startups: 20,
 		deadline: 11 * time.Minute, stateBudget: 100 * time.Second, authBudget: 2 * time.Minute, idleOpenParallel: 64,
-		liveBudget: 150 * time.Second, liveConns: 32, liveWindow: 16, liveFrameSize: 100, livePings: 3000, liveIdle: 1000,
+		liveBudget: 150 * time.Second, partsBudget: 150 * time.Second, liveConns: 32, liveWindow: 16, liveFrameSize: 100, livePings: 3000, liveIdle: 1000,
 	}
 }
 
@@ -95,6 +98,7 @@ func quickPlan() plan {
 	p.stateBudget = 25 * time.Second
 	p.authBudget = 45 * time.Second
 	p.liveBudget = 40 * time.Second
+	p.partsBudget = 75 * time.Second
 	p.livePings = 1000
 	return p
 }
@@ -180,7 +184,7 @@ func runSuite(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a short run (under two minutes)")
 	out := fs.String("out", "", "also write the report to this file")
 	keep := fs.Bool("keep", false, "keep the work directory (configs, logs)")
-	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup, ways, state, auth, live; floor (the floor ladder) only when named")
+	only := fs.String("only", "", "run only these rows, comma-separated: unary, throughput, latency, firstline, memory, startup, ways, state, auth, live, parts; floor (the floor ladder) only when named")
 	baseline := fs.String("baseline", "", "a sidecar binary of another revision, run as one more variant with the sidecar's config")
 	baseName := fs.String("baseline-name", "baseline", "the baseline's name in the table: sidecar@NAME")
 	nethttp := fs.String("nethttp", "", "the sidecar built with -tags nethttp (net/http's Transport to the agent), run as one more variant with the sidecar's config")
@@ -197,7 +201,7 @@ func runSuite(ctx context.Context, args []string) error {
 	if *nethttp != "" {
 		p.deadline += p.deadline / 5
 	}
-	p.deadline += p.stateBudget + p.authBudget + p.liveBudget
+	p.deadline += p.stateBudget + p.authBudget + p.liveBudget + p.partsBudget
 	dir, err := os.MkdirTemp("", "sidecar-bench-")
 	if err != nil {
 		return err
@@ -256,6 +260,7 @@ func runSuite(ctx context.Context, args []string) error {
 		{"state", "A2A and MCP calls with the memory store and with Redis", s.stateRows, false},
 		{"auth", "a protected call: the caller's token checked", s.authRows, false},
 		{"live", "live conversations: frames/s, latency per frame, memory per idle conversation", s.liveRows, false},
+		{"parts", "a 5 MiB image through the MCP and A2A doors, against the same bytes as text", s.partsRows, false},
 		{"floor", "the floor ladder", s.floorRows, true},
 	}
 	wanted := map[string]bool{}
@@ -266,7 +271,7 @@ func runSuite(ctx context.Context, args []string) error {
 	}
 	for k := range wanted {
 		if !slices.ContainsFunc(steps, func(st step) bool { return st.key == k }) {
-			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup, ways, state, auth, live or floor)", k)
+			return fmt.Errorf("-only: no row %q (want unary, throughput, latency, firstline, memory, startup, ways, state, auth, live, parts or floor)", k)
 		}
 	}
 	for _, st := range steps {
@@ -279,7 +284,7 @@ func runSuite(ctx context.Context, args []string) error {
 		}
 	}
 	s.stopAll()
-	report := s.report(time.Since(began), *quick) + s.res.ways + s.res.state + s.res.auth + s.res.live + s.res.floor
+	report := s.report(time.Since(began), *quick) + s.res.ways + s.res.state + s.res.auth + s.res.live + s.res.parts + s.res.floor
 	fmt.Print(report)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
