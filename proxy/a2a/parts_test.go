@@ -641,11 +641,12 @@ func (z *zeros) Write(p []byte) (int, error) {
 
 // TestPartsOutMemory: a 5 MiB image from the agent, sent and streamed in
 // every binding and version, reaches the caller whole while the sidecar
-// allocates at most 6 times its base64 in all, the test's client reading
-// it as it streams. Measured: the agent's record read, about 3.3 times
-// (upstream's SSE reader, growing), the task's copy once, and for
-// message/stream the frame written once more; message/send writes the
-// task from its copy, a piece at a time.
+// allocates at most 3.6 times its base64 in all, the test's client
+// reading it as it streams. Measured, 3.1 times: the agent's record read
+// (upstream's record buffer, grown to limits.record_bytes), the task's
+// copy once; message/send writes the task from its copy, and
+// message/stream its artifact-update (frames.Hooks.RecordTo), a piece at
+// a time. Building the stream's frame whole cost 1 time more.
 func TestPartsOutMemory(t *testing.T) {
 	url := serveParts(t, "image", "limits: {request_bytes: 1MiB, parts: {bytes: 5MiB, total: 16MiB}}")
 	const size = 5 << 20
@@ -666,8 +667,8 @@ func TestPartsOutMemory(t *testing.T) {
 				t.Fatalf("%s stream=%v: %d, the image's zeros %d base64 characters, want %d", w.name, stream, resp.StatusCode, z.longest, b64-12)
 			}
 			t.Logf("%s stream=%v: a 5 MiB image out: %.1f MB allocated, %.1fx its base64", w.name, stream, float64(used)/1e6, float64(used)/float64(b64))
-			if used > 6*uint64(b64) && !raceEnabled {
-				t.Errorf("%s stream=%v: a 5 MiB image out allocated %d bytes, more than 6x its base64 (%d)", w.name, stream, used, b64)
+			if used > 36*uint64(b64)/10 && !raceEnabled {
+				t.Errorf("%s stream=%v: a 5 MiB image out allocated %d bytes, more than 3.6x its base64 (%d)", w.name, stream, used, b64)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -130,7 +131,7 @@ func (c content) Stopped() error { return c.ex.stopped }
 func (ex *exchange) events(w http.ResponseWriter) *frames.Writer {
 	if ex.out == nil {
 		ex.out = frames.New(w, "text/event-stream", "data: ", "\n\n", frames.Hooks{
-			Begin: ex.begin, Record: ex.artifactUpdate, End: ex.closing, Fail: ex.failed})
+			Begin: ex.begin, Record: ex.artifactUpdate, RecordTo: ex.fileUpdate, End: ex.closing, Fail: ex.failed})
 	}
 	return ex.out
 }
@@ -167,6 +168,24 @@ func (ex *exchange) artifactUpdate(dst, record []byte) []byte {
 	}
 	ex.parts++
 	return dst
+}
+
+// fileUpdate writes the artifact-update of record itself when it is an
+// inline part (frames.Hooks.RecordTo): the frame around a mark, the
+// base64 the task keeps written in the mark's place, never copied into
+// the frame; nil for any other record, which artifactUpdate frames.
+func (ex *exchange) fileUpdate(record []byte) func(io.Writer) error {
+	if ex.cur == nil || ex.cur.Kind != gpart.Inline {
+		return nil
+	}
+	p := ex.partOf(record)
+	ex.tasks.addPart(ex.task, p)
+	frame := ex.frame(ex.v.artifactUpdate(ex.task, p, ex.parts == 0))
+	ex.parts++
+	return func(w io.Writer) error {
+		_, err := writeText(w, frame, rawTexts(p))
+		return err
+	}
 }
 
 // partOf is the artifact part of record: the part contentOf read, when

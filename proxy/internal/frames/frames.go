@@ -27,6 +27,11 @@ type Hooks struct {
 	// wrapper around each record (A2A: a JSON-RPC response carrying the
 	// request's id). Nil: the record as it is.
 	Record func(dst, record []byte) []byte
+	// RecordTo, when set, is asked first for each record: a non-nil
+	// write writes the record's frame data itself to the stream, its
+	// pieces never gathered into one buffer (an A2A file part's base64,
+	// megabytes, written from where it is kept); nil: Record frames it.
+	RecordTo func(record []byte) (write func(w io.Writer) error)
 	// End is the data of the frames that close the stream once its
 	// records ended, err being how (nil: cleanly): a closing frame such
 	// as "[DONE]", A2A's final status-update. A failure is written after
@@ -138,8 +143,23 @@ func (f *Writer) Copy(r core.Records) error {
 	return nil
 }
 
-// write writes one frame, its data data, or what wrap makes of it.
+// write writes one frame, its data data, or what wrap makes of it. A
+// record the RecordTo hook writes itself is written so, between the
+// prefix and the suffix.
 func (f *Writer) write(data []byte, wrap func(dst, data []byte) []byte) (int, error) {
+	if f.hooks.RecordTo != nil && wrap != nil {
+		if to := f.hooks.RecordTo(data); to != nil {
+			c := counter{w: f.w}
+			_, err := io.WriteString(&c, f.prefix)
+			if err == nil {
+				err = to(&c)
+			}
+			if err == nil {
+				_, err = io.WriteString(&c, f.suffix)
+			}
+			return c.n, err
+		}
+	}
 	f.line = append(f.line[:0], f.prefix...)
 	if wrap != nil {
 		f.line = wrap(f.line, data)
@@ -213,3 +233,15 @@ func (f *Writer) Wrote() (records int, bytes int64, first time.Time) {
 }
 
 var _ core.Encoder = (*Writer)(nil)
+
+// counter counts what is written through it.
+type counter struct {
+	w io.Writer
+	n int
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
