@@ -318,12 +318,13 @@ func (r *Records) readPart(e *Event) error {
 	return nil
 }
 
-// splitPrefixes are how the deframer's text record begins when an SSE
-// event's data is a part record cut over several data lines.
-var splitPrefixes = [][]byte{
-	[]byte(`{"output":"{\"inline_data\":`), []byte(`{"output":"{\"inlineData\":`),
-	[]byte(`{"output":"{\"file_data\":`), []byte(`{"output":"{\"fileData\":`),
-}
+// splitHead is how the deframer's text record of a JSON object begins,
+// and splitPrefixes how it goes on when an SSE event's data is a part
+// record cut over several data lines.
+var (
+	splitHead     = []byte(`{"output":"{\"`)
+	splitPrefixes = [][]byte{[]byte(`inline_data\":`), []byte(`inlineData\":`), []byte(`file_data\":`), []byte(`fileData\":`)}
+)
 
 // splitPart is the part record of rec when rec is the deframer's text
 // record ({"output": "<data>"}) of an SSE event whose data lines are a
@@ -332,9 +333,12 @@ var splitPrefixes = [][]byte{
 // data for text. Without the breaks it is the record (base64 has none of
 // its own). Any other record is not read past its first bytes.
 func splitPart(rec []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(rec, splitHead) {
+		return nil, false
+	}
 	split := false
 	for _, p := range splitPrefixes {
-		split = split || bytes.HasPrefix(rec, p)
+		split = split || bytes.HasPrefix(rec[len(splitHead):], p)
 	}
 	if !split {
 		return nil, false

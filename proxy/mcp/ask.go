@@ -279,7 +279,7 @@ func (ex *exchange) asked(q *ask.Question, write func([]byte) error) (next core.
 	if err != nil || failed != "" {
 		return nil, response(ex.id, ex.result(failed, nil, true), nil), err
 	}
-	next, err = ex.again(r)
+	next, err = ask.Again(ex.ctx, ex.agent, ex.call, ex.stream, r)
 	if err != nil {
 		ex.stopped = err // the Server fails the stream with it
 		return nil, nil, nil
@@ -340,47 +340,6 @@ func (ex *exchange) elicit(q *ask.Question, m modes, write func([]byte) error) (
 	}
 	return r, "", nil
 }
-
-// again calls the tool's method again, its input the arguments with
-// reply r, in the call's context.
-func (ex *exchange) again(r ask.Reply) (core.Records, error) {
-	c := ex.call
-	raw := ask.WithReply(c.Input.Raw, r)
-	c.Input = core.Input{Raw: raw}
-	if core.ReadsFields(c.Method) {
-		in, err := core.ParseInput(raw)
-		if err != nil {
-			return nil, err
-		}
-		c.Input = in
-	}
-	if !ex.stream {
-		out, err := ex.agent.Unary(ex.ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		return &output{out: out}, nil
-	}
-	return ex.agent.Stream(ex.ctx, c)
-}
-
-// output is a unary call's output as one record, so that a unary tool's
-// call again is read as a stream's.
-type output struct {
-	out  json.RawMessage
-	done bool
-}
-
-func (o *output) Next() bool {
-	if o.done {
-		return false
-	}
-	o.done = true
-	return true
-}
-func (o *output) Record() []byte { return o.out }
-func (o *output) Err() error     { return nil }
-func (o *output) Close()         {}
 
 // question reads a unary call's output as a question, when it is one:
 // nil otherwise, or a failure when it is a malformed one.

@@ -21,6 +21,7 @@ package part
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -463,14 +464,14 @@ func normalize(s []byte, escaped bool) ([]byte, error) {
 			case 'n', 'r':
 				continue
 			case 'u':
+				var v [1]byte
 				if i+4 < len(s) && string(s[i+1:i+3]) == "00" {
-					var v byte
-					if _, err := fmt.Sscanf(string(s[i+3:i+5]), "%02x", &v); err == nil {
+					if _, err := hex.Decode(v[:], s[i+3:i+5]); err == nil {
 						i += 4
-						if v == '\n' || v == '\r' {
+						if v[0] == '\n' || v[0] == '\r' {
 							continue
 						}
-						c = v
+						c = v[0]
 						break
 					}
 				}
@@ -602,7 +603,6 @@ func IsRecord(rec []byte, p *Part) bool {
 type Budget struct {
 	lim  config.Parts
 	used int64
-	n    int
 }
 
 // NewBudget is a Budget for lim.
@@ -610,7 +610,6 @@ func NewBudget(lim config.Parts) *Budget { return &Budget{lim: lim} }
 
 // Take counts p; past lim.Total it is an *Error, TooLarge.
 func (b *Budget) Take(p *Part) error {
-	b.n++
 	size := p.Size
 	if p.Kind == Data {
 		size = int64(len(p.Value))
