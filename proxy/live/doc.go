@@ -9,6 +9,15 @@
 // per-caller limits and the count of conversations at once are the
 // proxy's, before Accept.
 //
+// Between two WebSockets (both sides a *WS) frames pass as the peer sent
+// them: the caller's are masked, as the agent expects of the relay that
+// dialled it, and the agent's are not, as the caller expects of the
+// relay it dialled, so their bytes are valid on the other side as they
+// are. Each side's reader checks every frame's header (the caps, the
+// masking, the opcodes) and hands the whole frames it read to the other
+// side's socket with one write(2) that does not wait; only what the
+// socket does not take then is copied to the queue, for a writer.
+//
 // The invariants:
 //
 //   - Memory is bounded: each direction holds at most

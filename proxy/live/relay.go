@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,7 @@ type pipe struct {
 	src, dst Side
 	q        queue
 	queued   atomic.Int64 // bytes in q
+	waiting  atomic.Int64 // messages in q
 	count    struct{ frames, bytes atomic.Int64 }
 	// writing is set while a writer runs (or is about to); held holds
 	// the writer's place for its whole run, so that the end's flush
@@ -135,9 +137,13 @@ type pipe struct {
 	held    sync.Mutex
 }
 
+// frame is a message to write, or a Chunk of whole frames as a peer sent
+// them: its messages and payload bytes are what it counts for.
 type frame struct {
-	typ  websocket.MessageType
-	data []byte
+	typ           websocket.MessageType
+	data          []byte
+	chunk         bool
+	frames, bytes int64
 }
 
 // queue is a direction's frames read and not yet written, first in first
@@ -173,6 +179,16 @@ func (q *queue) pop() (frame, bool) {
 		}
 	}
 	return f, true
+}
+
+// peek is the oldest frame, left in q; false when there is none.
+func (q *queue) peek() (frame, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.frames) {
+		return frame{}, false
+	}
+	return q.frames[q.head], true
 }
 
 func (q *queue) len() int {
@@ -371,34 +387,180 @@ func (rl *Relay) conn(s Side) Conn {
 
 // read reads p.src's frames into p.q until it fails or the conversation
 // ends, starting p's writer when none runs; a full queue ends it (the
-// reader at p.dst is too slow).
+// reader at p.dst is too slow). Between two WebSockets it passes frames
+// on as they came (readChunks).
 func (rl *Relay) read(p *pipe) {
 	src := rl.conn(p.src)
+	if s, ok := src.(*WS); ok {
+		if d, ok := rl.conn(p.dst).(*WS); ok {
+			rl.readChunks(p, s, d)
+			return
+		}
+	}
 	for {
 		typ, data, err := src.Read(context.Background())
 		if err != nil {
 			rl.end(readEnding(p.src, err))
 			return
 		}
-		n := int64(len(data))
-		if p.q.len() >= rl.lim.QueueFrames || p.queued.Load()+n > rl.lim.QueueBytes {
-			rl.end(slowEnding(p.dst, p.q.len(), p.queued.Load()))
+		if !rl.enqueue(p, frame{typ: typ, data: data, frames: 1, bytes: int64(len(data))}) {
 			return
 		}
-		rl.last.Store(int64(time.Since(rl.start)))
-		p.queued.Add(n)
-		p.q.push(frame{typ, data})
 		// A message already read behind this one (a burst read at
 		// once) is queued too before a writer is woken, up to half the
 		// caps: the writer then sends the burst in one batch, not one
 		// write and one wake-up a frame.
-		if pending(src) && p.q.len() < rl.lim.QueueFrames/2 && p.queued.Load() < rl.lim.QueueBytes/2 {
+		if pending(src) && p.waiting.Load() < int64(rl.lim.QueueFrames/2) && p.queued.Load() < rl.lim.QueueBytes/2 {
 			continue
+		}
+		if p.writing.CompareAndSwap(false, true) && !rl.writeNow(p) {
+			rl.wg.Go(func() { rl.write(p) })
+		}
+	}
+}
+
+// enqueue queues f for p's writer; false when that would take p past
+// limits.live's caps, which ends the conversation (the reader at p.dst
+// is too slow).
+func (rl *Relay) enqueue(p *pipe, f frame) bool {
+	n := int64(len(f.data))
+	if p.waiting.Load()+f.frames > int64(rl.lim.QueueFrames) || p.queued.Load()+n > rl.lim.QueueBytes {
+		rl.end(slowEnding(p.dst, p.waiting.Load(), p.queued.Load()))
+		return false
+	}
+	rl.last.Store(int64(time.Since(rl.start)))
+	p.queued.Add(n)
+	p.waiting.Add(f.frames)
+	p.q.push(f)
+	return true
+}
+
+// readChunks is read between two WebSockets: the frames src's peer sent
+// are passed on to dst's as they are (Chunks), not taken apart and made
+// again. With nothing queued, the reader writes a chunk itself with one
+// write(2) that does not wait, straight from src's read buffer; what the
+// socket does not take then is queued, copied, for a writer, as a slow
+// reader's frames are.
+func (rl *Relay) readChunks(p *pipe, src, dst *WS) {
+	err := src.Pump(func(ch Chunk) error {
+		f := frame{data: ch.Data, chunk: true, frames: ch.Frames, bytes: ch.Bytes}
+		if p.q.len() == 0 && p.writing.CompareAndSwap(false, true) {
+			n, done := rl.writeChunkNow(p, dst, f)
+			if done {
+				return nil
+			}
+			f.data = f.data[n:]
+			if !ch.Owned || n > 0 {
+				f.data = slices.Clone(f.data)
+			}
+			if !rl.enqueue(p, f) {
+				p.writing.Store(false)
+				return errEnded
+			}
+			rl.wg.Go(func() { rl.write(p) })
+			return nil
+		}
+		if !ch.Owned {
+			f.data = slices.Clone(f.data)
+		}
+		if !rl.enqueue(p, f) {
+			return errEnded
 		}
 		if p.writing.CompareAndSwap(false, true) {
 			rl.wg.Go(func() { rl.write(p) })
 		}
+		return nil
+	})
+	if err != errEnded {
+		rl.end(readEnding(p.src, err))
 	}
+}
+
+// errEnded stops a Pump whose conversation ended.
+var errEnded = errors.New("the conversation ended")
+
+// writeChunkNow writes f, a chunk, to dst from p's reader, which holds
+// p's writing place, with one write(2) that does not wait: the bytes the
+// socket took, and true when nothing is left for a writer (the place
+// handed back: all of f went, or the conversation ended).
+func (rl *Relay) writeChunkNow(p *pipe, dst *WS, f frame) (int, bool) {
+	if !p.held.TryLock() {
+		return 0, false
+	}
+	defer p.held.Unlock()
+	select {
+	case <-rl.done:
+		return 0, false
+	default:
+	}
+	n, err := dst.TryWriteChunk(rl.writes, f.data)
+	switch {
+	case err != nil:
+		rl.end(writeEnding(p.dst, err))
+	case n < len(f.data):
+		return n, false
+	default:
+		p.count.frames.Add(f.frames)
+		p.count.bytes.Add(f.bytes)
+		rl.last.Store(int64(time.Since(rl.start)))
+	}
+	p.writing.Store(false)
+	return n, true
+}
+
+// A nowWriter is a Batcher that can also send without waiting: the
+// relay's reader writes a burst to it itself, rather than waking a
+// writer, when the socket takes it at once (a *WS).
+type nowWriter interface {
+	Conn
+	Batcher
+	// Fits reports whether a message of size bytes can be written
+	// without sending what is buffered first.
+	Fits(size int) bool
+	// TryFlush sends as much of the buffer as the socket takes now;
+	// true when all of it went.
+	TryFlush(ctx context.Context) (bool, error)
+}
+
+// writeNow writes p's queue from p's reader, which holds p's writing
+// place: the frames that fit in p.dst's write buffer, then one write(2)
+// that does not wait. True when nothing is left for a writer (the place
+// handed back, or the conversation ended); false when a writer must take
+// over the rest: a socket that did not take it all (a slow reader), a
+// frame too big for the buffer, or the end under way.
+func (rl *Relay) writeNow(p *pipe) bool {
+	dst, ok := rl.conn(p.dst).(nowWriter)
+	if !ok || !p.held.TryLock() {
+		return false
+	}
+	defer p.held.Unlock()
+	select {
+	case <-rl.done:
+		return false
+	default:
+	}
+	for {
+		f, ok := p.q.peek()
+		if !ok || !dst.Fits(len(f.data)) {
+			break
+		}
+		p.q.pop()
+		if !rl.send(p, dst, f) {
+			p.writing.Store(false)
+			return true
+		}
+	}
+	sent, err := dst.TryFlush(rl.writes)
+	if err != nil {
+		rl.end(writeEnding(p.dst, err))
+		p.writing.Store(false)
+		return true
+	}
+	if !sent || p.q.len() > 0 {
+		return false
+	}
+	p.writing.Store(false)
+	return true
 }
 
 // pending reports whether c has a whole message read already, which its
@@ -448,10 +610,12 @@ func (rl *Relay) write(p *pipe) {
 // it; false when the write failed, which ends the conversation (dst is
 // gone) unless it already ended.
 func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
-	n := int64(len(f.data))
-	p.queued.Add(-n)
+	p.queued.Add(-int64(len(f.data)))
+	p.waiting.Add(-f.frames)
 	var err error
-	if b, ok := dst.(Batcher); ok {
+	if d, ok := dst.(*WS); ok && f.chunk {
+		err = d.WriteChunk(rl.writes, f.data)
+	} else if b, ok := dst.(Batcher); ok {
 		err = b.WriteNoFlush(rl.writes, f.typ, f.data)
 	} else {
 		err = dst.Write(rl.writes, f.typ, f.data)
@@ -460,8 +624,8 @@ func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 		rl.end(writeEnding(p.dst, err))
 		return false
 	}
-	p.count.frames.Add(1)
-	p.count.bytes.Add(n)
+	p.count.frames.Add(f.frames)
+	p.count.bytes.Add(f.bytes)
 	rl.last.Store(int64(time.Since(rl.start)))
 	return true
 }
@@ -581,7 +745,7 @@ func lost(side Side) ending {
 
 // slowEnding is the end of a conversation whose reader at side let
 // frames frames, queued bytes, pile up to the cap.
-func slowEnding(side Side, frames int, queued int64) ending {
+func slowEnding(side Side, frames, queued int64) ending {
 	why := fmt.Sprintf("too slow a reader: %d frames (%d bytes) waiting, the most limits.live allows", frames, queued)
 	if side == Caller {
 		return ending{by: Sidecar, outcome: metrics.CallerLeft,

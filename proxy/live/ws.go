@@ -23,23 +23,26 @@ import (
 
 // WS is a WebSocket as the relay needs it, on the relay's own frame code
 // (github.com/gobwas/ws for the handshakes and the masking): the caller's,
-// as Accept upgrades it, and the agent's, as Dial opens it. It reads whole
-// messages (fragments joined, pings answered, pongs dropped, the peer's
-// close answered and returned as a websocket.CloseError, a message over
-// the read limit an error wrapping websocket.ErrMessageTooBig) and writes
-// each message as one frame (masked when it dialled), either at once
-// (Write) or batched (WriteNoFlush, then Flush: the relay flushes once its
-// queue is empty, so many frames go out in one write(2) and a lone frame
-// at once).
+// as Accept upgrades it, and the agent's, as Dial opens it. It is read
+// one of two ways. Read reads whole messages (fragments joined, pings
+// answered, pongs dropped, the peer's close answered and returned as a
+// websocket.CloseError, a message over the read limit an error wrapping
+// websocket.ErrMessageTooBig), for a door's framing. Pump hands on data
+// frames as the peer sent them, checked but not taken apart, for a relay
+// to another WS (WriteChunk, TryWriteChunk). It writes each message as
+// one frame (masked when it dialled), either at once (Write) or batched
+// (WriteNoFlush, then Flush or TryFlush: many frames go out in one
+// write(2) and a lone frame at once).
 //
 // Idle, it holds no buffer: its read buffer is taken from a pool when
 // bytes arrive and given back once they are parsed (it waits for the
 // socket to be readable holding none), its write buffer once a batch is
-// flushed. One goroutine reads (Read) and one writes at a time; Read
-// answers pings and the peer's close itself, under the write lock.
+// sent. One goroutine reads (Read or Pump) and one writes at a time; the
+// reader answers pings and the peer's close itself, under the write lock.
 type WS struct {
 	conn   net.Conn
 	raw    syscall.RawConn // conn's, to wait for bytes holding no buffer; nil: none
+	io     rawIO           // raw's reads and writes
 	client bool            // it dialled: frames written are masked
 	proto  string          // the subprotocol chosen; "": none
 	limit  int64           // a message's most bytes; negative: none
@@ -56,15 +59,27 @@ type WS struct {
 	tooBig    bool          // rerr is a message over the limit: the stream is still in step
 	ctrl      [maxControl]byte
 	closeRcvd atomic.Bool
+	// A message under way, for Pump: its fragments' bytes so far; and a
+	// frame bigger than the read buffer, (*big)[:bigN] read so far.
+	inMessage    bool
+	messageBytes int64
+	big          []byte
+	bigN         int
 
 	// The write side.
 	wmu       sync.Mutex
-	bw        *bufio.Writer // pooled; nil while nothing waits to be flushed
-	werr      error         // what broke writing
+	wbuf      *[]byte // pooled; nil while nothing waits to be sent
+	wn        int     // (*wbuf)[:wn] waits to be sent
+	werr      error   // what broke writing
 	closeSent bool
-	wctx      context.Context // the context watched for writes
-	wstop     func() bool
-	writing   atomic.Bool // a write of the relay's is under way
+	// midFrame is set while TryWriteChunk left a frame half sent: the
+	// control frames Read answers with wait in heldPong and heldClose
+	// until WriteChunk sends the rest.
+	midFrame            bool
+	heldPong, heldClose *[]byte
+	wctx                context.Context // the context watched for writes
+	wstop               func() bool
+	writing             atomic.Bool // a write of the relay's is under way
 	// dlmu orders the write deadlines set by wctx's end and by Close;
 	// closing is set once Close set its own.
 	dlmu    sync.Mutex
@@ -109,7 +124,7 @@ const (
 
 var (
 	readBufs  = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
-	writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
+	writeBufs = sync.Pool{New: func() any { b := make([]byte, writeBufSize); return &b }}
 	// aLongTimeAgo is a deadline that has passed: it interrupts I/O.
 	aLongTimeAgo = time.Unix(1, 0)
 	errClosing   = errors.New("the WebSocket is closing")
@@ -117,6 +132,9 @@ var (
 
 func newWS(conn net.Conn, pre *bufio.Reader, prePooled, client bool, proto string) *WS {
 	c := &WS{conn: conn, raw: rawConn(conn), client: client, proto: proto, limit: defaultReadLimit}
+	if c.raw != nil {
+		c.initRaw()
+	}
 	if pre != nil && pre.Buffered() > 0 {
 		c.pre, c.prePooled = pre, prePooled
 	} else if pre != nil && prePooled {
@@ -287,20 +305,8 @@ func (c *WS) message() (websocket.MessageType, []byte, error) {
 		}
 		switch h.op {
 		case opPing, opPong, opClose:
-			if !h.fin || h.length > maxControl {
-				return 0, nil, c.protocolError("a fragmented or oversized control frame")
-			}
-			p := c.ctrl[:h.length]
-			if err := c.payload(p, h); err != nil {
+			if err := c.controlFrame(h); err != nil {
 				return 0, nil, err
-			}
-			switch h.op {
-			case opPing:
-				if err := c.control(opPong, p); err != nil {
-					return 0, nil, err
-				}
-			case opClose:
-				return 0, nil, c.closeFrame(p)
 			}
 			continue
 		case opText, opBinary:
@@ -338,6 +344,26 @@ func (c *WS) message() (websocket.MessageType, []byte, error) {
 			return typ, msg, nil
 		}
 	}
+}
+
+// controlFrame reads the payload of a control frame whose header h was
+// read and acts on it: a ping answered, a pong dropped, a close answered
+// and returned as a websocket.CloseError.
+func (c *WS) controlFrame(h header) error {
+	if !h.fin || h.length > maxControl {
+		return c.protocolError("a fragmented or oversized control frame")
+	}
+	p := c.ctrl[:h.length]
+	if err := c.payload(p, h); err != nil {
+		return err
+	}
+	switch h.op {
+	case opPing:
+		return c.control(opPong, p)
+	case opClose:
+		return c.closeFrame(p)
+	}
+	return nil
 }
 
 // closeFrame answers the peer's close frame, payload p, with its own
@@ -504,7 +530,7 @@ func (c *WS) fill() error {
 	if c.r == c.w && c.raw != nil {
 		c.releaseRead()
 		c.slab = nil // what is left of it goes once its frames are written
-		n, err := readRaw(c.raw, c.takeRead, c.releaseRead)
+		n, err := c.readRaw()
 		if err != nil {
 			return err
 		}
@@ -584,13 +610,53 @@ func (c *WS) WriteNoFlush(ctx context.Context, typ websocket.MessageType, data [
 func (c *WS) Flush(ctx context.Context) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.bw == nil {
+	if c.wbuf == nil {
 		return nil
 	}
 	if err := c.startWrite(ctx); err != nil {
 		return err
 	}
 	return c.endWrite(ctx, c.flush())
+}
+
+// Fits reports whether a message of size bytes fits in the write
+// buffer behind what it holds: WriteNoFlush would not have to send
+// first.
+func (c *WS) Fits(size int) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	room := writeBufSize - c.wn
+	return maxHeader+size <= room
+}
+
+// TryFlush sends what WriteNoFlush buffered as far as the socket takes it
+// now, with one write(2) that does not wait; true when all of it went.
+// What did not go stays buffered for Flush. False, with no error, when c
+// cannot write without waiting (no raw socket).
+func (c *WS) TryFlush(ctx context.Context) (bool, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wbuf == nil {
+		return true, nil
+	}
+	if c.raw == nil {
+		return false, nil
+	}
+	if err := c.startWrite(ctx); err != nil {
+		return false, err
+	}
+	buf := (*c.wbuf)[:c.wn]
+	n, err := c.writeRaw(buf)
+	if err != nil {
+		return false, c.endWrite(ctx, err)
+	}
+	c.endWrite(ctx, nil)
+	if n == len(buf) {
+		c.dropWriter()
+		return true, nil
+	}
+	c.wn = copy(buf, buf[n:])
+	return false, nil
 }
 
 // startWrite readies a write of the relay's, bounded by ctx: ctx ending
@@ -659,6 +725,15 @@ func (c *WS) control(op byte, p []byte) error {
 	if c.werr != nil || c.closeSent {
 		return nil
 	}
+	if c.midFrame {
+		held := slices.Clone(p)
+		if op == opClose {
+			c.heldClose = &held
+		} else {
+			c.heldPong = &held
+		}
+		return nil
+	}
 	if op == opClose {
 		c.closeSent = true
 	}
@@ -673,74 +748,103 @@ func (c *WS) control(op byte, p []byte) error {
 	return err
 }
 
-// frame writes one final frame of op into the write buffer (wmu held).
+// frame writes one final frame of op into the write buffer (wmu held),
+// sending what is buffered first when the frame does not fit behind it.
+// A payload bigger than the buffer goes out through it (masked) or
+// straight from data (unmasked).
 func (c *WS) frame(op byte, data []byte) error {
-	if c.bw == nil {
-		c.bw = writeBufs.Get().(*bufio.Writer)
-		c.bw.Reset(c.conn)
-	}
 	var h [maxHeader]byte
-	h[0] = 0x80 | op
-	n := 2
-	switch l := len(data); {
-	case l <= 125:
-		h[1] = byte(l)
-	case l <= 0xffff:
-		h[1] = 126
-		binary.BigEndian.PutUint16(h[2:], uint16(l))
-		n = 4
-	default:
-		h[1] = 127
-		binary.BigEndian.PutUint64(h[2:], uint64(l))
-		n = 10
-	}
-	var mask [4]byte
-	if c.client {
-		h[1] |= 0x80
-		binary.LittleEndian.PutUint32(mask[:], rand.Uint32())
-		copy(h[n:], mask[:])
-		n += 4
-	}
-	if _, err := c.bw.Write(h[:n]); err != nil {
-		return err
-	}
-	if !c.client {
-		_, err := c.bw.Write(data)
-		return err
-	}
-	for off := 0; off < len(data); { // masked through the buffer's free room: data is not touched
-		if c.bw.Available() == 0 {
-			if err := c.bw.Flush(); err != nil {
-				return err
-			}
-		}
-		buf := c.bw.AvailableBuffer()
-		k := min(cap(buf), len(data)-off)
-		buf = append(buf, data[off:off+k]...)
-		ws.Cipher(buf, mask, off)
-		if _, err := c.bw.Write(buf); err != nil {
+	n := c.frameHeader(h[:], op, len(data))
+	if len(c.room()) < n+min(len(data), writeBufSize-maxHeader) {
+		if err := c.send(); err != nil {
 			return err
 		}
+	}
+	c.wn += copy(c.room(), h[:n])
+	if !c.client {
+		if len(data) <= len(c.room()) {
+			c.wn += copy(c.room(), data)
+			return nil
+		}
+		if err := c.send(); err != nil {
+			return err
+		}
+		_, err := c.conn.Write(data)
+		return err
+	}
+	mask := [4]byte(h[n-4 : n])
+	for off := 0; off < len(data); { // masked through the buffer's free room: data is not touched
+		room := c.room()
+		if len(room) == 0 {
+			if err := c.send(); err != nil {
+				return err
+			}
+			room = c.room()
+		}
+		k := copy(room, data[off:])
+		ws.Cipher(room[:k], mask, off)
+		c.wn += k
 		off += k
 	}
 	return nil
 }
 
-// flush sends the write buffer and gives it back (wmu held).
-func (c *WS) flush() error {
-	if c.bw == nil {
+// frameHeader puts the header of a final frame of op with size bytes of
+// payload into h and returns its length: with a fresh mask when c
+// dialled.
+func (c *WS) frameHeader(h []byte, op byte, size int) int {
+	h[0] = 0x80 | op
+	n := 2
+	switch {
+	case size <= 125:
+		h[1] = byte(size)
+	case size <= 0xffff:
+		h[1] = 126
+		binary.BigEndian.PutUint16(h[2:], uint16(size))
+		n = 4
+	default:
+		h[1] = 127
+		binary.BigEndian.PutUint64(h[2:], uint64(size))
+		n = 10
+	}
+	if c.client {
+		h[1] |= 0x80
+		binary.LittleEndian.PutUint32(h[n:], rand.Uint32())
+		n += 4
+	}
+	return n
+}
+
+// room is the write buffer's free room, the buffer taken from the pool
+// if c holds none (wmu held).
+func (c *WS) room() []byte {
+	if c.wbuf == nil {
+		c.wbuf = writeBufs.Get().(*[]byte)
+	}
+	return (*c.wbuf)[c.wn:]
+}
+
+// send sends what the write buffer holds, keeping the buffer (wmu held).
+func (c *WS) send() error {
+	if c.wn == 0 {
 		return nil
 	}
-	err := c.bw.Flush()
+	_, err := c.conn.Write((*c.wbuf)[:c.wn])
+	c.wn = 0
+	return err
+}
+
+// flush sends the write buffer and gives it back (wmu held).
+func (c *WS) flush() error {
+	err := c.send()
 	c.dropWriter()
 	return err
 }
 
 func (c *WS) dropWriter() {
-	if c.bw != nil {
-		c.bw.Reset(nil)
-		writeBufs.Put(c.bw)
-		c.bw = nil
+	if c.wbuf != nil {
+		writeBufs.Put(c.wbuf)
+		c.wbuf, c.wn = nil, 0
 	}
 }
 
@@ -771,7 +875,7 @@ func (c *WS) Close(code websocket.StatusCode, reason string) error {
 			c.wstop()
 		}
 		sent := false
-		if !c.closeSent && c.werr == nil {
+		if !c.closeSent && c.werr == nil && !c.midFrame { // a half-sent frame cannot be followed by a close frame
 			c.conn.SetWriteDeadline(deadline)
 			c.closeSent = true
 			var p []byte

@@ -8,7 +8,12 @@ import (
 )
 
 // rawConn is nil off unix: an idle WS waits in conn's Read, holding its
-// read buffer.
+// read buffer, and a write always waits.
 func rawConn(net.Conn) syscall.RawConn { return nil }
 
-func readRaw(syscall.RawConn, func() []byte, func()) (int, error) { panic("unreachable") }
+type rawIO struct{}
+
+func (c *WS) initRaw()                     {}
+func (c *WS) readRaw() (int, error)        { panic("unreachable") }
+func (c *WS) writeRaw([]byte) (int, error) { panic("unreachable") }
+func sysRead(int, []byte) (int, error)     { panic("unreachable") }
