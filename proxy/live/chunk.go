@@ -22,8 +22,9 @@ import (
 type Chunk struct {
 	Data []byte
 	// Frames is the messages Data ends (its final data frames), Bytes
-	// their payload bytes, for the call's counts.
-	Frames, Bytes int64
+	// their payload bytes, for the call's counts; Wire is its data frames,
+	// fragments too, for the queue's cap.
+	Frames, Bytes, Wire int64
 	// Owned is set when Data is the Chunk's own; else it is the WS's read
 	// buffer, valid only until its next ReadChunk.
 	Owned bool
@@ -181,7 +182,7 @@ func (c *WS) bigChunk() Chunk {
 	_, size, _ := frameSize(c.big)
 	fin := c.big[0]&0x80 != 0
 	c.fragment(fin, size)
-	ch := Chunk{Data: c.big, Bytes: size, Owned: true}
+	ch := Chunk{Data: c.big, Bytes: size, Wire: 1, Owned: true}
 	if fin {
 		ch.Frames = 1
 	}
@@ -268,6 +269,7 @@ func (c *WS) scan() (Chunk, int, error) {
 		c.r += n + int(size)
 		c.fragment(fin, size)
 		ch.Bytes += size
+		ch.Wire++
 		if fin {
 			ch.Frames++
 		}
@@ -386,7 +388,7 @@ func (c *WS) bigFrame() (Chunk, error) {
 		}
 	}
 	c.fragment(fin, size)
-	ch := Chunk{Data: data, Bytes: size, Owned: true}
+	ch := Chunk{Data: data, Bytes: size, Wire: 1, Owned: true}
 	if fin {
 		ch.Frames = 1
 	}

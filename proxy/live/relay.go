@@ -128,7 +128,7 @@ type pipe struct {
 	src, dst Side
 	q        queue
 	queued   atomic.Int64 // bytes in q
-	waiting  atomic.Int64 // messages in q
+	waiting  atomic.Int64 // frames in q (a message's fragments each)
 	count    struct{ frames, bytes atomic.Int64 }
 	// writing is set while a writer runs (or is about to); held holds
 	// the writer's place for its whole run, so that the end's flush
@@ -144,6 +144,7 @@ type frame struct {
 	data          []byte
 	chunk         bool
 	frames, bytes int64
+	wire          int64 // frames on the wire: 1, or a chunk's Wire
 }
 
 // queue is a direction's frames read and not yet written, first in first
@@ -403,7 +404,7 @@ func (rl *Relay) read(p *pipe) {
 			rl.end(readEnding(p.src, err))
 			return
 		}
-		if !rl.enqueue(p, frame{typ: typ, data: data, frames: 1, bytes: int64(len(data))}) {
+		if !rl.enqueue(p, frame{typ: typ, data: data, frames: 1, bytes: int64(len(data)), wire: 1}) {
 			return
 		}
 		// A message already read behind this one (a burst read at
@@ -424,13 +425,13 @@ func (rl *Relay) read(p *pipe) {
 // is too slow).
 func (rl *Relay) enqueue(p *pipe, f frame) bool {
 	n := int64(len(f.data))
-	if p.waiting.Load()+f.frames > int64(rl.lim.QueueFrames) || p.queued.Load()+n > rl.lim.QueueBytes {
+	if p.waiting.Load()+f.wire > int64(rl.lim.QueueFrames) || p.queued.Load()+n > rl.lim.QueueBytes {
 		rl.end(slowEnding(p.dst, p.waiting.Load(), p.queued.Load()))
 		return false
 	}
 	rl.last.Store(int64(time.Since(rl.start)))
 	p.queued.Add(n)
-	p.waiting.Add(f.frames)
+	p.waiting.Add(f.wire)
 	p.q.push(f)
 	return true
 }
@@ -443,7 +444,7 @@ func (rl *Relay) enqueue(p *pipe, f frame) bool {
 // reader's frames are.
 func (rl *Relay) readChunks(p *pipe, src, dst *WS) {
 	err := src.Pump(func(ch Chunk) error {
-		f := frame{data: ch.Data, chunk: true, frames: ch.Frames, bytes: ch.Bytes}
+		f := frame{data: ch.Data, chunk: true, frames: ch.Frames, bytes: ch.Bytes, wire: ch.Wire}
 		if p.q.len() == 0 && p.writing.CompareAndSwap(false, true) {
 			n, done := rl.writeChunkNow(p, dst, f)
 			if done {
@@ -611,7 +612,7 @@ func (rl *Relay) write(p *pipe) {
 // gone) unless it already ended.
 func (rl *Relay) send(p *pipe, dst Conn, f frame) bool {
 	p.queued.Add(-int64(len(f.data)))
-	p.waiting.Add(-f.frames)
+	p.waiting.Add(-f.wire)
 	var err error
 	if d, ok := dst.(*WS); ok && f.chunk {
 		err = d.WriteChunk(rl.writes, f.data)
