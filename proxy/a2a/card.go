@@ -199,7 +199,7 @@ func security(issuer, audience string) (map[string]securityScheme, []map[string]
 
 // Card is the agent card the door serves, its JSON-RPC endpoint at url.
 func (d *Door) Card(url string) []byte {
-	in, out := []string{"text/plain"}, []string{"text/plain", "application/json"}
+	in, out := d.opts.Card.inputModes(), d.opts.Card.outputModes()
 	desc := d.opts.Card.Description
 	if desc == "" {
 		desc = "An agent served by sidecar: each message calls its method " + d.opts.Method + "."

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"net/url"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -17,7 +18,7 @@ const Name = "a2a"
 // Protocol is the door's registration (proxy/doors lists it):
 //
 //	protocols:
-//	  a2a: {listen: ":9000", method: stream_query, card: {name: …, description: …}, url: https://…/}
+//	  a2a: {listen: ":9000", method: stream_query, card: {name: …, description: …, input_modes: […], output_modes: […]}, url: https://…/}
 //
 // listen defaults to ":9000"; method is required; card and url are
 // optional (Options).
@@ -33,7 +34,8 @@ var Protocol = core.Protocol[Options]{
 		},
 		Print: func(door *config.Door) *yaml.Node {
 			o := door.Options.(*Options)
-			kv := []any{"card", config.Mapping("name", config.Quoted(o.Card.Name), "description", config.Quoted(o.Card.Description))}
+			kv := []any{"card", config.Mapping("name", config.Quoted(o.Card.Name), "description", config.Quoted(o.Card.Description),
+				"input_modes", config.Strings(o.Card.inputModes()), "output_modes", config.Strings(o.Card.outputModes()))}
 			if o.URL != "" {
 				kv = append(kv, "url", config.Quoted(o.URL))
 			}
@@ -83,6 +85,31 @@ type Options struct {
 // CardInfo is the agent card's description of the agent.
 type CardInfo struct {
 	Name, Description string
+	// InputModes and OutputModes are the media types the card says the
+	// agent takes and gives (its defaultInputModes and
+	// defaultOutputModes, and its skill's); nil: the defaults.
+	InputModes, OutputModes []string
+}
+
+// The modes a card advertises when card: names none: text in; text and
+// JSON data out.
+var (
+	defaultInputModes  = []string{"text/plain"}
+	defaultOutputModes = []string{"text/plain", "application/json"}
+)
+
+func (c CardInfo) inputModes() []string {
+	if c.InputModes == nil {
+		return defaultInputModes
+	}
+	return c.InputModes
+}
+
+func (c CardInfo) outputModes() []string {
+	if c.OutputModes == nil {
+		return defaultOutputModes
+	}
+	return c.OutputModes
 }
 
 // decodeSection decodes the section: listen, method, card and url.
@@ -105,25 +132,75 @@ func decodeSection(d config.Decoder, n *yaml.Node, path string, door *config.Doo
 	return on
 }
 
-// decodeCard decodes the agent card's name and description.
+// decodeCard decodes the agent card's name, description and modes.
 func decodeCard(d config.Decoder, n *yaml.Node, path string, c *CardInfo) {
-	if !d.Mapping(n, path, "a mapping with name and description") {
+	if !d.Mapping(n, path, "a mapping with name, description, input_modes and output_modes") {
 		return
 	}
 	for _, e := range d.Entries(n, path) {
 		key := path + "." + e.Name
-		s, ok := d.Scalar(e, key)
 		switch e.Name {
-		case "name":
-			if ok {
+		case "name", "description":
+			s, ok := d.Scalar(e, key)
+			if ok && e.Name == "name" {
 				c.Name = s
-			}
-		case "description":
-			if ok {
+			} else if ok {
 				c.Description = s
 			}
+		case "input_modes":
+			c.InputModes = decodeModes(d, e, key)
+		case "output_modes":
+			c.OutputModes = decodeModes(d, e, key)
 		default:
-			d.Unknown(e, path, "name", "description")
+			d.Unknown(e, path, "name", "description", "input_modes", "output_modes")
 		}
 	}
+}
+
+// decodeModes decodes a list of media types (image/png, image/*, */*),
+// each without parameters; nil, with the problem reported, for anything
+// else, and for an empty list.
+func decodeModes(d config.Decoder, e config.Entry, path string) []string {
+	list, ok := d.Strings(e, path, "media types")
+	if !ok {
+		return nil
+	}
+	if len(list) == 0 {
+		d.Addf(e.Value.Line, path, "an empty list: a card names at least one media type (or leave the key out for the default)")
+		return nil
+	}
+	for _, m := range list {
+		if !mediaRange(m) {
+			d.Addf(e.Value.Line, path, "%q is not a media type such as text/plain, image/png or image/* (no parameters)", m)
+			return nil
+		}
+	}
+	return list
+}
+
+// mediaRange reports whether s is a media type or range as RFC 9110 §8.3
+// writes one, type/subtype, either a token or * (*/* only whole), with no
+// parameters.
+func mediaRange(s string) bool {
+	typ, sub, ok := strings.Cut(s, "/")
+	if !ok || !token(typ) || !token(sub) {
+		return false
+	}
+	return typ != "*" || sub == "*"
+}
+
+// token reports whether s is an RFC 9110 token, or "*".
+func token(s string) bool {
+	if s == "*" {
+		return true
+	}
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r >= 0x80 || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}*", r) {
+			return false
+		}
+	}
+	return true
 }
