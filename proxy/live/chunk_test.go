@@ -265,3 +265,34 @@ func TestWSHeldPong(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRelayFramesWithUpgrade: frames the caller sends in the same write
+// as its upgrade request (read along with the request) reach the agent,
+// in order, before the ones it sends later.
+func TestRelayFramesWithUpgrade(t *testing.T) {
+	ag, url, results := newRawRelay(t, wide)
+	host := strings.TrimPrefix(url, "http://")
+	nc, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := "GET / HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	nc.Write(append(append([]byte(req), wireFrame(true, opText, []byte("early"), true)...), wireFrame(false, opBinary, []byte("frag"), true)...))
+	br := bufio.NewReader(nc)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	<-ag.conn
+	nc.Write(wireFrame(true, opContinuation, []byte("ment"), true))
+	for i, want := range []wireRead{{true, opText, []byte("early")}, {false, opBinary, []byte("frag")}, {true, opContinuation, []byte("ment")}} {
+		if got := ag.next(t); got.fin != want.fin || got.op != want.op || !bytes.Equal(got.payload, want.payload) {
+			t.Fatalf("agent's frame %d: fin %v op %d %q, want fin %v op %d %q", i, got.fin, got.op, got.payload, want.fin, want.op, want.payload)
+		}
+	}
+	nc.Write(wireFrame(true, opClose, []byte{0x03, 0xe8}, true))
+	if r := <-results; r.In != (Count{2, 13}) || r.EndedBy != Caller {
+		t.Errorf("Result = %+v, want two messages of 13 bytes in, ended by the caller", r)
+	}
+}
