@@ -26,7 +26,7 @@ type Chunk struct {
 	// fragments too, for the queue's cap.
 	Frames, Bytes, Wire int64
 	// Owned is set when Data is the Chunk's own; else it is the WS's read
-	// buffer, valid only until its next ReadChunk.
+	// buffer, valid only until Pump's deliver returns.
 	Owned bool
 }
 
@@ -190,6 +190,9 @@ func (c *WS) bigChunk() Chunk {
 	return ch
 }
 
+// chunk reads the next chunk as Pump delivers them, through fill: for
+// the bytes read along with the handshake, and a socket with no raw
+// access (rmu held).
 func (c *WS) chunk() (Chunk, error) {
 	for {
 		if c.r == c.w || c.pre != nil {
