@@ -398,7 +398,7 @@ func (c *WS) bigFrame() (Chunk, error) {
 	return ch, nil
 }
 
-// WriteChunk writes data, whole frames ReadChunk read from the WS on the
+// WriteChunk writes data, whole frames Pump delivered from the WS on the
 // other side of the relay, as they are, after what WriteNoFlush
 // buffered; it waits for the socket to take all of it.
 func (c *WS) WriteChunk(ctx context.Context, data []byte) error {
