@@ -369,26 +369,8 @@ func (c *WS) bigFrame() (Chunk, error) {
 	n, size, _ := frameSize(p)
 	fin := p[0]&0x80 != 0
 	data := make([]byte, int64(n)+size)
-	k := copy(data, p)
-	c.r += k
-	for k < len(data) {
-		var err error
-		if c.pre == nil && c.r == c.w { // straight from the socket
-			c.releaseRead()
-			var m int
-			m, err = c.conn.Read(data[k:])
-			if k += m; m > 0 {
-				err = nil
-			}
-		} else if err = c.fill(); err == nil {
-			m := copy(data[k:], (*c.rbuf)[c.r:c.w])
-			c.r += m
-			k += m
-		}
-		if err != nil {
-			c.left = int64(len(data) - k)
-			return Chunk{}, unexpected(err)
-		}
+	if err := c.readFull(data); err != nil {
+		return Chunk{}, err
 	}
 	c.fragment(fin, size)
 	ch := Chunk{Data: data, Bytes: size, Wire: 1, Owned: true}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/binary"
 	"net"
 	"net/http"
@@ -44,18 +42,15 @@ func newRawRelay(t *testing.T, lim config.Live, opening ...[]byte) (*rawAgent, s
 	t.Helper()
 	ag := &rawAgent{conn: make(chan net.Conn, 1), frames: make(chan wireRead, 64)}
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
+		conn, br, ok := upgradeByHand(w, r, opening...)
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		conn.Write(append([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "+
-			base64.StdEncoding.EncodeToString(sum[:])+"\r\n\r\n"), bytes.Join(opening, nil)...))
 		ag.conn <- conn
 		defer close(ag.frames)
 		for {
-			fin, op, p, err := readMasked(brw.Reader)
+			fin, op, p, err := readMasked(br)
 			if err != nil {
 				return
 			}
@@ -66,21 +61,8 @@ func newRawRelay(t *testing.T, lim config.Live, opening ...[]byte) (*rawAgent, s
 		}
 	}))
 	t.Cleanup(as.Close)
-	results := make(chan Result, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		rl, err := Accept(w, r, a, lim)
-		if err != nil {
-			return
-		}
-		results <- rl.Run()
-	}))
-	t.Cleanup(front.Close)
-	return ag, front.URL, results
+	p := relayFront(t, as, lim)
+	return ag, p.url, p.results
 }
 
 // next is the next frame the agent read.
@@ -214,29 +196,10 @@ func TestRelayAgentMasks(t *testing.T) {
 // the peer reads the whole frame, then the pong. The peer reads nothing
 // until then, so that the socket takes only what its buffers hold.
 func TestWSHeldPong(t *testing.T) {
-	conns := make(chan *WS, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := acceptWS(w, r, "")
-		if err != nil {
-			return
-		}
-		conns <- c
-	}))
-	t.Cleanup(front.Close)
-	host := strings.TrimPrefix(front.URL, "http://")
-	nc, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Write([]byte("GET / HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"))
-	br := bufio.NewReader(nc)
-	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %v %v", resp, err)
-	}
-	c := <-conns
-	t.Cleanup(func() { c.Close(websocket.StatusNormalClosure, "") })
-	t.Cleanup(func() { nc.Close() }) // first: c's Close then finds the peer gone
+	c, rc := acceptedWS(t)
+	defer c.Close(websocket.StatusNormalClosure, "")
+	defer rc.c.Close() // first: c's Close then finds the peer gone
+	nc, br := rc.c, rc.br
 
 	payload := bytes.Repeat([]byte("x"), 4<<20)
 	frame := wireFrame(true, opBinary, payload, false)

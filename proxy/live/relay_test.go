@@ -3,8 +3,6 @@ package live
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,10 +17,11 @@ import (
 	"github.com/sidecar-dev/sidecar/metrics"
 )
 
-// pair is a relay under test: an agent served by agent, a front server
-// relaying to it, and the Result of each conversation.
+// pair is a relay under test: a front server relaying each caller to an
+// agent, each conversation's Relay as it starts (the latest, if the test
+// takes none) and its Result.
 type pair struct {
-	front   *httptest.Server
+	url     string // the front's
 	results chan Result
 	relays  chan *Relay
 }
@@ -40,9 +39,16 @@ func newPair(t *testing.T, lim config.Live, agent func(c *websocket.Conn)) *pair
 		agent(c)
 	}))
 	t.Cleanup(as.Close)
+	return relayFront(t, as, lim)
+}
+
+// relayFront serves a front relaying each caller to the agent served by
+// as under lim.
+func relayFront(t *testing.T, as *httptest.Server, lim config.Live) *pair {
+	t.Helper()
 	p := &pair{results: make(chan Result, 1), relays: make(chan *Relay, 1)}
-	p.front = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http")+"/live", as.Client(), nil, nil)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -51,17 +57,21 @@ func newPair(t *testing.T, lim config.Live, agent func(c *websocket.Conn)) *pair
 		if err != nil {
 			return
 		}
-		p.relays <- rl
+		select {
+		case p.relays <- rl:
+		default:
+		}
 		p.results <- rl.Run()
 	}))
-	t.Cleanup(p.front.Close)
+	t.Cleanup(front.Close)
+	p.url = front.URL
 	return p
 }
 
 // dial is a caller's connection to the front.
 func (p *pair) dial(t *testing.T) *websocket.Conn {
 	t.Helper()
-	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(p.front.URL, "http"), nil)
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(p.url, "http"), nil)
 	if err != nil {
 		t.Fatalf("dialing the front: %v", err)
 	}
@@ -397,34 +407,15 @@ func TestRelayFraming(t *testing.T) {
 func TestRelayAgentClosesMidFrame(t *testing.T) {
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The upgrade by hand, so that the frame can be cut short.
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
+		conn, _, ok := upgradeByHand(w, r, []byte{0x81, 100}, []byte("only ten b")) // a final text frame of 100 bytes, of which ten come
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-			base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n")
-		brw.Write([]byte{0x81, 100})  // a final text frame of 100 bytes…
-		brw.WriteString("only ten b") // …of which ten come
-		brw.Flush()
 	}))
 	t.Cleanup(as.Close)
-	results := make(chan Result, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		rl, err := Accept(w, r, a, small)
-		if err != nil {
-			return
-		}
-		results <- rl.Run()
-	}))
-	t.Cleanup(front.Close)
-	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(front.URL, "http"), nil)
+	p := relayFront(t, as, small)
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(p.url, "http"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +424,7 @@ func TestRelayAgentClosesMidFrame(t *testing.T) {
 	if s := websocket.CloseStatus(err); s != websocket.StatusInternalError {
 		t.Errorf("caller's read = %v %q, %v; want a 1011 close", typ, b, err)
 	}
-	if r := <-results; r.EndedBy != Agent || r.Outcome != metrics.AgentDisconnected || r.Out.Frames != 0 {
+	if r := <-p.results; r.EndedBy != Agent || r.Outcome != metrics.AgentDisconnected || r.Out.Frames != 0 {
 		t.Errorf("Result = %+v, want ended by the agent, agent_disconnected, no frame out", r)
 	}
 }

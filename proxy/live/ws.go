@@ -453,6 +453,19 @@ func (c *WS) header() (header, error) {
 // payload reads the current frame's payload into dst, exactly its
 // length, and unmasks it.
 func (c *WS) payload(dst []byte, h header) error {
+	if err := c.readFull(dst); err != nil {
+		return err
+	}
+	if h.masked {
+		ws.Cipher(dst, h.mask, 0)
+	}
+	return nil
+}
+
+// readFull fills dst with what is buffered, then from the socket: what
+// is left of it straight into dst when that is a buffer's worth or more.
+// On an error, c.left is what dst still lacks.
+func (c *WS) readFull(dst []byte) error {
 	k := 0
 	if c.rbuf != nil {
 		k = copy(dst, (*c.rbuf)[c.r:c.w])
@@ -460,7 +473,7 @@ func (c *WS) payload(dst []byte, h header) error {
 	}
 	for k < len(dst) {
 		var err error
-		if c.pre == nil && len(dst)-k >= readBufSize { // a big payload: straight from the socket
+		if c.pre == nil && len(dst)-k >= readBufSize { // straight from the socket
 			c.releaseRead()
 			var n int
 			n, err = c.conn.Read(dst[k:])
@@ -478,9 +491,6 @@ func (c *WS) payload(dst []byte, h header) error {
 		}
 	}
 	c.left = 0
-	if h.masked {
-		ws.Cipher(dst, h.mask, 0)
-	}
 	return nil
 }
 

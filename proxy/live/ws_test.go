@@ -155,7 +155,7 @@ func (rc *rawClient) wantClose(code websocket.StatusCode) {
 // a pong the caller sends is dropped, and neither is relayed.
 func TestWSFragmentedMessage(t *testing.T) {
 	p := newPair(t, small, echo)
-	rc := dialRaw(t, p.front.URL)
+	rc := dialRaw(t, p.url)
 	rc.send(
 		wireFrame(false, opText, []byte("hel"), true),
 		wireFrame(true, opPing, []byte("are you there"), true),
@@ -182,22 +182,18 @@ func TestWSFragmentedMessage(t *testing.T) {
 // with the handshake).
 func TestWSFramesInOneSegment(t *testing.T) {
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
+		var opening [][]byte
+		for _, s := range []string{"one", "two", "three"} {
+			opening = append(opening, wireFrame(true, opText, []byte(s), false))
+		}
+		conn, br, ok := upgradeByHand(w, r, opening...) // the response and three frames in one write
+		if !ok {
 			return
 		}
 		defer conn.Close()
-		var b bytes.Buffer
-		b.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-			base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n")
-		for _, s := range []string{"one", "two", "three"} {
-			b.Write(wireFrame(true, opText, []byte(s), false))
-		}
-		conn.Write(b.Bytes()) // the response and three frames in one write
 		// Then echo what comes, frame for frame, until the close.
 		for {
-			fin, op, p, err := readMasked(brw.Reader)
+			fin, op, p, err := readMasked(br)
 			if err != nil {
 				return
 			}
@@ -208,21 +204,8 @@ func TestWSFramesInOneSegment(t *testing.T) {
 		}
 	}))
 	t.Cleanup(as.Close)
-	results := make(chan Result, 1)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, err := Dial(r.Context(), "ws"+strings.TrimPrefix(as.URL, "http"), as.Client(), nil, nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		rl, err := Accept(w, r, a, small)
-		if err != nil {
-			return
-		}
-		results <- rl.Run()
-	}))
-	t.Cleanup(front.Close)
-	rc := dialRaw(t, front.URL)
+	p := relayFront(t, as, small)
+	rc := dialRaw(t, p.url)
 	var got []string
 	for range 3 {
 		_, _, b := rc.read()
@@ -242,9 +225,24 @@ func TestWSFramesInOneSegment(t *testing.T) {
 	}
 	rc.send(wireFrame(true, opClose, []byte{0x0f, 0xa0, 'o', 'k'}, true)) // 4000 "ok"
 	rc.wantClose(4000)
-	if r := <-results; r.In.Frames != 3 || r.Out.Frames != 6 || r.Code != 4000 || r.Reason != "ok" || r.EndedBy != Caller {
+	if r := <-p.results; r.In.Frames != 3 || r.Out.Frames != 6 || r.Code != 4000 || r.Reason != "ok" || r.EndedBy != Caller {
 		t.Errorf("Result = %+v, want 3 frames in, 6 out, ended by the caller with 4000 ok", r)
 	}
+}
+
+// upgradeByHand answers r's upgrade with 101 by hand, followed in the
+// same write by the frames in opening: the agent's connection and what it
+// reads it through; false when it cannot be taken over.
+func upgradeByHand(w http.ResponseWriter, r *http.Request, opening ...[]byte) (net.Conn, *bufio.Reader, bool) {
+	sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, nil, false
+	}
+	resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+		base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
+	conn.Write(append([]byte(resp), bytes.Join(opening, nil)...))
+	return conn, brw.Reader, true
 }
 
 // readMasked reads a frame a client sent and unmasks it.
@@ -301,7 +299,7 @@ func TestWSReadLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPair(t, small, echo)
-			rc := dialRaw(t, p.front.URL)
+			rc := dialRaw(t, p.url)
 			rc.send(wireFrame(true, opBinary, at, true))
 			if _, op, b := rc.read(); op != opBinary || len(b) != len(at) {
 				t.Fatalf("echo of a frame at the cap: op %d, %d bytes", op, len(b))
@@ -326,7 +324,7 @@ func TestWSProtocolErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := newPair(t, small, echo)
-			rc := dialRaw(t, p.front.URL)
+			rc := dialRaw(t, p.url)
 			rc.send(f)
 			rc.wantClose(websocket.StatusProtocolError)
 			if r := p.result(t); r.EndedBy != Caller || r.In.Frames != 0 {
@@ -566,10 +564,10 @@ func TestRelayBatches(t *testing.T) {
 	}
 }
 
-// TestWSPending: Pending reports a whole message already read, behind
-// control frames or fragments, and not a frame cut short or a message
-// whose last fragment has not come.
-func TestWSPending(t *testing.T) {
+// acceptedWS is a WS as the caller's side (acceptWS) and the raw client
+// that dialled it.
+func acceptedWS(t *testing.T) (*WS, *rawClient) {
+	t.Helper()
 	conns := make(chan *WS, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := acceptWS(w, r, "")
@@ -580,7 +578,14 @@ func TestWSPending(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	rc := dialRaw(t, srv.URL)
-	c := <-conns
+	return <-conns, rc
+}
+
+// TestWSPending: Pending reports a whole message already read, behind
+// control frames or fragments, and not a frame cut short or a message
+// whose last fragment has not come.
+func TestWSPending(t *testing.T) {
+	c, rc := acceptedWS(t)
 	defer c.Close(websocket.StatusNormalClosure, "")
 	defer rc.c.Close()
 	ctx := context.Background()
