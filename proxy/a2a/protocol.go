@@ -34,8 +34,14 @@ var Protocol = core.Protocol[Options]{
 		},
 		Print: func(door *config.Door) *yaml.Node {
 			o := door.Options.(*Options)
-			kv := []any{"card", config.Mapping("name", config.Quoted(o.Card.Name), "description", config.Quoted(o.Card.Description),
-				"input_modes", config.Strings(o.Card.inputModes()), "output_modes", config.Strings(o.Card.outputModes()))}
+			card := []any{"name", config.Quoted(o.Card.Name), "description", config.Quoted(o.Card.Description)}
+			if o.Card.InputModes != nil {
+				card = append(card, "input_modes", config.Strings(o.Card.InputModes))
+			}
+			if o.Card.OutputModes != nil {
+				card = append(card, "output_modes", config.Strings(o.Card.OutputModes))
+			}
+			kv := []any{"card", config.Mapping(card...)}
 			if o.URL != "" {
 				kv = append(kv, "url", config.Quoted(o.URL))
 			}

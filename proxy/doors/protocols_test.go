@@ -1,6 +1,7 @@
 package doors_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ protocols:
 	if err != nil {
 		t.Fatalf("the printed map does not parse: %v\n%s", err, c.Expanded())
 	}
-	if string(again.Expanded()) != string(c.Expanded()) || a2aOf(again).Card != a2aOf(c).Card || a2aOf(again).URL != a2aOf(c).URL {
+	if string(again.Expanded()) != string(c.Expanded()) || !reflect.DeepEqual(a2aOf(again).Card, a2aOf(c).Card) || a2aOf(again).URL != a2aOf(c).URL {
 		t.Errorf("printed twice differs:\n%s\n---\n%s", c.Expanded(), again.Expanded())
 	}
 	if err := c.CheckListen("0.0.0.0:8088", "$PORT=8088"); err == nil || !strings.Contains(err.Error(), "foundry") {
@@ -121,7 +122,7 @@ protocols:
   foundry: {method: query, card: {name: x}}`, `protocols.foundry.card: unknown key (want listen, mount or method)`},
 		{"card key", `
 protocols:
-  a2a: {method: query, card: {title: x}}`, `protocols.a2a.card.title: unknown key (want name or description)`},
+  a2a: {method: query, card: {title: x}}`, `protocols.a2a.card.title: unknown key (want name, description, input_modes or output_modes)`},
 		{"a2a url not absolute", `
 protocols:
   a2a: {method: query, url: "agents.example/price"}`, `protocols.a2a.url: "agents.example/price" is not an absolute http or https URL`},
