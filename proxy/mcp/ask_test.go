@@ -485,12 +485,7 @@ func TestGoSDKElicitation(t *testing.T) {
 					asked <- r.Params.Message
 					return &gomcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 				}})
-			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
-			cs, err := client.Connect(t.Context(), transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			cs := goConnect(t, client, s.url, version)
 			for _, tool := range []string{"confirm", "approve"} {
 				res, err := cs.CallTool(t.Context(), &gomcp.CallToolParams{Name: tool, Arguments: map[string]any{"amount": 5}})
 				if err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/sidecar-dev/sidecar/config"
 )
 
-// BenchmarkOpen is the door's own work on a 2026-07-28 tools/call and
-// tools/list (no agent): reading the JSON-RPC request, checking its
-// headers, and the exchange or the answer.
-func BenchmarkOpen(b *testing.B) {
+// benchDoor is the door on the test map, its agent nowhere: the
+// benchmarks measure the door's own work.
+func benchDoor(b *testing.B) (*config.Config, *Door) {
+	b.Helper()
 	cfg, err := config.Parse("bench.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
 	if err != nil {
 		b.Fatal(err)
@@ -21,6 +21,14 @@ func BenchmarkOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return cfg, d
+}
+
+// BenchmarkOpen is the door's own work on a 2026-07-28 tools/call and
+// tools/list (no agent): reading the JSON-RPC request, checking its
+// headers, and the exchange or the answer.
+func BenchmarkOpen(b *testing.B) {
+	cfg, d := benchDoor(b)
 	for _, bb := range []struct{ name, method, params, tool string }{
 		{"tools/call", "tools/call", `"name":"story","arguments":{"message":"hello there"},`, "story"},
 		{"tools/list", "tools/list", ``, ""},
@@ -68,14 +76,7 @@ func (s *sink) Flush()                      {}
 // writes it, against the same 6.7 MB as text: reading the records and
 // writing the result (bytes/op is what the door allocates per answer).
 func BenchmarkPartResult(b *testing.B) {
-	cfg, err := config.Parse("bench.yaml", []byte(strings.ReplaceAll(testMap, "AGENT", "http://127.0.0.1:1")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := New(cfg, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, d := benchDoor(b)
 	b64 := strings.Repeat("A", 6_666_668)
 	for _, bb := range []struct {
 		name string

@@ -23,6 +23,20 @@ import (
 // streaming one with a progress token (a notification per text record,
 // then the whole text), a failing one and an unknown one, against the
 // sidecar in front of a python3 agent.
+// goConnect connects client, the official Go SDK's, to the door at url
+// over streamable HTTP at version ("": the newest it speaks); the session
+// is closed when the test ends.
+func goConnect(t *testing.T, client *gomcp.Client, url, version string) *gomcp.ClientSession {
+	t.Helper()
+	transport := &gomcp.StreamableClientTransport{Endpoint: url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs, err := client.Connect(t.Context(), transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func TestGoSDKClient(t *testing.T) {
 	s := serve(t, "", Options{})
 	for _, version := range []string{"", version20251125, version20250618} {
@@ -33,12 +47,7 @@ func TestGoSDKClient(t *testing.T) {
 					progressed <- fmt.Sprintf("%v %v %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Message)
 				}})
 			ctx := t.Context()
-			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
-			cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			cs := goConnect(t, client, s.url, version)
 			init := cs.InitializeResult()
 			want := version
 			if want == "" {
@@ -136,13 +145,8 @@ func TestRemovedMethodBeforeMeta(t *testing.T) {
 	}
 
 	client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, nil)
-	transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
-	cs, err := client.Connect(t.Context(), transport, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	err = cs.Ping(t.Context(), nil)
+	cs := goConnect(t, client, s.url, "")
+	err := cs.Ping(t.Context(), nil)
 	if err == nil || !strings.Contains(err.Error(), "-32601") && !strings.Contains(err.Error(), "Method not found") {
 		t.Errorf("the Go SDK's Ping at 2026-07-28 = %v, want method not found", err)
 	}
@@ -162,12 +166,7 @@ func TestGoSDKParts(t *testing.T) {
 		t.Run("version "+version, func(t *testing.T) {
 			client := gomcp.NewClient(&gomcp.Implementation{Name: "sidecar-test", Version: "1.0.0"}, nil)
 			ctx := t.Context()
-			transport := &gomcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
-			cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			cs := goConnect(t, client, s.url, version)
 			res, err := cs.CallTool(ctx, &gomcp.CallToolParams{Name: "records", Arguments: map[string]any{"records": json.RawMessage(records)}})
 			if err != nil {
 				t.Fatal(err)

@@ -435,12 +435,7 @@ func TestSharedGoSDK(t *testing.T) {
 			progressed <- r.Params.Progress
 		}})
 	ctx := t.Context()
-	transport := &gomcp.StreamableClientTransport{Endpoint: url, HTTPClient: testClient, MaxRetries: -1, DisableStandaloneSSE: true}
-	cs, err := client.Connect(ctx, transport, &gomcp.ClientSessionOptions{ProtocolVersion: version20251125})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := goConnect(t, client, url, version20251125)
 	if cs.ID() == "" || cs.InitializeResult().ProtocolVersion != version20251125 {
 		t.Fatalf("connected with session %q, %+v; want a 2025-11-25 session", cs.ID(), cs.InitializeResult())
 	}
