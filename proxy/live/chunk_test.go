@@ -200,6 +200,11 @@ func TestWSHeldPong(t *testing.T) {
 	defer c.Close(websocket.StatusNormalClosure, "")
 	defer rc.c.Close() // first: c's Close then finds the peer gone
 	nc, br := rc.c, rc.br
+	// Buffers of a set size on both ends, whatever the machine's
+	// defaults: together they hold far less than the frame, and are
+	// still large enough for the frame to flow once the peer reads.
+	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
+	c.conn.(*net.TCPConn).SetWriteBuffer(256 << 10)
 
 	payload := bytes.Repeat([]byte("x"), 4<<20)
 	frame := wireFrame(true, opBinary, payload, false)
